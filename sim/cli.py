@@ -1,0 +1,248 @@
+"""The ``dbsim`` command.
+
+Every error the user can cause prints one line per problem to stderr and exits 2; a run that
+fails exits 3; a run stopped by SIGINT/SIGTERM exits 130/143 after writing its bundle.
+Tracebacks appear only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+from rich.console import Console
+
+from sim import __version__
+from sim.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_RUN_FAILED, ConfigError, SimError
+from sim.scenario import ScenarioBase, _parse_value, json_schema, resolve, resolved_dict
+
+app = typer.Typer(
+    name="dbsim",
+    help="Drive SLOB-like, SSB-like and EDA workloads against real databases and file trees, "
+    "and correlate application latency with storage IOPS.",
+    add_completion=False,
+    no_args_is_help=False,
+    pretty_exceptions_enable=False,
+)
+
+WIDE_OUTPUT = 140
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+_debug = False
+
+ScenarioArg = Annotated[
+    Path | None,
+    typer.Argument(help="Scenario YAML file. Omitted: the embedded default (SLOB-like on SQLite)."),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", "-s", help="Override a field: --set load.sessions=8 (repeatable)."),
+]
+
+
+def _overrides(sets: list[str] | None, **named: Any) -> list[tuple[str, Any]]:
+    pairs: list[tuple[str, Any]] = []
+    for item in sets or []:
+        if "=" not in item:
+            raise ConfigError(f"--set {item}: expected FIELD=VALUE, e.g. load.sessions=8")
+        key, _, value = item.partition("=")
+        pairs.append((key.strip(), _parse_value(value)))
+    pairs.extend((key, value) for key, value in named.items() if value is not None)
+    return pairs
+
+
+def _planned_seconds(scenario: ScenarioBase) -> float | None:
+    load = scenario.load
+    if load.loops_per_session:
+        return None
+    measured = sum(step.duration_s for step in load.steps) if load.steps else load.duration_s
+    return load.warmup_s + measured
+
+
+@app.command()
+def run(
+    scenario: ScenarioArg = None,
+    set_: SetOpt = None,
+    duration: Annotated[float | None, typer.Option("--duration", help="load.duration_s")] = None,
+    sessions: Annotated[int | None, typer.Option("--sessions", help="load.sessions")] = None,
+    warmup: Annotated[float | None, typer.Option("--warmup", help="load.warmup_s")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="output.directory")] = None,
+    skip_load: Annotated[bool, typer.Option("--skip-load", help="Use the data as loaded; do not build or verify.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the bundle path.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+) -> None:
+    """Run a scenario and write its bundle."""
+    overrides = _overrides(
+        set_, **{"load.duration_s": duration, "load.sessions": sessions, "load.warmup_s": warmup,
+                 "output.directory": str(output) if output else None}  # fmt: skip
+    )
+    resolved = resolve(scenario, overrides)
+    code = _execute(resolved, skip_load=skip_load, quiet=quiet, as_json=as_json)
+    raise typer.Exit(code)
+
+
+def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: bool) -> int:
+    from sim.console import LiveConsole, summary_tables
+    from sim.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED, new_event_loop
+    from sim.runner import finish_summary, prepare_run
+
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
+    received: list[int] = []
+
+    async def main() -> dict[str, Any]:
+        prepared = prepare_run(scenario, skip_load=skip_load)
+
+        def on_signal(signum: int) -> None:
+            received.append(signum)
+            prepared.engine.request_stop(f"stopped by {signal.Signals(signum).name}")
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, on_signal, signum)
+        live = LiveConsole(_planned_seconds(scenario))
+        if not (quiet or as_json):
+            events = prepared.engine.events
+            events.state.add_listener(live.on_state)
+            events.progress.add_listener(live.on_progress)
+            events.interval.add_listener(live.on_interval)
+            events.collector_error.add_listener(live.on_collector_error)
+        try:
+            with live if not (quiet or as_json) else _Null():
+                await prepared.engine.run()
+        finally:
+            summary = finish_summary(prepared)
+        summary["bundle"] = str(prepared.bundle.path)
+        return summary
+
+    try:
+        summary = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
+    elif quiet:
+        sys.stdout.write(summary["bundle"] + "\n")
+    else:
+        # A log or a pipe gets a width that fits the tables rather than 80 columns.
+        out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
+        for table in summary_tables(summary):
+            out.print(table)
+        mix = summary.get("mix", {})
+        if "exact" in mix:
+            out.print(f"mix by the workload's rule: {'exact' if mix['exact'] else 'NOT exact'} {mix.get('measured')}")
+        out.print(f"bundle: {summary['bundle']}")
+    status = summary["status"]
+    if status == OUTCOME_COMPLETED:
+        return EXIT_OK
+    if status == OUTCOME_INTERRUPTED:
+        return EXIT_SIGTERM if received and received[-1] == signal.SIGTERM else EXIT_SIGINT
+    if summary.get("error"):
+        Console(stderr=True).print(f"[red]error[/red]: {summary['error']}", highlight=False)
+    return EXIT_RUN_FAILED
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+@app.command()
+def validate(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
+    """Check a scenario and print it as it would run (after environment and --set overrides)."""
+    import yaml
+
+    resolved = resolve(scenario, _overrides(set_))
+    sys.stdout.write(yaml.safe_dump(resolved_dict(resolved), sort_keys=False))
+
+
+@app.command()
+def schema() -> None:
+    """Print the scenario JSON Schema (for editor completion)."""
+    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+
+
+@app.command()
+def load(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
+    """Build and verify the workload's data (idempotent), without running the workload."""
+    from sim.runner import build_target, build_workload
+    from sim.setup import load_and_verify
+
+    resolved = resolve(scenario, _overrides(set_))
+    target = build_target(resolved)
+    report = load_and_verify(build_workload(resolved, target), target)
+    sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
+
+
+@app.command()
+def drop(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
+    """Remove the objects dbsim created for this scenario's workload (nothing else)."""
+    from sim.runner import build_target, build_workload
+    from sim.setup import drop_objects
+
+    resolved = resolve(scenario, _overrides(set_))
+    target = build_target(resolved)
+    dropped = drop_objects(build_workload(resolved, target), target)
+    sys.stdout.write(("dropped: " + ", ".join(dropped) if dropped else "nothing to drop") + "\n")
+
+
+@app.command()
+def version() -> None:
+    """Print dbsim's version."""
+    sys.stdout.write(f"dbsim {__version__}\n")
+
+
+@app.callback()
+def _root(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False) -> None:
+    global _debug
+    _debug = debug
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _error(message: str) -> None:
+    for line in message.splitlines() or [message]:
+        sys.stderr.write(f"error: {line}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: runs the Typer app and turns every failure into lines and an exit code."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except SimError as exc:
+        if _debug:
+            traceback.print_exc()
+        _error(str(exc))
+        return exc.exit_code
+    except click.exceptions.NoArgsIsHelpError:
+        return EXIT_OK
+    except click.UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx else "dbsim"
+        _error(f"{exc.format_message()} (see {command} --help)")
+        return EXIT_BAD_INPUT
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _error("interrupted")
+        return EXIT_SIGINT
+    except typer.Exit as exc:  # pragma: no cover - typer re-exports click's Exit
+        return int(exc.exit_code)
+    except Exception as exc:
+        if _debug:
+            traceback.print_exc()
+        _error(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        return EXIT_RUN_FAILED
+    return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

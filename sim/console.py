@@ -1,0 +1,150 @@
+"""What a person sees while a run goes: a live panel on a terminal, plain lines in a log.
+
+The panel shows the state, elapsed and remaining time, per operation the last interval's ops/s
+and p50/p99 (µs), and per block device its IOPS and await. At the end, a summary table.
+Everything goes to stderr except the final table (stdout), so ``--json`` output stays clean.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from sim.metrics import Interval
+from sim.protocols import Sample
+
+PLAIN_LINE_EVERY_S = 5.0
+
+
+def _us(value: Any) -> str:
+    if value is None or value == "":
+        return "-"
+    v = float(value)
+    return f"{v / 1000:.2f} ms" if v >= 1000 else f"{v:.0f} µs"
+
+
+class LiveConsole:
+    """Listens to the engine's events and renders them."""
+
+    def __init__(self, planned_s: float | None, *, stderr: Console | None = None) -> None:
+        self.err = stderr or Console(stderr=True)
+        self.planned_s = planned_s
+        self.state = "setup"
+        self.detail = ""
+        self.progress = ""
+        self.rows: list[dict[str, Any]] = []
+        self.samples: list[Sample] = []
+        self.elapsed = 0.0
+        self._started = time.monotonic()
+        self._live: Live | None = None
+        self._last_plain = 0.0
+
+    def __enter__(self) -> LiveConsole:
+        if self.err.is_terminal:
+            self._live = Live(self._render(), console=self.err, refresh_per_second=4, transient=True)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+            self._live = None
+
+    # ------------------------------------------------------------------ listeners
+
+    def on_state(self, state: str, detail: str = "") -> None:
+        self.state, self.detail = state, detail
+        if self._live is None and state not in ("stopping",):
+            self.err.print(f"[dim]dbsim[/dim] {state} {detail}".rstrip(), highlight=False)
+        self._refresh()
+
+    def on_progress(self, what: str, done: int, total: int) -> None:
+        self.progress = f"{what}: {done:,}/{total:,} ({100 * done / max(total, 1):.0f} %)"
+        self._refresh()
+
+    def on_interval(self, interval: Interval, samples: list[Sample]) -> None:
+        self.elapsed = interval.t_end
+        self.rows = list(interval.rows())
+        self.samples = samples
+        self.progress = ""
+        if self._live is None and time.monotonic() - self._last_plain >= PLAIN_LINE_EVERY_S:
+            self._last_plain = time.monotonic()
+            ops = ", ".join(f"{r['op']} {r['ops_s']:.0f}/s p99 {_us(r.get('p99_us'))}" for r in self.rows)
+            dev = ", ".join(f"{s.entity} {s.values.get('iops', 0):.0f} IOPS" for s in samples if s.source == "block")
+            self.err.print(f"[dim]{interval.t_end:6.0f}s {interval.phase}[/dim] {ops} {dev}", highlight=False)
+        self._refresh()
+
+    def on_collector_error(self, source: str, message: str) -> None:
+        self.err.print(f"[yellow]warning[/yellow]: collector {source}: {message}", highlight=False)
+
+    # ------------------------------------------------------------------ rendering
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+
+    def _render(self) -> Group:
+        head = Text(f"dbsim  {self.state} {self.detail}  ", style="bold")
+        head.append(f"elapsed {self.elapsed:5.0f} s")
+        if self.planned_s:
+            head.append(f"  remaining {max(self.planned_s - self.elapsed, 0):5.0f} s")
+        parts: list[Any] = [head]
+        if self.progress:
+            parts.append(Text(self.progress))
+        if self.rows:
+            ops = Table(box=None, pad_edge=False)
+            for column in ("op", "ops/s", "p50", "p99", "errors"):
+                ops.add_column(column, justify="right" if column != "op" else "left")
+            for r in self.rows:
+                ops.add_row(r["op"], f"{r['ops_s']:,.0f}", _us(r.get("p50_us")), _us(r.get("p99_us")), str(r["errors"]))
+            parts.append(ops)
+        block = [s for s in self.samples if s.source == "block"]
+        if block:
+            dev = Table(box=None, pad_edge=False)
+            for column in ("device", "r/s", "w/s", "IOPS", "r_await", "w_await", "%util"):
+                dev.add_column(column, justify="right" if column != "device" else "left")
+            for s in block:
+                v = s.values
+                dev.add_row(
+                    s.entity, f"{v.get('r_s', 0):,.0f}", f"{v.get('w_s', 0):,.0f}", f"{v.get('iops', 0):,.0f}",
+                    f"{v.get('r_await_ms', 0):.2f} ms", f"{v.get('w_await_ms', 0):.2f} ms", f"{v.get('util_pct', 0):.0f}",
+                )  # fmt: skip
+            parts.append(dev)
+        return Group(*parts)
+
+
+def summary_tables(summary: dict[str, Any]) -> list[Table]:
+    """The final tables: per operation over the measured window, then storage means."""
+    timing = summary.get("timing", {})
+    title = (
+        f"{summary.get('scenario', {}).get('workload')} on {summary.get('scenario', {}).get('target')}: "
+        f"{summary.get('status', '?')}, {timing.get('measured_s', 0):.1f} s measured, "
+        f"{summary.get('sessions', '?')} sessions"
+    )
+    ops = Table(title=title)
+    for column in ("op", "count", "ops/s", "p50", "p95", "p99", "max", "errors"):
+        ops.add_column(column, justify="left" if column == "op" else "right", no_wrap=True)
+    for name, op in summary.get("operations", {}).items():
+        ops.add_row(
+            name, f"{op.get('count', 0):,}", f"{op.get('ops_s', 0):,.1f}", _us(op.get("p50_us")),
+            _us(op.get("p95_us")), _us(op.get("p99_us")), _us(op.get("max_us")), str(op.get("errors", 0)),
+        )  # fmt: skip
+    tables = [ops]
+    block = summary.get("storage", {}).get("block", {})
+    if block:
+        dev = Table(title="block devices (mean per second, measured window)")
+        for column in ("device", "r/s", "w/s", "IOPS", "rkB/s", "wkB/s", "r_await", "w_await", "aqu-sz", "%util"):
+            dev.add_column(column, justify="left" if column == "device" else "right", no_wrap=True)
+        for entity, m in block.items():
+            dev.add_row(
+                entity, f"{m.get('r_s', 0):,.1f}", f"{m.get('w_s', 0):,.1f}", f"{m.get('iops', 0):,.1f}",
+                f"{m.get('rkB_s', 0):,.0f}", f"{m.get('wkB_s', 0):,.0f}", f"{m.get('r_await_ms', 0):.2f}",
+                f"{m.get('w_await_ms', 0):.2f}", f"{m.get('aqu_sz', 0):.2f}", f"{m.get('util_pct', 0):.0f}",
+            )  # fmt: skip
+        tables.append(dev)
+    return tables

@@ -1,0 +1,537 @@
+"""The session engine: one asyncio loop, every session a coroutine.
+
+The engine owns the loop-side life of a run: open the target, load and verify the workload's
+data, connect every session (they all connect before any starts), then run the phases —
+warm-up (measured but excluded from results) and one or more measured stages — while a ticker
+rotates the latency intervals and samples the collectors on the same clock.
+
+Pacing:
+
+* closed loop: a session starts its next transaction when the last one ends, plus optional
+  think time;
+* open loop: transactions are scheduled at ``rate_ops_s`` over the active sessions, and latency
+  is measured from each transaction's *intended* start, so a stall shows in the percentiles
+  instead of silently lowering the offered load (no coordinated omission).
+
+The engine imports nothing from Locust or gevent. A gevent process hosts it by running
+:func:`run_on_native_thread` on a thread it obtained with gevent's ``get_original``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sim.errors import SimError, TargetError
+from sim.events import EngineEvents
+from sim.metrics import IntervalRecorder
+from sim.protocols import Collector, EngineContext, Sample, SqlConnection, Target, Workload
+from sim.scenario import Load
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_STOP_GRACE_S = 10.0
+EXTRA_POOL_THREADS = 4  # collectors and bundle writes beside one thread per session
+MIN_INTERVAL_FRACTION = 0.05  # shorter leftovers are merged into the next interval
+
+OUTCOME_COMPLETED = "completed"
+OUTCOME_INTERRUPTED = "interrupted"
+OUTCOME_FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stretch of the run with one phase, session count and rate."""
+
+    phase: str  # "warmup" or "measure"
+    step: int | None
+    duration_s: float | None  # None: until every session finished its loops
+    sessions: int
+    rate_ops_s: float | None
+
+
+def plan_stages(load: Load, default_sessions: int) -> list[Stage]:
+    """The run's stages in order, from the scenario's load section."""
+    sessions = load.sessions or default_sessions
+    stages: list[Stage] = []
+    first_rate = load.rate_ops_s
+    if load.steps:
+        first_rate = load.steps[0].rate_ops_s or load.rate_ops_s
+    if load.warmup_s > 0:
+        first_sessions = (load.steps[0].sessions if load.steps else None) or sessions
+        stages.append(Stage("warmup", None, load.warmup_s, first_sessions, first_rate))
+    if load.steps:
+        for i, step in enumerate(load.steps):
+            stages.append(
+                Stage("measure", i, step.duration_s, step.sessions or sessions, step.rate_ops_s or load.rate_ops_s)
+            )
+    else:
+        duration = None if load.loops_per_session else load.duration_s
+        stages.append(Stage("measure", None, duration, sessions, load.rate_ops_s))
+    return stages
+
+
+@dataclass
+class RunResult:
+    """How a run ended and what it measured (the bundle's summary is built from this)."""
+
+    outcome: str = OUTCOME_FAILED
+    reason: str = ""
+    last_state: str = "setup"
+    started_wall: float = field(default_factory=time.time)
+    sessions_started_wall: float | None = None
+    measured_s: float = 0.0
+    warmup_s: float = 0.0
+    load_report: dict[str, Any] = field(default_factory=dict)
+    verify_report: dict[str, Any] = field(default_factory=dict)
+    collectors: list[dict[str, Any]] = field(default_factory=list)
+    collector_errors: dict[str, int] = field(default_factory=dict)
+    sessions: int = 0
+    loops_completed: list[int] = field(default_factory=list)
+    #: Per session: index of its first measured transaction and one past its last.
+    op_ranges: list[tuple[int, int]] = field(default_factory=list)
+    error: str | None = None
+
+
+def error_class(exc: BaseException) -> str:
+    """The class name errors are counted under: the driver's, where one was wrapped."""
+    cause = exc.__cause__
+    if isinstance(exc, SimError) and cause is not None:
+        return type(cause).__name__
+    return type(exc).__name__
+
+
+class _StopRequested(Exception):
+    pass
+
+
+class Engine:
+    """Runs one workload against one target with one load plan."""
+
+    def __init__(
+        self,
+        workload: Workload,
+        target: Target,
+        load: Load,
+        collectors: list[Collector] | None = None,
+        *,
+        collector_factory: Callable[[Target], list[Collector]] | None = None,
+        interval_s: float = 1.0,
+        collector_timeout_s: float = 2.0,
+        stop_grace_s: float = DEFAULT_STOP_GRACE_S,
+        skip_load: bool = False,
+        clock: Callable[[], float] = time.perf_counter,  # for phases, ticks and collectors
+    ) -> None:
+        self.workload = workload
+        self.target = target
+        self.load = load
+        self.collectors = list(collectors or [])
+        # Collectors that need the opened target (its temporary path) are built after open().
+        self.collector_factory = collector_factory
+        self.interval_s = interval_s
+        self.collector_timeout_s = collector_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self.skip_load = skip_load
+        self.clock = clock
+        self.events = EngineEvents()
+        self.recorder = IntervalRecorder()
+        self.stages = plan_stages(load, workload.default_sessions())
+        self.max_sessions = max(stage.sessions for stage in self.stages)
+        self.result = RunResult(sessions=self.max_sessions)
+        self.context: EngineContext | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._stopping = False
+        # Set by the stage runner; read by sessions on every transaction.
+        self._stage: Stage = self.stages[0]
+        self._stage_epoch = 0
+        self._stage_started = 0.0
+        self._stage_started_ns = 0
+        self._measuring = False
+        self._interval_start = 0.0
+        self._interval_index = 0
+        self._issued: list[int] = []
+        self._first_measured: list[int] = []
+        self._active_changed: asyncio.Event | None = None
+        self._t0 = 0.0
+
+    # ------------------------------------------------------------------ control
+
+    def request_stop(self, reason: str) -> None:
+        """Stop gracefully: sessions finish their transaction, the bundle is completed.
+        Safe to call from any thread; a second call with the run still stopping aborts."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(self._stop_now, reason)
+
+    def _stop_now(self, reason: str) -> None:
+        if self._stop_event is None:
+            return
+        if self._stop_event.is_set():
+            self.stop_grace_s = 0.0  # second request: do not wait for in-flight transactions
+            return
+        self.result.outcome = OUTCOME_INTERRUPTED
+        self.result.reason = reason
+        self._stop_event.set()
+
+    def _set_state(self, state: str, detail: str = "") -> None:
+        self.result.last_state = state
+        self.events.state.fire(state=state, detail=detail)
+
+    async def _unless_stopped(self, awaitable: Awaitable[T]) -> T:
+        """Await ``awaitable`` unless a stop is requested first (then cancel it)."""
+        assert self._stop_event is not None
+        task = asyncio.ensure_future(awaitable)
+        stopper = asyncio.ensure_future(self._stop_event.wait())
+        try:
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise _StopRequested
+
+    # ------------------------------------------------------------------ the run
+
+    async def run(self) -> RunResult:
+        """Run to the end (or until stopped); always returns a result, never raises SimError."""
+        self._loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        self._active_changed = asyncio.Event()
+        executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self.max_sessions + EXTRA_POOL_THREADS, thread_name_prefix="dbsim-io"
+        )
+        self.context = EngineContext(self._loop, executor)
+        connections: list[SqlConnection] = []
+        target_open = False
+        try:
+            self._set_state("setup", self.target.kind)
+            await self._unless_stopped(self.target.open(self.context))
+            target_open = True
+            if self.collector_factory is not None:
+                try:
+                    self.collectors.extend(self.collector_factory(self.target))
+                except SimError as exc:  # never fatal: run without that storage view
+                    self.result.collector_errors["setup"] = 1
+                    self.events.collector_error.fire(source="setup", message=str(exc))
+            if not self.skip_load:
+                self._set_state("loading", self.workload.name)
+                self.result.load_report = await self._unless_stopped(self.workload.load(self._progress))
+                self._set_state("verifying", self.workload.name)
+                self.result.verify_report = await self._unless_stopped(self.workload.verify())
+            self._set_state("connecting", f"{self.max_sessions} sessions")
+            connections = await self._unless_stopped(self._connect_all(self.max_sessions))
+            await self._run_sessions(connections)
+            if self.result.outcome != OUTCOME_INTERRUPTED:
+                self.result.outcome = OUTCOME_COMPLETED
+        except _StopRequested:
+            pass  # outcome and reason were set by _stop_now
+        except SimError as exc:
+            self.result.outcome = OUTCOME_FAILED
+            self.result.error = str(exc)
+            self.result.reason = f"{self.result.last_state}: {exc}"
+        except Exception as exc:  # a bug or an untranslated driver error: still finish the bundle
+            log.exception("run failed")
+            self.result.outcome = OUTCOME_FAILED
+            self.result.error = f"{type(exc).__name__}: {exc}"
+            self.result.reason = f"{self.result.last_state}: unexpected {type(exc).__name__}"
+        finally:
+            self._set_state("stopping", self.result.outcome)
+            await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+            for collector in self.collectors:
+                try:
+                    await asyncio.wait_for(collector.stop(), self.collector_timeout_s)
+                except Exception as exc:  # never fatal: the run is over
+                    log.warning("collector %s did not stop cleanly: %s", collector.source, exc)
+            if target_open:
+                try:
+                    await self.target.close()
+                except Exception as exc:
+                    log.warning("target did not close cleanly: %s", exc)
+            executor.shutdown(wait=False, cancel_futures=True)
+            self._set_state("finished", self.result.outcome)
+            self.events.finished.fire(result=self.result)
+        return self.result
+
+    def _progress(self, what: str, done: int, total: int) -> None:
+        self.events.progress.fire(what=what, done=done, total=total)
+
+    async def _connect_all(self, count: int) -> list[SqlConnection]:
+        results = await asyncio.gather(*(self.target.connect() for _ in range(count)), return_exceptions=True)
+        connections = [r for r in results if isinstance(r, SqlConnection)]
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+            first = failures[0]
+            if isinstance(first, SimError):
+                raise first
+            raise TargetError(f"{len(failures)} of {count} sessions could not connect: {first}") from first
+        return connections
+
+    async def _run_sessions(self, connections: list[SqlConnection]) -> None:
+        assert self._stop_event is not None
+        seed = self.load.seed if self.load.seed is not None else random.randrange(2**31)
+        sessions = [
+            self.workload.new_session(i, conn, seed + i) for i, conn in enumerate(connections)
+        ]
+        self.result.loops_completed = [0] * len(sessions)
+        self._issued = [0] * len(sessions)
+        self._first_measured = [-1] * len(sessions)
+        for collector in self.collectors:
+            try:
+                await asyncio.wait_for(collector.start(0.0), self.collector_timeout_s)
+                self.result.collectors.append(collector.describe())
+            except Exception as exc:
+                self._collector_failed(collector, exc)
+        self.collectors = [c for c in self.collectors if c.source not in self.result.collector_errors]
+
+        self._t0 = self.clock()
+        self._interval_start = self._t0
+        self._interval_index = 0
+        self.result.sessions_started_wall = time.time()
+        self._enter_stage(self.stages[0], self._t0)
+        # All sessions were connected above; they start together now (the SLOB barrier).
+        tasks = [
+            asyncio.create_task(self._session(i, s), name=f"session-{i}") for i, s in enumerate(sessions)
+        ]
+        ticker = asyncio.create_task(self._ticker(), name="ticker")
+        try:
+            await self._run_stages(tasks)
+        finally:
+            self._stopping = True
+            self._active_changed_set()
+            if tasks:
+                _, pending = await asyncio.wait(tasks, timeout=self.stop_grace_s or None)
+                if self.stop_grace_s == 0:
+                    pending = {t for t in tasks if not t.done()}
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+            self.result.op_ranges = [
+                (first, end) if first >= 0 else (0, 0)
+                for first, end in zip(self._first_measured, self._issued, strict=True)
+            ]
+            await self._emit_interval(final=True)
+
+    def _enter_stage(self, stage: Stage, now: float) -> None:
+        self._stage = stage
+        self._stage_epoch += 1
+        self._stage_started = now
+        self._stage_started_ns = time.perf_counter_ns()
+        self._measuring = stage.phase == "measure"
+        self._set_state(stage.phase, "" if stage.step is None else f"step {stage.step + 1}")
+        self._active_changed_set()
+
+    def _active_changed_set(self) -> None:
+        assert self._active_changed is not None
+        self._active_changed.set()
+        self._active_changed = asyncio.Event()
+
+    async def _run_stages(self, tasks: list[asyncio.Task[None]]) -> None:
+        assert self._stop_event is not None
+        all_done = _all_done(tasks)  # resolves when every session returned (loops_per_session)
+        stop = asyncio.ensure_future(self._stop_event.wait())
+        try:
+            for index, stage in enumerate(self.stages):
+                if index > 0:
+                    await self._emit_interval()  # a stage boundary closes the interval
+                    self._enter_stage(stage, self.clock())
+                waiters: set[asyncio.Future[Any]] = {all_done, stop}
+                if stage.duration_s is not None:
+                    remaining = self._stage_started + stage.duration_s - self.clock()
+                    waiters.add(asyncio.ensure_future(asyncio.sleep(max(remaining, 0))))
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+                for fut in waiters - {all_done, stop}:
+                    fut.cancel()
+                elapsed = self.clock() - self._stage_started
+                if stage.phase == "warmup":
+                    self.result.warmup_s += elapsed
+                else:
+                    self.result.measured_s += elapsed
+                if stop.done() or all_done.done():
+                    return
+        finally:
+            stop.cancel()
+
+    # ------------------------------------------------------------------ sessions
+
+    async def _session(self, index: int, session: Any) -> None:
+        record = self.recorder.record
+        record_error = self.recorder.record_error
+        perf_ns = time.perf_counter_ns
+        rng = random.Random(index)
+        loops_limit = self.load.loops_per_session
+        think = self.load.think
+        open_loop = self.load.mode == "open"
+        epoch = -1
+        next_due_ns = 0
+        period_ns = 0
+        loops = 0
+        issued = 0  # transactions this session has started, warm-up included
+        while not self._stopping:
+            stage = self._stage
+            if index >= stage.sessions:  # parked: this stage runs fewer sessions
+                assert self._active_changed is not None
+                await self._active_changed.wait()
+                continue
+            if open_loop:
+                if epoch != self._stage_epoch:
+                    # A new stage: spread the sessions evenly over one period.
+                    epoch = self._stage_epoch
+                    assert stage.rate_ops_s is not None
+                    period_ns = int(stage.sessions / stage.rate_ops_s * 1e9)
+                    next_due_ns = self._stage_started_ns + period_ns * index // stage.sessions
+                delay_ns = next_due_ns - perf_ns()
+                if delay_ns > 0:
+                    # On schedule: the timer may wake us up to a millisecond late; that is the
+                    # client's slop, not the target's, so time from the actual start.
+                    await asyncio.sleep(delay_ns / 1e9)
+                    if self._stopping or epoch != self._stage_epoch:
+                        continue
+                    start_ns = perf_ns()
+                else:
+                    # Behind schedule because earlier transactions were slow: time from the
+                    # intended start, or the stall would vanish (coordinated omission).
+                    start_ns = next_due_ns
+                next_due_ns += period_ns
+            else:
+                start_ns = perf_ns()
+            name, transaction = session.next_transaction()
+            issued += 1
+            try:
+                await transaction
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                record_error(name, error_class(exc))
+            else:
+                record(name, (perf_ns() - start_ns) // 1000)
+            if self._measuring:
+                if loops == 0:
+                    self._first_measured[index] = issued - 1
+                loops += 1
+                self.result.loops_completed[index] = loops
+                self._issued[index] = issued
+                if loops_limit is not None and loops >= loops_limit:
+                    return
+            if think is not None and think.max_ms > 0 and loops % think.every_n_loops == 0:
+                await asyncio.sleep(rng.uniform(think.min_ms, think.max_ms) / 1000)
+
+    # ------------------------------------------------------------------ ticker and collectors
+
+    async def _ticker(self) -> None:
+        """Close an interval every ``interval_s`` on the run clock."""
+        while True:
+            tick = self._interval_index + 1
+            await asyncio.sleep(max(self._t0 + tick * self.interval_s - self.clock(), 0))
+            await self._emit_interval(next_index=tick)
+
+    async def _emit_interval(self, *, next_index: int | None = None, final: bool = False) -> None:
+        """Close the current interval now. ``next_index`` is the tick reached (ticker);
+        otherwise a stage boundary or the end of the run closes it early."""
+        now = self.clock()
+        length = now - self._interval_start
+        if length < MIN_INTERVAL_FRACTION * self.interval_s and not (final and self.recorder.pending):
+            if next_index is not None:
+                self._interval_index = max(self._interval_index, next_index)
+            return  # a boundary closed this interval a moment ago
+        stage = self._stage
+        interval = self.recorder.rotate(
+            self._interval_index, self._interval_start - self._t0, now - self._t0, stage.phase, stage.step
+        )
+        self._interval_start = now
+        if next_index is None:
+            next_index = int((now - self._t0) / self.interval_s)
+        self._interval_index = max(self._interval_index, next_index)
+        samples = await self._sample_collectors(now - self._t0)
+        self.events.interval.fire(interval=interval, samples=samples)
+
+    async def _sample_collectors(self, now: float) -> list[Sample]:
+        if not self.collectors:
+            return []
+        results = await asyncio.gather(
+            *(asyncio.wait_for(c.sample(now), self.collector_timeout_s) for c in self.collectors),
+            return_exceptions=True,
+        )
+        samples: list[Sample] = []
+        for collector, result in zip(self.collectors, results, strict=True):
+            if isinstance(result, BaseException):
+                self._collector_failed(collector, result)
+            else:
+                samples.extend(result)
+        return samples
+
+    def _collector_failed(self, collector: Collector, exc: BaseException) -> None:
+        message = "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+        self.result.collector_errors[collector.source] = self.result.collector_errors.get(collector.source, 0) + 1
+        log.warning("collector %s: %s", collector.source, message)
+        self.events.collector_error.fire(source=collector.source, message=message)
+
+
+def _all_done(tasks: list[asyncio.Task[None]]) -> asyncio.Future[None]:
+    """A future that resolves once every task has finished; cancelling it cancels no task
+    (unlike ``asyncio.gather``)."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    remaining = len(tasks)
+
+    def one_finished(_: asyncio.Task[None]) -> None:
+        nonlocal remaining
+        remaining -= 1
+        if remaining == 0 and not done.done():
+            done.set_result(None)
+
+    if not tasks:
+        done.set_result(None)
+    for task in tasks:
+        task.add_done_callback(one_finished)
+    return done
+
+
+def run_on_native_thread(
+    engine: Engine, thread_factory: Callable[..., Any], use_uvloop: bool = True
+) -> Any:
+    """Run ``engine`` on a new event loop in a native OS thread and return that thread.
+
+    A gevent (Locust) process passes ``gevent.monkey.get_original('threading', 'Thread')`` as
+    ``thread_factory`` so the loop is not a greenlet and never blocks the hub.
+    """
+
+    def target() -> None:
+        new_loop = _new_event_loop(use_uvloop)
+        try:
+            new_loop.run_until_complete(engine.run())
+        finally:
+            new_loop.close()
+
+    thread = thread_factory(target=target, name="dbsim-engine", daemon=True)
+    thread.start()
+    return thread
+
+
+def _new_event_loop(use_uvloop: bool) -> asyncio.AbstractEventLoop:
+    if use_uvloop:
+        try:
+            import uvloop
+
+            return uvloop.new_event_loop()
+        except ImportError:  # uvloop is a dependency, but a plain loop still works
+            pass
+    return asyncio.new_event_loop()
+
+
+def new_event_loop(use_uvloop: bool = True) -> asyncio.AbstractEventLoop:
+    """The loop the CLI runs the engine on: uvloop when available."""
+    return _new_event_loop(use_uvloop)

@@ -1,0 +1,136 @@
+"""Latency and error accounting: HDR histograms (µs) per operation per one-second interval.
+
+The engine's sessions call :meth:`IntervalRecorder.record` on the loop thread (one dict lookup
+and one histogram update per op, no locks: everything runs on one loop). Once per interval the
+engine calls :meth:`IntervalRecorder.rotate`, which hands the finished interval to consumers
+(bundle, console, the Locust adapter) and folds it into the run totals if it was measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+LOWEST_TRACKABLE_US = 1
+HIGHEST_TRACKABLE_US = 3_600_000_000  # one hour
+SIGNIFICANT_DIGITS = 3
+REPORTED_PERCENTILES = (50.0, 95.0, 99.0, 99.9)
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(LOWEST_TRACKABLE_US, HIGHEST_TRACKABLE_US, SIGNIFICANT_DIGITS)
+
+
+@dataclass
+class OpStats:
+    """One operation's figures for one interval (or for the whole measured window)."""
+
+    histogram: HdrHistogram = field(default_factory=new_histogram)
+    errors: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return int(self.histogram.get_total_count())
+
+    @property
+    def error_count(self) -> int:
+        return sum(self.errors.values())
+
+    def merge(self, other: OpStats) -> None:
+        self.histogram.add(other.histogram)
+        for cls, n in other.errors.items():
+            self.errors[cls] = self.errors.get(cls, 0) + n
+
+    def percentiles_us(self) -> dict[str, int]:
+        if self.count == 0:
+            return {}
+        values = self.histogram.get_percentile_to_value_dict(list(REPORTED_PERCENTILES))
+        out = {f"p{_pct_name(p)}_us": int(v) for p, v in values.items()}
+        out["max_us"] = int(self.histogram.get_max_value())
+        out["min_us"] = int(self.histogram.get_min_value())
+        out["mean_us"] = round(float(self.histogram.get_mean_value()), 1)
+        return out
+
+    def row(self) -> dict[str, Any]:
+        return {"count": self.count, "errors": self.error_count, **self.percentiles_us()}
+
+
+def _pct_name(p: float) -> str:
+    return str(int(p)) if float(p).is_integer() else str(p).replace(".", "_")
+
+
+@dataclass
+class Interval:
+    """The operations completed during one interval of the run."""
+
+    index: int  # whole seconds (interval number) since the sessions started
+    t_start: float  # engine clock, seconds since run start
+    t_end: float
+    phase: str  # "warmup", "measure", or "measure" with a step index
+    step: int | None
+    ops: dict[str, OpStats]
+
+    @property
+    def measured(self) -> bool:
+        return self.phase == "measure"
+
+    def rows(self) -> Iterable[dict[str, Any]]:
+        seconds = max(self.t_end - self.t_start, 1e-9)
+        for name in sorted(self.ops):
+            stats = self.ops[name]
+            row = {
+                "t": round(self.t_end, 3),
+                "interval": self.index,
+                "phase": self.phase,
+                "step": "" if self.step is None else self.step,
+                "op": name,
+                "ops_s": round(stats.count / seconds, 2),
+            }
+            row.update(stats.row())
+            yield row
+
+
+class IntervalRecorder:
+    """Collects latencies for the current interval; keeps the measured-window totals."""
+
+    def __init__(self) -> None:
+        self._current: dict[str, OpStats] = {}
+        self.totals: dict[str, OpStats] = {}
+        self.warmup_totals: dict[str, OpStats] = {}
+        self.clamped = 0
+
+    @property
+    def pending(self) -> bool:
+        """Whether the current interval holds anything yet."""
+        return bool(self._current)
+
+    def record(self, op: str, latency_us: int) -> None:
+        stats = self._current.get(op)
+        if stats is None:
+            stats = self._current[op] = OpStats()
+        if latency_us < LOWEST_TRACKABLE_US:
+            latency_us = LOWEST_TRACKABLE_US
+        elif latency_us > HIGHEST_TRACKABLE_US:
+            latency_us = HIGHEST_TRACKABLE_US
+            self.clamped += 1
+        stats.histogram.record_value(latency_us)
+
+    def record_error(self, op: str, error_class: str) -> None:
+        stats = self._current.get(op)
+        if stats is None:
+            stats = self._current[op] = OpStats()
+        stats.errors[error_class] = stats.errors.get(error_class, 0) + 1
+
+    def rotate(self, index: int, t_start: float, t_end: float, phase: str, step: int | None) -> Interval:
+        ops, self._current = self._current, {}
+        interval = Interval(index, t_start, t_end, phase, step, ops)
+        bucket = self.totals if interval.measured else self.warmup_totals
+        for name, stats in ops.items():
+            total = bucket.get(name)
+            if total is None:
+                total = bucket[name] = OpStats()
+            total.merge(stats)
+        return interval

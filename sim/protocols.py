@@ -1,0 +1,223 @@
+"""The interfaces that workloads, targets and collectors implement.
+
+``sim`` depends only on these shapes; the implementations live in ``workloads/`` and
+``storage/`` and are found through ``sim.registry``.
+
+Words (see docs/glossary.md): a *target* is the system under test (a database or a file tree);
+a *connection* is one session's handle on it; a *workload* decides what load is applied; a
+*workload session* picks each session's next *transaction*; a *collector* samples counters of
+the storage underneath once per interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from pydantic import BaseModel
+
+# --------------------------------------------------------------------------- engine context
+
+
+@dataclass
+class EngineContext:
+    """What the engine lends to targets and collectors: its loop and its bounded thread pool.
+
+    Blocking drivers (sqlite3, pyodbc) and file-system calls must run through
+    :meth:`run_blocking`, never directly on the loop.
+    """
+
+    loop: asyncio.AbstractEventLoop
+    executor: concurrent.futures.ThreadPoolExecutor
+
+    def run_blocking(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        return self.loop.run_in_executor(self.executor, fn, *args)
+
+
+ProgressCallback = Callable[[str, int, int], None]
+"""``progress(what, done, total)``: called by long set-up steps (loading, verifying)."""
+
+
+# --------------------------------------------------------------------------- targets
+
+
+class Statement(Protocol):
+    """A SQL statement rendered for one target's dialect and parameter style."""
+
+    name: str
+    sql: str
+    param_names: tuple[str, ...]
+
+
+class SqlConnection(ABC):
+    """One session's connection to a SQL target. Parameters are positional, in the
+    order of ``statement.param_names``."""
+
+    @abstractmethod
+    async def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:
+        """Run a query and return the first column of the first row."""
+
+    @abstractmethod
+    async def column(self, statement: Statement, params: Sequence[Any] = ()) -> list[Any]:
+        """Run a query and return the first column of every row."""
+
+    @abstractmethod
+    async def execute(self, statement: Statement, params: Sequence[Any] = ()) -> int:
+        """Run a statement; return the affected row count (-1 when the driver cannot tell)."""
+
+    @abstractmethod
+    async def executemany(self, statement: Statement, rows: Sequence[Sequence[Any]]) -> None:
+        """Run a statement once per row of parameters (bulk loading)."""
+
+    @abstractmethod
+    async def commit(self) -> None: ...
+
+    @abstractmethod
+    async def rollback(self) -> None: ...
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+
+class Target(ABC):
+    """The system under test. Settings arrive validated; secrets were resolved from the
+    environment or files and must never be logged or written to the bundle."""
+
+    kind: ClassVar[str]
+    #: SQL dialect key used to look up per-dialect statements (``sqlite``, ``postgres``,
+    #: ``oracle``, ``sqlserver``), or ``filetree``.
+    dialect: ClassVar[str]
+    #: DB-API paramstyle the driver expects: ``qmark``, ``numeric_dollar``, ``named``.
+    paramstyle: ClassVar[str]
+
+    @abstractmethod
+    async def open(self, context: EngineContext) -> None:
+        """Prepare shared resources (pools, temporary directories)."""
+
+    @abstractmethod
+    async def connect(self) -> SqlConnection:
+        """A new connection for one session."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release everything ``open`` and ``connect`` acquired."""
+
+    @abstractmethod
+    def storage_paths(self) -> list[Path]:
+        """Local paths whose block devices hold the target's data (may be empty)."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """A description for the bundle, without secrets."""
+
+
+# --------------------------------------------------------------------------- workloads
+
+Transaction = Callable[[], Awaitable[Any]]
+
+
+class WorkloadSession(Protocol):
+    """Per-session state of a workload: picks the next transaction.
+
+    ``next_transaction`` returns the operation name and a coroutine that does exactly one unit
+    of work and never sleeps; pacing belongs to the engine.
+    """
+
+    def next_transaction(self) -> tuple[str, Awaitable[Any]]: ...
+
+
+class Workload(ABC):
+    """What load is applied, independent of how it is run."""
+
+    name: ClassVar[str]
+    parameters_model: ClassVar[type[BaseModel]]
+    #: Target kinds this workload can run against.
+    target_kinds: ClassVar[frozenset[str]]
+
+    def __init__(self, parameters: BaseModel, target: Target) -> None:
+        self.parameters = parameters
+        self.target = target
+
+    @abstractmethod
+    def operations(self) -> Mapping[str, float]:
+        """The transaction mix as named weights (percent), e.g. ``{"read": 90, "update": 10}``."""
+
+    def default_sessions(self) -> int:
+        """Sessions to run when the scenario does not say."""
+        return 1
+
+    @abstractmethod
+    async def load(self, progress: ProgressCallback) -> dict[str, Any]:
+        """Create and fill the workload's objects if needed (idempotent); return facts for
+        the bundle (rows, sizes, whether anything was built)."""
+
+    @abstractmethod
+    async def verify(self) -> dict[str, Any]:
+        """Check the loaded data against the workload's rules; raise WorkloadError if wrong."""
+
+    def expected_mix(self, op_ranges: list[tuple[int, int]]) -> dict[str, int] | None:
+        """The operation counts the workload's rules demand when each session ``s`` issued its
+        operations number ``op_ranges[s][0]`` up to (not including) ``op_ranges[s][1]``;
+        None when the mix is random rather than deterministic."""
+        return None
+
+    @abstractmethod
+    def new_session(self, index: int, connection: SqlConnection, seed: int) -> WorkloadSession:
+        """Per-session state for session ``index`` (0-based)."""
+
+    @abstractmethod
+    async def drop(self) -> list[str]:
+        """Remove only objects this tool created; return their names."""
+
+
+# --------------------------------------------------------------------------- collectors
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One interval's figures for one entity of one collector.
+
+    ``source`` names the collector family (``block``, ``nfs``, ``ontap``, ``db``);
+    ``entity`` the thing measured (``vda``, ``dm-0``, a mount point, a volume);
+    ``values`` the rates and averages for the interval, units in the key (``r_await_ms``).
+    """
+
+    source: str
+    entity: str
+    values: Mapping[str, float]
+    t: float = 0.0
+    meta: Mapping[str, str] = field(default_factory=dict)
+
+
+class Collector(ABC):
+    """Samples storage counters on the engine's clock.
+
+    The sampler calls ``start(now)`` once, then ``sample(now)`` about once per second, then
+    ``stop()``. ``now`` is the engine clock in seconds (monotonic); a collector computes rates
+    from the difference of two readings over the difference of two ``now`` values, so tests
+    can drive it with a fake clock. A raised exception is logged and counted by the sampler,
+    never fatal to the run. Each implementation's docstring says what load it puts on the
+    target.
+    """
+
+    source: ClassVar[str]
+
+    @abstractmethod
+    async def start(self, now: float) -> None:
+        """Take the baseline reading."""
+
+    @abstractmethod
+    async def sample(self, now: float) -> list[Sample]:
+        """Read the counters and return rates since the previous reading."""
+
+    async def stop(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (default: nothing to release)."""
+
+    def describe(self) -> dict[str, Any]:
+        """Facts for the bundle (devices watched, mount options …)."""
+        return {"source": self.source}

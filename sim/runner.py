@@ -1,0 +1,141 @@
+"""One run, end to end: scenario → target, workload, collectors → engine → bundle.
+
+The CLI, the Locust adapter and the tests all start runs through :func:`prepare_run` and
+:func:`finish_summary`, so a bundle looks the same whoever started the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sim import registry
+from sim.bundle import BundleWriter, iso, new_bundle_dir
+from sim.engine import Engine, RunResult
+from sim.errors import ConfigError, SimError
+from sim.protocols import Collector, Target, Workload
+from sim.scenario import CollectorSettings, ScenarioBase, resolved_dict
+
+
+@dataclass
+class PreparedRun:
+    scenario: ScenarioBase
+    target: Target
+    workload: Workload
+    engine: Engine
+    bundle: BundleWriter
+
+
+def build_target(scenario: ScenarioBase) -> Target:
+    settings = scenario.target  # type: ignore[attr-defined]
+    entry = registry.target(settings.kind)
+    if entry.factory is None:
+        available = ", ".join(k for k, e in sorted(registry.targets().items()) if e.factory)
+        raise ConfigError(
+            f"target.kind: {settings.kind} is not available in this version of dbsim yet "
+            f"(available: {available})"
+        )
+    return entry.factory(settings)
+
+
+def build_workload(scenario: ScenarioBase, target: Target) -> Workload:
+    spec = scenario.workload  # type: ignore[attr-defined]
+    entry = registry.workload(spec.name)
+    if target.kind not in entry.workload_class.target_kinds:
+        raise ConfigError(
+            f"workload.name: {spec.name} does not run on a {target.kind} target "
+            f"(it runs on: {', '.join(sorted(entry.workload_class.target_kinds))})"
+        )
+    return entry.workload_class(spec.parameters, target)
+
+
+def build_collectors(settings: CollectorSettings, target: Target) -> list[Collector]:
+    """The collectors a scenario asks for ('auto': every one that applies to the target)."""
+    if settings.enabled == "none":
+        return []
+    known = registry.collectors()
+    wanted = list(known) if settings.enabled == "auto" else list(settings.enabled)
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise ConfigError(f"collectors.enabled: unknown collector(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    options: dict[str, Any] = {}
+    if settings.block_devices:
+        options["devices"] = list(settings.block_devices)
+    collectors: list[Collector] = []
+    for name in wanted:
+        collectors.extend(known[name].auto(target, options))
+    return collectors
+
+
+def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedRun:
+    """Validate the combination, create the bundle directory and wire the engine's events."""
+    target = build_target(scenario)
+    workload = build_workload(scenario, target)
+    settings = scenario.collectors
+    engine = Engine(
+        workload,
+        target,
+        scenario.load,
+        collector_factory=lambda t: build_collectors(settings, t),
+        interval_s=settings.interval_s,
+        collector_timeout_s=settings.timeout_s,
+        skip_load=skip_load,
+    )
+    path = new_bundle_dir(scenario.output.directory, scenario.output.name or scenario.name)
+    bundle = BundleWriter(path, resolved_dict(scenario), scenario.output.flush_interval_s)
+    engine.events.state.add_listener(bundle.on_state)
+    engine.events.interval.add_listener(bundle.on_interval)
+    engine.events.collector_error.add_listener(bundle.on_collector_error)
+    return PreparedRun(scenario, target, workload, engine, bundle)
+
+
+def mix_report(workload: Workload, result: RunResult, totals: dict[str, Any]) -> dict[str, Any]:
+    """Requested versus measured mix; ``exact`` when the workload's rule is met to the op."""
+    issued = {name: stats.count + stats.error_count for name, stats in totals.items()}
+    all_ops = sum(issued.values())
+    report: dict[str, Any] = {
+        "requested_pct": dict(workload.operations()),
+        "measured": issued,
+        "measured_pct": {k: round(100 * v / all_ops, 3) for k, v in issued.items()} if all_ops else {},
+    }
+    expected = workload.expected_mix(result.op_ranges)
+    if expected is not None:
+        report["expected_by_rule"] = expected
+        report["exact"] = all(issued.get(k, 0) == v for k, v in expected.items())
+    return report
+
+
+def finish_summary(run: PreparedRun) -> dict[str, Any]:
+    """Write the final summary and histograms; returns the summary."""
+    engine, bundle, result = run.engine, run.bundle, run.engine.result
+    totals = engine.recorder.totals
+    extra = {
+        "reason": result.reason,
+        "last_state": result.last_state,
+        "error": result.error,
+        "sessions": result.sessions,
+        "timing": {
+            "sessions_started_at": iso(result.sessions_started_wall),
+            "warmup_s": round(result.warmup_s, 3),
+            "measured_s": round(result.measured_s, 3),
+        },
+        "mix": mix_report(run.workload, result, totals),
+        "workload": {"name": run.workload.name, "load": result.load_report, "verify": result.verify_report},
+        "target": run.target.describe(),
+        "collectors": result.collectors,
+        "collector_errors": result.collector_errors,
+    }
+    try:
+        bundle.write_histograms(totals)
+        summary = bundle.write_summary(result.outcome, totals=totals, measured_s=result.measured_s, extra=extra)
+    finally:
+        bundle.close()
+    return summary
+
+
+def bundle_path(run: PreparedRun) -> Path:
+    return run.bundle.path
+
+
+__all__ = ["PreparedRun", "SimError", "build_collectors", "finish_summary", "prepare_run"]

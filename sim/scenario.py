@@ -1,0 +1,311 @@
+"""Scenario files: YAML validated once into a frozen, typed model.
+
+Precedence, resolved once here and nowhere else: CLI overrides > ``DBSIM_*`` environment
+(``DBSIM_LOAD__SESSIONS=8`` sets ``load.sessions``) > the scenario file > defaults. The result
+is a frozen :class:`Scenario` passed down explicitly; there is no global config getter.
+
+Every invalid field becomes one line ``path: what is wrong``; the CLI prints them all and exits
+with code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    model_validator,
+)
+
+from sim import registry
+from sim.errors import ScenarioError
+from sim.secrets import LITERAL_SECRET_KEYS
+
+ENV_PREFIX = "DBSIM_"
+DEFAULT_DURATION_S = 30.0
+DEFAULT_OUTPUT_DIR = Path("runs")
+MAX_SESSIONS = 4096
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ThinkTime(_Model):
+    """Closed-loop think time: every ``every_n_loops``-th loop a session waits a uniform
+    random time in [min_ms, max_ms] (SLOB's THINK_TM_FREQUENCY / _MIN / _MAX)."""
+
+    every_n_loops: int = Field(default=1, ge=1)
+    min_ms: float = Field(default=0.0, ge=0)
+    max_ms: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ThinkTime:
+        if self.max_ms < self.min_ms:
+            raise ValueError("max_ms must be >= min_ms")
+        return self
+
+
+class Step(_Model):
+    """One load point of a stepped run: its length and what changes."""
+
+    duration_s: float = Field(gt=0)
+    sessions: int | None = Field(default=None, ge=1, le=MAX_SESSIONS)
+    rate_ops_s: float | None = Field(default=None, gt=0)
+
+
+class Load(_Model):
+    """How the load is applied: sessions, duration, warm-up, pacing, steps."""
+
+    sessions: int | None = Field(
+        default=None, ge=1, le=MAX_SESSIONS, description="Concurrent sessions (workload default if unset)."
+    )
+    duration_s: float = Field(default=DEFAULT_DURATION_S, gt=0, description="Measured time after warm-up.")
+    warmup_s: float = Field(default=0.0, ge=0, description="Run before measuring; excluded from results.")
+    loops_per_session: int | None = Field(
+        default=None, ge=1, description="Fixed transactions per session instead of a duration (SLOB WORK_LOOP)."
+    )
+    mode: Literal["closed", "open"] = Field(
+        default="closed",
+        description="closed: each session starts its next op when the last ends (plus think time); "
+        "open: ops are scheduled at rate_ops_s and latency counts from the intended start.",
+    )
+    rate_ops_s: float | None = Field(default=None, gt=0, description="Target rate for open loop, all sessions.")
+    think: ThinkTime | None = None
+    steps: list[Step] = Field(default_factory=list, description="Load points run one after another.")
+    seed: int | None = Field(default=None, description="Seed for reproducible random choices.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Load:
+        if self.mode == "open" and self.rate_ops_s is None and not any(s.rate_ops_s for s in self.steps):
+            raise ValueError("open-loop mode needs rate_ops_s (or a rate_ops_s in every step)")
+        if self.mode == "closed" and (self.rate_ops_s is not None or any(s.rate_ops_s for s in self.steps)):
+            raise ValueError("rate_ops_s applies to mode: open only")
+        if self.mode == "open" and self.think is not None:
+            raise ValueError("think time applies to mode: closed only")
+        if self.steps and self.loops_per_session is not None:
+            raise ValueError("steps and loops_per_session cannot be combined")
+        return self
+
+
+class CollectorSettings(_Model):
+    """Which storage collectors sample during the run."""
+
+    enabled: Literal["auto", "none"] | list[str] = Field(
+        default="auto", description="'auto': every collector that applies to the target."
+    )
+    interval_s: float = Field(default=1.0, ge=0.1, le=60)
+    timeout_s: float = Field(default=2.0, gt=0, description="A sample taking longer is dropped and counted.")
+    block_devices: list[str] = Field(
+        default_factory=list, description="Watch these block devices instead of resolving the target's path."
+    )
+
+
+class Output(_Model):
+    """Where the run bundle goes."""
+
+    directory: Path = Field(default=DEFAULT_OUTPUT_DIR)
+    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
+    flush_interval_s: float = Field(default=2.0, ge=0.5, le=60)
+
+
+class ScenarioBase(_Model):
+    name: str = Field(default="scenario", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
+    description: str = ""
+    load: Load = Field(default_factory=Load)
+    collectors: CollectorSettings = Field(default_factory=CollectorSettings)
+    output: Output = Field(default_factory=Output)
+
+
+@cache
+def scenario_model() -> type[ScenarioBase]:
+    """The Scenario model, with target and workload unions built from the registry."""
+    target_models = tuple(entry.settings_model for entry in registry.targets().values())
+    workload_models = []
+    for entry in registry.workloads().values():
+        spec = create_model(
+            f"{entry.workload_class.__name__}Spec",
+            __base__=_Model,
+            __doc__=entry.summary,
+            name=(Literal[entry.name], ...),  # type: ignore[valid-type]
+            parameters=(entry.workload_class.parameters_model, Field(default_factory=entry.workload_class.parameters_model)),
+        )
+        workload_models.append(spec)
+    target_union = Annotated[Union[target_models], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
+    if len(workload_models) == 1:
+        workload_type: Any = workload_models[0]
+    else:
+        workload_type = Annotated[Union[tuple(workload_models)], Field(discriminator="name")]  # noqa: UP007
+    default_target = registry.targets()["sqlite"].settings_model
+    model = create_model(
+        "Scenario",
+        __base__=ScenarioBase,
+        target=(target_union, Field(default_factory=default_target)),
+        workload=(workload_type, ...),
+    )
+    return model
+
+
+def json_schema() -> dict[str, Any]:
+    schema = scenario_model().model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "dbsim scenario"
+    return schema
+
+
+# --------------------------------------------------------------------------- error lines
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for i, item in enumerate(loc):
+        # Discriminated unions put the tag in the location: target.sqlite.path -> target.path
+        if i == 1 and loc[0] in ("target", "workload") and isinstance(item, str) and (
+            item in registry.targets() or item in registry.workloads()
+        ):
+            continue
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        elif item.startswith(("function-", "literal[")) or item in ("list[str]", "str", "int", "float"):
+            continue
+        else:
+            parts.append(("." if parts else "") + item)
+    return "".join(parts) or "(scenario)"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def error_lines(exc: ValidationError) -> list[str]:
+    lines: list[str] = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        kind = err["type"]
+        message = err["msg"]
+        if kind == "union_tag_invalid":
+            field = "kind" if loc and loc[-1] == "target" else "name"
+            ctx = err.get("ctx", {})
+            lines.append(
+                f"{_path(loc)}.{field}: unknown {field} {_short(ctx.get('tag'))} "
+                f"(known: {ctx.get('expected_tags', '')})"
+            )
+            continue
+        if kind == "union_tag_not_found":
+            field = "kind" if loc and loc[-1] == "target" else "name"
+            lines.append(f"{_path(loc)}.{field}: missing")
+            continue
+        if kind == "extra_forbidden" and loc and loc[-1] in LITERAL_SECRET_KEYS:
+            message = (
+                f"a literal {loc[-1]} is not accepted; name an environment variable with "
+                "password_env or a file with password_file"
+            )
+        elif message.startswith("Value error, "):
+            message = message[len("Value error, "):]
+        elif kind not in ("missing", "extra_forbidden") and not isinstance(err.get("input"), dict | list):
+            message += f" (got {_short(err.get('input'))})"
+        line = f"{_path(loc)}: {message}"
+        if line not in lines:
+            lines.append(line)
+    return lines
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def read_scenario_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError([f"{path}: no such scenario file"]) from None
+    except OSError as exc:
+        raise ScenarioError([f"{path}: cannot read: {exc.strerror}"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or "not valid YAML"
+        raise ScenarioError([f"{where}: {problem}"]) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ScenarioError([f"{path}: a scenario is a mapping of sections, got {type(data).__name__}"])
+    return data
+
+
+def _set_path(data: dict[str, Any], dotted: str, value: Any, origin: str) -> None:
+    keys = dotted.split(".")
+    if any(not k for k in keys):
+        raise ScenarioError([f"{origin}: {dotted!r} is not a dotted field path"])
+    node = data
+    for key in keys[:-1]:
+        child = node.get(key)
+        if child is None:
+            child = node[key] = {}
+        if not isinstance(child, dict):
+            raise ScenarioError([f"{origin}: {'.'.join(keys[:-1])} is not a section"])
+        node = child
+    node[keys[-1]] = value
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, Any]]:
+    """``DBSIM_SECTION__FIELD=value`` pairs that name scenario fields."""
+    sections = set(ScenarioBase.model_fields) | {"target", "workload"}
+    found = []
+    for key, raw in sorted(environ.items()):
+        if not key.startswith(ENV_PREFIX) or "__" not in key:
+            continue
+        dotted = key[len(ENV_PREFIX):].lower().replace("__", ".")
+        if dotted.split(".")[0] in sections:
+            found.append((dotted, _parse_value(raw)))
+    return found
+
+
+def default_scenario_data() -> dict[str, Any]:
+    """The embedded default: SLOB-like on a fresh SQLite database (examples/quickstart.yaml)."""
+    return {"name": "quickstart", "target": {"kind": "sqlite"}, "workload": {"name": "slob"}}
+
+
+def resolve(
+    path: Path | None,
+    overrides: list[tuple[str, Any]] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ScenarioBase:
+    """Read, merge (CLI > env > file > defaults) and validate a scenario."""
+    data = read_scenario_file(path) if path is not None else default_scenario_data()
+    for dotted, value in env_overrides(os.environ if environ is None else environ):
+        _set_path(data, dotted, value, f"environment {ENV_PREFIX}{dotted.upper().replace('.', '__')}")
+    for dotted, value in overrides or []:
+        _set_path(data, dotted, value, f"--set {dotted}")
+    return validate(data)
+
+
+def validate(data: dict[str, Any]) -> ScenarioBase:
+    try:
+        return scenario_model().model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(error_lines(exc)) from None
+
+
+def resolved_dict(scenario: ScenarioBase) -> dict[str, Any]:
+    """The scenario as it will run, for the bundle. Holds secret references, never secrets."""
+    return scenario.model_dump(mode="json")

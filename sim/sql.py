@@ -1,0 +1,172 @@
+"""Per-dialect SQL statement catalogues, kept beside each workload.
+
+A workload's ``sql/`` folder holds ``default.sql`` plus optional overrides per dialect
+(``postgres.sql``, ``oracle.sql``, ``sqlserver.sql``, ``sqlite.sql``). Each file is a series
+of named blocks::
+
+    -- name: read
+    SELECT COUNT(c2) FROM {table} WHERE custid > :lo AND custid < :hi
+
+``{table}``-style fields are identifiers, filled in already quoted for the dialect;
+``:name`` fields are bind parameters, rewritten into the driver's paramstyle. An override that
+names a statement the default file lacks, or a statement missing for a dialect, fails when the
+catalogue is loaded, never mid-run.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from sqlalchemy.engine.interfaces import Dialect
+
+from sim.errors import WorkloadError
+
+DIALECTS = ("sqlite", "postgres", "oracle", "sqlserver")
+
+#: Body of a default statement that every dialect must override (no portable SQL exists).
+DIALECT_SPECIFIC = "!dialect-specific"
+
+_NAME_LINE = re.compile(r"^--\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
+# A bind parameter ``:name`` that is not part of a PostgreSQL ``::type`` cast.
+_BIND = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+# Identifiers that may be spliced into SQL (quoted as well, but refused if odd).
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,29}$")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A statement ready for one driver: SQL text and the order of its bind parameters."""
+
+    name: str
+    sql: str
+    param_names: tuple[str, ...]
+
+
+@cache
+def sqlalchemy_dialect(dialect: str) -> Dialect:
+    """SQLAlchemy's dialect object for quoting identifiers and compiling DDL."""
+    if dialect == "sqlite":
+        from sqlalchemy.dialects import sqlite
+
+        return sqlite.dialect()  # type: ignore[no-any-return]
+    if dialect == "postgres":
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.dialect()  # type: ignore[no-any-return]
+    if dialect == "oracle":
+        from sqlalchemy.dialects import oracle
+
+        return oracle.dialect()  # type: ignore[no-any-return]
+    if dialect == "sqlserver":
+        from sqlalchemy.dialects import mssql
+
+        return mssql.dialect()  # type: ignore[no-any-return]
+    raise WorkloadError(f"unknown SQL dialect {dialect!r}")
+
+
+def quote_identifier(dialect: str, name: str) -> str:
+    """Validate and quote an identifier for ``dialect``; nothing unquoted reaches SQL."""
+    if not IDENTIFIER.match(name):
+        raise WorkloadError(
+            f"identifier {name!r} is not allowed: use letters, digits and _ (at most 30)"
+        )
+    return sqlalchemy_dialect(dialect).identifier_preparer.quote(name)  # type: ignore[no-any-return]
+
+
+def parse_blocks(text: str, source: str) -> dict[str, str]:
+    """Split a ``-- name:`` file into ``{name: sql}``."""
+    blocks: dict[str, list[str]] = {}
+    current: str | None = None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        match = _NAME_LINE.match(line.strip())
+        if match:
+            current = match.group(1)
+            if current in blocks:
+                raise WorkloadError(f"{source}:{lineno}: statement {current!r} defined twice")
+            blocks[current] = []
+        elif current is not None:
+            blocks[current].append(line)
+        elif line.strip() and not line.strip().startswith("--"):
+            raise WorkloadError(f"{source}:{lineno}: SQL before the first '-- name:' line")
+    result = {name: "\n".join(lines).strip().rstrip(";").strip() for name, lines in blocks.items()}
+    for name, sql in result.items():
+        if not sql:
+            raise WorkloadError(f"{source}: statement {name!r} is empty")
+    return result
+
+
+def to_paramstyle(sql: str, paramstyle: str) -> tuple[str, tuple[str, ...]]:
+    """Rewrite ``:name`` binds into ``paramstyle``; return the SQL and the parameter order."""
+    order: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if paramstyle == "named":
+            if name not in order:
+                order.append(name)
+            return f":{name}"
+        order.append(name)
+        if paramstyle == "qmark":
+            return "?"
+        if paramstyle == "numeric_dollar":
+            return f"${len(order)}"
+        if paramstyle == "numeric":
+            return f":{len(order)}"
+        raise WorkloadError(f"unsupported paramstyle {paramstyle!r}")
+
+    return _BIND.sub(replace, sql), tuple(order)
+
+
+class Catalogue:
+    """The statements of one workload for one dialect."""
+
+    def __init__(self, statements: dict[str, str], dialect: str, source: str) -> None:
+        self.statements = statements
+        self.dialect = dialect
+        self.source = source
+
+    @classmethod
+    def load(cls, sql_dir: Path, dialect: str, required: frozenset[str] = frozenset()) -> Catalogue:
+        if dialect not in DIALECTS:
+            raise WorkloadError(f"unknown SQL dialect {dialect!r} (known: {', '.join(DIALECTS)})")
+        default_path = sql_dir / "default.sql"
+        statements = parse_blocks(default_path.read_text(encoding="utf-8"), str(default_path))
+        override_path = sql_dir / f"{dialect}.sql"
+        if override_path.exists():
+            overrides = parse_blocks(override_path.read_text(encoding="utf-8"), str(override_path))
+            unknown = sorted(set(overrides) - set(statements))
+            if unknown:
+                raise WorkloadError(
+                    f"{override_path}: overrides unknown statement(s) {', '.join(unknown)}; "
+                    f"add them to default.sql first"
+                )
+            statements.update(overrides)
+        missing = sorted(
+            (required - set(statements)) | {n for n, sql in statements.items() if sql == DIALECT_SPECIFIC}
+        )
+        if missing:
+            raise WorkloadError(f"{sql_dir}: no {dialect} statement for {', '.join(missing)}")
+        return cls(statements, dialect, str(sql_dir))
+
+    def template_fields(self, name: str) -> set[str]:
+        return {f for _, f, _, _ in string.Formatter().parse(self.text(name)) if f}
+
+    def text(self, name: str) -> str:
+        try:
+            return self.statements[name]
+        except KeyError:
+            raise WorkloadError(f"{self.source}: unknown statement {name!r}") from None
+
+    def render(self, name: str, paramstyle: str, **identifiers: str) -> Statement:
+        """The statement with identifiers quoted in and binds in ``paramstyle``."""
+        quoted = {key: quote_identifier(self.dialect, value) for key, value in identifiers.items()}
+        try:
+            sql = self.text(name).format(**quoted)
+        except KeyError as exc:
+            raise WorkloadError(f"{self.source}: statement {name!r} needs identifier {exc}") from None
+        sql, order = to_paramstyle(sql, paramstyle)
+        return Statement(name=name, sql=sql, param_names=order)

@@ -1,0 +1,128 @@
+"""The embedded default target: SQLite through the standard library, in the engine's pool.
+
+Every call hops to the engine's bounded thread pool (sqlite3 releases the GIL while a statement
+steps), so the loop never blocks on the file. Each session owns one connection; a connection is
+only ever used by one session at a time, so ``check_same_thread`` is relaxed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sim.errors import TargetError
+from sim.protocols import EngineContext, SqlConnection, Statement, Target
+from storage.targets.settings import SqliteSettings
+
+DEFAULT_DB_NAME = "dbsim.sqlite"
+
+
+class SqliteConnection(SqlConnection):
+    def __init__(self, raw: sqlite3.Connection, context: EngineContext) -> None:
+        self._raw = raw
+        self._run = context.run_blocking
+
+    async def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return await self._run(fn, *args)
+        except sqlite3.Error as exc:
+            raise TargetError(f"sqlite: {what}: {exc}") from exc
+
+    def _scalar(self, sql: str, params: Sequence[Any]) -> Any:
+        row = self._raw.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def _column(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        return [row[0] for row in self._raw.execute(sql, params).fetchall()]
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> int:
+        return self._raw.execute(sql, params).rowcount
+
+    async def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:
+        return await self._call(statement.name, self._scalar, statement.sql, params)
+
+    async def column(self, statement: Statement, params: Sequence[Any] = ()) -> list[Any]:
+        return list(await self._call(statement.name, self._column, statement.sql, params))
+
+    async def execute(self, statement: Statement, params: Sequence[Any] = ()) -> int:
+        return int(await self._call(statement.name, self._execute, statement.sql, params))
+
+    async def executemany(self, statement: Statement, rows: Sequence[Sequence[Any]]) -> None:
+        await self._call(statement.name, self._raw.executemany, statement.sql, rows)
+
+    async def commit(self) -> None:
+        await self._call("commit", self._raw.commit)
+
+    async def rollback(self) -> None:
+        await self._call("rollback", self._raw.rollback)
+
+    async def close(self) -> None:
+        await self._call("close", self._raw.close)
+
+
+class SqliteTarget(Target):
+    kind: ClassVar[str] = "sqlite"
+    dialect: ClassVar[str] = "sqlite"
+    paramstyle: ClassVar[str] = "qmark"
+
+    def __init__(self, settings: SqliteSettings) -> None:
+        self.settings = settings
+        self._tempdir: Path | None = None
+        self.path: Path | None = settings.path
+        self._context: EngineContext | None = None
+
+    async def open(self, context: EngineContext) -> None:
+        self._context = context
+        if self.path is None:
+            self._tempdir = Path(tempfile.mkdtemp(prefix="dbsim-sqlite-"))
+            self.path = self._tempdir / DEFAULT_DB_NAME
+        elif not self.path.parent.is_dir():
+            raise TargetError(f"target.path: directory {self.path.parent} does not exist")
+
+    def _connect_blocking(self) -> sqlite3.Connection:
+        assert self.path is not None
+        raw = sqlite3.connect(
+            self.path, timeout=self.settings.busy_timeout_ms / 1000, check_same_thread=False
+        )
+        # page_size only takes effect on a new, empty database, and must precede WAL.
+        raw.execute(f"PRAGMA page_size = {int(self.settings.page_size_bytes)}")
+        # A negative cache_size is in KiB; small on purpose so reads reach the file (SLOB method).
+        raw.execute(f"PRAGMA cache_size = -{int(self.settings.cache_size_kib)}")
+        raw.execute(f"PRAGMA busy_timeout = {int(self.settings.busy_timeout_ms)}")
+        raw.execute(f"PRAGMA synchronous = {self.settings.synchronous.upper()}")
+        mode = raw.execute(f"PRAGMA journal_mode = {self.settings.journal_mode.upper()}").fetchone()
+        if mode and str(mode[0]).lower() != self.settings.journal_mode:
+            raise TargetError(f"sqlite: journal_mode {self.settings.journal_mode} refused ({mode[0]})")
+        return raw
+
+    async def connect(self) -> SqliteConnection:
+        if self._context is None:
+            raise TargetError("sqlite: target used before open()")
+        try:
+            raw = await self._context.run_blocking(self._connect_blocking)
+        except sqlite3.Error as exc:
+            raise TargetError(f"sqlite: cannot open {self.path}: {exc}") from exc
+        return SqliteConnection(raw, self._context)
+
+    async def close(self) -> None:
+        if self._tempdir is not None and not self.settings.keep:
+            shutil.rmtree(self._tempdir, ignore_errors=True)
+            self._tempdir = None
+
+    def storage_paths(self) -> list[Path]:
+        return [self.path.parent] if self.path is not None else []
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": str(self.path) if self.path else None,
+            "temporary": self._tempdir is not None,
+            "sqlite_version": sqlite3.sqlite_version,
+            "cache_size_kib": self.settings.cache_size_kib,
+            "journal_mode": self.settings.journal_mode,
+            "synchronous": self.settings.synchronous,
+        }

@@ -1,0 +1,111 @@
+"""SLOB-like parameters: SLOB's own knobs, with units in the names.
+
+Mapping from slob.conf: UPDATE_PCT → update_pct, SCAN_PCT → scan_pct, WORK_UNIT → work_unit,
+SCALE → scale, REDO_STRESS → redo_stress, THREADS_PER_SCHEMA → threads_per_schema,
+HOT_SCHEMA_FREQUENCY → hot_schema_frequency, DO_HOTSPOT / HOTSPOT_MB / HOTSPOT_OFFSET_MB /
+HOTSPOT_FREQUENCY → hotspot_*. RUN_TIME, WORK_LOOP and THINK_TM_* are pacing, so they live in
+the scenario's ``load`` section (duration_s, loops_per_session, think).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MIN_ROWS = 10_000
+DEFAULT_SCALE = "80M"
+DEFAULT_BLOCK_SIZE = 8192
+MIB = 1024 * 1024
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMGT])?\s*$", re.IGNORECASE)
+_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+def _pct_rule(value: int) -> int:
+    if not (0 <= value <= 50 or value == 100):
+        raise ValueError("must be 0-50 or 100 (the SLOB rule)")
+    return value
+
+
+def parse_scale(scale: int | str, block_size_bytes: int) -> int:
+    """SCALE in rows (a bare number) or bytes with K/M/G/T (divided by the block size)."""
+    if isinstance(scale, int):
+        return scale
+    match = _SIZE.match(scale)
+    if not match:
+        raise ValueError(f"{scale!r} is neither a row count nor a size like 80M")
+    number, unit = int(match.group(1)), match.group(2)
+    if unit is None:
+        return number
+    return number * _UNITS[unit.upper()] // block_size_bytes
+
+
+class SlobParameters(BaseModel):
+    """SLOB-like workload parameters (shipped SLOB defaults)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    update_pct: int = Field(default=10, description="Updates in every 100 operations: 0-50 or 100.")
+    scan_pct: int = Field(default=0, description="Share of reads that full-scan cf2: 0-50 or 100.")
+    work_unit: int = Field(default=64, ge=3, le=1024, description="Key range width; WORK_UNIT-1 rows per op.")
+    scale: int | str = Field(
+        default=DEFAULT_SCALE, description="Rows per schema, or bytes with K/M/G/T (÷ block size); ≥ 10,000 rows."
+    )
+    block_size_bytes: int = Field(default=DEFAULT_BLOCK_SIZE, description="Database block (page) size.")
+    redo_stress: Literal["LITE", "HEAVY"] = Field(
+        default="LITE", description="LITE updates c2 and c20; HEAVY updates c2..c20."
+    )
+    schemas: int = Field(default=1, ge=1, le=4096, description="Schemas (tables) to load and spread sessions over.")
+    threads_per_schema: int = Field(default=1, ge=1, le=1024)
+    hot_schema_frequency: int = Field(default=0, ge=0, description="Every N-th loop uses schema 1 (0: off).")
+    do_hotspot: bool = False
+    hotspot_mb: int = Field(default=8, ge=1)
+    hotspot_offset_mb: int = Field(default=16, ge=0)
+    hotspot_frequency: int = Field(default=3, ge=1, description="Every N-th loop draws its key in the hot spot.")
+    scan_table_size: int | str = Field(default="1M", description="cf2 size (rows or bytes), created when scan_pct > 0.")
+    table_prefix: str = Field(
+        default="slob", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,15}$", description="Tables are <prefix><n>_cf1."
+    )
+    load_batch_rows: int = Field(default=2000, ge=1, le=100_000)
+    load_seed: int = Field(default=1, description="Seed of the per-schema key permutations.")
+
+    _check_update = field_validator("update_pct")(classmethod(lambda cls, v: _pct_rule(v)))
+    _check_scan = field_validator("scan_pct")(classmethod(lambda cls, v: _pct_rule(v)))
+
+    @field_validator("block_size_bytes")
+    @classmethod
+    def _block_size(cls, value: int) -> int:
+        if value not in (2048, 4096, 8192, 16384, 32768):
+            raise ValueError("must be 2048, 4096, 8192, 16384 or 32768")
+        return value
+
+    @model_validator(mode="after")
+    def _sizes(self) -> SlobParameters:
+        rows = self.scale_rows
+        if rows < MIN_ROWS:
+            raise ValueError(f"scale: {rows} rows is below the minimum of {MIN_ROWS}")
+        parse_scale(self.scan_table_size, self.block_size_bytes)
+        if self.do_hotspot:
+            lo, hi = self.hotspot_rows
+            if hi > rows or hi - lo < 2 * self.work_unit + 1:
+                raise ValueError("hotspot_offset_mb + hotspot_mb must lie inside the data and hold 2×work_unit rows")
+        return self
+
+    @property
+    def scale_rows(self) -> int:
+        return parse_scale(self.scale, self.block_size_bytes)
+
+    @property
+    def scan_rows(self) -> int:
+        return max(parse_scale(self.scan_table_size, self.block_size_bytes), 1)
+
+    @property
+    def hotspot_rows(self) -> tuple[int, int]:
+        """First and last key (inclusive) of the hot region."""
+        first = self.hotspot_offset_mb * MIB // self.block_size_bytes + 1
+        return first, first + self.hotspot_mb * MIB // self.block_size_bytes - 1
+
+    @property
+    def update_columns(self) -> list[str]:
+        return ["c2", "c20"] if self.redo_stress == "LITE" else [f"c{i}" for i in range(2, 21)]

@@ -1,0 +1,48 @@
+-- SLOB-like statements. {table}/{scan_table}/{registry} are identifiers (quoted per dialect);
+-- :name are bind parameters. Per-dialect files override statements by name.
+
+-- name: read
+SELECT COUNT(c2) FROM {table} WHERE custid > :lo AND custid < :hi
+
+-- name: update_lite
+UPDATE {table} SET c2 = :v, c20 = :v WHERE custid > :lo AND custid < :hi
+
+-- name: update_heavy
+UPDATE {table}
+   SET c2 = :v, c3 = :v, c4 = :v, c5 = :v, c6 = :v, c7 = :v, c8 = :v, c9 = :v, c10 = :v,
+       c11 = :v, c12 = :v, c13 = :v, c14 = :v, c15 = :v, c16 = :v, c17 = :v, c18 = :v,
+       c19 = :v, c20 = :v
+ WHERE custid > :lo AND custid < :hi
+
+-- name: scan
+SELECT COUNT(c2) FROM {scan_table}
+
+-- name: count_rows
+SELECT COUNT(*) FROM {table}
+
+-- name: max_key
+SELECT MAX(custid) FROM {table}
+
+-- name: table_exists
+!dialect-specific
+
+-- name: blocks_used
+!dialect-specific
+
+-- name: max_rows_per_block
+!dialect-specific
+
+-- name: registry_get
+SELECT fingerprint FROM {registry} WHERE name = :name
+
+-- name: registry_put
+INSERT INTO {registry} (name, workload, fingerprint) VALUES (:name, :workload, :fingerprint)
+
+-- name: registry_set
+UPDATE {registry} SET fingerprint = :fingerprint WHERE name = :name
+
+-- name: registry_delete
+DELETE FROM {registry} WHERE name = :name
+
+-- name: registry_names
+SELECT name FROM {registry} WHERE workload = :workload AND name LIKE :pattern

@@ -1,0 +1,329 @@
+"""SLOB-like workload: random key-range reads and updates over one-row-per-block tables.
+
+Facts reproduced (docs/workloads/slob.md): per schema a table ``cf1`` of SCALE rows, one row
+per block, keys loaded in a per-schema random permutation so neighbouring keys live in
+scattered blocks, a non-unique index on the key; a read counts WORK_UNIT−1 rows of a random
+key range, an update rewrites c2/c20 (LITE) or c2..c20 (HEAVY) over such a range and commits;
+exactly UPDATE_PCT updates in every 100 operations of a session, and SCAN_PCT of the reads
+become a full scan of ``cf2``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Awaitable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel
+
+from sim.errors import OwnershipError, WorkloadError
+from sim.protocols import ProgressCallback, SqlConnection, Target, Workload
+from sim.sql import Catalogue, Statement
+from workloads.slob.parameters import SlobParameters
+from workloads.slob.schema import (
+    REGISTRY_TABLE,
+    TEXT_COLUMNS,
+    TEXT_WIDTH,
+    create_registry_statement,
+    create_statements,
+    drop_statement,
+    insert_statement,
+    slob_table,
+    sqlite_pad_bytes,
+)
+
+SQL_DIR = Path(__file__).parent / "sql"
+WORKLOAD_NAME = "slob"
+STATEMENTS = frozenset(
+    {
+        "read", "update_lite", "update_heavy", "scan", "count_rows", "max_key", "table_exists",
+        "blocks_used", "max_rows_per_block", "registry_get", "registry_put", "registry_set",
+        "registry_delete", "registry_names",
+    }
+)  # fmt: skip
+STATE_LOADING = "loading"
+STATE_LOADED = "loaded"
+
+
+def takes_this_op(index: int, pct: int) -> bool:
+    """Whether operation ``index`` (0-based) is one of the ``pct`` in its block of 100.
+
+    Spreads them evenly: any 100 consecutive operations starting at a multiple of 100 hold
+    exactly ``pct``, and any prefix is within one of ``pct`` percent.
+    """
+    return (index + 1) * pct // 100 > index * pct // 100
+
+
+class SlobWorkload(Workload):
+    name: ClassVar[str] = WORKLOAD_NAME
+    parameters_model: ClassVar[type[BaseModel]] = SlobParameters
+    target_kinds: ClassVar[frozenset[str]] = frozenset({"sqlite", "postgres", "oracle", "sqlserver"})
+
+    def __init__(self, parameters: BaseModel, target: Target) -> None:
+        super().__init__(parameters, target)
+        assert isinstance(parameters, SlobParameters)
+        self.p: SlobParameters = parameters
+        if target.kind not in self.target_kinds:
+            raise WorkloadError(f"slob runs on SQL targets, not {target.kind}")
+        # Fails here, before anything runs, if a dialect lacks a statement.
+        self.catalogue = Catalogue.load(SQL_DIR, target.dialect, required=STATEMENTS)
+
+    # ------------------------------------------------------------------ naming
+
+    def table_name(self, schema: int) -> str:
+        return f"{self.p.table_prefix}{schema}_cf1"
+
+    def scan_table_name(self, schema: int) -> str:
+        return f"{self.p.table_prefix}{schema}_cf2"
+
+    def render(self, name: str, **identifiers: str) -> Statement:
+        return self.catalogue.render(name, self.target.paramstyle, **identifiers)
+
+    def _registry(self, name: str) -> Statement:
+        return self.render(name, registry=REGISTRY_TABLE)
+
+    def operations(self) -> Mapping[str, float]:
+        update = float(self.p.update_pct)
+        reads = 100.0 - update
+        scan = reads * self.p.scan_pct / 100
+        return {"read": reads - scan, "update": update, "scan": scan}
+
+    def expected_mix(self, op_ranges: list[tuple[int, int]]) -> dict[str, int]:
+        """Counts demanded by the rules over the given per-session operation ranges."""
+        u, sc = self.p.update_pct, self.p.scan_pct
+        totals = {"read": 0, "update": 0, "scan": 0}
+        for first, end in op_ranges:
+            updates = end * u // 100 - first * u // 100
+            # Reads are numbered separately; read number = operations before it minus updates.
+            read_first, read_end = first - first * u // 100, end - end * u // 100
+            scans = read_end * sc // 100 - read_first * sc // 100 if sc else 0
+            totals["update"] += updates
+            totals["scan"] += scans
+            totals["read"] += (end - first) - updates - scans
+        return totals
+
+    def default_sessions(self) -> int:
+        return self.p.schemas * self.p.threads_per_schema
+
+    # ------------------------------------------------------------------ load
+
+    def _fingerprint(self, role: str, rows: int) -> dict[str, Any]:
+        return {
+            "workload": WORKLOAD_NAME,
+            "role": role,
+            "rows": rows,
+            "block_size_bytes": self.p.block_size_bytes,
+            "load_seed": self.p.load_seed,
+        }
+
+    async def load(self, progress: ProgressCallback) -> dict[str, Any]:
+        conn = await self.target.connect()
+        try:
+            await conn.execute(create_registry_statement(self.target.dialect))
+            await conn.commit()
+            tables = []
+            for schema in range(1, self.p.schemas + 1):
+                tables.append(await self._load_table(conn, schema, "cf1", self.p.scale_rows, progress))
+                if self.p.scan_pct > 0:
+                    tables.append(await self._load_table(conn, schema, "cf2", self.p.scan_rows, progress))
+        finally:
+            await conn.close()
+        return {"tables": tables, "rows_per_schema": self.p.scale_rows, "schemas": self.p.schemas}
+
+    async def _load_table(
+        self, conn: SqlConnection, schema: int, role: str, rows: int, progress: ProgressCallback
+    ) -> dict[str, Any]:
+        name = self.table_name(schema) if role == "cf1" else self.scan_table_name(schema)
+        table = slob_table(name, self.target.dialect, self.p.block_size_bytes, indexed=role == "cf1")
+        wanted = self._fingerprint(role, rows)
+        registered = await conn.scalar(self._registry("registry_get"), (name,))
+        exists = bool(await conn.scalar(self.render("table_exists"), (name,)))
+        if exists and registered is None:
+            raise OwnershipError(
+                f"table {name} exists but was not created by dbsim; refusing to touch it "
+                f"(choose another workload.parameters.table_prefix)"
+            )
+        if registered is not None:
+            recorded = json.loads(registered)
+            if exists and recorded.get("state") == STATE_LOADED and {
+                k: recorded.get(k) for k in wanted
+            } == wanted:
+                return {"table": name, "rows": rows, "built": False}
+            # Ours, but stale or half-loaded: rebuild.
+            await conn.execute(drop_statement(table, self.target.dialect))
+            await conn.execute(self._registry("registry_delete"), (name,))
+            await conn.commit()
+        await conn.execute(
+            self._registry("registry_put"),
+            (name, WORKLOAD_NAME, json.dumps({**wanted, "state": STATE_LOADING})),
+        )
+        await conn.commit()
+        statements = create_statements(table, self.target.dialect)
+        await conn.execute(statements[0])  # the table; indexes after the data (faster load)
+        await conn.commit()
+        insert = insert_statement(table, self.target.dialect, self.target.paramstyle)
+        await self._insert_rows(conn, insert, rows, schema, f"load {name}", progress)
+        for statement in statements[1:]:
+            await conn.execute(statement)
+        await conn.execute(
+            self._registry("registry_set"), (json.dumps({**wanted, "state": STATE_LOADED}), name)
+        )
+        await conn.commit()
+        return {"table": name, "rows": rows, "built": True}
+
+    async def _insert_rows(
+        self,
+        conn: SqlConnection,
+        insert: Statement,
+        rows: int,
+        schema: int,
+        what: str,
+        progress: ProgressCallback,
+    ) -> None:
+        # A different permutation per schema, so neighbouring keys live in scattered blocks.
+        keys = np.random.default_rng(self.p.load_seed * 1_000_003 + schema).permutation(rows) + 1
+        filler = random.Random(schema)
+        alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+        base = "".join(filler.choice(alphabet) for _ in range(4 * TEXT_WIDTH))
+        pad = "p" * sqlite_pad_bytes(self.p.block_size_bytes)
+        columns = insert.param_names
+        batch_size = self.p.load_batch_rows
+        done = 0
+        progress(what, 0, rows)
+        for start in range(0, rows, batch_size):
+            batch: list[Sequence[Any]] = []
+            for key in keys[start : start + batch_size].tolist():
+                offset = key % (3 * TEXT_WIDTH)
+                text = base[offset : offset + TEXT_WIDTH]
+                values = {c: text for c in TEXT_COLUMNS}
+                values["custid"] = key
+                values["pad"] = pad
+                batch.append(tuple(values[c] for c in columns))
+            await conn.executemany(insert, batch)
+            await conn.commit()
+            done += len(batch)
+            progress(what, done, rows)
+
+    # ------------------------------------------------------------------ verify and drop
+
+    async def verify(self) -> dict[str, Any]:
+        conn = await self.target.connect()
+        report: dict[str, Any] = {"tables": []}
+        try:
+            for schema in range(1, self.p.schemas + 1):
+                name = self.table_name(schema)
+                ids = {"table": name}
+                rows = int(await conn.scalar(self.render("count_rows", **ids)) or 0)
+                max_key = int(await conn.scalar(self.render("max_key", **ids)) or 0)
+                blocks = int(await conn.scalar(self.render("blocks_used", **ids), (name,)) or 0)
+                per_block = int(await conn.scalar(self.render("max_rows_per_block", **ids), (name,)) or 0)
+                entry = {"table": name, "rows": rows, "max_key": max_key, "blocks": blocks,
+                         "max_rows_per_block": per_block}  # fmt: skip
+                report["tables"].append(entry)
+                expected = self.p.scale_rows
+                if rows != expected or max_key != expected:
+                    raise WorkloadError(f"{name}: {rows} rows, max key {max_key}; expected {expected} and {expected}")
+                if per_block != 1:
+                    raise WorkloadError(f"{name}: up to {per_block} rows share a block; SLOB needs one per block")
+        finally:
+            await conn.close()
+        return report
+
+    async def drop(self) -> list[str]:
+        conn = await self.target.connect()
+        dropped = []
+        try:
+            await conn.execute(create_registry_statement(self.target.dialect))
+            names = await conn.column(self._registry("registry_names"), (WORKLOAD_NAME, f"{self.p.table_prefix}%"))
+            for name in sorted(names):
+                table = slob_table(name, self.target.dialect, self.p.block_size_bytes, indexed=False)
+                await conn.execute(drop_statement(table, self.target.dialect))
+                await conn.execute(self._registry("registry_delete"), (name,))
+                await conn.commit()
+                dropped.append(name)
+        finally:
+            await conn.close()
+        return dropped
+
+    # ------------------------------------------------------------------ sessions
+
+    def new_session(self, index: int, connection: SqlConnection, seed: int) -> SlobSession:
+        return SlobSession(self, index, connection, seed)
+
+
+class _SchemaStatements:
+    __slots__ = ("read", "scan", "update")
+
+    def __init__(self, workload: SlobWorkload, schema: int) -> None:
+        table = workload.table_name(schema)
+        self.read = workload.render("read", table=table)
+        update_name = "update_lite" if workload.p.redo_stress == "LITE" else "update_heavy"
+        self.update = workload.render(update_name, table=table)
+        self.scan = workload.render("scan", scan_table=workload.scan_table_name(schema))
+
+
+def _binder(statement: Statement, names: tuple[str, ...]) -> list[int]:
+    """Positions in ``names`` of each bind parameter of ``statement`` (dialects may reorder)."""
+    try:
+        return [names.index(n) for n in statement.param_names]
+    except ValueError:
+        raise WorkloadError(f"{statement.name}: unexpected bind parameters {statement.param_names}") from None
+
+
+class SlobSession:
+    """One SLOB session: its schema, its position in the 100-operation mix, its random keys."""
+
+    READ_ARGS = ("lo", "hi")
+    UPDATE_ARGS = ("v", "lo", "hi")
+
+    def __init__(self, workload: SlobWorkload, index: int, conn: SqlConnection, seed: int) -> None:
+        p = workload.p
+        self.p = p
+        self.index = index
+        self.conn = conn
+        self.rng = random.Random(seed)
+        self.ops = 0
+        self.reads = 0
+        schema = (index // p.threads_per_schema) % p.schemas + 1
+        self.own = _SchemaStatements(workload, schema)
+        self.hot = self.own if schema == 1 else _SchemaStatements(workload, 1)
+        self.read_bind = _binder(self.own.read, self.READ_ARGS)
+        self.update_bind = _binder(self.own.update, self.UPDATE_ARGS)
+        self.key_lo = p.work_unit + 1
+        self.key_hi = p.scale_rows - p.work_unit
+        hot_first, hot_last = p.hotspot_rows
+        self.hot_lo = hot_first + p.work_unit
+        self.hot_hi = hot_last
+
+    def _key(self, loop: int) -> int:
+        p = self.p
+        if p.do_hotspot and loop % p.hotspot_frequency == 0:
+            return self.rng.randint(self.hot_lo, self.hot_hi)
+        return self.rng.randint(self.key_lo, self.key_hi)
+
+    def next_transaction(self) -> tuple[str, Awaitable[Any]]:
+        i = self.ops
+        self.ops = i + 1
+        loop = i + 1
+        p = self.p
+        statements = self.hot if p.hot_schema_frequency and loop % p.hot_schema_frequency == 0 else self.own
+        r = self._key(loop)
+        lo, hi = r - p.work_unit, r
+        if takes_this_op(i, p.update_pct):
+            # A value unique to this session and loop, 128 characters like the column.
+            value = f"{self.index:06d}.{loop:012d}.".ljust(TEXT_WIDTH, "abcdefghijklmnopqrstuvwxyz"[loop % 26])
+            args = (value, lo, hi)
+            return "update", self._update(statements.update, tuple(args[k] for k in self.update_bind))
+        j = self.reads
+        self.reads = j + 1
+        if p.scan_pct and takes_this_op(j, p.scan_pct):
+            return "scan", self.conn.scalar(statements.scan)
+        args2 = (lo, hi)
+        return "read", self.conn.scalar(statements.read, tuple(args2[k] for k in self.read_bind))
+
+    async def _update(self, statement: Statement, params: tuple[Any, ...]) -> None:
+        await self.conn.execute(statement, params)
+        await self.conn.commit()
