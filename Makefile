@@ -1,0 +1,47 @@
+# dbsim: the two commands the README promises, plus the checks behind them.
+#   make run   - create the environment and run the default scenario (SLOB-like on SQLite)
+#   make test  - create the environment, install the system tools the tests use, run every test
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PYTEST_ARGS ?=
+# Debian packages the test suite drives for real: iostat (sysstat).
+TEST_DEB_PACKAGES := sysstat
+
+.PHONY: run test venv system-packages lint typecheck bench clean
+
+$(BIN)/dbsim: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+venv: $(BIN)/dbsim
+
+run: venv
+	$(BIN)/dbsim run
+
+system-packages:
+	@missing=""; for p in $(TEST_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "WARNING: missing Debian packages:$$missing (tests that need them will skip loudly)"; \
+	  fi; \
+	fi
+
+test: venv system-packages
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check sim workloads storage tests
+	$(BIN)/ruff format --check sim workloads storage tests
+
+typecheck: venv
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,122 @@
+"""The engine's pacing and phase arithmetic, on a target with a known service time."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from sim.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED, Engine, plan_stages
+from sim.metrics import Interval
+from sim.scenario import Load
+from tests.support.fakes import PingParameters, PingWorkload, TimedTarget
+
+
+def make_engine(load: Load, target: TimedTarget | None = None, sessions: int = 4) -> Engine:
+    target = target or TimedTarget()
+    return Engine(PingWorkload(PingParameters(sessions=sessions), target), target, load, interval_s=0.5)
+
+
+def run(engine: Engine, *extra: object) -> None:
+    async def main() -> None:
+        await asyncio.gather(engine.run(), *extra)  # type: ignore[arg-type]
+
+    asyncio.run(main())
+
+
+def test_open_loop_lands_within_two_percent_of_the_target_rate() -> None:
+    engine = make_engine(Load(mode="open", rate_ops_s=800, duration_s=4, warmup_s=0.5))
+    run(engine)
+    result = engine.result
+    assert result.outcome == OUTCOME_COMPLETED
+    achieved = engine.recorder.totals["ping"].count / result.measured_s
+    assert abs(achieved - 800) / 800 < 0.02, achieved
+
+
+def test_open_loop_stall_shows_in_p99_while_closed_loop_hides_it() -> None:
+    """A 200 ms stall of the target: open loop counts the queue behind it from each op's
+    intended start; closed loop only sees the few ops that were in flight."""
+
+    def p99(mode: str) -> int:
+        target = TimedTarget(service_s=0.0005)
+        if mode == "open":
+            load = Load(mode="open", rate_ops_s=500, duration_s=3)
+        else:
+            load = Load(mode="closed", duration_s=3, think={"min_ms": 2, "max_ms": 2})
+        engine = make_engine(load, target)
+
+        async def stall() -> None:
+            await asyncio.sleep(1.0)
+            await target.stall_for(0.2)
+
+        run(engine, stall())
+        return int(engine.recorder.totals["ping"].histogram.get_value_at_percentile(99))
+
+    open_p99, closed_p99 = p99("open"), p99("closed")
+    # 500 ops/s for 0.2 s = 100 delayed ops of ~1500 (6 %): p99 must sit deep in the stall.
+    assert open_p99 >= 100_000, open_p99
+    assert closed_p99 < 50_000, closed_p99
+
+
+def test_warmup_is_excluded_and_phases_are_labelled() -> None:
+    intervals: list[Interval] = []
+    engine = make_engine(Load(duration_s=1.0, warmup_s=1.0))
+    engine.events.interval.add_listener(lambda interval, samples: intervals.append(interval))
+    run(engine)
+    phases = [i.phase for i in intervals]
+    assert phases[0] == "warmup" and phases[-1] == "measure"
+    warm = sum(i.ops["ping"].count for i in intervals if i.phase == "warmup" and "ping" in i.ops)
+    measured = sum(i.ops["ping"].count for i in intervals if i.phase == "measure" and "ping" in i.ops)
+    assert engine.recorder.warmup_totals["ping"].count == warm > 0
+    assert engine.recorder.totals["ping"].count == measured > 0
+    assert engine.result.warmup_s == pytest.approx(1.0, abs=0.05)
+    assert engine.result.measured_s == pytest.approx(1.0, abs=0.05)
+
+
+def test_loops_per_session_runs_an_exact_number_of_transactions() -> None:
+    engine = make_engine(Load(loops_per_session=250), sessions=3)
+    run(engine)
+    assert engine.recorder.totals["ping"].count == 750
+    assert engine.result.loops_completed == [250, 250, 250]
+    assert engine.result.op_ranges == [(0, 250)] * 3
+
+
+def test_steps_change_sessions_and_rate() -> None:
+    steps = [{"duration_s": 1.5, "rate_ops_s": 200, "sessions": 2}, {"duration_s": 1.5, "rate_ops_s": 600}]
+    intervals: list[Interval] = []
+    engine = make_engine(Load(mode="open", steps=steps), sessions=4)
+    engine.events.interval.add_listener(lambda interval, samples: intervals.append(interval))
+    run(engine)
+    per_step = {0: 0, 1: 0}
+    for i in intervals:
+        if "ping" in i.ops and i.step is not None:
+            per_step[i.step] += i.ops["ping"].count
+    assert per_step[0] / 1.5 == pytest.approx(200, rel=0.05)
+    assert per_step[1] / 1.5 == pytest.approx(600, rel=0.05)
+
+
+def test_errors_are_counted_per_class_and_do_not_stop_the_run() -> None:
+    engine = make_engine(Load(loops_per_session=100), TimedTarget(fail_every=10), sessions=2)
+    run(engine)
+    ping = engine.recorder.totals["ping"]
+    assert ping.errors == {"ConnectionResetError": 20}
+    assert ping.count == 180
+
+
+def test_stop_request_ends_the_run_as_interrupted_with_its_reason() -> None:
+    engine = make_engine(Load(duration_s=30))
+
+    async def stop_soon() -> None:
+        await asyncio.sleep(0.7)
+        engine.request_stop("stopped by test")
+
+    run(engine, stop_soon())
+    assert engine.result.outcome == OUTCOME_INTERRUPTED
+    assert engine.result.reason == "stopped by test"
+    assert engine.result.measured_s < 2
+    assert engine.recorder.totals["ping"].count > 0
+
+
+def test_sessions_start_together_after_all_connected() -> None:
+    stages = plan_stages(Load(warmup_s=2, steps=[{"duration_s": 1, "sessions": 8}]), 4)
+    assert [(s.phase, s.sessions) for s in stages] == [("warmup", 8), ("measure", 8)]
