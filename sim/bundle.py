@@ -27,7 +27,7 @@ import os
 import platform
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -41,9 +41,22 @@ from sim.protocols import Sample
 
 SCHEMA_VERSION = 1
 OPS_COLUMNS = (
-    "t", "interval", "phase", "step", "op", "ops_s", "count", "errors",
-    "p50_us", "p95_us", "p99_us", "p99_9_us", "max_us", "min_us", "mean_us",
-)  # fmt: skip
+    "t",
+    "interval",
+    "phase",
+    "step",
+    "op",
+    "ops_s",
+    "count",
+    "errors",
+    "p50_us",
+    "p95_us",
+    "p99_us",
+    "p99_9_us",
+    "max_us",
+    "min_us",
+    "mean_us",
+)
 SAMPLE_PREFIX_COLUMNS = ("t", "interval", "phase", "entity")
 
 
@@ -58,7 +71,9 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def iso(ts: float | None) -> str | None:
-    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
+    return (
+        None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
+    )
 
 
 def new_bundle_dir(directory: Path, name: str, now: float | None = None) -> Path:
@@ -75,7 +90,9 @@ def new_bundle_dir(directory: Path, name: str, now: float | None = None) -> Path
         except FileExistsError:
             continue
         except OSError as exc:
-            raise BundleError(f"output.directory: cannot create {candidate}: {exc.strerror}") from exc
+            raise BundleError(
+                f"output.directory: cannot create {candidate}: {exc.strerror}"
+            ) from exc
         return candidate
     raise BundleError(f"output.directory: too many runs named {stamp}-{name} in {directory}")
 
@@ -86,18 +103,20 @@ class _AppendCsv:
     def __init__(self, path: Path, columns: tuple[str, ...]) -> None:
         self.path = path
         self.columns = columns
-        self._handle: IO[str] = open(path, "a", encoding="utf-8", newline="")
+        self._handle: IO[str] = open(path, "a", encoding="utf-8", newline="")  # noqa: SIM115 - held for the run
         if self._handle.tell() == 0:
             self._write_rows([dict(zip(columns, columns, strict=True))])
 
-    def _write_rows(self, rows: list[Mapping[str, Any]]) -> None:
+    def _write_rows(self, rows: Sequence[Mapping[str, Any]]) -> None:
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=self.columns, extrasaction="ignore", lineterminator="\n")
+        writer = csv.DictWriter(
+            buffer, fieldnames=self.columns, extrasaction="ignore", lineterminator="\n"
+        )
         writer.writerows(rows)
         # One write call of whole lines: a kill never leaves half a row behind.
         self._handle.write(buffer.getvalue())
 
-    def append(self, rows: list[Mapping[str, Any]]) -> None:
+    def append(self, rows: Sequence[Mapping[str, Any]]) -> None:
         if rows:
             self._write_rows(rows)
 
@@ -120,11 +139,15 @@ class BundleWriter:
         (path / "histograms").mkdir(exist_ok=True)
         atomic_write(path / "scenario.yaml", yaml.safe_dump(scenario, sort_keys=False))
         self._ops = _AppendCsv(path / "timeseries" / "ops.csv", OPS_COLUMNS)
-        self._errors = _AppendCsv(path / "timeseries" / "errors.csv", ("t", "interval", "phase", "op", "class", "count"))
+        self._errors = _AppendCsv(
+            path / "timeseries" / "errors.csv", ("t", "interval", "phase", "op", "class", "count")
+        )
         self._samples: dict[str, _AppendCsv] = {}
-        self._hlog = open(path / "histograms" / "intervals.hlog", "a", encoding="utf-8")
+        self._hlog = open(path / "histograms" / "intervals.hlog", "a", encoding="utf-8")  # noqa: SIM115
         if self._hlog.tell() == 0:
-            self._hlog.write("#dbsim interval histograms: t_start_s,t_end_s,phase,op,base64 HdrHistogram\n")
+            self._hlog.write(
+                "#dbsim interval histograms: t_start_s,t_end_s,phase,op,base64 HdrHistogram\n"
+            )
         self._last_flush = 0.0
         self.intervals = 0
         self.state = "setup"
@@ -153,8 +176,14 @@ class BundleWriter:
         self._ops.append(rows)
         self._errors.append(
             [
-                {"t": round(interval.t_end, 3), "interval": interval.index, "phase": interval.phase,
-                 "op": op, "class": cls, "count": n}  # fmt: skip
+                {
+                    "t": round(interval.t_end, 3),
+                    "interval": interval.index,
+                    "phase": interval.phase,
+                    "op": op,
+                    "class": cls,
+                    "count": n,
+                }
                 for op, stats in sorted(interval.ops.items())
                 for cls, n in sorted(stats.errors.items())
             ]
@@ -175,9 +204,11 @@ class BundleWriter:
         by_source: dict[str, list[dict[str, Any]]] = {}
         for sample in samples:
             row: dict[str, Any] = {
-                "t": round(interval.t_end, 3), "interval": interval.index,
-                "phase": interval.phase, "entity": sample.entity,
-            }  # fmt: skip
+                "t": round(interval.t_end, 3),
+                "interval": interval.index,
+                "phase": interval.phase,
+                "entity": sample.entity,
+            }
             row.update({k: round(v, 4) for k, v in sample.values.items()})
             by_source.setdefault(sample.source, []).append(row)
             if interval.measured:
@@ -190,7 +221,9 @@ class BundleWriter:
             writer = self._samples.get(source)
             if writer is None:
                 columns = SAMPLE_PREFIX_COLUMNS + tuple(sorted(samples_keys(samples, source)))
-                writer = self._samples[source] = _AppendCsv(self.path / "timeseries" / f"{source}.csv", columns)
+                writer = self._samples[source] = _AppendCsv(
+                    self.path / "timeseries" / f"{source}.csv", columns
+                )
             writer.append(rows)
         self.live["samples"] = samples
 
@@ -253,7 +286,9 @@ class BundleWriter:
         if self.messages:
             summary["messages"] = list(self.messages)
         try:
-            atomic_write(self.path / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+            atomic_write(
+                self.path / "summary.json", json.dumps(summary, indent=2, default=str) + "\n"
+            )
         except OSError as exc:
             raise BundleError(f"cannot write {self.path / 'summary.json'}: {exc.strerror}") from exc
         return summary
@@ -264,7 +299,9 @@ class BundleWriter:
             for name, stats in sorted(totals.items())
             if stats.count
         }
-        atomic_write(self.path / "histograms" / "measured.json", json.dumps(encoded, indent=2) + "\n")
+        atomic_write(
+            self.path / "histograms" / "measured.json", json.dumps(encoded, indent=2) + "\n"
+        )
 
     def close(self) -> None:
         for handle in (self._ops, self._errors, *self._samples.values()):

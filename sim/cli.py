@@ -75,14 +75,25 @@ def run(
     sessions: Annotated[int | None, typer.Option("--sessions", help="load.sessions")] = None,
     warmup: Annotated[float | None, typer.Option("--warmup", help="load.warmup_s")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="output.directory")] = None,
-    skip_load: Annotated[bool, typer.Option("--skip-load", help="Use the data as loaded; do not build or verify.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the bundle path.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    skip_load: Annotated[
+        bool, typer.Option("--skip-load", help="Use the data as loaded; do not build or verify.")
+    ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only the bundle path.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the summary as JSON on stdout.")
+    ] = False,
 ) -> None:
     """Run a scenario and write its bundle."""
     overrides = _overrides(
-        set_, **{"load.duration_s": duration, "load.sessions": sessions, "load.warmup_s": warmup,
-                 "output.directory": str(output) if output else None}  # fmt: skip
+        set_,
+        **{
+            "load.duration_s": duration,
+            "load.sessions": sessions,
+            "load.warmup_s": warmup,
+            "output.directory": str(output) if output else None,
+        },
     )
     resolved = resolve(scenario, overrides)
     code = _execute(resolved, skip_load=skip_load, quiet=quiet, as_json=as_json)
@@ -137,7 +148,9 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
             out.print(table)
         mix = summary.get("mix", {})
         if "exact" in mix:
-            out.print(f"mix by the workload's rule: {'exact' if mix['exact'] else 'NOT exact'} {mix.get('measured')}")
+            out.print(
+                f"mix by the workload's rule: {'exact' if mix['exact'] else 'NOT exact'} {mix.get('measured')}"
+            )
         out.print(f"bundle: {summary['bundle']}")
     status = summary["status"]
     if status == OUTCOME_COMPLETED:
@@ -203,10 +216,15 @@ def version() -> None:
 
 
 @app.callback()
-def _root(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False) -> None:
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
+) -> None:
     global _debug
     _debug = debug
-    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
 
 
 def _error(message: str) -> None:

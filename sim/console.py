@@ -46,7 +46,9 @@ class LiveConsole:
 
     def __enter__(self) -> LiveConsole:
         if self.err.is_terminal:
-            self._live = Live(self._render(), console=self.err, refresh_per_second=4, transient=True)
+            self._live = Live(
+                self._render(), console=self.err, refresh_per_second=4, transient=True
+            )
             self._live.__enter__()
         return self
 
@@ -74,9 +76,17 @@ class LiveConsole:
         self.progress = ""
         if self._live is None and time.monotonic() - self._last_plain >= PLAIN_LINE_EVERY_S:
             self._last_plain = time.monotonic()
-            ops = ", ".join(f"{r['op']} {r['ops_s']:.0f}/s p99 {_us(r.get('p99_us'))}" for r in self.rows)
-            dev = ", ".join(f"{s.entity} {s.values.get('iops', 0):.0f} IOPS" for s in samples if s.source == "block")
-            self.err.print(f"[dim]{interval.t_end:6.0f}s {interval.phase}[/dim] {ops} {dev}", highlight=False)
+            ops = ", ".join(
+                f"{r['op']} {r['ops_s']:.0f}/s p99 {_us(r.get('p99_us'))}" for r in self.rows
+            )
+            dev = ", ".join(
+                f"{s.entity} {s.values.get('iops', 0):.0f} IOPS"
+                for s in samples
+                if s.source == "block"
+            )
+            self.err.print(
+                f"[dim]{interval.t_end:6.0f}s {interval.phase}[/dim] {ops} {dev}", highlight=False
+            )
         self._refresh()
 
     def on_collector_error(self, source: str, message: str) -> None:
@@ -101,7 +111,13 @@ class LiveConsole:
             for column in ("op", "ops/s", "p50", "p99", "errors"):
                 ops.add_column(column, justify="right" if column != "op" else "left")
             for r in self.rows:
-                ops.add_row(r["op"], f"{r['ops_s']:,.0f}", _us(r.get("p50_us")), _us(r.get("p99_us")), str(r["errors"]))
+                ops.add_row(
+                    r["op"],
+                    f"{r['ops_s']:,.0f}",
+                    _us(r.get("p50_us")),
+                    _us(r.get("p99_us")),
+                    str(r["errors"]),
+                )
             parts.append(ops)
         block = [s for s in self.samples if s.source == "block"]
         if block:
@@ -111,9 +127,14 @@ class LiveConsole:
             for s in block:
                 v = s.values
                 dev.add_row(
-                    s.entity, f"{v.get('r_s', 0):,.0f}", f"{v.get('w_s', 0):,.0f}", f"{v.get('iops', 0):,.0f}",
-                    f"{v.get('r_await_ms', 0):.2f} ms", f"{v.get('w_await_ms', 0):.2f} ms", f"{v.get('util_pct', 0):.0f}",
-                )  # fmt: skip
+                    s.entity,
+                    f"{v.get('r_s', 0):,.0f}",
+                    f"{v.get('w_s', 0):,.0f}",
+                    f"{v.get('iops', 0):,.0f}",
+                    f"{v.get('r_await_ms', 0):.2f} ms",
+                    f"{v.get('w_await_ms', 0):.2f} ms",
+                    f"{v.get('util_pct', 0):.0f}",
+                )
             parts.append(dev)
         return Group(*parts)
 
@@ -131,20 +152,44 @@ def summary_tables(summary: dict[str, Any]) -> list[Table]:
         ops.add_column(column, justify="left" if column == "op" else "right", no_wrap=True)
     for name, op in summary.get("operations", {}).items():
         ops.add_row(
-            name, f"{op.get('count', 0):,}", f"{op.get('ops_s', 0):,.1f}", _us(op.get("p50_us")),
-            _us(op.get("p95_us")), _us(op.get("p99_us")), _us(op.get("max_us")), str(op.get("errors", 0)),
-        )  # fmt: skip
+            name,
+            f"{op.get('count', 0):,}",
+            f"{op.get('ops_s', 0):,.1f}",
+            _us(op.get("p50_us")),
+            _us(op.get("p95_us")),
+            _us(op.get("p99_us")),
+            _us(op.get("max_us")),
+            str(op.get("errors", 0)),
+        )
     tables = [ops]
     block = summary.get("storage", {}).get("block", {})
     if block:
         dev = Table(title="block devices (mean per second, measured window)")
-        for column in ("device", "r/s", "w/s", "IOPS", "rkB/s", "wkB/s", "r_await", "w_await", "aqu-sz", "%util"):
+        for column in (
+            "device",
+            "r/s",
+            "w/s",
+            "IOPS",
+            "rkB/s",
+            "wkB/s",
+            "r_await",
+            "w_await",
+            "aqu-sz",
+            "%util",
+        ):
             dev.add_column(column, justify="left" if column == "device" else "right", no_wrap=True)
         for entity, m in block.items():
             dev.add_row(
-                entity, f"{m.get('r_s', 0):,.1f}", f"{m.get('w_s', 0):,.1f}", f"{m.get('iops', 0):,.1f}",
-                f"{m.get('rkB_s', 0):,.0f}", f"{m.get('wkB_s', 0):,.0f}", f"{m.get('r_await_ms', 0):.2f}",
-                f"{m.get('w_await_ms', 0):.2f}", f"{m.get('aqu_sz', 0):.2f}", f"{m.get('util_pct', 0):.0f}",
-            )  # fmt: skip
+                entity,
+                f"{m.get('r_s', 0):,.1f}",
+                f"{m.get('w_s', 0):,.1f}",
+                f"{m.get('iops', 0):,.1f}",
+                f"{m.get('rkB_s', 0):,.0f}",
+                f"{m.get('wkB_s', 0):,.0f}",
+                f"{m.get('r_await_ms', 0):.2f}",
+                f"{m.get('w_await_ms', 0):.2f}",
+                f"{m.get('aqu_sz', 0):.2f}",
+                f"{m.get('util_pct', 0):.0f}",
+            )
         tables.append(dev)
     return tables

@@ -71,7 +71,13 @@ def plan_stages(load: Load, default_sessions: int) -> list[Stage]:
     if load.steps:
         for i, step in enumerate(load.steps):
             stages.append(
-                Stage("measure", i, step.duration_s, step.sessions or sessions, step.rate_ops_s or load.rate_ops_s)
+                Stage(
+                    "measure",
+                    i,
+                    step.duration_s,
+                    step.sessions or sessions,
+                    step.rate_ops_s or load.rate_ops_s,
+                )
             )
     else:
         duration = None if load.loops_per_session else load.duration_s
@@ -227,7 +233,9 @@ class Engine:
                     self.events.collector_error.fire(source="setup", message=str(exc))
             if not self.skip_load:
                 self._set_state("loading", self.workload.name)
-                self.result.load_report = await self._unless_stopped(self.workload.load(self._progress))
+                self.result.load_report = await self._unless_stopped(
+                    self.workload.load(self._progress)
+                )
                 self._set_state("verifying", self.workload.name)
                 self.result.verify_report = await self._unless_stopped(self.workload.verify())
             self._set_state("connecting", f"{self.max_sessions} sessions")
@@ -268,7 +276,9 @@ class Engine:
         self.events.progress.fire(what=what, done=done, total=total)
 
     async def _connect_all(self, count: int) -> list[SqlConnection]:
-        results = await asyncio.gather(*(self.target.connect() for _ in range(count)), return_exceptions=True)
+        results = await asyncio.gather(
+            *(self.target.connect() for _ in range(count)), return_exceptions=True
+        )
         connections = [r for r in results if isinstance(r, SqlConnection)]
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:
@@ -276,7 +286,9 @@ class Engine:
             first = failures[0]
             if isinstance(first, SimError):
                 raise first
-            raise TargetError(f"{len(failures)} of {count} sessions could not connect: {first}") from first
+            raise TargetError(
+                f"{len(failures)} of {count} sessions could not connect: {first}"
+            ) from first
         return connections
 
     async def _run_sessions(self, connections: list[SqlConnection]) -> None:
@@ -294,7 +306,9 @@ class Engine:
                 self.result.collectors.append(collector.describe())
             except Exception as exc:
                 self._collector_failed(collector, exc)
-        self.collectors = [c for c in self.collectors if c.source not in self.result.collector_errors]
+        self.collectors = [
+            c for c in self.collectors if c.source not in self.result.collector_errors
+        ]
 
         self._t0 = self.clock()
         self._interval_start = self._t0
@@ -303,7 +317,8 @@ class Engine:
         self._enter_stage(self.stages[0], self._t0)
         # All sessions were connected above; they start together now (the SLOB barrier).
         tasks = [
-            asyncio.create_task(self._session(i, s), name=f"session-{i}") for i, s in enumerate(sessions)
+            asyncio.create_task(self._session(i, s), name=f"session-{i}")
+            for i, s in enumerate(sessions)
         ]
         ticker = asyncio.create_task(self._ticker(), name="ticker")
         try:
@@ -444,13 +459,19 @@ class Engine:
         otherwise a stage boundary or the end of the run closes it early."""
         now = self.clock()
         length = now - self._interval_start
-        if length < MIN_INTERVAL_FRACTION * self.interval_s and not (final and self.recorder.pending):
+        if length < MIN_INTERVAL_FRACTION * self.interval_s and not (
+            final and self.recorder.pending
+        ):
             if next_index is not None:
                 self._interval_index = max(self._interval_index, next_index)
             return  # a boundary closed this interval a moment ago
         stage = self._stage
         interval = self.recorder.rotate(
-            self._interval_index, self._interval_start - self._t0, now - self._t0, stage.phase, stage.step
+            self._interval_index,
+            self._interval_start - self._t0,
+            now - self._t0,
+            stage.phase,
+            stage.step,
         )
         self._interval_start = now
         if next_index is None:
@@ -476,7 +497,9 @@ class Engine:
 
     def _collector_failed(self, collector: Collector, exc: BaseException) -> None:
         message = "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
-        self.result.collector_errors[collector.source] = self.result.collector_errors.get(collector.source, 0) + 1
+        self.result.collector_errors[collector.source] = (
+            self.result.collector_errors.get(collector.source, 0) + 1
+        )
         log.warning("collector %s: %s", collector.source, message)
         self.events.collector_error.fire(source=collector.source, message=message)
 

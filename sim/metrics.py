@@ -44,11 +44,11 @@ class OpStats:
         for cls, n in other.errors.items():
             self.errors[cls] = self.errors.get(cls, 0) + n
 
-    def percentiles_us(self) -> dict[str, int]:
+    def percentiles_us(self) -> dict[str, float]:
         if self.count == 0:
             return {}
         values = self.histogram.get_percentile_to_value_dict(list(REPORTED_PERCENTILES))
-        out = {f"p{_pct_name(p)}_us": int(v) for p, v in values.items()}
+        out: dict[str, float] = {f"p{_pct_name(p)}_us": int(v) for p, v in values.items()}
         out["max_us"] = int(self.histogram.get_max_value())
         out["min_us"] = int(self.histogram.get_min_value())
         out["mean_us"] = round(float(self.histogram.get_mean_value()), 1)
@@ -124,7 +124,9 @@ class IntervalRecorder:
             stats = self._current[op] = OpStats()
         stats.errors[error_class] = stats.errors.get(error_class, 0) + 1
 
-    def rotate(self, index: int, t_start: float, t_end: float, phase: str, step: int | None) -> Interval:
+    def rotate(
+        self, index: int, t_start: float, t_end: float, phase: str, step: int | None
+    ) -> Interval:
         ops, self._current = self._current, {}
         interval = Interval(index, t_start, t_end, phase, step, ops)
         bucket = self.totals if interval.measured else self.warmup_totals

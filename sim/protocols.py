@@ -21,6 +21,8 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel
 
+from sim.sql import Statement
+
 # --------------------------------------------------------------------------- engine context
 
 
@@ -44,14 +46,6 @@ ProgressCallback = Callable[[str, int, int], None]
 
 
 # --------------------------------------------------------------------------- targets
-
-
-class Statement(Protocol):
-    """A SQL statement rendered for one target's dialect and parameter style."""
-
-    name: str
-    sql: str
-    param_names: tuple[str, ...]
 
 
 class SqlConnection(ABC):

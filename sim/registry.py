@@ -95,12 +95,16 @@ def collectors() -> dict[str, CollectorEntry]:
 def workload(name: str) -> WorkloadEntry:
     entries = workloads()
     if name not in entries:
-        raise ConfigError(f"workload.name: unknown workload {name!r} (known: {', '.join(sorted(entries))})")
+        raise ConfigError(
+            f"workload.name: unknown workload {name!r} (known: {', '.join(sorted(entries))})"
+        )
     return entries[name]
 
 
 def target(kind: str) -> TargetEntry:
     entries = targets()
     if kind not in entries:
-        raise ConfigError(f"target.kind: unknown target kind {kind!r} (known: {', '.join(sorted(entries))})")
+        raise ConfigError(
+            f"target.kind: unknown target kind {kind!r} (known: {', '.join(sorted(entries))})"
+        )
     return entries[kind]

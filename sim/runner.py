@@ -58,7 +58,9 @@ def build_collectors(settings: CollectorSettings, target: Target) -> list[Collec
     wanted = list(known) if settings.enabled == "auto" else list(settings.enabled)
     unknown = [name for name in wanted if name not in known]
     if unknown:
-        raise ConfigError(f"collectors.enabled: unknown collector(s) {', '.join(unknown)} (known: {', '.join(known)})")
+        raise ConfigError(
+            f"collectors.enabled: unknown collector(s) {', '.join(unknown)} (known: {', '.join(known)})"
+        )
     options: dict[str, Any] = {}
     if settings.block_devices:
         options["devices"] = list(settings.block_devices)
@@ -97,7 +99,9 @@ def mix_report(workload: Workload, result: RunResult, totals: dict[str, Any]) ->
     report: dict[str, Any] = {
         "requested_pct": dict(workload.operations()),
         "measured": issued,
-        "measured_pct": {k: round(100 * v / all_ops, 3) for k, v in issued.items()} if all_ops else {},
+        "measured_pct": {k: round(100 * v / all_ops, 3) for k, v in issued.items()}
+        if all_ops
+        else {},
     }
     expected = workload.expected_mix(result.op_ranges)
     if expected is not None:
@@ -121,14 +125,20 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
             "measured_s": round(result.measured_s, 3),
         },
         "mix": mix_report(run.workload, result, totals),
-        "workload": {"name": run.workload.name, "load": result.load_report, "verify": result.verify_report},
+        "workload": {
+            "name": run.workload.name,
+            "load": result.load_report,
+            "verify": result.verify_report,
+        },
         "target": run.target.describe(),
         "collectors": result.collectors,
         "collector_errors": result.collector_errors,
     }
     try:
         bundle.write_histograms(totals)
-        summary = bundle.write_summary(result.outcome, totals=totals, measured_s=result.measured_s, extra=extra)
+        summary = bundle.write_summary(
+            result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
+        )
     finally:
         bundle.close()
     return summary

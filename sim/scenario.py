@@ -68,28 +68,47 @@ class Load(_Model):
     """How the load is applied: sessions, duration, warm-up, pacing, steps."""
 
     sessions: int | None = Field(
-        default=None, ge=1, le=MAX_SESSIONS, description="Concurrent sessions (workload default if unset)."
+        default=None,
+        ge=1,
+        le=MAX_SESSIONS,
+        description="Concurrent sessions (workload default if unset).",
     )
-    duration_s: float = Field(default=DEFAULT_DURATION_S, gt=0, description="Measured time after warm-up.")
-    warmup_s: float = Field(default=0.0, ge=0, description="Run before measuring; excluded from results.")
+    duration_s: float = Field(
+        default=DEFAULT_DURATION_S, gt=0, description="Measured time after warm-up."
+    )
+    warmup_s: float = Field(
+        default=0.0, ge=0, description="Run before measuring; excluded from results."
+    )
     loops_per_session: int | None = Field(
-        default=None, ge=1, description="Fixed transactions per session instead of a duration (SLOB WORK_LOOP)."
+        default=None,
+        ge=1,
+        description="Fixed transactions per session instead of a duration (SLOB WORK_LOOP).",
     )
     mode: Literal["closed", "open"] = Field(
         default="closed",
         description="closed: each session starts its next op when the last ends (plus think time); "
         "open: ops are scheduled at rate_ops_s and latency counts from the intended start.",
     )
-    rate_ops_s: float | None = Field(default=None, gt=0, description="Target rate for open loop, all sessions.")
+    rate_ops_s: float | None = Field(
+        default=None, gt=0, description="Target rate for open loop, all sessions."
+    )
     think: ThinkTime | None = None
-    steps: list[Step] = Field(default_factory=list, description="Load points run one after another.")
+    steps: list[Step] = Field(
+        default_factory=list, description="Load points run one after another."
+    )
     seed: int | None = Field(default=None, description="Seed for reproducible random choices.")
 
     @model_validator(mode="after")
     def _consistent(self) -> Load:
-        if self.mode == "open" and self.rate_ops_s is None and not any(s.rate_ops_s for s in self.steps):
+        if (
+            self.mode == "open"
+            and self.rate_ops_s is None
+            and not any(s.rate_ops_s for s in self.steps)
+        ):
             raise ValueError("open-loop mode needs rate_ops_s (or a rate_ops_s in every step)")
-        if self.mode == "closed" and (self.rate_ops_s is not None or any(s.rate_ops_s for s in self.steps)):
+        if self.mode == "closed" and (
+            self.rate_ops_s is not None or any(s.rate_ops_s for s in self.steps)
+        ):
             raise ValueError("rate_ops_s applies to mode: open only")
         if self.mode == "open" and self.think is not None:
             raise ValueError("think time applies to mode: closed only")
@@ -105,9 +124,12 @@ class CollectorSettings(_Model):
         default="auto", description="'auto': every collector that applies to the target."
     )
     interval_s: float = Field(default=1.0, ge=0.1, le=60)
-    timeout_s: float = Field(default=2.0, gt=0, description="A sample taking longer is dropped and counted.")
+    timeout_s: float = Field(
+        default=2.0, gt=0, description="A sample taking longer is dropped and counted."
+    )
     block_devices: list[str] = Field(
-        default_factory=list, description="Watch these block devices instead of resolving the target's path."
+        default_factory=list,
+        description="Watch these block devices instead of resolving the target's path.",
     )
 
 
@@ -137,8 +159,11 @@ def scenario_model() -> type[ScenarioBase]:
             f"{entry.workload_class.__name__}Spec",
             __base__=_Model,
             __doc__=entry.summary,
-            name=(Literal[entry.name], ...),  # type: ignore[valid-type]
-            parameters=(entry.workload_class.parameters_model, Field(default_factory=entry.workload_class.parameters_model)),
+            name=(Literal[entry.name], ...),  # type: ignore[arg-type]
+            parameters=(
+                entry.workload_class.parameters_model,
+                Field(default_factory=entry.workload_class.parameters_model),
+            ),
         )
         workload_models.append(spec)
     target_union = Annotated[Union[target_models], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
@@ -170,13 +195,21 @@ def _path(loc: tuple[int | str, ...]) -> str:
     parts: list[str] = []
     for i, item in enumerate(loc):
         # Discriminated unions put the tag in the location: target.sqlite.path -> target.path
-        if i == 1 and loc[0] in ("target", "workload") and isinstance(item, str) and (
-            item in registry.targets() or item in registry.workloads()
+        if (
+            i == 1
+            and loc[0] in ("target", "workload")
+            and isinstance(item, str)
+            and (item in registry.targets() or item in registry.workloads())
         ):
             continue
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item.startswith(("function-", "literal[")) or item in ("list[str]", "str", "int", "float"):
+        elif item.startswith(("function-", "literal[")) or item in (
+            "list[str]",
+            "str",
+            "int",
+            "float",
+        ):
             continue
         else:
             parts.append(("." if parts else "") + item)
@@ -212,8 +245,10 @@ def error_lines(exc: ValidationError) -> list[str]:
                 "password_env or a file with password_file"
             )
         elif message.startswith("Value error, "):
-            message = message[len("Value error, "):]
-        elif kind not in ("missing", "extra_forbidden") and not isinstance(err.get("input"), dict | list):
+            message = message[len("Value error, ") :]
+        elif kind not in ("missing", "extra_forbidden") and not isinstance(
+            err.get("input"), dict | list
+        ):
             message += f" (got {_short(err.get('input'))})"
         line = f"{_path(loc)}: {message}"
         if line not in lines:
@@ -241,7 +276,9 @@ def read_scenario_file(path: Path) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ScenarioError([f"{path}: a scenario is a mapping of sections, got {type(data).__name__}"])
+        raise ScenarioError(
+            [f"{path}: a scenario is a mapping of sections, got {type(data).__name__}"]
+        )
     return data
 
 
@@ -274,7 +311,7 @@ def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, Any]]:
     for key, raw in sorted(environ.items()):
         if not key.startswith(ENV_PREFIX) or "__" not in key:
             continue
-        dotted = key[len(ENV_PREFIX):].lower().replace("__", ".")
+        dotted = key[len(ENV_PREFIX) :].lower().replace("__", ".")
         if dotted.split(".")[0] in sections:
             found.append((dotted, _parse_value(raw)))
     return found
@@ -293,7 +330,9 @@ def resolve(
     """Read, merge (CLI > env > file > defaults) and validate a scenario."""
     data = read_scenario_file(path) if path is not None else default_scenario_data()
     for dotted, value in env_overrides(os.environ if environ is None else environ):
-        _set_path(data, dotted, value, f"environment {ENV_PREFIX}{dotted.upper().replace('.', '__')}")
+        _set_path(
+            data, dotted, value, f"environment {ENV_PREFIX}{dotted.upper().replace('.', '__')}"
+        )
     for dotted, value in overrides or []:
         _set_path(data, dotted, value, f"--set {dotted}")
     return validate(data)

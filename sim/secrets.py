@@ -2,16 +2,15 @@
 
 A connection setting holds a *reference* (``password_env: NAME`` or ``password_file: PATH``);
 ``resolve_secret`` reads it at connect time. A literal ``password`` in a scenario is refused
-with a message that says what to do instead.
+(settings forbid unknown keys; ``sim.scenario`` words the message for the keys listed here).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict
 
 from sim.errors import ConfigError
 
@@ -26,31 +25,23 @@ class SecretRef(BaseModel):
     password_env: str | None = None
     password_file: Path | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_literal_secrets(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            for key in LITERAL_SECRET_KEYS:
-                if key in data:
-                    raise ValueError(
-                        f"a literal {key!r} is not accepted in a scenario; "
-                        "name an environment variable with password_env or a file with password_file"
-                    )
-        return data
-
 
 def resolve_secret(ref: SecretRef, what: str) -> str | None:
     """The secret's value, or None when no reference is set. Never logs the value."""
     if ref.password_env:
         value = os.environ.get(ref.password_env)
         if value is None:
-            raise ConfigError(f"{what}.password_env: environment variable {ref.password_env} is not set")
+            raise ConfigError(
+                f"{what}.password_env: environment variable {ref.password_env} is not set"
+            )
         return value
     if ref.password_file:
         try:
             return ref.password_file.read_text(encoding="utf-8").splitlines()[0].strip()
         except (OSError, IndexError) as exc:
-            raise ConfigError(f"{what}.password_file: cannot read {ref.password_file}: {exc}") from exc
+            raise ConfigError(
+                f"{what}.password_file: cannot read {ref.password_file}: {exc}"
+            ) from exc
     return None
 
 

@@ -18,7 +18,9 @@ SETUP_THREADS = 4
 
 def _with_target(target: Target, work: Callable[[], Awaitable[T]]) -> T:
     loop = new_event_loop()
-    executor = concurrent.futures.ThreadPoolExecutor(SETUP_THREADS, thread_name_prefix="dbsim-setup")
+    executor = concurrent.futures.ThreadPoolExecutor(
+        SETUP_THREADS, thread_name_prefix="dbsim-setup"
+    )
 
     async def main() -> T:
         await target.open(EngineContext(loop, executor))

@@ -52,19 +52,19 @@ def sqlalchemy_dialect(dialect: str) -> Dialect:
     if dialect == "sqlite":
         from sqlalchemy.dialects import sqlite
 
-        return sqlite.dialect()  # type: ignore[no-any-return]
+        return sqlite.dialect()
     if dialect == "postgres":
         from sqlalchemy.dialects import postgresql
 
-        return postgresql.dialect()  # type: ignore[no-any-return]
+        return postgresql.dialect()
     if dialect == "oracle":
         from sqlalchemy.dialects import oracle
 
-        return oracle.dialect()  # type: ignore[no-any-return]
+        return oracle.dialect()
     if dialect == "sqlserver":
         from sqlalchemy.dialects import mssql
 
-        return mssql.dialect()  # type: ignore[no-any-return]
+        return mssql.dialect()
     raise WorkloadError(f"unknown SQL dialect {dialect!r}")
 
 
@@ -74,7 +74,7 @@ def quote_identifier(dialect: str, name: str) -> str:
         raise WorkloadError(
             f"identifier {name!r} is not allowed: use letters, digits and _ (at most 30)"
         )
-    return sqlalchemy_dialect(dialect).identifier_preparer.quote(name)  # type: ignore[no-any-return]
+    return sqlalchemy_dialect(dialect).identifier_preparer.quote(name)
 
 
 def parse_blocks(text: str, source: str) -> dict[str, str]:
@@ -146,7 +146,8 @@ class Catalogue:
                 )
             statements.update(overrides)
         missing = sorted(
-            (required - set(statements)) | {n for n, sql in statements.items() if sql == DIALECT_SPECIFIC}
+            (required - set(statements))
+            | {n for n, sql in statements.items() if sql == DIALECT_SPECIFIC}
         )
         if missing:
             raise WorkloadError(f"{sql_dir}: no {dialect} statement for {', '.join(missing)}")
@@ -167,6 +168,8 @@ class Catalogue:
         try:
             sql = self.text(name).format(**quoted)
         except KeyError as exc:
-            raise WorkloadError(f"{self.source}: statement {name!r} needs identifier {exc}") from None
+            raise WorkloadError(
+                f"{self.source}: statement {name!r} needs identifier {exc}"
+            ) from None
         sql, order = to_paramstyle(sql, paramstyle)
         return Statement(name=name, sql=sql, param_names=order)

@@ -202,9 +202,14 @@ class DeviceResolver:
             devices = self.block_devices(major, minor)
             if not devices:
                 return ResolvedStorage(
-                    path, "none", (), mount_point, fstype, source,
+                    path,
+                    "none",
+                    (),
+                    mount_point,
+                    fstype,
+                    source,
                     note=f"device {major}:{minor} not found under {self.sys_root}/dev/block",
-                )  # fmt: skip
+                )
             return ResolvedStorage(path, "block", devices, mount_point, fstype, source)
         if mount is None:
             return ResolvedStorage(path, "none", note=f"no mount found for device 0:{minor}")
@@ -217,13 +222,23 @@ class DeviceResolver:
             if devices:
                 return ResolvedStorage(path, "block", devices, mount_point, fstype, source)
             return ResolvedStorage(
-                path, "none", (), mount_point, fstype, source,
+                path,
+                "none",
+                (),
+                mount_point,
+                fstype,
+                source,
                 note=f"btrfs source {mount.source} not found under {self.sys_root}/class/block",
-            )  # fmt: skip
+            )
         return ResolvedStorage(
-            path, "none", (), mount_point, fstype, source,
+            path,
+            "none",
+            (),
+            mount_point,
+            fstype,
+            source,
             note=f"{mount.fstype} has no block device",
-        )  # fmt: skip
+        )
 
     # ----------------------------------------------------------------- anonymous devices
 
@@ -259,18 +274,28 @@ class DeviceResolver:
         where = "upperdir" if upper else "lowerdir"
         if target is None or depth >= _MAX_DEPTH:
             return ResolvedStorage(
-                path, "none", (), mount.mount_point, mount.fstype, mount.source,
+                path,
+                "none",
+                (),
+                mount.mount_point,
+                mount.fstype,
+                mount.source,
                 note="overlay without upperdir or lowerdir",
-            )  # fmt: skip
+            )
         try:
             if not Path(target).is_dir():  # another mount namespace's path (containers)
                 raise FileNotFoundError(2, "not visible in this mount namespace")
             inner = self._resolve(Path(target), depth + 1)
         except OSError as exc:
             return ResolvedStorage(
-                path, "none", (), mount.mount_point, mount.fstype, mount.source,
+                path,
+                "none",
+                (),
+                mount.mount_point,
+                mount.fstype,
+                mount.source,
                 note=f"overlay {where} {target} not reachable from here: {exc.strerror}",
-            )  # fmt: skip
+            )
         return ResolvedStorage(
             path=path,
             kind=inner.kind,

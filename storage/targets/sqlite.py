@@ -96,7 +96,9 @@ class SqliteTarget(Target):
         raw.execute(f"PRAGMA synchronous = {self.settings.synchronous.upper()}")
         mode = raw.execute(f"PRAGMA journal_mode = {self.settings.journal_mode.upper()}").fetchone()
         if mode and str(mode[0]).lower() != self.settings.journal_mode:
-            raise TargetError(f"sqlite: journal_mode {self.settings.journal_mode} refused ({mode[0]})")
+            raise TargetError(
+                f"sqlite: journal_mode {self.settings.journal_mode} refused ({mode[0]})"
+            )
         return raw
 
     async def connect(self) -> SqliteConnection:

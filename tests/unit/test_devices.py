@@ -220,8 +220,12 @@ def test_mountinfo_escapes_and_optional_fields() -> None:
     )
     (m,) = parse_mountinfo(line + "\nbroken line\n")
     assert (m.major, m.minor, m.mount_point, m.fstype, m.source) == (
-        98, 0, "/mnt/with space", "ext3", "/dev/root",
-    )  # fmt: skip
+        98,
+        0,
+        "/mnt/with space",
+        "ext3",
+        "/dev/root",
+    )
     assert m.option("errors") == "continue"
 
 
@@ -291,8 +295,9 @@ def _real(path: str, skip_if_memory_fs: bool) -> None:
     first = r.devices[0]
     assert first.role == "filesystem"
     assert (first.major, first.minor) == (os.major(st_dev), os.minor(st_dev)) or r.fstype in (
-        "overlay", "btrfs",
-    )  # fmt: skip
+        "overlay",
+        "btrfs",
+    )
     for device in r.devices:
         assert device.name in table, f"{device.name} not in /proc/diskstats"
         assert (table[device.name].major, table[device.name].minor) == (device.major, device.minor)

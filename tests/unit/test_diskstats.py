@@ -83,19 +83,43 @@ def test_parse_real_proc_diskstats() -> None:
 
 # Two readings of one device, 2.0 s apart (sysstat: itv = 200 hundredths).
 PREV = counters(
-    rd_ios=1000, rd_merges=100, rd_sectors=80000, rd_ticks=500,
-    wr_ios=2000, wr_merges=50, wr_sectors=160000, wr_ticks=3000,
-    ios_in_progress=2, io_ticks=10000, time_in_queue=20000,
-    dc_ios=10, dc_merges=0, dc_sectors=2048, dc_ticks=5,
-    fl_ios=100, fl_ticks=50,
-)  # fmt: skip
+    rd_ios=1000,
+    rd_merges=100,
+    rd_sectors=80000,
+    rd_ticks=500,
+    wr_ios=2000,
+    wr_merges=50,
+    wr_sectors=160000,
+    wr_ticks=3000,
+    ios_in_progress=2,
+    io_ticks=10000,
+    time_in_queue=20000,
+    dc_ios=10,
+    dc_merges=0,
+    dc_sectors=2048,
+    dc_ticks=5,
+    fl_ios=100,
+    fl_ticks=50,
+)
 CURR = counters(
-    rd_ios=1800, rd_merges=300, rd_sectors=86400, rd_ticks=900,
-    wr_ios=2400, wr_merges=150, wr_sectors=172800, wr_ticks=4000,
-    ios_in_progress=1, io_ticks=11500, time_in_queue=23000,
-    dc_ios=14, dc_merges=0, dc_sectors=10240, dc_ticks=11,
-    fl_ios=150, fl_ticks=75,
-)  # fmt: skip
+    rd_ios=1800,
+    rd_merges=300,
+    rd_sectors=86400,
+    rd_ticks=900,
+    wr_ios=2400,
+    wr_merges=150,
+    wr_sectors=172800,
+    wr_ticks=4000,
+    ios_in_progress=1,
+    io_ticks=11500,
+    time_in_queue=23000,
+    dc_ios=14,
+    dc_merges=0,
+    dc_sectors=10240,
+    dc_ticks=11,
+    fl_ios=150,
+    fl_ticks=75,
+)
 EXPECTED = {
     "r_s": 400.0,  # 800 reads / 2 s
     "w_s": 200.0,  # 400 writes / 2 s
@@ -170,11 +194,24 @@ def test_iostat_rates_rejects_non_positive_interval(interval: float) -> None:
 
 def _line(name: str, c: DiskCounters, major: int = 8, minor: int = 0) -> str:
     nums = [
-        c.rd_ios, c.rd_merges, c.rd_sectors, c.rd_ticks,
-        c.wr_ios, c.wr_merges, c.wr_sectors, c.wr_ticks,
-        c.ios_in_progress, c.io_ticks, c.time_in_queue,
-        c.dc_ios, c.dc_merges, c.dc_sectors, c.dc_ticks, c.fl_ios, c.fl_ticks,
-    ]  # fmt: skip
+        c.rd_ios,
+        c.rd_merges,
+        c.rd_sectors,
+        c.rd_ticks,
+        c.wr_ios,
+        c.wr_merges,
+        c.wr_sectors,
+        c.wr_ticks,
+        c.ios_in_progress,
+        c.io_ticks,
+        c.time_in_queue,
+        c.dc_ios,
+        c.dc_merges,
+        c.dc_sectors,
+        c.dc_ticks,
+        c.fl_ios,
+        c.fl_ticks,
+    ]
     return f"{major:4d} {minor:7d} {name} " + " ".join(str(n) for n in nums)
 
 
@@ -213,8 +250,12 @@ def test_collector_on_fake_clock_and_rewritten_file(tmp_path: Path) -> None:
     asyncio.run(run())
     described = collector.describe()
     assert described["source"] == "block"
-    assert described["devices"][0] == {"name": "sda", "dev": "8:0", "role": "filesystem",
-                                       "type": "disk"}  # fmt: skip
+    assert described["devices"][0] == {
+        "name": "sda",
+        "dev": "8:0",
+        "role": "filesystem",
+        "type": "disk",
+    }
     assert "one read of" in described["load"]
 
 

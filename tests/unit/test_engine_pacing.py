@@ -14,7 +14,9 @@ from tests.support.fakes import PingParameters, PingWorkload, TimedTarget
 
 def make_engine(load: Load, target: TimedTarget | None = None, sessions: int = 4) -> Engine:
     target = target or TimedTarget()
-    return Engine(PingWorkload(PingParameters(sessions=sessions), target), target, load, interval_s=0.5)
+    return Engine(
+        PingWorkload(PingParameters(sessions=sessions), target), target, load, interval_s=0.5
+    )
 
 
 def run(engine: Engine, *extra: object) -> None:
@@ -66,7 +68,9 @@ def test_warmup_is_excluded_and_phases_are_labelled() -> None:
     phases = [i.phase for i in intervals]
     assert phases[0] == "warmup" and phases[-1] == "measure"
     warm = sum(i.ops["ping"].count for i in intervals if i.phase == "warmup" and "ping" in i.ops)
-    measured = sum(i.ops["ping"].count for i in intervals if i.phase == "measure" and "ping" in i.ops)
+    measured = sum(
+        i.ops["ping"].count for i in intervals if i.phase == "measure" and "ping" in i.ops
+    )
     assert engine.recorder.warmup_totals["ping"].count == warm > 0
     assert engine.recorder.totals["ping"].count == measured > 0
     assert engine.result.warmup_s == pytest.approx(1.0, abs=0.05)
@@ -82,7 +86,10 @@ def test_loops_per_session_runs_an_exact_number_of_transactions() -> None:
 
 
 def test_steps_change_sessions_and_rate() -> None:
-    steps = [{"duration_s": 1.5, "rate_ops_s": 200, "sessions": 2}, {"duration_s": 1.5, "rate_ops_s": 600}]
+    steps = [
+        {"duration_s": 1.5, "rate_ops_s": 200, "sessions": 2},
+        {"duration_s": 1.5, "rate_ops_s": 600},
+    ]
     intervals: list[Interval] = []
     engine = make_engine(Load(mode="open", steps=steps), sessions=4)
     engine.events.interval.add_listener(lambda interval, samples: intervals.append(interval))

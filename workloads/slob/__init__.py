@@ -7,5 +7,7 @@ from workloads.slob.workload import SlobWorkload
 __all__ = ["SlobParameters", "SlobWorkload"]
 
 register_workload(
-    WorkloadEntry("slob", SlobWorkload, "SLOB-like: random key-range reads and updates, one row per block")
+    WorkloadEntry(
+        "slob", SlobWorkload, "SLOB-like: random key-range reads and updates, one row per block"
+    )
 )

@@ -48,24 +48,39 @@ class SlobParameters(BaseModel):
 
     update_pct: int = Field(default=10, description="Updates in every 100 operations: 0-50 or 100.")
     scan_pct: int = Field(default=0, description="Share of reads that full-scan cf2: 0-50 or 100.")
-    work_unit: int = Field(default=64, ge=3, le=1024, description="Key range width; WORK_UNIT-1 rows per op.")
-    scale: int | str = Field(
-        default=DEFAULT_SCALE, description="Rows per schema, or bytes with K/M/G/T (÷ block size); ≥ 10,000 rows."
+    work_unit: int = Field(
+        default=64, ge=3, le=1024, description="Key range width; WORK_UNIT-1 rows per op."
     )
-    block_size_bytes: int = Field(default=DEFAULT_BLOCK_SIZE, description="Database block (page) size.")
+    scale: int | str = Field(
+        default=DEFAULT_SCALE,
+        description="Rows per schema, or bytes with K/M/G/T (÷ block size); ≥ 10,000 rows.",
+    )
+    block_size_bytes: int = Field(
+        default=DEFAULT_BLOCK_SIZE, description="Database block (page) size."
+    )
     redo_stress: Literal["LITE", "HEAVY"] = Field(
         default="LITE", description="LITE updates c2 and c20; HEAVY updates c2..c20."
     )
-    schemas: int = Field(default=1, ge=1, le=4096, description="Schemas (tables) to load and spread sessions over.")
+    schemas: int = Field(
+        default=1, ge=1, le=4096, description="Schemas (tables) to load and spread sessions over."
+    )
     threads_per_schema: int = Field(default=1, ge=1, le=1024)
-    hot_schema_frequency: int = Field(default=0, ge=0, description="Every N-th loop uses schema 1 (0: off).")
+    hot_schema_frequency: int = Field(
+        default=0, ge=0, description="Every N-th loop uses schema 1 (0: off)."
+    )
     do_hotspot: bool = False
     hotspot_mb: int = Field(default=8, ge=1)
     hotspot_offset_mb: int = Field(default=16, ge=0)
-    hotspot_frequency: int = Field(default=3, ge=1, description="Every N-th loop draws its key in the hot spot.")
-    scan_table_size: int | str = Field(default="1M", description="cf2 size (rows or bytes), created when scan_pct > 0.")
+    hotspot_frequency: int = Field(
+        default=3, ge=1, description="Every N-th loop draws its key in the hot spot."
+    )
+    scan_table_size: int | str = Field(
+        default="1M", description="cf2 size (rows or bytes), created when scan_pct > 0."
+    )
     table_prefix: str = Field(
-        default="slob", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,15}$", description="Tables are <prefix><n>_cf1."
+        default="slob",
+        pattern=r"^[A-Za-z][A-Za-z0-9_]{0,15}$",
+        description="Tables are <prefix><n>_cf1.",
     )
     load_batch_rows: int = Field(default=2000, ge=1, le=100_000)
     load_seed: int = Field(default=1, description="Seed of the per-schema key permutations.")
@@ -89,7 +104,9 @@ class SlobParameters(BaseModel):
         if self.do_hotspot:
             lo, hi = self.hotspot_rows
             if hi > rows or hi - lo < 2 * self.work_unit + 1:
-                raise ValueError("hotspot_offset_mb + hotspot_mb must lie inside the data and hold 2×work_unit rows")
+                raise ValueError(
+                    "hotspot_offset_mb + hotspot_mb must lie inside the data and hold 2×work_unit rows"
+                )
         return self
 
     @property

@@ -8,6 +8,8 @@ non-unique B-tree index on the key. ``cf2`` is the same shape without an index (
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text, insert
 from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
 from sqlalchemy.sql.elements import ClauseElement
@@ -27,14 +29,14 @@ def sqlite_pad_bytes(block_size_bytes: int) -> int:
 
 
 def slob_table(name: str, dialect: str, block_size_bytes: int, *, indexed: bool) -> Table:
-    columns = [Column("custid", Integer, nullable=False)]
+    columns: list[Column[Any]] = [Column("custid", Integer, nullable=False)]
     columns += [Column(c, String(TEXT_WIDTH)) for c in TEXT_COLUMNS]
-    kwargs: dict[str, object] = {}
+    kwargs: dict[str, Any] = {}
     if dialect == "sqlite" and sqlite_pad_bytes(block_size_bytes):
         columns.append(Column("pad", Text))
     if dialect == "postgres":
         kwargs["postgresql_with"] = {"fillfactor": 10}
-    table = Table(name, MetaData(), *columns, **kwargs)  # type: ignore[arg-type]
+    table = Table(name, MetaData(), *columns, **kwargs)
     if indexed:
         Index(f"{name}_custid", table.c.custid)
     return table
@@ -58,7 +60,8 @@ def compile_ddl(element: ClauseElement, dialect: str) -> Statement:
 
 def create_statements(table: Table, dialect: str) -> list[Statement]:
     return [compile_ddl(CreateTable(table), dialect)] + [
-        compile_ddl(CreateIndex(index), dialect) for index in sorted(table.indexes, key=lambda i: i.name or "")
+        compile_ddl(CreateIndex(index), dialect)
+        for index in sorted(table.indexes, key=lambda i: i.name or "")
     ]
 
 
@@ -72,7 +75,7 @@ def drop_statement(table: Table, dialect: str) -> Statement:
 
 def insert_statement(table: Table, dialect: str, paramstyle: str) -> Statement:
     """INSERT of every column, binds in the driver's paramstyle, in column order."""
-    named_dialect = type(sqlalchemy_dialect(dialect))(paramstyle="named")
+    named_dialect = type(sqlalchemy_dialect(dialect))(paramstyle="named")  # type: ignore[call-arg]
     sql = str(insert(table).compile(dialect=named_dialect))
     sql, order = to_paramstyle(sql, paramstyle)
     return Statement(name=f"insert_{table.name}", sql=sql, param_names=order)

@@ -39,11 +39,22 @@ SQL_DIR = Path(__file__).parent / "sql"
 WORKLOAD_NAME = "slob"
 STATEMENTS = frozenset(
     {
-        "read", "update_lite", "update_heavy", "scan", "count_rows", "max_key", "table_exists",
-        "blocks_used", "max_rows_per_block", "registry_get", "registry_put", "registry_set",
-        "registry_delete", "registry_names",
+        "read",
+        "update_lite",
+        "update_heavy",
+        "scan",
+        "count_rows",
+        "max_key",
+        "table_exists",
+        "blocks_used",
+        "max_rows_per_block",
+        "registry_get",
+        "registry_put",
+        "registry_set",
+        "registry_delete",
+        "registry_names",
     }
-)  # fmt: skip
+)
 STATE_LOADING = "loading"
 STATE_LOADED = "loaded"
 
@@ -60,7 +71,9 @@ def takes_this_op(index: int, pct: int) -> bool:
 class SlobWorkload(Workload):
     name: ClassVar[str] = WORKLOAD_NAME
     parameters_model: ClassVar[type[BaseModel]] = SlobParameters
-    target_kinds: ClassVar[frozenset[str]] = frozenset({"sqlite", "postgres", "oracle", "sqlserver"})
+    target_kinds: ClassVar[frozenset[str]] = frozenset(
+        {"sqlite", "postgres", "oracle", "sqlserver"}
+    )
 
     def __init__(self, parameters: BaseModel, target: Target) -> None:
         super().__init__(parameters, target)
@@ -126,9 +139,13 @@ class SlobWorkload(Workload):
             await conn.commit()
             tables = []
             for schema in range(1, self.p.schemas + 1):
-                tables.append(await self._load_table(conn, schema, "cf1", self.p.scale_rows, progress))
+                tables.append(
+                    await self._load_table(conn, schema, "cf1", self.p.scale_rows, progress)
+                )
                 if self.p.scan_pct > 0:
-                    tables.append(await self._load_table(conn, schema, "cf2", self.p.scan_rows, progress))
+                    tables.append(
+                        await self._load_table(conn, schema, "cf2", self.p.scan_rows, progress)
+                    )
         finally:
             await conn.close()
         return {"tables": tables, "rows_per_schema": self.p.scale_rows, "schemas": self.p.schemas}
@@ -137,7 +154,9 @@ class SlobWorkload(Workload):
         self, conn: SqlConnection, schema: int, role: str, rows: int, progress: ProgressCallback
     ) -> dict[str, Any]:
         name = self.table_name(schema) if role == "cf1" else self.scan_table_name(schema)
-        table = slob_table(name, self.target.dialect, self.p.block_size_bytes, indexed=role == "cf1")
+        table = slob_table(
+            name, self.target.dialect, self.p.block_size_bytes, indexed=role == "cf1"
+        )
         wanted = self._fingerprint(role, rows)
         registered = await conn.scalar(self._registry("registry_get"), (name,))
         exists = bool(await conn.scalar(self.render("table_exists"), (name,)))
@@ -148,9 +167,11 @@ class SlobWorkload(Workload):
             )
         if registered is not None:
             recorded = json.loads(registered)
-            if exists and recorded.get("state") == STATE_LOADED and {
-                k: recorded.get(k) for k in wanted
-            } == wanted:
+            if (
+                exists
+                and recorded.get("state") == STATE_LOADED
+                and {k: recorded.get(k) for k in wanted} == wanted
+            ):
                 return {"table": name, "rows": rows, "built": False}
             # Ours, but stale or half-loaded: rebuild.
             await conn.execute(drop_statement(table, self.target.dialect))
@@ -219,15 +240,26 @@ class SlobWorkload(Workload):
                 rows = int(await conn.scalar(self.render("count_rows", **ids)) or 0)
                 max_key = int(await conn.scalar(self.render("max_key", **ids)) or 0)
                 blocks = int(await conn.scalar(self.render("blocks_used", **ids), (name,)) or 0)
-                per_block = int(await conn.scalar(self.render("max_rows_per_block", **ids), (name,)) or 0)
-                entry = {"table": name, "rows": rows, "max_key": max_key, "blocks": blocks,
-                         "max_rows_per_block": per_block}  # fmt: skip
+                per_block = int(
+                    await conn.scalar(self.render("max_rows_per_block", **ids), (name,)) or 0
+                )
+                entry = {
+                    "table": name,
+                    "rows": rows,
+                    "max_key": max_key,
+                    "blocks": blocks,
+                    "max_rows_per_block": per_block,
+                }
                 report["tables"].append(entry)
                 expected = self.p.scale_rows
                 if rows != expected or max_key != expected:
-                    raise WorkloadError(f"{name}: {rows} rows, max key {max_key}; expected {expected} and {expected}")
+                    raise WorkloadError(
+                        f"{name}: {rows} rows, max key {max_key}; expected {expected} and {expected}"
+                    )
                 if per_block != 1:
-                    raise WorkloadError(f"{name}: up to {per_block} rows share a block; SLOB needs one per block")
+                    raise WorkloadError(
+                        f"{name}: up to {per_block} rows share a block; SLOB needs one per block"
+                    )
         finally:
             await conn.close()
         return report
@@ -237,9 +269,13 @@ class SlobWorkload(Workload):
         dropped = []
         try:
             await conn.execute(create_registry_statement(self.target.dialect))
-            names = await conn.column(self._registry("registry_names"), (WORKLOAD_NAME, f"{self.p.table_prefix}%"))
+            names = await conn.column(
+                self._registry("registry_names"), (WORKLOAD_NAME, f"{self.p.table_prefix}%")
+            )
             for name in sorted(names):
-                table = slob_table(name, self.target.dialect, self.p.block_size_bytes, indexed=False)
+                table = slob_table(
+                    name, self.target.dialect, self.p.block_size_bytes, indexed=False
+                )
                 await conn.execute(drop_statement(table, self.target.dialect))
                 await conn.execute(self._registry("registry_delete"), (name,))
                 await conn.commit()
@@ -270,7 +306,9 @@ def _binder(statement: Statement, names: tuple[str, ...]) -> list[int]:
     try:
         return [names.index(n) for n in statement.param_names]
     except ValueError:
-        raise WorkloadError(f"{statement.name}: unexpected bind parameters {statement.param_names}") from None
+        raise WorkloadError(
+            f"{statement.name}: unexpected bind parameters {statement.param_names}"
+        ) from None
 
 
 class SlobSession:
@@ -309,14 +347,20 @@ class SlobSession:
         self.ops = i + 1
         loop = i + 1
         p = self.p
-        statements = self.hot if p.hot_schema_frequency and loop % p.hot_schema_frequency == 0 else self.own
+        statements = (
+            self.hot if p.hot_schema_frequency and loop % p.hot_schema_frequency == 0 else self.own
+        )
         r = self._key(loop)
         lo, hi = r - p.work_unit, r
         if takes_this_op(i, p.update_pct):
             # A value unique to this session and loop, 128 characters like the column.
-            value = f"{self.index:06d}.{loop:012d}.".ljust(TEXT_WIDTH, "abcdefghijklmnopqrstuvwxyz"[loop % 26])
+            value = f"{self.index:06d}.{loop:012d}.".ljust(
+                TEXT_WIDTH, "abcdefghijklmnopqrstuvwxyz"[loop % 26]
+            )
             args = (value, lo, hi)
-            return "update", self._update(statements.update, tuple(args[k] for k in self.update_bind))
+            return "update", self._update(
+                statements.update, tuple(args[k] for k in self.update_bind)
+            )
         j = self.reads
         self.reads = j + 1
         if p.scan_pct and takes_this_op(j, p.scan_pct):
