@@ -6,8 +6,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
-# Debian packages the test suite drives for real: iostat (sysstat).
-TEST_DEB_PACKAGES := sysstat
+# Debian packages the test suite drives for real: iostat (sysstat); the pyodbc path through
+# unixODBC and the PostgreSQL ODBC driver; pgbench comes with the PostgreSQL client.
+TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql
 
 .PHONY: run test venv system-packages lint typecheck bench clean
 
@@ -33,7 +34,7 @@ system-packages:
 	  fi; \
 	fi
 
-test: venv system-packages
+test: venv system-packages lint typecheck
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: venv

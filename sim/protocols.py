@@ -68,6 +68,13 @@ class SqlConnection(ABC):
     async def executemany(self, statement: Statement, rows: Sequence[Sequence[Any]]) -> None:
         """Run a statement once per row of parameters (bulk loading)."""
 
+    async def bulk_insert(
+        self, statement: Statement, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> None:
+        """Load rows fast (PostgreSQL overrides this with COPY); by default ``executemany``.
+        ``statement`` is the equivalent INSERT, ``columns`` its column order."""
+        await self.executemany(statement, rows)
+
     @abstractmethod
     async def commit(self) -> None: ...
 
@@ -159,6 +166,11 @@ class Workload(ABC):
         operations number ``op_ranges[s][0]`` up to (not including) ``op_ranges[s][1]``;
         None when the mix is random rather than deterministic."""
         return None
+
+    @abstractmethod
+    def statement_inventory(self) -> list[Statement]:
+        """Every statement (DDL and DML) the workload can send to its target's dialect, rendered
+        without a connection: the contract tests compile and parse these per dialect."""
 
     @abstractmethod
     def new_session(self, index: int, connection: SqlConnection, seed: int) -> WorkloadSession:

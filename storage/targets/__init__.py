@@ -2,16 +2,30 @@
 
 Drivers are imported lazily by their factories, so an optional driver's system library
 (unixODBC for pyodbc) is needed only when that kind is used.
+
+| kind      | module                     | driver                                   |
+|-----------|----------------------------|------------------------------------------|
+| sqlite    | storage.targets.sqlite     | sqlite3 (standard library), thread pool  |
+| postgres  | storage.targets.postgres   | asyncpg, on the engine loop              |
+| oracle    | storage.targets.oracle     | python-oracledb async thin mode          |
+| sqlserver | storage.targets.odbc       | pyodbc, thread pool                      |
+| odbc      | storage.targets.odbc       | pyodbc with any ODBC driver and dialect  |
+| filetree  | (the EDA issue)            | os / file calls in the thread pool       |
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+
 from pydantic import BaseModel
 
+from sim.errors import ConfigError
 from sim.protocols import Target
 from sim.registry import TargetEntry, register_target
 from storage.targets.settings import (
     FileTreeSettings,
+    OdbcSettings,
     OracleSettings,
     PostgresSettings,
     SqliteSettings,
@@ -19,15 +33,64 @@ from storage.targets.settings import (
 )
 
 
-def _sqlite(settings: BaseModel) -> Target:
-    from storage.targets.sqlite import SqliteTarget
+def _lazy(module: str, class_name: str, needs: str) -> Callable[[BaseModel], Target]:
+    """A factory that imports the driver module only when the kind is used."""
 
-    assert isinstance(settings, SqliteSettings)
-    return SqliteTarget(settings)
+    def factory(settings: BaseModel) -> Target:
+        try:
+            target_class = getattr(importlib.import_module(module), class_name)
+        except ImportError as exc:
+            raise ConfigError(f"target.kind: {settings.kind} needs {needs}: {exc}") from exc  # type: ignore[attr-defined]
+        target: Target = target_class(settings)
+        return target
+
+    return factory
 
 
-register_target(TargetEntry("sqlite", SqliteSettings, _sqlite, "SQLite file (embedded default)"))
-register_target(TargetEntry("postgres", PostgresSettings, None, "PostgreSQL via asyncpg"))
-register_target(TargetEntry("oracle", OracleSettings, None, "Oracle via python-oracledb thin"))
-register_target(TargetEntry("sqlserver", SqlServerSettings, None, "SQL Server via pyodbc"))
+register_target(
+    TargetEntry(
+        "sqlite",
+        SqliteSettings,
+        _lazy("storage.targets.sqlite", "SqliteTarget", "sqlite3"),
+        "SQLite file (embedded default)",
+    )
+)
+register_target(
+    TargetEntry(
+        "postgres",
+        PostgresSettings,
+        _lazy("storage.targets.postgres", "PostgresTarget", "asyncpg"),
+        "PostgreSQL via asyncpg",
+    )
+)
+register_target(
+    TargetEntry(
+        "oracle",
+        OracleSettings,
+        _lazy("storage.targets.oracle", "OracleTarget", "python-oracledb"),
+        "Oracle via python-oracledb thin",
+    )
+)
+register_target(
+    TargetEntry(
+        "sqlserver",
+        SqlServerSettings,
+        _lazy(
+            "storage.targets.odbc",
+            "SqlServerTarget",
+            "pyodbc and unixODBC (apt-get install unixodbc)",
+        ),
+        "SQL Server via pyodbc",
+    )
+)
+register_target(
+    TargetEntry(
+        "odbc",
+        OdbcSettings,
+        _lazy(
+            "storage.targets.odbc", "OdbcTarget", "pyodbc and unixODBC (apt-get install unixodbc)"
+        ),
+        "any ODBC driver via pyodbc",
+    )
+)
 register_target(TargetEntry("filetree", FileTreeSettings, None, "directory tree (local or NFS)"))

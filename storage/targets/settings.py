@@ -81,6 +81,21 @@ class SqlServerSettings(SecretRef, _Settings):
     data_directory: Path | None = None
 
 
+class OdbcSettings(SecretRef, _Settings):
+    """Any database through pyodbc and an installed ODBC driver; ``dialect`` says which SQL
+    to send. Used to run the pyodbc path for real against PostgreSQL (psqlODBC) here."""
+
+    kind: Literal["odbc"] = "odbc"
+    driver: str = Field(description="ODBC driver name as in odbcinst.ini, e.g. 'PostgreSQL Unicode'.")
+    dialect: Literal["postgres", "sqlserver", "oracle", "sqlite"] = "postgres"
+    host: str = "127.0.0.1"
+    port: int = Field(default=5432, ge=1, le=65535)
+    database: str = "postgres"
+    user: str = "postgres"
+    extra: dict[str, str] = Field(default_factory=dict, description="More connection-string keywords.")
+    data_directory: Path | None = None
+
+
 class FileTreeSettings(_Settings):
     """A directory tree on a local file system or an NFS mount."""
 
@@ -93,5 +108,6 @@ ALL_SETTINGS: tuple[type[BaseModel], ...] = (
     PostgresSettings,
     OracleSettings,
     SqlServerSettings,
+    OdbcSettings,
     FileTreeSettings,
 )

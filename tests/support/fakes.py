@@ -123,6 +123,9 @@ class PingWorkload(Workload):
     async def verify(self) -> dict[str, Any]:
         return {}
 
+    def statement_inventory(self) -> list[Statement]:
+        return [PING]
+
     def new_session(self, index: int, connection: SqlConnection, seed: int) -> PingSession:
         return PingSession(connection)
 

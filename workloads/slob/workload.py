@@ -186,7 +186,7 @@ class SlobWorkload(Workload):
         await conn.execute(statements[0])  # the table; indexes after the data (faster load)
         await conn.commit()
         insert = insert_statement(table, self.target.dialect, self.target.paramstyle)
-        await self._insert_rows(conn, insert, rows, schema, f"load {name}", progress)
+        await self._insert_rows(conn, insert, name, rows, schema, progress)
         for statement in statements[1:]:
             await conn.execute(statement)
         await conn.execute(
@@ -199,11 +199,12 @@ class SlobWorkload(Workload):
         self,
         conn: SqlConnection,
         insert: Statement,
+        table_name: str,
         rows: int,
         schema: int,
-        what: str,
         progress: ProgressCallback,
     ) -> None:
+        what = f"load {table_name}"
         # A different permutation per schema, so neighbouring keys live in scattered blocks.
         keys = np.random.default_rng(self.p.load_seed * 1_000_003 + schema).permutation(rows) + 1
         filler = random.Random(schema)
@@ -223,7 +224,7 @@ class SlobWorkload(Workload):
                 values["custid"] = key
                 values["pad"] = pad
                 batch.append(tuple(values[c] for c in columns))
-            await conn.executemany(insert, batch)
+            await conn.bulk_insert(insert, table_name, columns, batch)
             await conn.commit()
             done += len(batch)
             progress(what, done, rows)
@@ -283,6 +284,22 @@ class SlobWorkload(Workload):
         finally:
             await conn.close()
         return dropped
+
+    def statement_inventory(self) -> list[Statement]:
+        dialect = self.target.dialect
+        cf1 = slob_table(self.table_name(1), dialect, self.p.block_size_bytes, indexed=True)
+        cf2 = slob_table(self.scan_table_name(1), dialect, self.p.block_size_bytes, indexed=False)
+        ddl = [create_registry_statement(dialect)]
+        for table in (cf1, cf2):
+            ddl += create_statements(table, dialect)
+            ddl.append(insert_statement(table, dialect, self.target.paramstyle))
+            ddl.append(drop_statement(table, dialect))
+        identifiers = {"table": cf1.name, "scan_table": cf2.name, "registry": REGISTRY_TABLE}
+        dml = []
+        for name in sorted(self.catalogue.statements):
+            wanted = {k: v for k, v in identifiers.items() if k in self.catalogue.template_fields(name)}
+            dml.append(self.render(name, **wanted))
+        return ddl + dml
 
     # ------------------------------------------------------------------ sessions
 

@@ -1,0 +1,118 @@
+-- CreateTable binds=-
+CREATE TABLE IF NOT EXISTS dbsim_objects (
+	name VARCHAR(128) NOT NULL, 
+	workload VARCHAR(32) NOT NULL, 
+	fingerprint TEXT NOT NULL, 
+	PRIMARY KEY (name)
+);
+
+-- CreateTable binds=-
+CREATE TABLE slob1_cf1 (
+	custid INTEGER NOT NULL, 
+	c2 VARCHAR(128), 
+	c3 VARCHAR(128), 
+	c4 VARCHAR(128), 
+	c5 VARCHAR(128), 
+	c6 VARCHAR(128), 
+	c7 VARCHAR(128), 
+	c8 VARCHAR(128), 
+	c9 VARCHAR(128), 
+	c10 VARCHAR(128), 
+	c11 VARCHAR(128), 
+	c12 VARCHAR(128), 
+	c13 VARCHAR(128), 
+	c14 VARCHAR(128), 
+	c15 VARCHAR(128), 
+	c16 VARCHAR(128), 
+	c17 VARCHAR(128), 
+	c18 VARCHAR(128), 
+	c19 VARCHAR(128), 
+	c20 VARCHAR(128), 
+	pad TEXT
+);
+
+-- CreateIndex binds=-
+CREATE INDEX slob1_cf1_custid ON slob1_cf1 (custid);
+
+-- insert_slob1_cf1 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20,pad
+INSERT INTO slob1_cf1 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, pad) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- DropTable binds=-
+DROP TABLE IF EXISTS slob1_cf1;
+
+-- CreateTable binds=-
+CREATE TABLE slob1_cf2 (
+	custid INTEGER NOT NULL, 
+	c2 VARCHAR(128), 
+	c3 VARCHAR(128), 
+	c4 VARCHAR(128), 
+	c5 VARCHAR(128), 
+	c6 VARCHAR(128), 
+	c7 VARCHAR(128), 
+	c8 VARCHAR(128), 
+	c9 VARCHAR(128), 
+	c10 VARCHAR(128), 
+	c11 VARCHAR(128), 
+	c12 VARCHAR(128), 
+	c13 VARCHAR(128), 
+	c14 VARCHAR(128), 
+	c15 VARCHAR(128), 
+	c16 VARCHAR(128), 
+	c17 VARCHAR(128), 
+	c18 VARCHAR(128), 
+	c19 VARCHAR(128), 
+	c20 VARCHAR(128), 
+	pad TEXT
+);
+
+-- insert_slob1_cf2 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20,pad
+INSERT INTO slob1_cf2 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, pad) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- DropTable binds=-
+DROP TABLE IF EXISTS slob1_cf2;
+
+-- blocks_used binds=tname
+SELECT COUNT(*) FROM dbstat WHERE name = ? AND pagetype = 'leaf';
+
+-- count_rows binds=-
+SELECT COUNT(*) FROM slob1_cf1;
+
+-- max_key binds=-
+SELECT MAX(custid) FROM slob1_cf1;
+
+-- max_rows_per_block binds=tname
+SELECT MAX(ncell) FROM dbstat WHERE name = ? AND pagetype = 'leaf';
+
+-- read binds=lo,hi
+SELECT COUNT(c2) FROM slob1_cf1 WHERE custid > ? AND custid < ?;
+
+-- registry_delete binds=name
+DELETE FROM dbsim_objects WHERE name = ?;
+
+-- registry_get binds=name
+SELECT fingerprint FROM dbsim_objects WHERE name = ?;
+
+-- registry_names binds=workload,pattern
+SELECT name FROM dbsim_objects WHERE workload = ? AND name LIKE ?;
+
+-- registry_put binds=name,workload,fingerprint
+INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (?, ?, ?);
+
+-- registry_set binds=fingerprint,name
+UPDATE dbsim_objects SET fingerprint = ? WHERE name = ?;
+
+-- scan binds=-
+SELECT COUNT(c2) FROM slob1_cf2;
+
+-- table_exists binds=tname
+SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?;
+
+-- update_heavy binds=v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,lo,hi
+UPDATE slob1_cf1
+   SET c2 = ?, c3 = ?, c4 = ?, c5 = ?, c6 = ?, c7 = ?, c8 = ?, c9 = ?, c10 = ?,
+       c11 = ?, c12 = ?, c13 = ?, c14 = ?, c15 = ?, c16 = ?, c17 = ?, c18 = ?,
+       c19 = ?, c20 = ?
+ WHERE custid > ? AND custid < ?;
+
+-- update_lite binds=v,v,lo,hi
+UPDATE slob1_cf1 SET c2 = ?, c20 = ? WHERE custid > ? AND custid < ?;
