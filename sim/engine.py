@@ -524,24 +524,35 @@ def _all_done(tasks: list[asyncio.Task[None]]) -> asyncio.Future[None]:
 
 
 def run_on_native_thread(
-    engine: Engine, thread_factory: Callable[..., Any], use_uvloop: bool = True
-) -> Any:
-    """Run ``engine`` on a new event loop in a native OS thread and return that thread.
+    engine: Engine,
+    start_new_thread: Callable[[Callable[..., None], tuple[Any, ...]], Any] | None = None,
+    use_uvloop: bool = True,
+    on_done: Callable[[], None] | None = None,
+) -> None:
+    """Run ``engine`` on a new event loop in a native OS thread.
 
-    A gevent (Locust) process passes ``gevent.monkey.get_original('threading', 'Thread')`` as
-    ``thread_factory`` so the loop is not a greenlet and never blocks the hub.
+    A gevent (Locust) process passes ``gevent.monkey.get_original('_thread',
+    'start_new_thread')``: the loop then lives on a real OS thread, not a greenlet, and never
+    blocks the hub. (``threading.Thread`` is no good there even from ``get_original``: its
+    ``start()`` and ``is_alive()`` wait on gevent primitives set from the other thread, which
+    stalls the hub.) Completion is signalled through ``on_done``, called on the engine thread
+    after the loop is closed.
     """
 
-    def target() -> None:
+    def body() -> None:
         new_loop = _new_event_loop(use_uvloop)
         try:
             new_loop.run_until_complete(engine.run())
         finally:
             new_loop.close()
+            if on_done is not None:
+                on_done()
 
-    thread = thread_factory(target=target, name="dbsim-engine", daemon=True)
-    thread.start()
-    return thread
+    if start_new_thread is None:
+        import _thread
+
+        start_new_thread = _thread.start_new_thread
+    start_new_thread(body, ())
 
 
 def _new_event_loop(use_uvloop: bool) -> asyncio.AbstractEventLoop:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import statistics
@@ -154,7 +155,7 @@ def test_ops_timeseries_has_per_second_measure_rows(bundle: Path, summary: dict[
         assert intervals == sorted(set(intervals)), (op, intervals)
         times = [float(r["t"]) for r in measured]
         assert times == sorted(times)
-        gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+        gaps = [b - a for a, b in itertools.pairwise(times)]
         assert 0.9 <= statistics.median(gaps) <= 1.1, (op, times)
         for r in measured:
             p = [int(r[k]) for k in ("p50_us", "p95_us", "p99_us", "max_us")]
@@ -178,7 +179,7 @@ def test_block_timeseries_follows_a_real_device(bundle: Path) -> None:
     for device, device_rows in real.items():
         times = [float(r["t"]) for r in device_rows]
         assert times == sorted(times) and len(set(times)) == len(times), (device, times)
-        gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+        gaps = [b - a for a, b in itertools.pairwise(times)]
         assert 0.9 <= statistics.median(gaps) <= 1.1, (device, times)
         for row in device_rows:
             for column in BLOCK_NUMERIC:
@@ -297,6 +298,8 @@ def test_quickstart_example_is_the_embedded_default(dbsim: Dbsim) -> None:
     assert without.rc == 0, without.describe()
     from_file = yaml.safe_load(with_file.stdout)
     default = yaml.safe_load(without.stdout)
-    differing = sorted(k for k in from_file.keys() | default.keys() if from_file.get(k) != default.get(k))
+    differing = sorted(
+        k for k in from_file.keys() | default.keys() if from_file.get(k) != default.get(k)
+    )
     assert differing == [], {k: (from_file.get(k), default.get(k)) for k in differing}
     assert with_file.stdout == without.stdout

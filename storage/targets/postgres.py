@@ -1,0 +1,310 @@
+"""PostgreSQL through asyncpg, on the engine's event loop (no thread pool).
+
+One asyncpg pool per target; each :class:`PostgresConnection` holds one pooled connection for
+its whole life and gives it back on ``close()``. Statements are prepared once per connection
+and cached by their SQL text, so a session's hot loop costs one Bind/Execute round trip per
+statement and no parsing or planning-cache lookups on the client.
+
+Transactions: asyncpg runs every statement in autocommit mode, i.e. each statement is its own
+transaction, committed by the server when it completes. SLOB's "update, then commit" is exactly
+that, so :meth:`PostgresConnection.commit` is a no-op unless :meth:`PostgresConnection.begin`
+opened an explicit transaction. Sending a ``COMMIT`` after every update would add a round trip
+(and a server "no transaction in progress" warning) without changing what reaches the disk.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import asyncpg
+
+from sim.errors import TargetError
+from sim.protocols import EngineContext, SqlConnection, Statement, Target
+from sim.scenario import MAX_SESSIONS
+from sim.secrets import redact, resolve_secret
+from storage.targets.settings import PostgresSettings
+
+APPLICATION_NAME = "dbsim"
+#: Pool connections beyond the sessions: loader, verifier, the ``db`` collector, spares.
+POOL_SPARE = 8
+#: Connections are opened lazily (min 0), so a large maximum costs nothing until used.
+POOL_MAX = MAX_SESSIONS + POOL_SPARE
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+#: Everything asyncpg and the socket layer raise for a failed statement or connection.
+DRIVER_ERRORS: tuple[type[BaseException], ...] = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    OSError,  # includes ConnectionError and TimeoutError
+)
+
+
+def _row_count(status: str | None) -> int:
+    """The affected rows from a command tag (``UPDATE 63``, ``INSERT 0 1``), or -1."""
+    if not status:
+        return -1
+    last = status.rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else -1
+
+
+class PostgresConnection(SqlConnection):
+    """One session's pooled asyncpg connection with a per-connection prepared-statement cache."""
+
+    __slots__ = ("_conn", "_prepared", "_release", "_schema_name", "_secrets", "_tx")
+
+    def __init__(self, conn: Any, release: Any, schema_name: str, secrets: list[str]) -> None:
+        self._conn = conn
+        self._release = release
+        self._schema_name = schema_name
+        self._secrets = secrets
+        # SQL text -> asyncpg PreparedStatement. Keyed by the (hash-cached) string rather than
+        # the Statement dataclass, whose hash is recomputed from its fields on every lookup.
+        self._prepared: dict[str, Any] = {}
+        self._tx: Any = None
+
+    # ------------------------------------------------------------------ helpers
+
+    def _error(self, what: str, exc: BaseException) -> TargetError:
+        message = f"postgres: {what}: {type(exc).__name__}: {exc}"
+        return TargetError(redact(message, self._secrets))
+
+    async def _prepare(self, statement: Statement) -> Any:
+        try:
+            prepared = await self._conn.prepare(statement.sql)
+        except DRIVER_ERRORS as exc:
+            raise self._error(f"prepare {statement.name}", exc) from exc
+        self._prepared[statement.sql] = prepared
+        return prepared
+
+    # ------------------------------------------------------------------ SqlConnection
+
+    async def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:
+        """First column of the first row (None without rows)."""
+        prepared = self._prepared.get(statement.sql)
+        if prepared is None:
+            prepared = await self._prepare(statement)
+        try:
+            return await prepared.fetchval(*params)
+        except DRIVER_ERRORS as exc:
+            raise self._error(statement.name, exc) from exc
+
+    async def column(self, statement: Statement, params: Sequence[Any] = ()) -> list[Any]:
+        """First column of every row."""
+        prepared = self._prepared.get(statement.sql)
+        if prepared is None:
+            prepared = await self._prepare(statement)
+        try:
+            return [row[0] for row in await prepared.fetch(*params)]
+        except DRIVER_ERRORS as exc:
+            raise self._error(statement.name, exc) from exc
+
+    async def rows(
+        self, statement: Statement, params: Sequence[Any] = ()
+    ) -> list[Mapping[str, Any]]:
+        """Every row as a mapping of column name to value (PostgreSQL-only; collectors)."""
+        prepared = self._prepared.get(statement.sql)
+        if prepared is None:
+            prepared = await self._prepare(statement)
+        try:
+            return list(await prepared.fetch(*params))
+        except DRIVER_ERRORS as exc:
+            raise self._error(statement.name, exc) from exc
+
+    async def execute(self, statement: Statement, params: Sequence[Any] = ()) -> int:
+        """Run a statement; the affected row count from its command tag (-1 for DDL)."""
+        try:
+            if not statement.param_names and not params:
+                # DDL and other one-off statements: the simple protocol, nothing to cache.
+                return _row_count(await self._conn.execute(statement.sql))
+            prepared = self._prepared.get(statement.sql)
+            if prepared is None:
+                prepared = await self._prepare(statement)
+            await prepared.fetch(*params)
+            return _row_count(prepared.get_statusmsg())
+        except DRIVER_ERRORS as exc:
+            raise self._error(statement.name, exc) from exc
+
+    async def executemany(self, statement: Statement, rows: Sequence[Sequence[Any]]) -> None:
+        try:
+            await self._conn.executemany(statement.sql, rows)
+        except DRIVER_ERRORS as exc:
+            raise self._error(statement.name, exc) from exc
+
+    async def bulk_insert(
+        self,
+        statement: Statement,
+        table: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+    ) -> None:
+        """COPY the rows in binary format (an order of magnitude faster than INSERTs).
+
+        ``table`` is unquoted; asyncpg quotes it and the columns itself. The schema is the
+        connection's current schema (``settings.schema_name`` via ``search_path``)."""
+        try:
+            await self._conn.copy_records_to_table(
+                table, records=rows, columns=list(columns), schema_name=self._schema_name
+            )
+        except DRIVER_ERRORS as exc:
+            raise self._error(f"COPY into {table}", exc) from exc
+
+    async def begin(self) -> None:
+        """Open an explicit transaction; ``commit``/``rollback`` then end it."""
+        if self._tx is not None:
+            raise TargetError("postgres: begin() inside an open transaction")
+        tx = self._conn.transaction()
+        try:
+            await tx.start()
+        except DRIVER_ERRORS as exc:
+            raise self._error("begin", exc) from exc
+        self._tx = tx
+
+    async def commit(self) -> None:
+        """Commit the explicit transaction; a no-op in autocommit mode, where the server has
+        already committed each statement as it completed (see the module docstring)."""
+        tx, self._tx = self._tx, None
+        if tx is None:
+            return
+        try:
+            await tx.commit()
+        except DRIVER_ERRORS as exc:
+            raise self._error("commit", exc) from exc
+
+    async def rollback(self) -> None:
+        """Roll back the explicit transaction; a no-op in autocommit mode."""
+        tx, self._tx = self._tx, None
+        if tx is None:
+            return
+        try:
+            await tx.rollback()
+        except DRIVER_ERRORS as exc:
+            raise self._error("rollback", exc) from exc
+
+    async def close(self) -> None:
+        """Give the connection back to the pool (which resets it); idempotent."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        self._prepared.clear()
+        self._tx = None
+        try:
+            await self._release(conn)
+        except DRIVER_ERRORS as exc:
+            raise self._error("close", exc) from exc
+
+
+class PostgresTarget(Target):
+    """A PostgreSQL server reached with asyncpg; settings in :class:`PostgresSettings`."""
+
+    kind: ClassVar[str] = "postgres"
+    dialect: ClassVar[str] = "postgres"
+    paramstyle: ClassVar[str] = "numeric_dollar"
+
+    def __init__(self, settings: PostgresSettings) -> None:
+        self.settings = settings
+        self._pool: Any = None
+        self._secrets: list[str] = []
+        self.server_version: str | None = None
+        self.shared_buffers: str | None = None
+        #: The server's own ``data_directory`` (superusers and pg_read_all_settings only).
+        self.server_data_directory: Path | None = None
+
+    def _where(self) -> str:
+        s = self.settings
+        return f"{s.user}@{s.host}:{s.port}/{s.database}"
+
+    def _error(self, what: str, exc: BaseException) -> TargetError:
+        message = f"postgres: {what} ({self._where()}): {type(exc).__name__}: {exc}"
+        return TargetError(redact(message, self._secrets))
+
+    async def open(self, context: EngineContext) -> None:
+        """Create the pool on the running loop and read the server's facts on one connection
+        (which also proves early that the server is reachable with these settings)."""
+        s = self.settings
+        password = resolve_secret(s, "target")
+        self._secrets = [password] if password else []
+        # A quoted identifier, so a mixed-case schema name keeps its case.
+        search_path = '"' + s.schema_name + '"'
+        try:
+            self._pool = await asyncpg.create_pool(
+                host=s.host,
+                port=s.port,
+                user=s.user,
+                database=s.database,
+                password=password,
+                timeout=s.connect_timeout_s,
+                min_size=0,
+                max_size=POOL_MAX,
+                server_settings={"application_name": APPLICATION_NAME, "search_path": search_path},
+            )
+            async with self._pool.acquire(timeout=s.connect_timeout_s) as conn:
+                self.server_version = await conn.fetchval("SHOW server_version")
+                self.shared_buffers = await conn.fetchval("SHOW shared_buffers")
+                try:
+                    self.server_data_directory = Path(await conn.fetchval("SHOW data_directory"))
+                except asyncpg.InsufficientPrivilegeError:
+                    self.server_data_directory = None  # not a superuser: that is fine
+        except DRIVER_ERRORS as exc:
+            await self._terminate()
+            raise self._error("cannot connect", exc) from exc
+
+    async def connect(self) -> PostgresConnection:
+        """A session's connection: one pooled connection, held until ``close()``."""
+        if self._pool is None:
+            raise TargetError("postgres: target used before open()")
+        try:
+            conn = await self._pool.acquire(timeout=self.settings.connect_timeout_s)
+        except DRIVER_ERRORS as exc:
+            raise self._error("cannot open a session connection", exc) from exc
+        return PostgresConnection(
+            conn, self._pool.release, self.settings.schema_name, self._secrets
+        )
+
+    async def _terminate(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.terminate()
+
+    async def close(self) -> None:
+        """Close the pool (waiting for released connections, dropping held ones)."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        try:
+            await pool.close()
+        except DRIVER_ERRORS as exc:
+            pool.terminate()
+            raise self._error("close", exc) from exc
+
+    def _is_local(self) -> bool:
+        host = self.settings.host
+        return host in LOCAL_HOSTS or host.startswith("/")
+
+    def storage_paths(self) -> list[Path]:
+        """The configured data directory, else the server's own when the server runs here
+        and the path is readable (so the block collector can find its devices)."""
+        if self.settings.data_directory is not None:
+            return [self.settings.data_directory]
+        path = self.server_data_directory
+        if path is not None and self._is_local() and path.exists() and os.access(path, os.R_OK):
+            return [path]
+        return []
+
+    def describe(self) -> dict[str, Any]:
+        """Connection facts and server settings for the bundle; never the password."""
+        s = self.settings
+        data_directory = s.data_directory or self.server_data_directory
+        return {
+            "kind": self.kind,
+            "host": s.host,
+            "port": s.port,
+            "database": s.database,
+            "user": s.user,
+            "schema": s.schema_name,
+            "server_version": self.server_version,
+            "shared_buffers": self.shared_buffers,
+            "data_directory": str(data_directory) if data_directory else None,
+        }
