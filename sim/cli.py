@@ -16,7 +16,6 @@ import traceback
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 
@@ -109,15 +108,21 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
     asyncio.set_event_loop(loop)
     received: list[int] = []
 
+    engines: list[Any] = []
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        if engines:
+            engines[0].request_stop(f"stopped by {signal.Signals(signum).name}")
+
+    # Installed before anything else, so a signal at any moment is handled the same way:
+    # one that lands before the engine exists stops it the moment it is created.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_signal, signum)
+
     async def main() -> dict[str, Any]:
         prepared = prepare_run(scenario, skip_load=skip_load)
-
-        def on_signal(signum: int) -> None:
-            received.append(signum)
-            prepared.engine.request_stop(f"stopped by {signal.Signals(signum).name}")
-
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, on_signal, signum)
+        engines.append(prepared.engine)
         live = LiveConsole(_planned_seconds(scenario))
         if not (quiet or as_json):
             events = prepared.engine.events
@@ -127,6 +132,8 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
             events.collector_error.add_listener(live.on_collector_error)
         try:
             with live if not (quiet or as_json) else _Null():
+                if received:  # a signal arrived while the run was being prepared
+                    prepared.engine.request_stop(f"stopped by {signal.Signals(received[0]).name}")
                 await prepared.engine.run()
         finally:
             summary = finish_summary(prepared)
@@ -137,6 +144,10 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
         summary = loop.run_until_complete(main())
     finally:
         loop.close()
+        # The bundle is complete; closing the loop restored the default handlers, under which a
+        # late second Ctrl-C would kill us with a traceback while printing. Finish quietly.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
     elif quiet:
@@ -158,7 +169,7 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
     if status == OUTCOME_INTERRUPTED:
         return EXIT_SIGTERM if received and received[-1] == signal.SIGTERM else EXIT_SIGINT
     if summary.get("error"):
-        Console(stderr=True).print(f"[red]error[/red]: {summary['error']}", highlight=False)
+        _error(str(summary["error"]))
     return EXIT_RUN_FAILED
 
 
@@ -235,31 +246,36 @@ def _error(message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the Typer app and turns every failure into lines and an exit code."""
     try:
-        app(args=argv, standalone_mode=False)
+        # standalone_mode=False: errors come back to us as exceptions, Exit codes as values.
+        code = app(args=argv, standalone_mode=False)
     except SimError as exc:
         if _debug:
             traceback.print_exc()
         _error(str(exc))
         return exc.exit_code
-    except click.exceptions.NoArgsIsHelpError:
-        return EXIT_OK
-    except click.UsageError as exc:
-        command = exc.ctx.command_path if exc.ctx else "dbsim"
-        _error(f"{exc.format_message()} (see {command} --help)")
-        return EXIT_BAD_INPUT
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code)
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except KeyboardInterrupt:
         _error("interrupted")
         return EXIT_SIGINT
-    except typer.Exit as exc:  # pragma: no cover - typer re-exports click's Exit
-        return int(exc.exit_code)
     except Exception as exc:
+        kind = {cls.__name__ for cls in type(exc).__mro__}
+        if "Abort" in kind:
+            _error("interrupted")
+            return EXIT_SIGINT
+        if "Exit" in kind:
+            return int(getattr(exc, "exit_code", 0))
+        if "UsageError" in kind:
+            ctx = getattr(exc, "ctx", None)
+            command = ctx.command_path if ctx is not None else "dbsim"
+            _error(f"{exc.format_message()} (see {command} --help)")  # type: ignore[attr-defined]
+            return EXIT_BAD_INPUT
+        if "ClickException" in kind:
+            _error(exc.format_message())  # type: ignore[attr-defined]
+            return int(getattr(exc, "exit_code", EXIT_BAD_INPUT))
         if _debug:
             traceback.print_exc()
         _error(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
         return EXIT_RUN_FAILED
-    return EXIT_OK
+    return code if isinstance(code, int) else EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -40,7 +40,8 @@ T = TypeVar("T")
 
 DEFAULT_STOP_GRACE_S = 10.0
 EXTRA_POOL_THREADS = 4  # collectors and bundle writes beside one thread per session
-MIN_INTERVAL_FRACTION = 0.05  # shorter leftovers are merged into the next interval
+MIN_INTERVAL_FRACTION = 0.05
+YIELD_EVERY_MASK = 63  # yield to the loop at least every 64 transactions  # shorter leftovers are merged into the next interval
 
 OUTCOME_COMPLETED = "completed"
 OUTCOME_INTERRUPTED = "interrupted"
@@ -100,6 +101,8 @@ class RunResult:
     verify_report: dict[str, Any] = field(default_factory=dict)
     collectors: list[dict[str, Any]] = field(default_factory=list)
     collector_errors: dict[str, int] = field(default_factory=dict)
+    #: ``target.describe()`` taken while the target was open (closing may forget facts).
+    target: dict[str, Any] = field(default_factory=dict)
     sessions: int = 0
     loops_completed: list[int] = field(default_factory=list)
     #: Per session: index of its first measured transaction and one past its last.
@@ -156,6 +159,7 @@ class Engine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_event: asyncio.Event | None = None
         self._stopping = False
+        self._pending_stop: str | None = None
         # Set by the stage runner; read by sessions on every transaction.
         self._stage: Stage = self.stages[0]
         self._stage_epoch = 0
@@ -175,9 +179,11 @@ class Engine:
         """Stop gracefully: sessions finish their transaction, the bundle is completed.
         Safe to call from any thread; a second call with the run still stopping aborts."""
         loop = self._loop
-        if loop is None or loop.is_closed():
+        if loop is None:
+            self._pending_stop = reason  # before run(): honoured as soon as it starts
             return
-        loop.call_soon_threadsafe(self._stop_now, reason)
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(self._stop_now, reason)
 
     def _stop_now(self, reason: str) -> None:
         if self._stop_event is None:
@@ -190,7 +196,8 @@ class Engine:
         self._stop_event.set()
 
     def _set_state(self, state: str, detail: str = "") -> None:
-        self.result.last_state = state
+        if state not in ("stopping", "finished"):
+            self.result.last_state = state  # where the run was when it ended
         self.events.state.fire(state=state, detail=detail)
 
     async def _unless_stopped(self, awaitable: Awaitable[T]) -> T:
@@ -215,6 +222,8 @@ class Engine:
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
         self._active_changed = asyncio.Event()
+        if self._pending_stop is not None:
+            self._stop_now(self._pending_stop)
         executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.max_sessions + EXTRA_POOL_THREADS, thread_name_prefix="dbsim-io"
         )
@@ -225,6 +234,7 @@ class Engine:
             self._set_state("setup", self.target.kind)
             await self._unless_stopped(self.target.open(self.context))
             target_open = True
+            self.result.target = self.target.describe()
             if self.collector_factory is not None:
                 try:
                     self.collectors.extend(self.collector_factory(self.target))
@@ -264,6 +274,7 @@ class Engine:
                     log.warning("collector %s did not stop cleanly: %s", collector.source, exc)
             if target_open:
                 try:
+                    self.result.target = self.target.describe()
                     await self.target.close()
                 except Exception as exc:
                     log.warning("target did not close cleanly: %s", exc)
@@ -444,6 +455,10 @@ class Engine:
                     return
             if think is not None and think.max_ms > 0 and loops % think.every_n_loops == 0:
                 await asyncio.sleep(rng.uniform(think.min_ms, think.max_ms) / 1000)
+            elif not issued & YIELD_EVERY_MASK:
+                # A transaction that completes without suspending (a cached answer) would
+                # otherwise starve the ticker and the stage timer.
+                await asyncio.sleep(0)
 
     # ------------------------------------------------------------------ ticker and collectors
 

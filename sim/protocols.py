@@ -69,7 +69,11 @@ class SqlConnection(ABC):
         """Run a statement once per row of parameters (bulk loading)."""
 
     async def bulk_insert(
-        self, statement: Statement, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+        self,
+        statement: Statement,
+        table: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
     ) -> None:
         """Load rows fast (PostgreSQL overrides this with COPY); by default ``executemany``.
         ``statement`` is the equivalent INSERT, ``columns`` its column order."""

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "storage.targets",
     "storage.collectors",
+    "storage.collectors.database",
     "workloads.slob",
+    "workloads.ssb",
 )
 
 

@@ -105,6 +105,8 @@ def mix_report(workload: Workload, result: RunResult, totals: dict[str, Any]) ->
     }
     expected = workload.expected_mix(result.op_ranges)
     if expected is not None:
+        for name in expected:
+            issued.setdefault(name, 0)
         report["expected_by_rule"] = expected
         report["exact"] = all(issued.get(k, 0) == v for k, v in expected.items())
     return report
@@ -130,7 +132,7 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
             "load": result.load_report,
             "verify": result.verify_report,
         },
-        "target": run.target.describe(),
+        "target": result.target or run.target.describe(),
         "collectors": result.collectors,
         "collector_errors": result.collector_errors,
     }

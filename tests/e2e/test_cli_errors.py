@@ -20,17 +20,9 @@ EXIT_RUN_FAILED = 3
 # The cli module swallows the exit code that Typer returns in non-standalone mode, and
 # catches click's exception classes where Typer ≥ 0.16 raises those of its vendored copy
 # (typer._click); see the report that came with these tests.
-EXIT_CODE_DROPPED = (
-    "sim/cli.py main() ignores the exit code app(standalone_mode=False) returns for "
-    "typer.Exit, so every non-zero code from a command becomes 0"
-)
 FAILURE_LINE_WRAPPED = (
     "sim/cli.py _execute() prints a failed run's error through rich Console(stderr=True), "
     "which wraps at 80 columns when stderr is not a terminal: one problem, several lines"
-)
-USAGE_ERRORS_UNCAUGHT = (
-    "sim/cli.py main() catches click.UsageError, but typer 0.29 raises typer._click."
-    "UsageError: usage errors exit 3 as 'unexpected NoSuchOption'"
 )
 
 
@@ -154,7 +146,6 @@ def test_unknown_target_kind(dbsim: Dbsim) -> None:
 # --------------------------------------------------------------------------- command line
 
 
-@pytest.mark.xfail(strict=True, reason=USAGE_ERRORS_UNCAUGHT)
 def test_unknown_option_is_one_line(dbsim: Dbsim) -> None:
     messages = assert_bad_input(dbsim("run", "--bogus"), lines=1)
     assert "--bogus" in messages[0]
@@ -232,7 +223,6 @@ def test_failed_run_writes_a_failed_bundle(dbsim: Dbsim, out_dir: Path) -> None:
     assert summary["reason"].startswith("setup: ")
 
 
-@pytest.mark.xfail(strict=True, reason=FAILURE_LINE_WRAPPED)
 def test_failed_run_error_is_one_line(dbsim: Dbsim, out_dir: Path) -> None:
     result = _failing_run(dbsim, out_dir, "--quiet")
     lines = [line for line in result.stderr_lines if line]
@@ -240,7 +230,6 @@ def test_failed_run_error_is_one_line(dbsim: Dbsim, out_dir: Path) -> None:
     assert lines[0].startswith("error: target.path: ") and lines[0].endswith("does not exist")
 
 
-@pytest.mark.xfail(strict=True, reason=EXIT_CODE_DROPPED)
 def test_failed_run_exits_3(dbsim: Dbsim, out_dir: Path) -> None:
     result = _failing_run(dbsim, out_dir, "--quiet")
     assert result.rc == EXIT_RUN_FAILED, result.describe()

@@ -37,11 +37,6 @@ SECOND_SIGNAL_AFTER_S = 0.05
 # sent on seeing state "loading" reliably lands while the data is still being loaded.
 SLOW_LOAD = ("--set", "workload.parameters.scale=200M")
 
-EXIT_CODE_DROPPED = (
-    "sim/cli.py main() ignores the exit code app(standalone_mode=False) returns for "
-    "typer.Exit, so an interrupted run exits 0 instead of 130/143"
-)
-
 
 @dataclass(frozen=True)
 class Case:
@@ -163,7 +158,6 @@ def test_stop_removes_the_temporary_database(stopped: Stopped) -> None:
     assert leftovers == [], f"left in TMPDIR after the stop: {leftovers}"
 
 
-@pytest.mark.xfail(strict=True, reason=EXIT_CODE_DROPPED)
 def test_stop_exit_code_names_the_signal(stopped: Stopped) -> None:
     case, result = stopped.case, stopped.result
     if case.second_after_s is not None and result.rc == -case.signum:

@@ -10,8 +10,8 @@ become a full scan of ``cf2``.
 
 from __future__ import annotations
 
-import json
 import random
+import re
 from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,44 +19,40 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel
 
-from sim.errors import OwnershipError, WorkloadError
+from sim.errors import WorkloadError
 from sim.protocols import ProgressCallback, SqlConnection, Target, Workload
 from sim.sql import Catalogue, Statement
-from workloads.slob.parameters import SlobParameters
-from workloads.slob.schema import (
+from workloads.common import (
+    REGISTRY_STATEMENTS,
     REGISTRY_TABLE,
-    TEXT_COLUMNS,
-    TEXT_WIDTH,
-    create_registry_statement,
-    create_statements,
+    TableRegistry,
+    bind,
+    bind_order,
+    catalog_name,
     drop_statement,
     insert_statement,
+)
+from workloads.slob.parameters import SlobParameters
+from workloads.slob.schema import (
+    TEXT_COLUMNS,
+    TEXT_WIDTH,
+    create_statements,
     slob_table,
     sqlite_pad_bytes,
 )
 
 SQL_DIR = Path(__file__).parent / "sql"
 WORKLOAD_NAME = "slob"
-STATEMENTS = frozenset(
-    {
-        "read",
-        "update_lite",
-        "update_heavy",
-        "scan",
-        "count_rows",
-        "max_key",
-        "table_exists",
-        "blocks_used",
-        "max_rows_per_block",
-        "registry_get",
-        "registry_put",
-        "registry_set",
-        "registry_delete",
-        "registry_names",
-    }
-)
-STATE_LOADING = "loading"
-STATE_LOADED = "loaded"
+STATEMENTS = REGISTRY_STATEMENTS | {
+    "read",
+    "update_lite",
+    "update_heavy",
+    "scan",
+    "count_rows",
+    "max_key",
+    "blocks_used",
+    "max_rows_per_block",
+}
 
 
 def takes_this_op(index: int, pct: int) -> bool:
@@ -83,6 +79,7 @@ class SlobWorkload(Workload):
             raise WorkloadError(f"slob runs on SQL targets, not {target.kind}")
         # Fails here, before anything runs, if a dialect lacks a statement.
         self.catalogue = Catalogue.load(SQL_DIR, target.dialect, required=STATEMENTS)
+        self.registry = TableRegistry(WORKLOAD_NAME, self.catalogue, target.paramstyle)
 
     # ------------------------------------------------------------------ naming
 
@@ -94,9 +91,6 @@ class SlobWorkload(Workload):
 
     def render(self, name: str, **identifiers: str) -> Statement:
         return self.catalogue.render(name, self.target.paramstyle, **identifiers)
-
-    def _registry(self, name: str) -> Statement:
-        return self.render(name, registry=REGISTRY_TABLE)
 
     def operations(self) -> Mapping[str, float]:
         update = float(self.p.update_pct)
@@ -125,74 +119,59 @@ class SlobWorkload(Workload):
 
     def _fingerprint(self, role: str, rows: int) -> dict[str, Any]:
         return {
-            "workload": WORKLOAD_NAME,
             "role": role,
             "rows": rows,
             "block_size_bytes": self.p.block_size_bytes,
             "load_seed": self.p.load_seed,
         }
 
+    def _planned_tables(self) -> list[tuple[int, str, str, int]]:
+        """(schema, role, table name, rows) for every table this configuration loads."""
+        planned = []
+        for schema in range(1, self.p.schemas + 1):
+            planned.append((schema, "cf1", self.table_name(schema), self.p.scale_rows))
+            if self.p.scan_pct > 0:
+                planned.append((schema, "cf2", self.scan_table_name(schema), self.p.scan_rows))
+        return planned
+
     async def load(self, progress: ProgressCallback) -> dict[str, Any]:
         conn = await self.target.connect()
         try:
-            await conn.execute(create_registry_statement(self.target.dialect))
-            await conn.commit()
-            tables = []
-            for schema in range(1, self.p.schemas + 1):
-                tables.append(
-                    await self._load_table(conn, schema, "cf1", self.p.scale_rows, progress)
-                )
-                if self.p.scan_pct > 0:
-                    tables.append(
-                        await self._load_table(conn, schema, "cf2", self.p.scan_rows, progress)
-                    )
+            await self.registry.ensure(conn)
+            planned = self._planned_tables()
+            # Refuse before loading anything, so a foreign table costs no loading time.
+            for _, _, name, _ in planned:
+                await self.registry.check_ownership(conn, name)
+            tables = [
+                await self._load_table(conn, schema, role, name, rows, progress)
+                for schema, role, name, rows in planned
+            ]
         finally:
             await conn.close()
         return {"tables": tables, "rows_per_schema": self.p.scale_rows, "schemas": self.p.schemas}
 
     async def _load_table(
-        self, conn: SqlConnection, schema: int, role: str, rows: int, progress: ProgressCallback
+        self,
+        conn: SqlConnection,
+        schema: int,
+        role: str,
+        name: str,
+        rows: int,
+        progress: ProgressCallback,
     ) -> dict[str, Any]:
-        name = self.table_name(schema) if role == "cf1" else self.scan_table_name(schema)
-        table = slob_table(
-            name, self.target.dialect, self.p.block_size_bytes, indexed=role == "cf1"
-        )
-        wanted = self._fingerprint(role, rows)
-        registered = await conn.scalar(self._registry("registry_get"), (name,))
-        exists = bool(await conn.scalar(self.render("table_exists"), (name,)))
-        if exists and registered is None:
-            raise OwnershipError(
-                f"table {name} exists but was not created by dbsim; refusing to touch it "
-                f"(choose another workload.parameters.table_prefix)"
-            )
-        if registered is not None:
-            recorded = json.loads(registered)
-            if (
-                exists
-                and recorded.get("state") == STATE_LOADED
-                and {k: recorded.get(k) for k in wanted} == wanted
-            ):
-                return {"table": name, "rows": rows, "built": False}
-            # Ours, but stale or half-loaded: rebuild.
-            await conn.execute(drop_statement(table, self.target.dialect))
-            await conn.execute(self._registry("registry_delete"), (name,))
-            await conn.commit()
-        await conn.execute(
-            self._registry("registry_put"),
-            (name, WORKLOAD_NAME, json.dumps({**wanted, "state": STATE_LOADING})),
-        )
-        await conn.commit()
-        statements = create_statements(table, self.target.dialect)
+        fingerprint = self._fingerprint(role, rows)
+        if not await self.registry.begin_load(conn, name, fingerprint):
+            return {"table": name, "rows": rows, "built": False}
+        dialect = self.target.dialect
+        table = slob_table(name, dialect, self.p.block_size_bytes, indexed=role == "cf1")
+        statements = create_statements(table, dialect)
         await conn.execute(statements[0])  # the table; indexes after the data (faster load)
         await conn.commit()
-        insert = insert_statement(table, self.target.dialect, self.target.paramstyle)
+        insert = insert_statement(table, dialect, self.target.paramstyle)
         await self._insert_rows(conn, insert, name, rows, schema, progress)
         for statement in statements[1:]:
             await conn.execute(statement)
-        await conn.execute(
-            self._registry("registry_set"), (json.dumps({**wanted, "state": STATE_LOADED}), name)
-        )
-        await conn.commit()
+        await self.registry.finish_load(conn, name, fingerprint)
         return {"table": name, "rows": rows, "built": True}
 
     async def _insert_rows(
@@ -240,9 +219,12 @@ class SlobWorkload(Workload):
                 ids = {"table": name}
                 rows = int(await conn.scalar(self.render("count_rows", **ids)) or 0)
                 max_key = int(await conn.scalar(self.render("max_key", **ids)) or 0)
-                blocks = int(await conn.scalar(self.render("blocks_used", **ids), (name,)) or 0)
+                tname = catalog_name(self.target.dialect, name)
+                blocks_used = self.render("blocks_used", **ids)
+                blocks = int(await conn.scalar(blocks_used, bind(blocks_used, tname=tname)) or 0)
+                per_block_sql = self.render("max_rows_per_block", **ids)
                 per_block = int(
-                    await conn.scalar(self.render("max_rows_per_block", **ids), (name,)) or 0
+                    await conn.scalar(per_block_sql, bind(per_block_sql, tname=tname)) or 0
                 )
                 entry = {
                     "table": name,
@@ -266,39 +248,29 @@ class SlobWorkload(Workload):
         return report
 
     async def drop(self) -> list[str]:
+        """Drop this configuration's registered tables (``<prefix><n>_cf1`` / ``_cf2``) only."""
+        pattern = re.compile(re.escape(self.p.table_prefix) + r"[1-9][0-9]*_cf[12]")
         conn = await self.target.connect()
-        dropped = []
         try:
-            await conn.execute(create_registry_statement(self.target.dialect))
-            names = await conn.column(
-                self._registry("registry_names"), (WORKLOAD_NAME, f"{self.p.table_prefix}%")
-            )
-            for name in sorted(names):
-                table = slob_table(
-                    name, self.target.dialect, self.p.block_size_bytes, indexed=False
-                )
-                await conn.execute(drop_statement(table, self.target.dialect))
-                await conn.execute(self._registry("registry_delete"), (name,))
-                await conn.commit()
-                dropped.append(name)
+            names = await self.registry.owned(conn, self.p.table_prefix, pattern)
+            return await self.registry.drop(conn, sorted(names))
         finally:
             await conn.close()
-        return dropped
 
     def statement_inventory(self) -> list[Statement]:
         dialect = self.target.dialect
         cf1 = slob_table(self.table_name(1), dialect, self.p.block_size_bytes, indexed=True)
         cf2 = slob_table(self.scan_table_name(1), dialect, self.p.block_size_bytes, indexed=False)
-        ddl = [create_registry_statement(dialect)]
+        ddl = self.registry.inventory()
         for table in (cf1, cf2):
             ddl += create_statements(table, dialect)
             ddl.append(insert_statement(table, dialect, self.target.paramstyle))
-            ddl.append(drop_statement(table, dialect))
+            ddl.append(drop_statement(table.name, dialect))
         identifiers = {"table": cf1.name, "scan_table": cf2.name, "registry": REGISTRY_TABLE}
         dml = []
         for name in sorted(self.catalogue.statements):
-            wanted = {k: v for k, v in identifiers.items() if k in self.catalogue.template_fields(name)}
-            dml.append(self.render(name, **wanted))
+            fields = self.catalogue.template_fields(name)
+            dml.append(self.render(name, **{k: v for k, v in identifiers.items() if k in fields}))
         return ddl + dml
 
     # ------------------------------------------------------------------ sessions
@@ -318,16 +290,6 @@ class _SchemaStatements:
         self.scan = workload.render("scan", scan_table=workload.scan_table_name(schema))
 
 
-def _binder(statement: Statement, names: tuple[str, ...]) -> list[int]:
-    """Positions in ``names`` of each bind parameter of ``statement`` (dialects may reorder)."""
-    try:
-        return [names.index(n) for n in statement.param_names]
-    except ValueError:
-        raise WorkloadError(
-            f"{statement.name}: unexpected bind parameters {statement.param_names}"
-        ) from None
-
-
 class SlobSession:
     """One SLOB session: its schema, its position in the 100-operation mix, its random keys."""
 
@@ -345,8 +307,8 @@ class SlobSession:
         schema = (index // p.threads_per_schema) % p.schemas + 1
         self.own = _SchemaStatements(workload, schema)
         self.hot = self.own if schema == 1 else _SchemaStatements(workload, 1)
-        self.read_bind = _binder(self.own.read, self.READ_ARGS)
-        self.update_bind = _binder(self.own.update, self.UPDATE_ARGS)
+        self.read_bind = bind_order(self.own.read, self.READ_ARGS)
+        self.update_bind = bind_order(self.own.update, self.UPDATE_ARGS)
         self.key_lo = p.work_unit + 1
         self.key_hi = p.scale_rows - p.work_unit
         hot_first, hot_last = p.hotspot_rows

@@ -1,5 +1,5 @@
 -- CreateTable binds=-
-CREATE TABLE IF NOT EXISTS dbsim_objects (
+CREATE TABLE dbsim_objects (
 	name VARCHAR(128) NOT NULL, 
 	workload VARCHAR(32) NOT NULL, 
 	fingerprint TEXT NOT NULL, 
@@ -38,7 +38,7 @@ CREATE INDEX slob1_cf1_custid ON slob1_cf1 (custid);
 INSERT INTO slob1_cf1 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, pad) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- DropTable binds=-
-DROP TABLE IF EXISTS slob1_cf1;
+DROP TABLE slob1_cf1;
 
 -- CreateTable binds=-
 CREATE TABLE slob1_cf2 (
@@ -69,7 +69,7 @@ CREATE TABLE slob1_cf2 (
 INSERT INTO slob1_cf2 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, pad) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- DropTable binds=-
-DROP TABLE IF EXISTS slob1_cf2;
+DROP TABLE slob1_cf2;
 
 -- blocks_used binds=tname
 SELECT COUNT(*) FROM dbstat WHERE name = ? AND pagetype = 'leaf';

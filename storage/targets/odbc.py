@@ -1,0 +1,351 @@
+"""SQL Server, and any database with an ODBC driver, through pyodbc in the engine's thread pool.
+
+pyodbc blocks in C but releases the GIL during driver calls, so every call hops to the engine's
+bounded pool (``EngineContext.run_blocking``) and the loop never waits on the network. Each
+session owns one connection (autocommit off, commits are real) and reuses one cursor on it, so
+the driver can keep its prepared statement between executions of the same SQL.
+
+``kind: sqlserver`` builds the connection string for Microsoft's ODBC Driver 17/18 (or FreeTDS)
+from ``SqlServerSettings``; ``kind: odbc`` takes any installed driver and says which SQL
+``dialect`` to send (the test suite runs it against PostgreSQL through psqlODBC). The password
+is resolved from its reference when the target opens and is redacted from every message.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sim.errors import ConfigError, TargetError
+from sim.protocols import EngineContext, SqlConnection, Statement, Target
+from sim.secrets import redact, resolve_secret
+from storage.targets.settings import OdbcSettings, SqlServerSettings
+
+UNIXODBC_HINT = "install unixODBC: apt-get install unixodbc"
+
+try:
+    import pyodbc
+except ImportError as exc:  # pragma: no cover - depends on the machine
+    # pyodbc's C extension links libodbc.so.2; without unixODBC the import fails with a
+    # loader message that does not say what to install.
+    if "libodbc" in str(exc):
+        raise ImportError(f"{UNIXODBC_HINT} ({exc})") from exc
+    raise
+
+DEFAULT_LOGIN_TIMEOUT_S = 10
+# SQLSTATEs a driver returns when it cannot bind parameter arrays; executemany then falls back
+# to one execution per row (nothing was sent yet, so retrying cannot duplicate rows).
+NO_PARAM_ARRAYS = frozenset({"HYC00", "HY092", "IM001"})
+# Keywords of a connection string; anything else could smuggle in another keyword.
+_KEYWORD = re.compile(r"^[A-Za-z][A-Za-z0-9_ ]*$")
+_SECRET_KEYWORDS = frozenset({"PWD", "PASSWORD"})
+
+
+def odbc_value(value: str) -> str:
+    """Quote a connection-string value when it holds characters with a meaning there."""
+    if value != value.strip() or any(ch in value for ch in ";{}="):
+        return "{" + value.replace("}", "}}") + "}"
+    return value
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+_SQLSTATE = re.compile(r"^[0-9A-Z]{5}$")
+
+
+def translate_error(exc: Exception, where: str, hide: Callable[[str], str]) -> TargetError:
+    """A TargetError for a pyodbc error: ``where: SQLSTATE xxxxx: message``, secrets hidden."""
+    args: tuple[Any, ...] = tuple(exc.args)
+    if len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
+        # Driver errors come as (SQLSTATE, message); errors pyodbc raises itself (truncation
+        # in fast_executemany) as (message, SQLSTATE).
+        state, message = (args[0], args[1]) if _SQLSTATE.match(args[0]) else (args[1], args[0])
+    else:
+        state, message = "?????", str(exc)
+    text = f"{where}: SQLSTATE {state}: {_one_line(message)}"
+    # unixODBC answers a driver name missing from odbcinst.ini with 01000 "Can't open lib".
+    if state == "IM002" or "can't open lib" in message.lower():
+        text += " (the ODBC driver is not installed: `odbcinst -q -d` lists those that are)"
+    return TargetError(hide(text))
+
+
+PSQLODBC_MAX_VARCHAR = 8190
+
+
+class OdbcConnection(SqlConnection):
+    """One session's pyodbc connection; every driver call runs in the engine's thread pool.
+
+    Parameters are positional in the order of ``statement.param_names``; surplus trailing
+    ones are not sent, because a workload passes the same arguments to every dialect's version
+    of a statement and one dialect may not need them all.
+    """
+
+    def __init__(
+        self,
+        raw: pyodbc.Connection,
+        context: EngineContext,
+        *,
+        label: str,
+        fast_executemany: bool,
+        hide: Callable[[str], str],
+    ) -> None:
+        self._raw = raw
+        self._cursor = raw.cursor()
+        self._run = context.run_blocking
+        self._label = label
+        self._fast = fast_executemany
+        self._hide = hide
+
+    async def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return await self._run(fn, *args)
+        except pyodbc.Error as exc:
+            raise translate_error(exc, f"{self._label}: {what}", self._hide) from exc
+
+    def _params(self, statement: Statement, params: Sequence[Any]) -> list[Any]:
+        wanted = len(statement.param_names)
+        if len(params) < wanted:
+            raise TargetError(
+                f"{self._label}: {statement.name}: {len(params)} parameter(s) for binds "
+                f"{', '.join(statement.param_names)}"
+            )
+        return list(params[:wanted])
+
+    def _execute_blocking(self, sql: str, params: list[Any]) -> pyodbc.Cursor:
+        if params:
+            return self._cursor.execute(sql, params)
+        return self._cursor.execute(sql)
+
+    def _scalar(self, sql: str, params: list[Any]) -> Any:
+        row = self._execute_blocking(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def _column(self, sql: str, params: list[Any]) -> list[Any]:
+        return [row[0] for row in self._execute_blocking(sql, params).fetchall()]
+
+    def _rowcount(self, sql: str, params: list[Any]) -> int:
+        return int(self._execute_blocking(sql, params).rowcount)
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if self._fast:
+            self._cursor.fast_executemany = True
+            try:
+                self._cursor.executemany(sql, rows)
+                return
+            except pyodbc.Error as exc:
+                if not (exc.args and exc.args[0] in NO_PARAM_ARRAYS):
+                    raise
+                self._fast = False  # this driver cannot: stop trying on this connection
+            self._cursor.fast_executemany = False
+        self._cursor.executemany(sql, rows)
+
+    async def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:
+        args = self._params(statement, params)
+        return await self._call(statement.name, self._scalar, statement.sql, args)
+
+    async def column(self, statement: Statement, params: Sequence[Any] = ()) -> list[Any]:
+        args = self._params(statement, params)
+        return list(await self._call(statement.name, self._column, statement.sql, args))
+
+    async def execute(self, statement: Statement, params: Sequence[Any] = ()) -> int:
+        args = self._params(statement, params)
+        return int(await self._call(statement.name, self._rowcount, statement.sql, args))
+
+    async def executemany(self, statement: Statement, rows: Sequence[Sequence[Any]]) -> None:
+        wanted = len(statement.param_names)
+        batch = [tuple(row[:wanted]) for row in rows]
+        if batch:
+            await self._call(statement.name, self._executemany, statement.sql, batch)
+
+    async def commit(self) -> None:
+        await self._call("commit", self._raw.commit)
+
+    async def rollback(self) -> None:
+        await self._call("rollback", self._raw.rollback)
+
+    def _close_blocking(self) -> None:
+        try:
+            self._cursor.close()
+        finally:
+            self._raw.close()  # rolls back anything uncommitted
+
+    async def close(self) -> None:
+        await self._call("close", self._close_blocking)
+
+
+class PyodbcTarget(Target):
+    """What the ODBC kinds share: password handling, connecting, describing.
+
+    Subclasses say how their settings become connection-string keywords.
+    """
+
+    paramstyle: ClassVar[str] = "qmark"
+
+    def __init__(self, settings: OdbcSettings | SqlServerSettings) -> None:
+        self._settings = settings
+        self._context: EngineContext | None = None
+        self._password: str | None = None
+        self._server: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ for subclasses
+
+    @abstractmethod
+    def keywords(self) -> dict[str, str]:
+        """Connection-string keywords in order, without the password (the target adds PWD)."""
+
+    # ------------------------------------------------------------------ secrets
+
+    def _hide(self, text: str) -> str:
+        return redact(text, [self._password] if self._password else [])
+
+    def _connection_string(self) -> str:
+        words = self.keywords()
+        if self._password is not None:
+            words["PWD"] = self._password
+        parts = []
+        for key, value in words.items():
+            # The driver name and the password are always braced (they may hold anything).
+            quoted = "{" + value.replace("}", "}}") + "}" if key in ("DRIVER", "PWD") else None
+            parts.append(f"{key}={quoted or odbc_value(value)}")
+        return ";".join(parts) + ";"
+
+    # ------------------------------------------------------------------ Target
+
+    async def open(self, context: EngineContext) -> None:
+        self._context = context
+        self._password = resolve_secret(self._settings, "target")
+
+    def _where(self) -> str:
+        s = self._settings
+        return (
+            f"{self.kind}: cannot connect to {s.host}:{s.port} database {s.database} "
+            f"as {s.user} with driver {s.driver!r}"
+        )
+
+    def _connect_blocking(self) -> pyodbc.Connection:
+        raw = pyodbc.connect(
+            self._connection_string(), autocommit=False, timeout=DEFAULT_LOGIN_TIMEOUT_S
+        )
+        if not self._server:
+            for key, info in (
+                ("dbms_name", pyodbc.SQL_DBMS_NAME),
+                ("dbms_version", pyodbc.SQL_DBMS_VER),
+                ("driver_file", pyodbc.SQL_DRIVER_NAME),
+                ("driver_version", pyodbc.SQL_DRIVER_VER),
+            ):
+                try:
+                    self._server[key] = str(raw.getinfo(info))
+                except pyodbc.Error:
+                    continue  # an optional fact; some drivers do not answer every info type
+        return raw
+
+    async def connect(self) -> OdbcConnection:
+        if self._context is None:
+            raise TargetError(f"{self.kind}: target used before open()")
+        try:
+            raw = await self._context.run_blocking(self._connect_blocking)
+        except pyodbc.Error as exc:
+            raise translate_error(exc, self._where(), self._hide) from exc
+        return OdbcConnection(
+            raw,
+            self._context,
+            label=self.kind,
+            # Parameter arrays: tried with every driver, dropped per connection if refused.
+            fast_executemany=True,
+            hide=self._hide,
+        )
+
+    async def close(self) -> None:
+        self._password = None
+
+    def storage_paths(self) -> list[Path]:
+        directory = self._settings.data_directory
+        return [directory] if directory is not None else []
+
+    def describe(self) -> dict[str, Any]:
+        s = self._settings
+        words = {
+            k: ("***" if k.upper() in _SECRET_KEYWORDS else v) for k, v in self.keywords().items()
+        }
+        facts: dict[str, Any] = {
+            "kind": self.kind,
+            "dialect": self.dialect,
+            "driver": s.driver,
+            "host": s.host,
+            "port": s.port,
+            "database": s.database,
+            "user": s.user,
+            "connection_keywords": words,
+            "password_from": (
+                f"env:{s.password_env}" if s.password_env else "file" if s.password_file else None
+            ),
+            "pyodbc_version": pyodbc.version,
+            **self._server,
+        }
+        return {k: self._hide(v) if isinstance(v, str) else v for k, v in facts.items()}
+
+
+class OdbcTarget(PyodbcTarget):
+    """Any ODBC driver; ``settings.dialect`` picks the SQL (``kind: odbc``)."""
+
+    kind: ClassVar[str] = "odbc"
+
+    def __init__(self, settings: OdbcSettings) -> None:
+        super().__init__(settings)
+        self.settings = settings
+        # Target.dialect is a ClassVar, but here it depends on the settings: an instance
+        # attribute shadows it (written through vars(), which type checkers accept).
+        vars(self)["dialect"] = settings.dialect
+        bad = sorted(k for k in settings.extra if not _KEYWORD.match(k))
+        if bad:
+            raise ConfigError(
+                f"target.extra: {', '.join(map(repr, bad))} are not ODBC keywords "
+                "(letters, digits, _ and spaces only)"
+            )
+
+    def keywords(self) -> dict[str, str]:
+        s = self.settings
+        words = {
+            "DRIVER": s.driver,
+            "SERVER": s.host,
+            "PORT": str(s.port),
+            "DATABASE": s.database,
+            "UID": s.user,
+        }
+        if "postgresql" in s.driver.lower():
+            # psqlODBC describes text parameters as 255 characters by default, and pyodbc's
+            # fast_executemany sizes its buffers from that: longer values (SSB's 370) fail.
+            words["MAXVARCHARSIZE"] = str(PSQLODBC_MAX_VARCHAR)
+        # ``extra`` wins over the generated keywords (keys compare case-insensitively).
+        words.update({key.upper(): value for key, value in s.extra.items()})
+        return words
+
+
+class SqlServerTarget(PyodbcTarget):
+    """SQL Server through Microsoft's ODBC driver (``kind: sqlserver``)."""
+
+    kind: ClassVar[str] = "sqlserver"
+    dialect: ClassVar[str] = "sqlserver"
+
+    def __init__(self, settings: SqlServerSettings) -> None:
+        super().__init__(settings)
+        self.settings = settings
+
+    def keywords(self) -> dict[str, str]:
+        s = self.settings
+        return {
+            "DRIVER": s.driver,
+            # SQL Server's drivers take the port after a comma, not as a keyword.
+            "SERVER": f"{s.host},{s.port}",
+            "DATABASE": s.database,
+            "UID": s.user,
+            "Encrypt": "yes" if s.encrypt else "no",
+            "TrustServerCertificate": "yes" if s.trust_server_certificate else "no",
+            # Shows in sys.dm_exec_sessions.program_name, so a DBA can tell dbsim's sessions.
+            "APP": "dbsim",
+        }
