@@ -4,6 +4,8 @@
   from ``/proc/diskstats`` for the block devices under the target's storage paths (the file
   system's device, the disk of a partition, the devices beneath device-mapper and md).
   Options: ``devices`` (list of names as in ``/proc/diskstats``) overrides the resolution.
+- ``host`` (:class:`storage.collectors.host.HostCpuCollector`): CPU of the load generator's
+  host and of dbsim itself, to tell a client-bound run from a storage-bound one.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from sim.errors import CollectorError
 from sim.protocols import Collector, Target
 from sim.registry import CollectorEntry, register_collector
 from storage.collectors.block import BlockDeviceCollector
+from storage.collectors.host import HostCpuCollector
 from storage.devices import BlockDevice, DeviceResolver
 
-__all__ = ["BlockDeviceCollector", "auto_block"]
+__all__ = ["BlockDeviceCollector", "HostCpuCollector", "auto_block"]
 
 
 def auto_block(
@@ -56,5 +59,12 @@ register_collector(
         source="block",
         auto=_auto,
         summary="iostat -x figures per block device under the target, from /proc/diskstats",
+    )
+)
+register_collector(
+    CollectorEntry(
+        source="host",
+        auto=lambda target, options: [HostCpuCollector()],
+        summary="CPU of the load generator's host and of dbsim itself, from /proc/stat",
     )
 )

@@ -86,13 +86,17 @@ class OdbcSettings(SecretRef, _Settings):
     to send. Used to run the pyodbc path for real against PostgreSQL (psqlODBC) here."""
 
     kind: Literal["odbc"] = "odbc"
-    driver: str = Field(description="ODBC driver name as in odbcinst.ini, e.g. 'PostgreSQL Unicode'.")
+    driver: str = Field(
+        description="ODBC driver name as in odbcinst.ini, e.g. 'PostgreSQL Unicode'."
+    )
     dialect: Literal["postgres", "sqlserver", "oracle", "sqlite"] = "postgres"
     host: str = "127.0.0.1"
     port: int = Field(default=5432, ge=1, le=65535)
     database: str = "postgres"
     user: str = "postgres"
-    extra: dict[str, str] = Field(default_factory=dict, description="More connection-string keywords.")
+    extra: dict[str, str] = Field(
+        default_factory=dict, description="More connection-string keywords."
+    )
     data_directory: Path | None = None
 
 

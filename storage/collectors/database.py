@@ -1,0 +1,379 @@
+"""The ``db`` collector family: the database's own I/O statistics, once per interval.
+
+A SLOB-like run is judged by the database's statistics over the measured window (Oracle AWR
+in the original): how many block reads each SQL statement caused and how many of the block
+requests the database cache served. This module samples them and holds the pure arithmetic
+the summary uses (:func:`physical_reads_per_op`, :func:`cache_warning`).
+
+Per target kind: PostgreSQL (:class:`PostgresStatsCollector`) runs now; Oracle and SQL Server
+are prepared as SQL constants (:data:`ORACLE_SYSSTAT_SQL`, :data:`SQLSERVER_FILE_STATS_SQL`)
+so their collectors can be added to ``_FACTORIES`` beside it.
+
+Options (``auto(target, options)``): ``table_prefix`` restricts the per-table samples to tables
+whose names start with it (e.g. the SLOB workload's ``table_prefix``); without it every user
+table of the target's schema is sampled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from sim.errors import CollectorError
+from sim.protocols import Collector, Sample, Target
+from sim.registry import CollectorEntry, register_collector
+from sim.sql import Statement
+
+if TYPE_CHECKING:
+    from storage.targets.postgres import PostgresConnection
+
+SOURCE = "db"
+TABLE_ENTITY_PREFIX = "table:"
+#: Above this share of block requests served by the cache, reads did not reach storage.
+CACHE_WARNING_PCT = 50.0
+
+# --------------------------------------------------------------------------- pure arithmetic
+
+
+def counter_delta(prev: float, curr: float) -> float:
+    """``curr - prev`` for a cumulative counter; a counter that went down was reset
+    (``pg_stat_reset``, a table dropped and re-created), so everything since counts."""
+    return curr - prev if curr >= prev else curr
+
+
+def counter_rates(
+    prev: Mapping[str, float],
+    curr: Mapping[str, float],
+    interval_s: float,
+    names: Mapping[str, str],
+) -> dict[str, float]:
+    """Per-second rates of the counters in ``names`` (counter -> output key)."""
+    return {out: counter_delta(prev[c], curr[c]) / interval_s for c, out in names.items()}
+
+
+def hit_pct(hits: float, reads: float) -> float:
+    """Share of block requests the cache served, in percent (0 when there were none)."""
+    total = hits + reads
+    return 100.0 * hits / total if total > 0 else 0.0
+
+
+def cache_warning(hit_pct: float | None) -> str | None:
+    """A warning when the database cache served more than half of the block requests: the
+    reads then measure memory, not storage (the SLOB method needs data far larger than the
+    cache). None when the figure is fine or unknown."""
+    if hit_pct is None or hit_pct <= CACHE_WARNING_PCT:
+        return None
+    return (
+        f"the database cache served {hit_pct:.1f} % of block requests (more than "
+        f"{CACHE_WARNING_PCT:.0f} %): most reads never reached storage; use a data set "
+        f"several times larger than the database cache"
+    )
+
+
+def table_blocks_read(samples: Iterable[Sample]) -> float:
+    """Heap plus index blocks read (cache misses) by the sampled tables over the samples
+    given: the sum of each table sample's read rates times its interval."""
+    total = 0.0
+    for sample in samples:
+        if sample.source == SOURCE and sample.entity.startswith(TABLE_ENTITY_PREFIX):
+            v = sample.values
+            total += (v["heap_blks_read_s"] + v["idx_blks_read_s"]) * v["interval_s"]
+    return total
+
+
+def physical_reads_per_op(
+    samples_or_blocks: Iterable[Sample] | float, op_count: int
+) -> float | None:
+    """Blocks read per statement: the first sanity check of a SLOB-like run (≈ WORK_UNIT−1
+    for reads when the data is far larger than the cache).
+
+    ``samples_or_blocks``: the ``db`` samples of the measured window (see
+    :func:`table_blocks_read`), or a block count already summed. None without operations.
+    """
+    if op_count <= 0:
+        return None
+    if isinstance(samples_or_blocks, int | float):
+        blocks = float(samples_or_blocks)
+    else:
+        blocks = table_blocks_read(samples_or_blocks)
+    return blocks / op_count
+
+
+def blocks_read_from_means(
+    entity_means: Mapping[str, Mapping[str, float]], measured_s: float
+) -> float:
+    """The table blocks read over a measured window from the bundle summary's per-entity
+    means of the ``db`` source (``summary["storage"]["db"]``); exact when the intervals
+    were equally long."""
+    return sum(
+        (means.get("heap_blks_read_s", 0.0) + means.get("idx_blks_read_s", 0.0)) * measured_s
+        for entity, means in entity_means.items()
+        if entity.startswith(TABLE_ENTITY_PREFIX)
+    )
+
+
+# --------------------------------------------------------------------------- PostgreSQL SQL
+
+
+def _per_s(*counters: str) -> dict[str, str]:
+    """counter -> rate key: ``<counter>_s``; ``<counter>_ms_s`` for the ``*_time`` counters,
+    which are milliseconds (and stay zero unless ``track_io_timing`` is on)."""
+    return {c: c + ("_ms_s" if c.endswith("_time") else "_s") for c in counters}
+
+
+PG_DATABASE_RATES = _per_s(
+    "blks_read", "blks_hit", "xact_commit", "xact_rollback", "tup_returned", "tup_fetched",
+    "tup_updated", "blk_read_time", "blk_write_time",
+)  # fmt: skip
+PG_WAL_RATES = _per_s("wal_records", "wal_bytes", "wal_write", "wal_sync")
+PG_BGWRITER_RATES = _per_s("buffers_checkpoint", "buffers_clean", "buffers_backend")
+#: Reported as plain differences over the interval (they are rare events, not rates).
+PG_BGWRITER_DELTAS = ("checkpoints_timed", "checkpoints_req")
+#: pg_stat_io (16+): relation I/O of every backend type, summed (``io_<column>``).
+_PG_IO_COLUMNS = ("reads", "hits", "writes", "extends", "evictions", "fsyncs", "read_time",
+                  "write_time")  # fmt: skip
+PG_IO_RATES = _per_s(*(f"io_{c}" for c in _PG_IO_COLUMNS))
+PG_TABLE_RATES = _per_s(
+    "heap_blks_read", "heap_blks_hit", "idx_blks_read", "idx_blks_hit", "toast_blks_read",
+    "toast_blks_hit",
+)  # fmt: skip
+_PG_IO_SUMS = (
+    "(SELECT "
+    + ", ".join(f"COALESCE(SUM({c}), 0)::float8 AS io_{c}" for c in _PG_IO_COLUMNS)
+    + " FROM pg_stat_io WHERE object = 'relation') AS io"
+)
+
+
+def postgres_database_sql(version_num: int) -> str:
+    """One row of cumulative counters for the current database, WAL, checkpointer and
+    background writer (and pg_stat_io from 16 on), in the views of server ``version_num``."""
+    columns = [f"d.{c}::float8 AS {c}" for c in PG_DATABASE_RATES]
+    sources = ["pg_stat_database AS d"]
+    if version_num >= 140000:  # pg_stat_wal appeared in 14
+        columns += ["w.wal_records::float8 AS wal_records", "w.wal_bytes::float8 AS wal_bytes"]
+        sources.append("pg_stat_wal AS w")
+        if version_num >= 180000:  # 18 moved WAL writes and syncs to pg_stat_io
+            columns += [
+                "(SELECT COALESCE(SUM(writes), 0) FROM pg_stat_io WHERE object = 'wal')::float8"
+                " AS wal_write",
+                "(SELECT COALESCE(SUM(fsyncs), 0) FROM pg_stat_io WHERE object = 'wal')::float8"
+                " AS wal_sync",
+            ]
+        else:
+            columns += ["w.wal_write::float8 AS wal_write", "w.wal_sync::float8 AS wal_sync"]
+    sources.append("pg_stat_bgwriter AS b")
+    if version_num >= 170000:  # 17 split the checkpointer out and dropped buffers_backend
+        sources.append("pg_stat_checkpointer AS c")
+        columns += [
+            "c.buffers_written::float8 AS buffers_checkpoint",
+            "b.buffers_clean::float8 AS buffers_clean",
+            "(SELECT COALESCE(SUM(writes), 0) FROM pg_stat_io WHERE object = 'relation'"
+            " AND backend_type = 'client backend')::float8 AS buffers_backend",
+            "c.num_timed::float8 AS checkpoints_timed",
+            "c.num_requested::float8 AS checkpoints_req",
+        ]
+    else:
+        columns += [f"b.{c}::float8 AS {c}" for c in (*PG_BGWRITER_RATES, *PG_BGWRITER_DELTAS)]
+    if version_num >= 160000:
+        columns += [f"io.{c}" for c in PG_IO_RATES]
+        sources.append(_PG_IO_SUMS)
+    return (
+        "SELECT "
+        + ",\n       ".join(columns)
+        + "\n  FROM "
+        + ",\n       ".join(sources)
+        + "\n WHERE d.datname = current_database()"
+    )
+
+
+PG_TABLES_SQL = """SELECT relname::text AS relname,
+       heap_blks_read::float8 AS heap_blks_read,
+       heap_blks_hit::float8 AS heap_blks_hit,
+       COALESCE(idx_blks_read, 0)::float8 AS idx_blks_read,
+       COALESCE(idx_blks_hit, 0)::float8 AS idx_blks_hit,
+       COALESCE(toast_blks_read, 0)::float8 AS toast_blks_read,
+       COALESCE(toast_blks_hit, 0)::float8 AS toast_blks_hit
+  FROM pg_statio_user_tables
+ WHERE schemaname = current_schema() AND starts_with(relname::text, $1)"""
+"""Block counters of the sampled tables in the target's schema (``$1``: the name prefix)."""
+
+# --------------------------------------------------------------------------- other databases
+
+ORACLE_SYSSTAT_SQL = """SELECT name, value FROM v$sysstat
+ WHERE name IN ('physical read total IO requests', 'physical write total IO requests',
+                'physical reads', 'physical writes', 'session logical reads',
+                'redo size', 'user commits', 'user rollbacks', 'execute count')
+UNION ALL
+SELECT event || ' waits', total_waits FROM v$system_event
+ WHERE event IN ('db file sequential read', 'log file sync')
+UNION ALL
+SELECT event || ' us', time_waited_micro FROM v$system_event
+ WHERE event IN ('db file sequential read', 'log file sync')"""
+"""Oracle: cumulative instance counters and I/O waits (needs SELECT on v$sysstat and
+v$system_event); AWR's physical read IO requests per second and the average ``db file
+sequential read`` latency are differences of two readings over the interval."""
+
+SQLSERVER_FILE_STATS_SQL = """SELECT DB_NAME(vfs.database_id) AS database_name, mf.type_desc,
+       vfs.num_of_reads, vfs.num_of_bytes_read, vfs.io_stall_read_ms,
+       vfs.num_of_writes, vfs.num_of_bytes_written, vfs.io_stall_write_ms
+  FROM sys.dm_io_virtual_file_stats(DB_ID(), NULL) AS vfs
+  JOIN sys.master_files AS mf
+    ON mf.database_id = vfs.database_id AND mf.file_id = vfs.file_id"""
+"""SQL Server: cumulative I/O per database file (needs VIEW SERVER STATE); per-interval reads/s
+and average read stall come from the differences of two readings."""
+
+# --------------------------------------------------------------------------- collector
+
+
+def _statement(name: str, sql: str) -> Statement:
+    params = ("prefix",) if "$1" in sql else ()
+    return Statement(name=f"db_collector_{name}", sql=sql, param_names=params)
+
+
+class PostgresStatsCollector(Collector):
+    """PostgreSQL's statistics views as rates per second, one database sample plus one per
+    table (entity ``table:<name>``).
+
+    Load on the target: one extra connection (opened in ``start`` through the target's pool,
+    on the engine's loop) running two prepared catalog-view queries per interval — one row from
+    pg_stat_database, pg_stat_wal and pg_stat_bgwriter (plus pg_stat_io on 16+), and one row
+    per sampled table from pg_statio_user_tables. Each is a read-only transaction, so the
+    database's ``xact_commit_s`` includes two commits per interval of the collector's own.
+
+    The server publishes a busy backend's counters about once a second (PostgreSQL 15+), so
+    an interval's figures can lag the workload by up to a second; over a window of many
+    intervals the lag cancels out.
+    """
+
+    source: ClassVar[str] = SOURCE
+
+    def __init__(self, target: Target, table_prefix: str | None = None) -> None:
+        if target.kind != "postgres":
+            raise CollectorError(f"collector db: PostgreSQL statistics on a {target.kind} target")
+        self.target = target
+        self.table_prefix = table_prefix or ""
+        self.database: str | None = None
+        self.version_num: int | None = None
+        self._conn: PostgresConnection | None = None
+        self._db_statement: Statement | None = None
+        self._tables_statement = _statement("tables", PG_TABLES_SQL)
+        self._db_rates: dict[str, str] = {}
+        self._prev: tuple[dict[str, float], dict[str, dict[str, float]]] | None = None
+        self._prev_now: float | None = None
+
+    async def start(self, now: float) -> None:
+        """Open the connection, detect the server version, take the baseline."""
+        conn = await self.target.connect()
+        if not hasattr(conn, "rows"):
+            await conn.close()
+            raise CollectorError("collector db: the target's connection cannot return rows")
+        self._conn = conn  # type: ignore[assignment]
+        try:
+            version = await conn.scalar(_statement("version", "SHOW server_version_num"))
+            self.version_num = int(version)
+            self.database = str(await conn.scalar(_statement("db", "SELECT current_database()")))
+        except Exception:
+            await self.stop()
+            raise
+        self._db_statement = _statement("database", postgres_database_sql(self.version_num))
+        self._db_rates = dict(PG_DATABASE_RATES)
+        if self.version_num >= 140000:
+            self._db_rates.update(PG_WAL_RATES)
+        self._db_rates.update(PG_BGWRITER_RATES)
+        if self.version_num >= 160000:
+            self._db_rates.update(PG_IO_RATES)
+        self._prev = await self._read()
+        self._prev_now = now
+
+    async def _read(self) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+        conn = self._conn
+        if conn is None or self._db_statement is None:
+            raise CollectorError("collector db: sample() called before start()")
+        rows = await conn.rows(self._db_statement)
+        if not rows:
+            raise CollectorError(f"collector db: no pg_stat_database row for {self.database}")
+        database = {k: float(v or 0.0) for k, v in rows[0].items()}
+        tables = {
+            str(row["relname"]): {k: float(v or 0.0) for k, v in row.items() if k != "relname"}
+            for row in await conn.rows(self._tables_statement, (self.table_prefix,))
+        }
+        return database, tables
+
+    async def sample(self, now: float) -> list[Sample]:
+        """Rates since the previous reading; tables first seen now count from zero."""
+        if self._prev is None or self._prev_now is None:
+            raise CollectorError("collector db: sample() called before start()")
+        interval = now - self._prev_now
+        if not interval > 0:
+            raise CollectorError(f"collector db: clock did not advance ({self._prev_now} -> {now})")
+        curr = await self._read()
+        (prev_db, prev_tables), (db, tables) = self._prev, curr
+        self._prev, self._prev_now = curr, now
+        values = counter_rates(prev_db, db, interval, self._db_rates)
+        for name in PG_BGWRITER_DELTAS:
+            values[name] = counter_delta(prev_db[name], db[name])
+        values["cache_hit_pct"] = hit_pct(
+            counter_delta(prev_db["blks_hit"], db["blks_hit"]),
+            counter_delta(prev_db["blks_read"], db["blks_read"]),
+        )
+        values["interval_s"] = interval
+        assert self.database is not None
+        samples = [Sample(SOURCE, self.database, values, t=now, meta={"kind": "database"})]
+        zero = dict.fromkeys(PG_TABLE_RATES, 0.0)
+        for name in sorted(tables):
+            rates = counter_rates(
+                prev_tables.get(name, zero), tables[name], interval, PG_TABLE_RATES
+            )
+            rates["interval_s"] = interval
+            entity = TABLE_ENTITY_PREFIX + name
+            samples.append(Sample(SOURCE, entity, rates, t=now, meta={"kind": "table"}))
+        return samples
+
+    async def stop(self) -> None:
+        """Give the connection back."""
+        conn, self._conn = self._conn, None
+        self._prev = self._prev_now = None
+        if conn is not None:
+            await conn.close()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "kind": "postgres",
+            "database": self.database,
+            "server_version_num": self.version_num,
+            "table_prefix": self.table_prefix or None,
+            "pg_stat_io": self.version_num is not None and self.version_num >= 160000,
+            "load": "one extra connection; two catalog-view queries per interval",
+        }
+
+
+# --------------------------------------------------------------------------- registration
+
+
+def _postgres(target: Target, options: dict[str, Any]) -> list[Collector]:
+    prefix = options.get("table_prefix")
+    if prefix is not None and not isinstance(prefix, str):
+        raise CollectorError("collector db: option 'table_prefix' must be a string")
+    return [PostgresStatsCollector(target, prefix)]
+
+
+#: Target kind -> the collectors of its database statistics (Oracle and SQL Server: to come).
+_FACTORIES: dict[str, Callable[[Target, dict[str, Any]], list[Collector]]] = {
+    "postgres": _postgres,
+}
+
+
+def auto_db(target: Target, options: dict[str, Any]) -> list[Collector]:
+    """The database-statistics collectors for ``target`` (none for kinds without one)."""
+    factory = _FACTORIES.get(target.kind)
+    return factory(target, options) if factory is not None else []
+
+
+register_collector(
+    CollectorEntry(
+        source=SOURCE,
+        auto=auto_db,
+        summary="the database's own I/O statistics (PostgreSQL: pg_stat_database, pg_statio)",
+    )
+)
