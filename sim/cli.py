@@ -278,5 +278,12 @@ def main(argv: list[str] | None = None) -> int:
     return code if isinstance(code, int) else EXIT_OK
 
 
+# Commands that live in their own modules register themselves on ``app`` when imported.
+from sim import cli_lab  # noqa: E402, F401  (dbsim lab …)
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Run as `python -m sim.cli`, this file is __main__ and `sim.cli` is a second copy: the
+    # command modules registered themselves on that copy's app, so run that one.
+    from sim.cli import main as _main
+
+    sys.exit(_main())

@@ -40,8 +40,8 @@ T = TypeVar("T")
 
 DEFAULT_STOP_GRACE_S = 10.0
 EXTRA_POOL_THREADS = 4  # collectors and bundle writes beside one thread per session
-MIN_INTERVAL_FRACTION = 0.05
-YIELD_EVERY_MASK = 63  # yield to the loop at least every 64 transactions  # shorter leftovers are merged into the next interval
+MIN_INTERVAL_FRACTION = 0.05  # shorter leftovers are merged into the next interval
+YIELD_EVERY_MASK = 63  # yield to the loop at least every 64 transactions
 
 OUTCOME_COMPLETED = "completed"
 OUTCOME_INTERRUPTED = "interrupted"

@@ -1,0 +1,187 @@
+"""System calls of the lab: commands, loop devices, mounts, sizes, the page cache.
+
+Every command runs with a timeout and its output captured, so a failure becomes one line
+(the command and the last line it printed) instead of a traceback or a hang.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from sim.errors import ConfigError, TargetError
+
+COMMAND_TIMEOUT_S = 120.0
+REQUIRED_TOOLS = ("losetup", "mkfs.ext4", "mount", "umount", "setpriv")
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes from ``1073741824``, ``512M``, ``1G``, ``1GiB``, ``256MB`` (binary units)."""
+    if isinstance(text, int):
+        return text
+    found = _SIZE.match(text)
+    if found is None:
+        raise ConfigError(f"size {text!r}: expected bytes or a number with K/M/G/T, e.g. 1G")
+    return int(float(found.group(1)) * _UNITS[found.group(2).lower()])
+
+
+def format_size(n: int | None) -> str:
+    """``1073741824`` -> ``1.0 GiB`` (for people; JSON output carries bytes)."""
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover - the loop always returns
+
+
+def missing_tools(tools: Sequence[str] = REQUIRED_TOOLS) -> list[str]:
+    """The tools among ``tools`` that are not on PATH (nor in /sbin, /usr/sbin)."""
+    path = os.environ.get("PATH", "") + ":/sbin:/usr/sbin"
+    return [tool for tool in tools if shutil.which(tool, path=path) is None]
+
+
+def run(
+    argv: Sequence[str],
+    what: str,
+    *,
+    timeout: float = COMMAND_TIMEOUT_S,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+) -> str:
+    """Run ``argv``; its stdout, or :class:`TargetError` naming ``what`` and the last line."""
+    try:
+        done = subprocess.run(
+            list(argv),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise TargetError(f"lab: {what}: {argv[0]}: {exc}") from exc
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        last = lines[-1] if lines else f"exit {done.returncode}"
+        shown = " ".join(argv[:3]) + (" …" if len(argv) > 3 else "")
+        raise TargetError(f"lab: {what}: {shown}: {last}")
+    return done.stdout
+
+
+def as_user(user: str, argv: Sequence[str], env: dict[str, str] | None = None) -> list[str]:
+    """``argv`` run as ``user`` by ``setpriv``, which execs (no extra process stays behind)."""
+    prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--reset-env"]
+    extra = [f"{k}={v}" for k, v in (env or {}).items()]
+    return [*prefix, *(["env", *extra] if extra else []), *argv]
+
+
+def create_sparse(path: Path, size_bytes: int) -> None:
+    """A sparse file of ``size_bytes`` (no blocks are allocated until written)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "xb") as f:  # "x": never truncate a file we did not create
+        f.truncate(size_bytes)
+
+
+def losetup_attach(image: Path) -> str:
+    """Attach ``image`` to the first free loop device; its path (``/dev/loopN``)."""
+    return run(["losetup", "--find", "--show", str(image)], "attach loop device").strip()
+
+
+def loop_backing_file(device: str) -> str | None:
+    """The backing file of ``/dev/loopN`` from sysfs, or None when it is not attached."""
+    name = os.path.basename(device)
+    try:
+        return (Path("/sys/block") / name / "loop" / "backing_file").read_text().strip()
+    except OSError:
+        return None
+
+
+def loops_for(image: Path) -> list[str]:
+    """Every loop device whose backing file is ``image`` (``/dev/loopN`` paths)."""
+    target = os.path.realpath(image)
+    found = []
+    for backing in sorted(Path("/sys/block").glob("loop*/loop/backing_file")):
+        try:
+            text = backing.read_text().strip().removesuffix(" (deleted)")
+        except OSError:
+            continue
+        if text == target:
+            found.append("/dev/" + backing.parent.parent.name)
+    return found
+
+
+def device_number(device: str) -> str:
+    """``MAJ:MIN`` of a block device node."""
+    st = os.stat(device)
+    return f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+
+
+def mkfs_ext4(device: str) -> None:
+    """ext4 with inode tables and journal initialised now: the lazy initialisation thread
+    would otherwise write to the device for minutes after mounting and pollute the counts."""
+    run(
+        ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", device],
+        "make ext4",
+    )
+
+
+def mounted_source(mount_point: Path) -> str | None:
+    """The device mounted at ``mount_point`` (from /proc/self/mounts), or None."""
+    target = os.path.realpath(mount_point)
+    source = None
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[1].replace("\\040", " ") == target:
+            source = fields[0]  # the last one wins: it hides the ones below
+    return source
+
+
+def mount(device: str, mount_point: Path) -> None:
+    """Mount ext4 ``device`` at ``mount_point``."""
+    run(["mount", "-t", "ext4", device, str(mount_point)], "mount")
+
+
+def umount(mount_point: Path) -> None:
+    """Unmount ``mount_point`` (never lazily: a lazy unmount would keep the loop device busy)."""
+    try:
+        run(["umount", str(mount_point)], "unmount")
+    except TargetError as exc:
+        if "busy" not in str(exc):
+            raise
+        raise TargetError(f"{exc} (a process uses it: see `fuser -vm {mount_point}`)") from exc
+
+
+def losetup_detach(device: str) -> None:
+    """Detach a loop device."""
+    run(["losetup", "--detach", device], "detach loop device")
+
+
+def drop_caches() -> None:
+    """``sync; echo 3 > /proc/sys/vm/drop_caches``: pages cached before the I/O processes
+    start would be charged to another cgroup and served without touching the device."""
+    os.sync()
+    try:
+        DROP_CACHES.write_text("3\n")
+    except OSError as exc:
+        raise TargetError(f"lab: cannot drop caches ({DROP_CACHES}): {exc.strerror}") from exc
+
+
+def free_bytes(path: Path) -> int | None:
+    """Bytes available to unprivileged users on the file system holding ``path``."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
