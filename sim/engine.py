@@ -32,7 +32,7 @@ from sim.errors import SimError, TargetError
 from sim.events import EngineEvents
 from sim.metrics import IntervalRecorder
 from sim.protocols import Collector, EngineContext, Sample, SqlConnection, Target, Workload
-from sim.scenario import Load
+from sim.scenario import Load, Step
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,8 @@ class Stage:
     duration_s: float | None  # None: until every session finished its loops
     sessions: int
     rate_ops_s: float | None
+    #: Lab ceilings to apply when the stage starts (``Step.lab``), or None.
+    lab: dict[str, int | None] | None = None
 
 
 def plan_stages(load: Load, default_sessions: int) -> list[Stage]:
@@ -66,9 +68,10 @@ def plan_stages(load: Load, default_sessions: int) -> list[Stage]:
     first_rate = load.rate_ops_s
     if load.steps:
         first_rate = load.steps[0].rate_ops_s or load.rate_ops_s
+    first_lab = _lab(load.steps[0]) if load.steps else None
     if load.warmup_s > 0:
         first_sessions = (load.steps[0].sessions if load.steps else None) or sessions
-        stages.append(Stage("warmup", None, load.warmup_s, first_sessions, first_rate))
+        stages.append(Stage("warmup", None, load.warmup_s, first_sessions, first_rate, first_lab))
     if load.steps:
         for i, step in enumerate(load.steps):
             stages.append(
@@ -78,12 +81,17 @@ def plan_stages(load: Load, default_sessions: int) -> list[Stage]:
                     step.duration_s,
                     step.sessions or sessions,
                     step.rate_ops_s or load.rate_ops_s,
+                    _lab(step),
                 )
             )
     else:
         duration = None if load.loops_per_session else load.duration_s
         stages.append(Stage("measure", None, duration, sessions, load.rate_ops_s))
     return stages
+
+
+def _lab(step: Step) -> dict[str, int | None] | None:
+    return step.lab.model_dump(exclude_unset=True) if step.lab is not None else None
 
 
 @dataclass
@@ -105,6 +113,8 @@ class RunResult:
     target: dict[str, Any] = field(default_factory=dict)
     sessions: int = 0
     loops_completed: list[int] = field(default_factory=list)
+    #: Every stage entered: t (s since sessions started), phase, step, sessions, rate, lab.
+    stage_log: list[dict[str, Any]] = field(default_factory=list)
     #: Per session: index of its first measured transaction and one past its last.
     op_ranges: list[tuple[int, int]] = field(default_factory=list)
     error: str | None = None
@@ -358,6 +368,16 @@ class Engine:
         self._stage_started = now
         self._stage_started_ns = time.perf_counter_ns()
         self._measuring = stage.phase == "measure"
+        entry: dict[str, Any] = {
+            "t": round(now - self._t0, 3),
+            "phase": stage.phase,
+            "step": stage.step,
+            "sessions": stage.sessions,
+            "rate_ops_s": stage.rate_ops_s,
+        }
+        # Listeners may act on the stage (set the lab's ceilings) and note what they did.
+        self.events.stage.fire(stage=stage, log=entry)
+        self.result.stage_log.append(entry)
         self._set_state(stage.phase, "" if stage.step is None else f"step {stage.step + 1}")
         self._active_changed_set()
 

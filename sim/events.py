@@ -36,6 +36,9 @@ class EngineEvents:
         #: ``state(state: str, detail: str)``: setup, loading, verifying, connecting, warmup,
         #: measure, stopping, finished.
         self.state = EventHook("state")
+        #: ``stage(stage: sim.engine.Stage, log: dict)``: a stage (warm-up, a step) begins;
+        #: a listener may add facts to ``log`` (it goes into the summary's ``stages``).
+        self.stage = EventHook("stage")
         #: ``progress(what: str, done: int, total: int)``: long set-up steps (loading data).
         self.progress = EventHook("progress")
         #: ``interval(interval: sim.metrics.Interval, samples: list[sim.protocols.Sample])``:

@@ -12,7 +12,7 @@ from typing import Any
 
 from sim import registry
 from sim.bundle import BundleWriter, iso, new_bundle_dir
-from sim.engine import Engine, RunResult
+from sim.engine import Engine, RunResult, Stage
 from sim.errors import ConfigError, SimError
 from sim.protocols import Collector, Target, Workload
 from sim.scenario import CollectorSettings, ScenarioBase, resolved_dict
@@ -84,12 +84,32 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
         collector_timeout_s=settings.timeout_s,
         skip_load=skip_load,
     )
+    lab_steps = [stage for stage in engine.stages if stage.lab]
+    if lab_steps:
+        attach_lab(engine)
     path = new_bundle_dir(scenario.output.directory, scenario.output.name or scenario.name)
     bundle = BundleWriter(path, resolved_dict(scenario), scenario.output.flush_interval_s)
     engine.events.state.add_listener(bundle.on_state)
     engine.events.interval.add_listener(bundle.on_interval)
     engine.events.collector_error.add_listener(bundle.on_collector_error)
     return PreparedRun(scenario, target, workload, engine, bundle)
+
+
+def attach_lab(engine: Engine) -> None:
+    """Apply each stage's lab ceilings when it starts. Checked now, so a scenario that needs
+    the lab fails before anything runs when it is not up (or we are not root)."""
+    from storage.emulator import Lab, apply_step_ceiling, require_root
+
+    require_root()
+    lab = Lab()
+    if not lab.status().get("up"):
+        raise ConfigError("load.steps[].lab: the lab is not up; start it with `dbsim lab up`")
+
+    def on_stage(stage: Stage, log: dict[str, Any]) -> None:
+        if stage.lab:
+            log["lab"] = apply_step_ceiling(lab, stage.lab)
+
+    engine.events.stage.add_listener(on_stage)
 
 
 def mix_report(workload: Workload, result: RunResult, totals: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +146,7 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
             "warmup_s": round(result.warmup_s, 3),
             "measured_s": round(result.measured_s, 3),
         },
+        "stages": result.stage_log,
         "mix": mix_report(run.workload, result, totals),
         "workload": {
             "name": run.workload.name,

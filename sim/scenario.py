@@ -56,12 +56,26 @@ class ThinkTime(_Model):
         return self
 
 
+class LabCeilings(_Model):
+    """Storage ceilings of the lab device (``dbsim lab``) for one step; 0 means unlimited and
+    an omitted one keeps its value."""
+
+    read_iops: int | None = Field(default=None, ge=0)
+    write_iops: int | None = Field(default=None, ge=0)
+    read_bps: int | None = Field(default=None, ge=0)
+    write_bps: int | None = Field(default=None, ge=0)
+
+
 class Step(_Model):
     """One load point of a stepped run: its length and what changes."""
 
     duration_s: float = Field(gt=0)
     sessions: int | None = Field(default=None, ge=1, le=MAX_SESSIONS)
     rate_ops_s: float | None = Field(default=None, gt=0)
+    lab: LabCeilings | None = Field(
+        default=None,
+        description="Set the lab device's ceilings when this step starts (root, lab up).",
+    )
 
 
 class Load(_Model):

@@ -1,0 +1,307 @@
+"""The verdict: what limited the run — storage, the client, the database — or "cannot tell".
+
+The call is made from :class:`Findings` (window figures computed by
+:mod:`sim.analysis.analyze`) by :func:`decide`, in this order:
+
+``storage-bound``
+    The operations reach storage (device I/Os per operation ≥ :data:`REACH_IOS_PER_OP`, or
+    database block reads per operation ≥ the same), the device is saturated (%util ≥
+    :data:`UTIL_BUSY_PCT`, or an IOPS plateau: across steps the IOPS stayed within
+    :data:`PLATEAU_TOLERANCE` while the load rose and p99 rose by ≥ :data:`PLATEAU_MIN_RISE`;
+    in a run without steps the IOPS varied by ≤ :data:`PLATEAU_CV` while the sessions were
+    inside operations ≥ :data:`SESSIONS_BUSY_RATIO` of the time), and application latency
+    moves with storage (the best of Pearson and Spearman, p99 or p50 of the primary operation
+    against the device's await or aqu-sz, ≥ :data:`COUPLING_MIN_R` over ≥
+    :data:`COUPLING_MIN_POINTS` intervals — or the stepped plateau itself, where more load
+    bought only latency). Never when storage is idle (below), and a plateau does not count
+    while the client is out of CPU (it could be the client's ceiling).
+``client-bound``
+    The load generator is out of CPU and storage is not saturated: dbsim's process used ≥
+    :data:`CLIENT_PROCESS_PCT` % of one core (Python's GIL makes one core the ceiling), or the
+    host was ≥ :data:`HOST_BUSY_PCT` % busy while dbsim's process spent ≥
+    :data:`CLIENT_CPU_SHARE_PCT` % of each session's time on CPU.
+``database-bound``
+    Storage is idle — %util < :data:`UTIL_IDLE_PCT` and device I/Os per operation <
+    :data:`IDLE_IOS_PER_OP`, or the database cache served ≥ :data:`CACHE_ALL_HIT_PCT` % of
+    block requests — and the client is not out of CPU: the time goes to CPU, locks or commits
+    inside the database.
+``inconclusive``
+    Anything else; the evidence list still says what was measured.
+
+Tuning data — runs made for this on the development machine (2 vCPUs, one virtio disk
+``vda`` and a PostgreSQL server both shared with other people's concurrent work, which shows):
+
+* SLOB-like SQLite reads, 600 MB table, in a 200 MB memory cgroup under a blk-throttle ceiling
+  of 300 read IOPS (the lab notes' recipe), steps of 1, 2, 4, 8 sessions × 8 s: step medians
+  of 304–305 IOPS while p99 went 0.20 → 0.40 → 0.80 → 1.50 s, 50 device reads per read,
+  Little's L/sessions 0.98, dbsim 7.6 % of a core, host 7 % busy (iowait 45–97 %). Yet %util
+  stayed at 0.4–5 %, r_await at 0.07–0.3 ms and aqu-sz at 0.02–0.09: blk-throttle holds the
+  I/O above the device, where iostat does not see it. Hence the plateau path beside %util,
+  aqu-sz beside await, and the reads+flushes gate on a low-%util plateau. Best coupling 0.58
+  (p50 with await), 0.60 within step 1. Verdict: storage-bound, every step too.
+* The same ceiling without steps (4 sessions, 20 s): a neighbour's reads took ``vda`` to
+  20–49 k IOPS for half the run and latency rose from 0.65 to 0.9–1.3 s with them (Spearman
+  of p50 with aqu-sz 0.68), but IOPS varied by 91 % and %util averaged 48 %: inconclusive.
+* The default SQLite quickstart (everything in the page cache, 10 % updates): %util 9–32 %,
+  5–10 device I/Os per operation — WAL write-back, not on the reads' path (0.02–0.24 reads
+  plus flushes per operation) — IOPS varying by 46 %; best coupling 0.54. Cached PostgreSQL
+  runs reached 0.54–0.65: with a best-of-eight correlation on a shared disk, coupling alone
+  separates nothing, and saturation plus I/O on the path are the real gates. Verdicts:
+  client-bound or inconclusive, never storage-bound.
+* dbsim's process CPU: 7 % of a core when storage-bound, 11–27 % against a cached PostgreSQL
+  (whose backends kept the host 100 % busy: 1–7 % per session, the first half of one such run
+  called database-bound), 73–97 % per interval for a single cached SQLite session. The host was
+  often 90–100 % busy from other processes, hence :data:`CLIENT_CPU_SHARE_PCT`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: %util at which a device counts as busy (iostat's usual "saturated" mark; on multi-queue
+#: devices 100 % is not a hard ceiling, so this is a sign, not proof).
+UTIL_BUSY_PCT = 80.0
+#: %util below which a device counts as idle for the database-bound call.
+UTIL_IDLE_PCT = 20.0
+#: Correlation of application latency with storage latency that counts as "moves with it":
+#: r = 0.5 explains a quarter of the variance; the throttled runs reached 0.55–0.58, cached
+#: runs stayed below.
+COUPLING_MIN_R = 0.5
+#: Fewer intervals than this and a correlation is not trusted as evidence (with 4 points an
+#: r of 0.5 happens by chance about half the time).
+COUPLING_MIN_POINTS = 5
+#: Device (or database) I/Os per operation from which the operations reach storage: one
+#: operation in five waiting for an I/O is enough for storage to shape the latency.
+REACH_IOS_PER_OP = 0.2
+#: Below this many device I/Os per operation storage is idle (one in twenty operations).
+IDLE_IOS_PER_OP = 0.05
+#: Database cache hit ratio at which reads never reach storage.
+CACHE_ALL_HIT_PCT = 99.0
+#: dbsim's process CPU (% of one core) at which the client is out of CPU: the sessions share
+#: one interpreter lock, so one core is the ceiling whatever the host has — but not 100 %:
+#: a single cached SQLite session, CPU-bound by construction, measured 73–97 % per interval
+#: (mean 86–91 % over four runs), the hand-offs between the loop thread and its worker
+#: leaving the core idle part of the time. 90 % would split those runs by chance.
+CLIENT_PROCESS_PCT = 80.0
+#: Host CPU busy % at which the load generator's host is saturated.
+HOST_BUSY_PCT = 90.0
+#: With the host saturated, the client counts as out of CPU only if dbsim's sessions spent at
+#: least this share of their time on CPU (process CPU / sessions): a session that computes
+#: a quarter of the time waits about as long again for a CPU on a full host, while one that
+#: computes 2 % of the time (the throttled runs) is barely slowed.
+CLIENT_CPU_SHARE_PCT = 25.0
+#: Relative IOPS change across steps still called a plateau (per-second IOPS under
+#: blk-throttle wobbled by ±5 %, a neighbour's I/O adds more).
+PLATEAU_TOLERANCE = 0.15
+#: p99 rise across the plateau that shows the extra load only queued.
+PLATEAU_MIN_RISE = 0.5
+#: Coefficient of variation of IOPS below which a run without steps sits on a plateau.
+PLATEAU_CV = 0.15
+#: Little's-law ratio from which the sessions were waiting inside operations, not elsewhere.
+SESSIONS_BUSY_RATIO = 0.8
+
+CALLS = ("storage-bound", "client-bound", "database-bound", "inconclusive")
+
+
+@dataclass
+class Check:
+    """One measured fact and the threshold it was held against."""
+
+    check: str
+    value: float | None
+    threshold: float | None
+    passed: bool
+    meaning: str
+
+    def as_dict(self) -> dict[str, Any]:
+        value = None if self.value is None else round(self.value, 4)
+        return {
+            "check": self.check,
+            "value": value,
+            "threshold": self.threshold,
+            "passed": self.passed,
+            "meaning": self.meaning,
+        }
+
+
+@dataclass
+class Findings:
+    """The figures a verdict is made from, for one window (the run, a step, a half)."""
+
+    op: str | None = None
+    device: str | None = None
+    p99_us: float | None = None
+    iops: float | None = None
+    util_pct: float | None = None
+    ios_per_op: float | None = None
+    #: Device reads plus flushes per operation: the I/O a session waits for (buffered writes
+    #: are written back later, unless the device is busy enough to throttle the writers).
+    sync_ios_per_op: float | None = None
+    db_reads_per_op: float | None = None
+    cache_hit_pct: float | None = None
+    coupling_r: float | None = None
+    coupling_what: str = ""
+    coupling_n: int = 0
+    #: Plateau evidence: (value, threshold, passed, meaning), or None when not assessable.
+    plateau: tuple[float | None, float, bool, str] | None = None
+    #: The plateau came from steps, where latency rose as the load rose: that is coupling too.
+    stepped_plateau: bool = False
+    host_busy_pct: float | None = None
+    process_cpu_pct: float | None = None
+    cpu_share_pct: float | None = None
+    littles_ratio: float | None = None
+    in_process_db: bool = False
+
+
+def _ge(value: float | None, threshold: float) -> bool:
+    return value is not None and value >= threshold
+
+
+def _lt(value: float | None, threshold: float) -> bool:
+    return value is not None and value < threshold
+
+
+def _fmt_us(us: float | None) -> str:
+    if us is None:
+        return "n/a"
+    if us >= 1_000_000:
+        return f"{us / 1e6:.2f} s"
+    return f"{us / 1000:.1f} ms" if us >= 1000 else f"{us:.0f} µs"
+
+
+def _num(value: float | None, digits: int = 0, unit: str = "") -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}{unit}"
+
+
+def decide(f: Findings) -> dict[str, Any]:
+    """The verdict for one window: ``{"call", "summary", "evidence"}``."""
+    dev = f.device or "the device"
+    busy = _ge(f.util_pct, UTIL_BUSY_PCT)
+    plateau = f.plateau is not None and f.plateau[2]
+    reaches = _ge(f.ios_per_op, REACH_IOS_PER_OP) or _ge(f.db_reads_per_op, REACH_IOS_PER_OP)
+    correlated = _ge(f.coupling_r, COUPLING_MIN_R) and f.coupling_n >= COUPLING_MIN_POINTS
+    coupled = correlated or (plateau and f.stepped_plateau)
+    all_hits = _ge(f.cache_hit_pct, CACHE_ALL_HIT_PCT)
+    idle = (_lt(f.util_pct, UTIL_IDLE_PCT) and _lt(f.ios_per_op, IDLE_IOS_PER_OP)) or (
+        all_hits and not busy
+    )
+    process_full = _ge(f.process_cpu_pct, CLIENT_PROCESS_PCT)
+    host_full = _ge(f.host_busy_pct, HOST_BUSY_PCT)
+    client_full = process_full or (host_full and _ge(f.cpu_share_pct, CLIENT_CPU_SHARE_PCT))
+    waits_on_io = _ge(f.sync_ios_per_op, REACH_IOS_PER_OP) or _ge(
+        f.db_reads_per_op, REACH_IOS_PER_OP
+    )
+    # A plateau at low %util is a ceiling only if the sessions wait for the device (reads,
+    # flushes) and are not out of CPU themselves: a cached run's write-back is steady too.
+    saturated = busy or (plateau and waits_on_io and not client_full)
+
+    evidence = [
+        Check("device %util", f.util_pct, UTIL_BUSY_PCT, busy,
+              f"{dev} busy ≥ {UTIL_BUSY_PCT:.0f} % of the time (blk-throttle and QoS ceilings "
+              "can saturate a device at low %util)"),
+        Check("IOPS plateau", f.plateau[0] if f.plateau else None,
+              f.plateau[1] if f.plateau else None, plateau,
+              f.plateau[3] if f.plateau else "not assessable (no device, or too few intervals)"),
+        Check("latency follows storage", f.coupling_r, COUPLING_MIN_R, correlated,
+              f"{f.coupling_what or 'no defined correlation'} over {f.coupling_n} intervals"),
+        Check("device I/Os per operation", f.ios_per_op, REACH_IOS_PER_OP,
+              _ge(f.ios_per_op, REACH_IOS_PER_OP),
+              "operations reach the device (reads, writes and flushes of the whole device)"),
+        Check("device reads+flushes per operation", f.sync_ios_per_op, REACH_IOS_PER_OP,
+              waits_on_io, "I/O the sessions wait for (needed for a plateau at low %util)"),
+        Check("database block reads per operation", f.db_reads_per_op, REACH_IOS_PER_OP,
+              _ge(f.db_reads_per_op, REACH_IOS_PER_OP),
+              "blocks the database read from the OS (page cache or device) per operation"),
+        Check("database cache hit %", f.cache_hit_pct, CACHE_ALL_HIT_PCT, all_hits,
+              "share of block requests the database cache served"),
+        Check("storage idle", f.ios_per_op, IDLE_IOS_PER_OP, idle,
+              f"%util < {UTIL_IDLE_PCT:.0f} and < {IDLE_IOS_PER_OP} device I/Os per operation, "
+              f"or the database cache served ≥ {CACHE_ALL_HIT_PCT:.0f} %"),
+        Check("dbsim process CPU % of one core", f.process_cpu_pct, CLIENT_PROCESS_PCT,
+              process_full, "the client's interpreter lock makes one core its ceiling"),
+        Check("host CPU busy %", f.host_busy_pct, HOST_BUSY_PCT, host_full,
+              "the load generator's host, all CPUs (other processes included)"),
+        Check("dbsim CPU % of session time", f.cpu_share_pct, CLIENT_CPU_SHARE_PCT,
+              _ge(f.cpu_share_pct, CLIENT_CPU_SHARE_PCT),
+              "process CPU per session: how much of their time the sessions computed"),
+        Check("Little's law L / sessions", f.littles_ratio, SESSIONS_BUSY_RATIO,
+              _ge(f.littles_ratio, SESSIONS_BUSY_RATIO),
+              "share of session time spent inside timed operations"),
+    ]  # fmt: skip
+    op = f.op or "the workload"
+    if reaches and saturated and coupled and not idle:
+        how = (
+            f"was {f.util_pct:.0f} % busy"
+            if busy and f.util_pct is not None
+            else f"held a plateau of about {_num(f.iops)} IOPS"
+        )
+        why = (
+            f"{f.coupling_what} r = {f.coupling_r:.2f}"
+            if correlated and f.coupling_r is not None
+            else "more load bought only more latency"
+        )
+        per_op = f.ios_per_op if f.ios_per_op is not None else f.db_reads_per_op
+        call = "storage-bound"
+        summary = (
+            f"Storage-bound: {op} latency (p99 {_fmt_us(f.p99_us)}) moved with {dev} "
+            f"({why}) while {dev} {how}, at {_num(per_op, 1)} I/Os per operation."
+        )
+    elif client_full and not saturated:
+        inside = (
+            "; SQLite runs inside dbsim, so that includes the database" if f.in_process_db else ""
+        )
+        who = "dbsim's process" if process_full else "the load generator's host"
+        call = "client-bound"
+        summary = (
+            f"Client-bound: {who} ran out of CPU (host {_num(f.host_busy_pct)} % busy, dbsim's "
+            f"process {_num(f.process_cpu_pct)} % of one core{inside}) while {dev} was not "
+            f"saturated, so {op} latency (p99 {_fmt_us(f.p99_us)}) tells more about CPU than "
+            "about the storage."
+        )
+    elif idle and not client_full:
+        hit = f", cache hit {f.cache_hit_pct:.1f} %" if f.cache_hit_pct is not None else ""
+        call = "database-bound"
+        summary = (
+            f"Database-bound: storage was nearly idle ({dev} {_num(f.util_pct)} % busy, "
+            f"{_num(f.ios_per_op, 2)} I/Os per operation{hit}) and the client had CPU to "
+            f"spare, so {op} latency (p99 {_fmt_us(f.p99_us)}) is spent in the database "
+            "(CPU, locks, commits), not in storage."
+        )
+    else:
+        call = "inconclusive"
+        summary = f"Inconclusive: {_inconclusive_reason(f, reaches, saturated, coupled, idle)}."
+    return {"call": call, "summary": summary, "evidence": [c.as_dict() for c in evidence]}
+
+
+def _inconclusive_reason(
+    f: Findings, reaches: bool, saturated: bool, coupled: bool, idle: bool
+) -> str:
+    dev = f.device or "no block device"
+    if f.device is None and f.cache_hit_pct is None:
+        return (
+            "no storage figures were collected (no block device or database statistics), so "
+            "storage cannot be judged"
+        )
+    parts = [
+        f"{dev} was {_num(f.util_pct)} % busy at {_num(f.iops)} IOPS",
+        f"{_num(f.ios_per_op, 2)} device I/Os per operation",
+        f"latency-to-storage correlation {_num(f.coupling_r, 2)}",
+    ]
+    if f.host_busy_pct is not None:
+        parts.append(
+            f"host CPU {f.host_busy_pct:.0f} % busy, dbsim {_num(f.process_cpu_pct)} % of a core"
+        )
+    missing = [
+        name
+        for name, ok in (
+            ("saturated storage", saturated),
+            ("latency following storage", coupled),
+            ("I/O on the operations' path", reaches),
+        )
+        if not ok
+    ]
+    lead = "no single bottleneck stands out"
+    if reaches and not idle and missing:
+        lead = f"storage is used but shows no {' or '.join(missing)}"
+    return f"{lead} ({'; '.join(parts)})"

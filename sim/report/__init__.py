@@ -1,0 +1,193 @@
+"""The run report: one self-contained ``report.html`` per bundle, for a change ticket.
+
+:func:`render_report` reads the bundle (summary.json, scenario.yaml, the time series, the
+measured histograms) and, when given or found in ``analysis.json``, the analysis
+(:func:`sim.analysis.analyze_bundle`'s dict), and writes ``report.html`` atomically.
+
+The page opens offline and prints on A4: inline CSS, charts as inline SVG drawn here, no
+JavaScript, no fonts, no request of any kind. Every value from the bundle is escaped —
+scenario names, descriptions and target settings are user input.
+
+A section that cannot be drawn (an analysis of an unexpected shape, a damaged file) becomes a
+one-line note in the page instead of costing the whole report: the report is written at the
+end of every run, and a run's figures must not be lost to a plotting problem.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sim import __version__
+from sim.bundle import atomic_write
+from sim.report import charts, findings, sections
+from sim.report.data import (
+    load_analysis_file,
+    load_summary,
+    measured_histograms,
+    read_text,
+    series_from_bundle,
+)
+from sim.report.markup import CSS, Safe, esc, num, section, table, us
+from sim.report.scales import finite
+
+REPORT_NAME = "report.html"
+ANALYSIS_SCHEMA = 1
+log = logging.getLogger(__name__)
+
+__all__ = ["REPORT_NAME", "render_html", "render_report"]
+
+
+def render_report(bundle: Path, analysis: dict[str, Any] | None = None) -> Path:
+    """Write ``<bundle>/report.html`` and return its path.
+
+    ``analysis`` is :func:`sim.analysis.analyze_bundle`'s result; when None, the bundle's
+    ``analysis.json`` is used if there is one, else the report shows the raw figures without
+    verdict, correlations or knee. Raises :class:`sim.errors.ConfigError` when ``bundle`` is
+    not a run bundle.
+    """
+    bundle = Path(bundle)
+    path = bundle / REPORT_NAME
+    atomic_write(path, render_html(bundle, analysis))
+    return path
+
+
+def _guarded(anchor: str, name: str, build: Callable[[], str]) -> str:
+    try:
+        return build()
+    except Exception as exc:  # a damaged input costs one section, never the report
+        log.warning("report: section %s failed", name, exc_info=True)
+        return str(
+            section(
+                anchor,
+                name,
+                Safe(
+                    f'<p class="alert">This section could not be drawn: '
+                    f"{esc(type(exc).__name__)}: {esc(exc)}</p>"
+                ),
+            )
+        )
+
+
+def _scenario(bundle: Path) -> tuple[str | None, dict[str, Any]]:
+    text = read_text(bundle / "scenario.yaml")
+    try:
+        data = yaml.safe_load(text) if text else None
+    except yaml.YAMLError:
+        data = None
+    return text, data if isinstance(data, dict) else {}
+
+
+def render_html(bundle: Path, analysis: dict[str, Any] | None = None) -> str:
+    """The report page of ``bundle`` as a string (see :func:`render_report`)."""
+    summary = load_summary(bundle)
+    if analysis is None:
+        analysis = load_analysis_file(bundle)
+    notes: list[str] = []
+    if analysis is not None and analysis.get("schema") != ANALYSIS_SCHEMA:
+        notes.append(
+            f"The analysis has schema {analysis.get('schema')!r}; this report reads schema "
+            f"{ANALYSIS_SCHEMA}, so it is left out."
+        )
+        analysis = None
+    scenario_text, scenario = _scenario(bundle)
+    steps = (scenario.get("load") or {}).get("steps") or []
+    series = (analysis or {}).get("series")
+    if not (isinstance(series, dict) and series.get("t")):
+        series = series_from_bundle(bundle)
+    ops = charts.op_order(summary, analysis)
+    primary_op = (analysis or {}).get("primary_op") or (ops[0] if ops else None)
+    primary_device = (analysis or {}).get("primary_device")
+    name = (summary.get("scenario") or {}).get("name") or summary.get("run") or bundle.name
+
+    def timeseries() -> str:
+        return section(
+            "timeseries",
+            "Time series",
+            charts.timeseries_figure(
+                series,
+                ops,
+                primary_device,
+                steps,
+                finite((summary.get("timing") or {}).get("warmup_s")),
+            ),
+        )
+
+    def curve() -> str:
+        if not primary_op:
+            return ""
+        figure = charts.curve_figure(series, analysis, primary_op, primary_device)
+        return section("curve", "Latency versus load", figure, _curve_table(analysis))
+
+    def histograms() -> str:
+        figures = charts.histogram_figures(
+            measured_histograms(bundle), summary.get("operations") or {}, ops
+        )
+        return section("histograms", "Latency histograms (measured window)", figures)
+
+    def scenario_section() -> str:
+        body = scenario_text if scenario_text is not None else "(scenario.yaml is missing)"
+        # Two columns on a long scenario: it is reference material, not worth three pages.
+        cls = ' class="columns"' if body.count("\n") > 40 else ""
+        return section("scenario", "Scenario as run", Safe(f"<pre{cls}>{esc(body)}</pre>"))
+
+    head = _guarded("header", "Header", lambda: sections.header(summary, bundle))
+    head += "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
+    parts: list[tuple[str, str, Callable[[], str]]] = [
+        ("verdict", "Verdict", lambda: sections.verdict(analysis)),
+        ("operations", "Operations", lambda: sections.operations(summary, ops)),
+        ("timeseries", "Time series", timeseries),
+        ("curve", "Latency vs load", curve),
+        ("histograms", "Histograms", histograms),
+        ("analysis", "Analysis", lambda: findings.analysis_tables(analysis)),
+        ("storage", "Storage", lambda: sections.storage(summary)),
+        ("run", "Run details", lambda: sections.run_details(summary)),
+        ("scenario", "Scenario", scenario_section),
+    ]
+    built = [(anchor, title, _guarded(anchor, title, build)) for anchor, title, build in parts]
+    nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t, html in built if html)
+    body = head + f"<nav>{nav}</nav>" + "".join(html for _, _, html in built)
+    generated = datetime.fromtimestamp(time.time(), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        # No external resource may load, even if a value slipped through unescaped.
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">"
+        f"<title>dbsim report: {esc(name)}</title><style>{CSS}</style></head><body>"
+        f"{body}<footer>Generated by dbsim {esc(__version__)} on {esc(generated)} from "
+        f"{esc(bundle.resolve())}. Latencies are measured by the client, per operation; "
+        "storage figures come from the host's collectors over the same intervals.</footer>"
+        "</body></html>\n"
+    )
+
+
+def _curve_table(analysis: dict[str, Any] | None) -> str:
+    curve = (analysis or {}).get("curve") or {}
+    points = [p for p in curve.get("points") or [] if isinstance(p, dict)]
+    if not points:
+        return ""
+    x_name = "device IOPS" if curve.get("x") == "device_iops" else "ops/s (all)"
+    rows = [
+        [
+            num(p.get("x")),
+            num(p.get("ops_s")),
+            us(p.get("p50_us")),
+            us(p.get("p99_us")),
+            num(p.get("n")),
+        ]
+        for p in points
+    ]
+    return table(
+        (x_name, "ops/s", "p50", "p99", "intervals"),
+        rows,
+        left=0,
+        caption="Curve points (medians per load step, or per bin of intervals)",
+    )

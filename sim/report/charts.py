@@ -1,0 +1,304 @@
+"""The report's figures: time series on one time axis, latency versus IOPS, histograms."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sim.report.draw import PALETTE
+from sim.report.markup import Safe, esc, us
+from sim.report.scales import finite, fmt_ms, fmt_number, fmt_pct, fmt_us
+from sim.report.svg import (
+    Panel,
+    Points,
+    Series,
+    histogram_chart,
+    scatter_chart,
+    time_panels,
+)
+
+MAX_DEVICES = 4  # more lines than this in one panel stop being readable
+
+
+def op_order(summary: Mapping[str, Any], analysis: Mapping[str, Any] | None) -> list[str]:
+    """Operations, the analysis' primary one first, then by count (most frequent first)."""
+    operations = summary.get("operations") or {}
+    ops = sorted(operations, key=lambda op: (-(finite(operations[op].get("count")) or 0), op))
+    primary = (analysis or {}).get("primary_op")
+    if primary in ops:
+        ops.remove(primary)
+        ops.insert(0, primary)
+    return ops
+
+
+def op_colors(ops: Sequence[str]) -> dict[str, str]:
+    return {op: PALETTE[i % len(PALETTE)] for i, op in enumerate(ops)}
+
+
+def devices(series: Mapping[str, Any], primary: str | None) -> list[str]:
+    names = sorted(series.get("device") or {})
+    if primary in names:
+        names.remove(primary)
+        names.insert(0, primary)
+    return names[:MAX_DEVICES]
+
+
+def step_marks(series: Mapping[str, Any], steps: Sequence[Any]) -> list[tuple[float, str]]:
+    """(t, label) at the start of every load step, from the series' per-interval step index.
+
+    ``t`` values are interval ends, so a step starts where the previous interval ended; the
+    first step starts one (median) interval before the first end.
+    """
+    t = [finite(v) for v in series.get("t") or []]
+    step = list(series.get("step") or [])
+    known = [v for v in t if v is not None]
+    gaps = [b - a for a, b in itertools.pairwise(known)]
+    period = statistics.median(gaps) if gaps else 1.0
+    marks: list[tuple[float, str]] = []
+    previous: Any = None
+    for i, (when, index) in enumerate(zip(t, step, strict=False)):
+        if when is None or index is None or index == previous:
+            continue
+        start = t[i - 1] if i > 0 and previous is not None else None
+        start = start if start is not None else max(when - period, 0.0)
+        marks.append((start, _step_label(int(index), steps)))
+        previous = index
+    return marks if len(marks) > 1 else []
+
+
+def _step_label(index: int, steps: Sequence[Any]) -> str:
+    label = f"step {index + 1}"
+    spec = steps[index] if 0 <= index < len(steps) and isinstance(steps[index], dict) else {}
+    if spec.get("sessions"):
+        label += f": {spec['sessions']} sess."
+    if spec.get("rate_ops_s"):
+        label += f" {fmt_number(float(spec['rate_ops_s']))}/s"
+    return label
+
+
+def timeseries_figure(
+    series: Mapping[str, Any],
+    ops: Sequence[str],
+    primary_device: str | None,
+    steps: Sequence[Any] = (),
+    warmup_s: float | None = None,
+) -> Safe:
+    """Throughput, latency, device and host panels stacked over one time axis."""
+    colors = op_colors(ops)
+    ops = [op for op in ops if op in (series.get("ops_s") or {})] or sorted(
+        series.get("ops_s") or {}
+    )
+    panels: list[Panel] = []
+    if ops:
+        ops_s = series.get("ops_s") or {}
+        panels.append(
+            Panel(
+                "Throughput (ops/s)",
+                [Series(op, ops_s.get(op, []), colors.get(op, PALETTE[0])) for op in ops],
+            )
+        )
+        latency = [
+            Series(
+                f"{op} {name}",
+                (series.get(key) or {}).get(op, []),
+                colors.get(op, PALETTE[0]),
+                dashed=name == "p50",
+            )
+            for op in ops
+            for name, key in (("p99", "p99_us"), ("p50", "p50_us"))
+        ]
+        panels.append(
+            Panel(
+                "Latency per operation: p99 solid, p50 dashed (log scale)",
+                latency,
+                y_format=fmt_us,
+                log_y=True,
+            )
+        )
+    names = devices(series, primary_device)
+    figures = series.get("device") or {}
+    dev_color = {dev: PALETTE[(i + 2) % len(PALETTE)] for i, dev in enumerate(names)}
+    if names:
+        panels.append(
+            Panel(
+                "Device IOPS",
+                [Series(dev, figures[dev].get("iops", []), dev_color[dev]) for dev in names],
+            )
+        )
+        awaits = [
+            Series(f"{dev} {label}", figures[dev].get(key, []), dev_color[dev], dashed=dashed)
+            for dev in names
+            for label, key, dashed in (
+                ("r_await", "r_await_ms", False),
+                ("w_await", "w_await_ms", True),
+            )
+        ]
+        panels.append(Panel("Device await: reads solid, writes dashed", awaits, y_format=fmt_ms))
+        queue = [
+            Series(f"{dev} %util", figures[dev].get("util_pct", []), dev_color[dev])
+            for dev in names
+        ] + [
+            Series(
+                f"{dev} aqu-sz (right)",
+                figures[dev].get("aqu_sz", []),
+                PALETTE[4],
+                dashed=True,
+                right=True,
+            )
+            for dev in names
+        ]
+        panels.append(
+            Panel("Device utilisation and queue size", queue, y_format=fmt_pct, y_max=100)
+        )
+    host = series.get("host") or {}
+    if any(finite(v) is not None for values in host.values() for v in values):
+        panels.append(
+            Panel(
+                "Host CPU",
+                [
+                    Series("host busy", host.get("cpu_busy_pct", []), PALETTE[6]),
+                    Series(
+                        "dbsim process (% of one CPU)",
+                        host.get("process_cpu_pct", []),
+                        PALETTE[3],
+                        dashed=True,
+                    ),
+                ],
+                y_format=fmt_pct,
+                y_max=100,
+            )
+        )
+    if not panels or not series.get("t"):
+        return Safe('<p class="note">No measured intervals in this bundle: nothing to plot.</p>')
+    # The series hold measured intervals only; the warm-up before them is shown as a band
+    # so the empty start of the axis is not mistaken for missing data.
+    bands = [(0.0, warmup_s, "warm-up")] if warmup_s and warmup_s > 0 else []
+    marks = step_marks(series, steps)
+    svg = time_panels(
+        series["t"],
+        panels,
+        marks=marks,
+        bands=bands,
+        label="time series of the run",
+    )
+    caption = "One point per measured interval, all panels on the same time axis"
+    caption += "; dashed vertical lines mark the start of each load step. " if marks else ". "
+    caption += "A gap in a line is an interval without a value."
+    return Safe(f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>")
+
+
+def curve_figure(
+    series: Mapping[str, Any],
+    analysis: Mapping[str, Any] | None,
+    primary_op: str | None,
+    primary_device: str | None,
+) -> Safe:
+    """p50 and p99 of the primary operation against load, with the knee ringed."""
+    curve = (analysis or {}).get("curve") or {}
+    dev = devices(series, primary_device)
+    use_device = curve.get("x", "device_iops" if dev else "ops_s") == "device_iops" and dev
+    if use_device:
+        xs = (series.get("device") or {})[dev[0]].get("iops", [])
+        x_title = f"{dev[0]} IOPS"
+    else:
+        # The analysis' load axis without a device is all operations' ops/s together.
+        per_op = list((series.get("ops_s") or {}).values())
+        xs = [sum(finite(v) or 0.0 for v in column) for column in zip(*per_op, strict=False)]
+        x_title = "ops/s (all operations)"
+    p50 = (series.get("p50_us") or {}).get(primary_op or "", [])
+    p99 = (series.get("p99_us") or {}).get(primary_op or "", [])
+    groups = [
+        Points("p99 per interval", list(zip(xs, p99, strict=False)), PALETTE[1]),
+        Points("p50 per interval", list(zip(xs, p50, strict=False)), PALETTE[0]),
+    ]
+    points = [p for p in curve.get("points") or [] if isinstance(p, dict)]
+    steps = sorted({s for s in series.get("step") or [] if s is not None})
+    # With load steps the analysis gives one point per step, in step order: name them.
+    names = [f"step {s + 1}" for s in steps] if len(steps) == len(points) else []
+    if points:
+        groups += [
+            Points(
+                "p99 curve",
+                [(p.get("x"), p.get("p99_us")) for p in points],
+                PALETTE[1],
+                line=True,
+                dots=False,
+                labels=names,
+            ),
+            Points(
+                "p50 curve",
+                [(p.get("x"), p.get("p50_us")) for p in points],
+                PALETTE[0],
+                line=True,
+                dots=False,
+                dashed=True,
+            ),
+        ]
+    knee = curve.get("knee") if isinstance(curve.get("knee"), dict) else None
+    mark = None
+    if knee and finite(knee.get("x")) is not None and finite(knee.get("p99_us")) is not None:
+        mark = (
+            float(knee["x"]),
+            float(knee["p99_us"]),
+            f"knee ≈ {fmt_number(float(knee['x']))}, p99 {fmt_us(float(knee['p99_us']))}",
+        )
+    svg = scatter_chart(
+        groups,
+        title=f"Latency of {primary_op} versus load",
+        x_title=x_title,
+        y_title="latency (log scale)",
+        log_y=True,
+        mark=mark,
+    )
+    if knee and "plateau" in str(knee.get("method")):
+        note = (
+            f"The ring marks the knee ({knee.get('method')}): from there on the device's IOPS "
+            "stayed flat while the load and the p99 latency kept rising, the storage's ceiling."
+        )
+    elif knee:
+        note = (
+            f"The ring marks the knee ({knee.get('method', 'method n/a')}): beyond about "
+            f"{fmt_number(float(knee.get('x') or 0))} the p99 latency rises faster than the load."
+        )
+    elif analysis:
+        note = "The analysis found no knee: latency did not turn upwards within the load range."
+    else:
+        note = "No analysis in this bundle, so no curve or knee; the dots are the raw intervals."
+    joined = "one point per load step" if names else "intervals binned by load"
+    caption = f"Each dot is one measured interval; the lines join the analysis' {joined}. {note}"
+    return Safe(f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>")
+
+
+def histogram_figures(
+    histograms: Mapping[str, Sequence[tuple[float, float, int]]],
+    operations: Mapping[str, Any],
+    ops: Sequence[str],
+) -> Safe:
+    """One log-scale latency histogram per operation, p50/p99/p99.9 marked."""
+    colors = op_colors(ops)
+    names = [op for op in ops if op in histograms] + sorted(set(histograms) - set(ops))
+    if not names:
+        return Safe('<p class="note">No measured histograms in this bundle.</p>')
+    figures = []
+    for op in names:
+        stats = operations.get(op) or {}
+        markers = [
+            (value, f"{label} {us(value)}")
+            for label, key in (("p50", "p50_us"), ("p99", "p99_us"), ("p99.9", "p99_9_us"))
+            if (value := finite(stats.get(key))) is not None
+        ]
+        count = sum(n for _, _, n in histograms[op])
+        svg = histogram_chart(
+            histograms[op],
+            title=f"{op}: {count:,} operations",
+            markers=markers,
+            color=colors.get(op, PALETTE[0]),
+        )
+        figures.append(f"<figure>{svg}</figure>")
+    caption = (
+        "Operations per latency bucket over the measured window (5 buckets per decade; both "
+        "axes logarithmic, so the tail stays visible)."
+    )
+    return Safe(f'<div class="grid2">{"".join(figures)}</div><p class="note">{esc(caption)}</p>')

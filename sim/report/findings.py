@@ -1,0 +1,152 @@
+"""The analysis' tables: correlation, lag, regression, I/O cost per operation, Little's law."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sim.report.markup import Safe, esc, kv_table, plain, ratio, section, short, table, us
+from sim.report.scales import finite
+
+METRICS = {
+    "await_ms": "device await",
+    "r_await_ms": "device read await",
+    "w_await_ms": "device write await",
+    "iops": "device IOPS",
+    "util_pct": "device %util",
+    "aqu_sz": "device queue (aqu-sz)",
+    "cpu_busy_pct": "host CPU busy",
+    "process_cpu_pct": "dbsim process CPU",
+}
+LATENCY = {"p50_us": "p50", "p99_us": "p99"}
+STRONG_R = 0.7
+MODERATE_R = 0.4
+
+
+def _tint(value: object) -> Safe:
+    r = finite(value)
+    strength = (
+        ""
+        if r is None
+        else "strong"
+        if abs(r) >= STRONG_R
+        else "moderate"
+        if abs(r) >= MODERATE_R
+        else ""
+    )
+    text = esc(ratio(value))
+    return Safe(f'<span class="{strength}">{text}</span>') if strength else Safe(text)
+
+
+def analysis_tables(analysis: Mapping[str, Any] | None) -> Safe:
+    """Correlation, lag, regression, I/O per operation and Little's law."""
+    if not analysis:
+        return Safe("")
+    parts: list[str] = []
+    corr = analysis.get("correlation") or {}
+    rows = []
+    for op, by_y in corr.items():
+        metrics = list(dict.fromkeys([*(by_y.get("p50_us") or {}), *(by_y.get("p99_us") or {})]))
+        for metric in metrics:
+            p50 = (by_y.get("p50_us") or {}).get(metric) or {}
+            p99 = (by_y.get("p99_us") or {}).get(metric) or {}
+            rows.append(
+                [
+                    op,
+                    METRICS.get(metric, metric),
+                    _tint(p50.get("pearson")),
+                    _tint(p50.get("spearman")),
+                    _tint(p99.get("pearson")),
+                    _tint(p99.get("spearman")),
+                    plain(p99.get("n", p50.get("n"))),
+                ]
+            )
+    if rows:
+        parts.append(
+            table(
+                (
+                    "operation",
+                    "versus",
+                    "p50 Pearson r",
+                    "p50 Spearman ρ",
+                    "p99 Pearson r",
+                    "p99 Spearman ρ",
+                    "n",
+                ),
+                rows,
+                left=2,
+                caption="Correlation of latency with storage and host figures, per interval "
+                "(|r| ≥ 0.7 strong, ≥ 0.4 moderate)",
+            )
+        )
+    lag_rows = [
+        [
+            op,
+            METRICS.get(str(v.get("metric")), v.get("metric")),
+            short(v.get("best_lag_s")),
+            ratio(v.get("r")),
+            v.get("leader"),
+        ]
+        for op, v in (analysis.get("lag") or {}).items()
+        if isinstance(v, dict)
+    ]
+    if lag_rows:
+        parts.append(
+            table(
+                ("operation", "versus", "best lag s", "r", "leads"),
+                lag_rows,
+                left=2,
+                caption="Lag: the time shift that best aligns latency with the storage figure, and "
+                "which side moved first",
+            )
+        )
+    reg_rows = [
+        [
+            op,
+            f"{LATENCY.get(str(v.get('y')), v.get('y'))} ~ "
+            f"{METRICS.get(str(v.get('x')), v.get('x'))}",
+            short(v.get("slope_us_per_ms")),
+            us(v.get("intercept_us")),
+            ratio(v.get("r2")),
+        ]
+        for op, v in (analysis.get("regression") or {}).items()
+        if isinstance(v, dict)
+    ]
+    if reg_rows:
+        parts.append(
+            table(
+                ("operation", "model", "µs per ms of await", "intercept", "R²"),
+                reg_rows,
+                left=2,
+                caption="Linear regression of latency on device await",
+            )
+        )
+    io = analysis.get("io_per_op") or {}
+    if io:
+        labels = {
+            "device_ios_per_op": "device I/Os per operation",
+            "device_read_ios_per_read": "device read I/Os per read",
+            "db_blocks_read_per_read": "database blocks read per read",
+            "cache_hit_pct": "database cache hit %",
+        }
+        parts.append(
+            kv_table({labels.get(k, k): v for k, v in io.items()}, caption="I/O cost per operation")
+        )
+    little = analysis.get("littles_law") or {}
+    if little:
+        parts.append(
+            kv_table(
+                {
+                    "sessions": little.get("sessions"),
+                    "concurrency measured (ops/s × mean latency)": little.get(
+                        "concurrency_measured"
+                    ),
+                    "ratio": little.get("ratio"),
+                    "note": little.get("note"),
+                },
+                caption="Little's law",
+            )
+        )
+    if not parts:
+        return Safe("")
+    return section("analysis", "Analysis", *parts)

@@ -1,0 +1,316 @@
+"""The report's text sections: header, verdict, tables of the summary and of the analysis."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sim.report.markup import (
+    DASH,
+    Safe,
+    badge,
+    esc,
+    kv_table,
+    num,
+    para,
+    plain,
+    section,
+    table,
+    us,
+)
+from sim.report.scales import finite
+
+CALLS = {
+    "storage-bound": "Storage-bound",
+    "client-bound": "Client-bound",
+    "database-bound": "Database-bound",
+    "inconclusive": "Inconclusive",
+}
+BLOCK_COLUMNS = (
+    ("r/s", "r_s", 1),
+    ("w/s", "w_s", 1),
+    ("IOPS", "iops", 1),
+    ("rkB/s", "rkB_s", 0),
+    ("wkB/s", "wkB_s", 0),
+    ("r_await ms", "r_await_ms", 2),
+    ("w_await ms", "w_await_ms", 2),
+    ("rareq-sz kB", "rareq_sz_kB", 1),
+    ("wareq-sz kB", "wareq_sz_kB", 1),
+    ("aqu-sz", "aqu_sz", 2),
+    ("%util", "util_pct", 1),
+)
+HOST_LABELS = {
+    "cpu_busy_pct": "busy %",
+    "cpu_user_pct": "user %",
+    "cpu_system_pct": "system %",
+    "cpu_iowait_pct": "iowait %",
+    "cpu_steal_pct": "steal %",
+    "cpu_idle_pct": "idle %",
+    "process_cpu_pct": "dbsim process CPU % (of one CPU)",
+    "cpus": "CPUs",
+    "samples": "samples",
+}
+
+
+def when(stamp: object) -> str:
+    """An ISO timestamp as ``2026-11-30 05:26:00 UTC``."""
+    try:
+        moment = datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return DASH if stamp in (None, "") else str(stamp)
+    zone = moment.strftime("%Z") if moment.tzinfo else ""
+    return moment.strftime("%Y-%m-%d %H:%M:%S") + (f" {zone}" if zone else "")
+
+
+def seconds(value: object) -> str:
+    number = finite(value)
+    if number is None:
+        return DASH
+    return f"{number:.1f} s" if number < 120 else f"{number / 60:.1f} min ({number:,.0f} s)"
+
+
+def header(summary: Mapping[str, Any], bundle: Path) -> Safe:
+    """Title, one line of who/what, the facts grid and, for an unfinished run, a warning."""
+    scenario = summary.get("scenario") or {}
+    status = str(summary.get("status") or "unknown")
+    timing = summary.get("timing") or {}
+    host = summary.get("host") or {}
+    facts = [
+        ("Status", badge(status, status)),
+        ("Reason", summary.get("reason") or DASH),
+        ("Started", when(summary.get("started_at"))),
+        ("Ended", when(summary.get("ended_at"))),
+        ("Measured", seconds(timing.get("measured_s"))),
+        ("Warm-up", seconds(timing.get("warmup_s"))),
+        ("Sessions", plain(summary.get("sessions"))),
+        ("Intervals", plain(summary.get("intervals_written"))),
+        ("Host", f"{host.get('hostname', DASH)} ({host.get('cpus', '?')} CPUs)"),
+        ("dbsim", plain(summary.get("dbsim_version"))),
+        ("Run", plain(summary.get("run"))),
+        ("Bundle", str(bundle)),
+    ]
+    grid = "".join(
+        f"<dt>{esc(k)}</dt><dd>{v if isinstance(v, Safe) else esc(v)}</dd>" for k, v in facts
+    )
+    line = (
+        f"{scenario.get('workload') or '?'} workload on a {scenario.get('target') or '?'} target"
+        f" · {seconds(timing.get('measured_s'))} measured"
+        f" · {plain(summary.get('sessions'))} session"
+        f"{'' if summary.get('sessions') == 1 else 's'}"
+    )
+    out = [
+        f"<header><h1>dbsim run report: {esc(scenario.get('name') or summary.get('run'))}</h1>",
+        f'<div class="sub">{esc(line)}</div><dl class="facts">{grid}</dl></header>',
+    ]
+    if status != "completed":
+        problem = summary.get("error") or summary.get("reason") or "the run did not complete"
+        what = "still running: this report is partial" if status == "running" else status
+        out.append(
+            f'<p class="alert"><strong>Run {esc(what)}.</strong> {esc(problem)}. Figures cover '
+            "only the intervals written before the run ended.</p>"
+        )
+    return Safe("".join(out))
+
+
+def verdict(analysis: Mapping[str, Any] | None) -> Safe:
+    """The verdict in one sentence and the evidence behind it."""
+    result = (analysis or {}).get("verdict")
+    if not isinstance(result, dict):
+        return section(
+            "verdict",
+            "Verdict",
+            Safe(
+                '<p class="note">No analysis is available for this bundle, so there is no '
+                "verdict; the figures below are the raw measurements. <code>dbsim report "
+                "RUN_DIR</code> analyses a bundle and rewrites its report.</p>"
+            ),
+        )
+    call = str(result.get("call") or "inconclusive")
+    label = CALLS.get(call, call)
+    text = str(result.get("summary") or "")
+    # The analysis' sentence may already open with the call ("Inconclusive: …"): bold that.
+    if text.lower().startswith(label.lower()):
+        lead, text = text[: len(label) + 1], text[len(label) + 1 :]
+    else:
+        lead = f"{label}."
+    sentence = Safe(
+        f'<p class="verdict {esc(call)}"><strong>{esc(lead)}</strong> {esc(text.strip())}</p>'
+    )
+    rows = [
+        [
+            e.get("check"),
+            plain(e.get("value")),
+            plain(e.get("threshold")),
+            Safe('<span class="met">met</span>')
+            if e.get("passed")
+            else Safe('<span class="unmet">not met</span>'),
+            e.get("meaning"),
+        ]
+        for e in result.get("evidence") or []
+        if isinstance(e, dict)
+    ]
+    evidence = (
+        table(
+            ("check", "value", "threshold", "condition", "meaning"),
+            rows,
+            left=(0, 3, 4),
+            caption="Evidence: the checks behind the call",
+        )
+        if rows
+        else para("The analysis gave no evidence rows.", "note")
+    )
+    return section("verdict", "Verdict", sentence, evidence, segments(analysis or {}))
+
+
+def segments(analysis: Mapping[str, Any]) -> Safe:
+    rows = [
+        [
+            s.get("label"),
+            (s.get("verdict") or {}).get("summary")
+            or CALLS.get(str((s.get("verdict") or {}).get("call")), DASH),
+            plain(s.get("intervals")),
+            us(s.get("p99_us")),
+            num(s.get("device_iops"), 0),
+            num(s.get("await_ms"), 2),
+        ]
+        for s in analysis.get("segments") or []
+        if isinstance(s, dict)
+    ]
+    if not rows:
+        return Safe("")
+    return table(
+        ("part", "verdict", "intervals", "p99", "device IOPS", "await ms"),
+        rows,
+        left=2,
+        caption="The verdict per part of the run (a call that changes from one part to the "
+        "next points at a moving bottleneck)",
+        cls="segments",
+    )
+
+
+def operations(summary: Mapping[str, Any], ops: Sequence[str]) -> Safe:
+    """Per-operation totals over the measured window, then the mix."""
+    stats = summary.get("operations") or {}
+    rows = []
+    for op in ops:
+        s = stats.get(op) or {}
+        by_class = s.get("errors_by_class") or {}
+        errors = num(s.get("errors", 0)) + (
+            f" ({', '.join(f'{k}: {v}' for k, v in by_class.items())})" if by_class else ""
+        )
+        rows.append(
+            [op, num(s.get("count")), num(s.get("ops_s"))]
+            + [us(s.get(k)) for k in ("p50_us", "p95_us", "p99_us", "p99_9_us", "max_us")]
+            + [errors]
+        )
+    if not rows:
+        return section(
+            "operations", "Operations", para("No operation was measured in this run.", "note")
+        )
+    ops_table = table(
+        ("operation", "count", "ops/s", "p50", "p95", "p99", "p99.9", "max", "errors"), rows
+    )
+    return section("operations", "Operations (measured window)", ops_table, mix(summary))
+
+
+def mix(summary: Mapping[str, Any]) -> Safe:
+    data = summary.get("mix") or {}
+    requested = data.get("requested_pct") or {}
+    measured = data.get("measured") or {}
+    measured_pct = data.get("measured_pct") or {}
+    expected = data.get("expected_by_rule") or {}
+    names = list(dict.fromkeys([*requested, *measured]))
+    if not names:
+        return Safe("")
+    headers = ["operation", "requested %", "measured", "measured %"]
+    if expected:
+        headers.append("expected by rule")
+    rows = []
+    for op in names:
+        row = [op, num(requested.get(op)), num(measured.get(op)), num(measured_pct.get(op))]
+        if expected:
+            row.append(num(expected.get(op)))
+        rows.append(row)
+    parts = [table(headers, rows, caption="Transaction mix")]
+    if "exact" in data:
+        parts.append(
+            Safe(
+                '<p><span class="ok">✓ exact</span>: every session ran exactly the '
+                "workload's rule.</p>"
+            )
+            if data["exact"]
+            else Safe(
+                '<p><span class="bad">✗ NOT exact</span>: the measured counts differ '
+                "from the workload's rule.</p>"
+            )
+        )
+    return Safe("".join(parts))
+
+
+def storage(summary: Mapping[str, Any]) -> Safe:
+    """Means over the measured window: block devices, host CPU, any other collector."""
+    sources = summary.get("storage") or {}
+    parts: list[str] = []
+    block = sources.get("block") or {}
+    if block:
+        rows = [
+            [dev, *(num(m.get(key), digits) for _, key, digits in BLOCK_COLUMNS)]
+            for dev, m in block.items()
+        ]
+        samples = ", ".join(f"{dev}: {plain(m.get('samples'))}" for dev, m in block.items())
+        parts.append(
+            table(
+                ("device", *(h for h, _, _ in BLOCK_COLUMNS)),
+                rows,
+                caption=f"Block devices (iostat figures, mean of the intervals; samples {samples})",
+            )
+        )
+    for source, entities in sources.items():
+        if source == "block" or not isinstance(entities, dict) or not entities:
+            continue
+        names = list(entities)
+        keys = list(dict.fromkeys(k for e in entities.values() for k in e))
+        labels = HOST_LABELS if source == "host" else {}
+        rows = [
+            [labels.get(key, key), *(plain((entities[n] or {}).get(key)) for n in names)]
+            for key in keys
+        ]
+        title = "Host CPU" if source == "host" else f"Collector {source}"
+        parts.append(table(("figure", *names), rows, caption=f"{title} (mean per interval)"))
+    if not parts:
+        parts.append(para("No storage collector sampled during the measured window.", "note"))
+    return section("storage", "Storage and host (measured window means)", *parts)
+
+
+def run_details(summary: Mapping[str, Any]) -> Safe:
+    """Target, data set, collectors, collector errors and messages."""
+    parts: list[str] = []
+    messages = summary.get("messages") or []
+    if summary.get("error"):
+        parts.append(Safe(f'<p class="alert"><strong>Error:</strong> {esc(summary["error"])}</p>'))
+    if messages:
+        items = "".join(f"<li>{esc(m)}</li>" for m in messages)
+        parts.append(Safe(f"<h3>Messages</h3><ul>{items}</ul>"))
+    if isinstance(summary.get("target"), dict):
+        parts.append(kv_table(summary["target"], caption="Target"))
+    workload = summary.get("workload") or {}
+    for part in ("load", "verify"):
+        if isinstance(workload.get(part), dict):
+            parts.append(kv_table(workload[part], caption=f"Workload {part}"))
+    for collector in summary.get("collectors") or []:
+        if isinstance(collector, dict):
+            name = collector.get("source", "?")
+            parts.append(
+                kv_table(
+                    {k: v for k, v in collector.items() if k != "source"},
+                    caption=f"Collector {name}",
+                )
+            )
+    errors = summary.get("collector_errors") or {}
+    if errors:
+        parts.append(kv_table(errors, caption="Collector errors (samples lost)"))
+    if not parts:
+        return Safe("")
+    return section("run", "Run details", Safe(f'<div class="grid2">{"".join(parts)}</div>'))

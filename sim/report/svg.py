@@ -1,0 +1,353 @@
+"""Inline SVG charts for the run report: no JavaScript, no fonts, no external resources.
+
+Three chart kinds, each returning one ``<svg>`` element as a string that is also valid XML:
+
+* :func:`time_panels` — stacked panels sharing one time axis (same x scale in every panel),
+  each with its own y axis and optionally a right-hand axis, with vertical marks (step
+  boundaries) drawn through all panels;
+* :func:`scatter_chart` — points and/or connected curves with one marked point (the knee);
+* :func:`histogram_chart` — bars over log-spaced buckets on a log x axis, log-scale counts.
+
+Missing values (``None``, NaN, ±inf, and values ≤ 0 on a log axis) are gaps: a line is broken
+there rather than drawn through zero, so a collector that missed a sample does not look like
+an idle device.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+
+from sim.report import draw
+from sim.report.draw import AXIS, CHAR_W, GRID, HALO, INK, PALETTE
+from sim.report.scales import (
+    Formatter,
+    Scale,
+    domain,
+    finite,
+    fmt_number,
+    fmt_us,
+    log_ticks,
+    nice_ticks,
+)
+
+# --------------------------------------------------------------------------- time panels
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line of a panel; ``right`` plots it against the panel's right-hand axis."""
+
+    label: str
+    ys: Sequence[float | None]
+    color: str = PALETTE[0]
+    dashed: bool = False
+    right: bool = False
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One stacked panel: its lines, the left axis and, when a line asks, a right axis.
+
+    Units live in the tick labels (``y_format``: 250 µs, 40%), so panels need no axis titles.
+    """
+
+    title: str
+    series: Sequence[Series]
+    y_format: Formatter = fmt_number
+    log_y: bool = False
+    y_max: float | None = None  # e.g. 100 for percentages, so 40 % does not fill the panel
+    right_format: Formatter = fmt_number
+    right_max: float | None = None
+
+
+def _axis_values(series: Sequence[Series], right: bool, log: bool) -> list[float]:
+    values = [finite(y) for s in series if s.right == right for y in s.ys]
+    return [v for v in values if v is not None and (v > 0 or not log)]
+
+
+def time_panels(
+    t: Sequence[float | None],
+    panels: Sequence[Panel],
+    *,
+    marks: Sequence[tuple[float, str]] = (),
+    bands: Sequence[tuple[float, float, str]] = (),
+    width: float = 920,
+    panel_height: float = 150,
+    label: str = "time series",
+) -> str:
+    """Stacked panels over one shared time axis (seconds); ``marks`` are (t, label) vertical
+    lines, ``bands`` (t0, t1, label) shaded spans (the warm-up), both through every panel."""
+    left, right_margin, head, gap, foot = 70.0, 70.0, 24.0, 14.0, 34.0
+    times = [finite(v) for v in t]
+    known = [v for v in times if v is not None]
+    if not panels:
+        return draw.no_chart(width, 60, label)
+    height = head + len(panels) * (panel_height + head + gap) - gap + foot - head
+    out = [draw.svg_open(width, height, label)]
+    # The marks widen the axis: the first step starts before the first interval ends.
+    span = known + [
+        v
+        for v in (*(m[0] for m in marks), *(b[0] for b in bands), *(b[1] for b in bands))
+        if known and finite(v) is not None
+    ]
+    t_lo, t_hi, *t_ticks = domain(span, log=False, floor=None) if known else (0, 1, 0, 1)
+    x = Scale(t_lo, t_hi, left, width - right_margin)
+    minutes = (t_hi - t_lo) >= 600
+    if minutes:
+        t_ticks = [v * 60 for v in nice_ticks(t_lo / 60, t_hi / 60)]
+        t_ticks = [v for v in t_ticks if t_lo <= v <= t_hi]
+    xs = [None if v is None else x(v) for v in times]
+    top = head
+    for index, panel in enumerate(panels):
+        bottom = top + panel_height
+        out.append(draw.text(left, top - 8, panel.title, font_weight="bold"))
+        for t0, t1, band in bands:
+            if known and t1 > t0:
+                out.append(
+                    f'<rect x="{x(t0):.1f}" y="{top:.1f}" width="{x(t1) - x(t0):.1f}" '
+                    f'height="{panel_height}" fill="{GRID}" fill-opacity="0.6"/>'
+                )
+                if index == 0:
+                    out.append(
+                        draw.text((x(t0) + x(t1)) / 2, top + 11, band, anchor="middle", fill=AXIS)
+                    )
+        legend = [(s.label, s.color, "dashed" if s.dashed else "line") for s in panel.series]
+        out.append(draw.legend(legend, width - right_margin, top - 12))
+        out.append(
+            f'<rect x="{left}" y="{top:.1f}" width="{width - left - right_margin:.1f}" '
+            f'height="{panel_height}" fill="none" stroke="{GRID}"/>'
+        )
+        for tick in t_ticks:
+            out.append(draw.line(x(tick), top, x(tick), bottom, GRID))
+        axes: list[tuple[bool, Formatter, float | None, float]] = [
+            (False, panel.y_format, panel.y_max, left)
+        ]
+        if any(s.right for s in panel.series):
+            axes.append((True, panel.right_format, panel.right_max, width - right_margin))
+        scales: dict[bool, Scale] = {}
+        for on_right, fmt, y_max, axis_x in axes:
+            values = _axis_values(panel.series, on_right, panel.log_y)
+            if y_max is not None and not panel.log_y:
+                values = [*values, y_max]
+            lo, hi, *ticks = domain(values, log=panel.log_y)
+            scale = scales[on_right] = Scale(lo, hi, bottom, top, log=panel.log_y)
+            for tick in ticks:
+                y = scale(tick)
+                if not on_right:
+                    out.append(draw.line(left, y, width - right_margin, y, GRID))
+                dx, anchor = (6, "start") if on_right else (-6, "end")
+                out.append(draw.text(axis_x + dx, y + 4, fmt(tick), anchor=anchor, fill=AXIS))
+        drawn = False
+        for s in panel.series:
+            scale = scales[s.right]
+            ys = [finite(v) for v in s.ys]
+            py = [scale(v) if v is not None and scale.accepts(v) else None for v in ys]
+            drawn = drawn or any(v is not None for v in py)
+            out.append(draw.polyline(xs, py, s.color, dashed=s.dashed))
+        if not drawn:
+            out.append(draw.no_data((left + width - right_margin) / 2, (top + bottom) / 2))
+        for when, text in marks:
+            if known and t_lo <= when <= t_hi:
+                out.append(draw.line(x(when), top, x(when), bottom, AXIS, stroke_dasharray="4 3"))
+                if index == 0:
+                    out.append(draw.text(x(when) + 3, top + 11, text, fill=AXIS, **HALO))
+        if index == len(panels) - 1:
+            for tick in t_ticks:
+                tick_label = f"{tick / 60:g} min" if minutes else f"{tick:g} s"
+                out.append(draw.text(x(tick), bottom + 14, tick_label, anchor="middle", fill=AXIS))
+            out.append(
+                draw.text(
+                    (left + width - right_margin) / 2,
+                    bottom + 28,
+                    "time since start",
+                    anchor="middle",
+                    fill=AXIS,
+                )
+            )
+        top = bottom + gap + head
+    out.append("</svg>")
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------- scatter
+
+
+@dataclass(frozen=True)
+class Points:
+    """A group of (x, y) points; ``line`` joins them in the order given (load steps keep
+    their order even where IOPS fell back), ``dots`` marks each one, ``labels`` names them."""
+
+    label: str
+    xy: Sequence[tuple[float | None, float | None]]
+    color: str = PALETTE[0]
+    line: bool = False
+    dots: bool = True
+    dashed: bool = False
+    labels: Sequence[str] = ()
+
+
+def scatter_chart(
+    groups: Sequence[Points],
+    *,
+    title: str,
+    x_title: str,
+    y_title: str,
+    x_format: Formatter = fmt_number,
+    y_format: Formatter = fmt_us,
+    log_y: bool = False,
+    mark: tuple[float, float, str] | None = None,
+    width: float = 920,
+    height: float = 340,
+) -> str:
+    """Points and curves on linear x, linear or log y, with an optional ringed point."""
+    left, right, top, bottom = 70.0, 24.0, 34.0, height - 40.0
+    pairs = [
+        (fx, fy)
+        for g in groups
+        for fx, fy in ((finite(px), finite(py)) for px, py in g.xy)
+        if fx is not None and fy is not None and (fy > 0 or not log_y)
+    ]
+    if not pairs:
+        return draw.no_chart(width, 80, title)
+    mark_xy = [(mark[0], mark[1])] if mark and finite(mark[0]) is not None else []
+    x_lo, x_hi, *x_ticks = domain([p[0] for p in pairs + mark_xy], log=False)
+    y_lo, y_hi, *y_ticks = domain([p[1] for p in pairs + mark_xy], log=log_y)
+    x = Scale(x_lo, x_hi, left, width - right)
+    y = Scale(y_lo, y_hi, bottom, top, log=log_y)
+    out = [draw.svg_open(width, height, title), draw.text(left, 16, title, font_weight="bold")]
+    legend = [
+        (g.label, g.color, "dot" if g.dots else "dashed" if g.dashed else "line") for g in groups
+    ]
+    out.append(draw.legend(legend, width - right, 12))
+    out.append(
+        f'<rect x="{left}" y="{top}" width="{width - left - right:.1f}" '
+        f'height="{bottom - top:.1f}" fill="none" stroke="{GRID}"/>'
+    )
+    for tick in x_ticks:
+        out.append(draw.line(x(tick), top, x(tick), bottom, GRID))
+        out.append(draw.text(x(tick), bottom + 14, x_format(tick), anchor="middle", fill=AXIS))
+    for tick in y_ticks:
+        out.append(draw.line(left, y(tick), width - right, y(tick), GRID))
+        out.append(draw.text(left - 6, y(tick) + 4, y_format(tick), anchor="end", fill=AXIS))
+    out.append(
+        draw.text((left + width - right) / 2, bottom + 30, x_title, anchor="middle", fill=AXIS)
+    )
+    out.append(draw.text(left, top - 8, y_title, fill=AXIS))
+    for g in groups:
+        named = [
+            (fx, fy, g.labels[i] if i < len(g.labels) else "")
+            for i, (fx, fy) in enumerate((finite(px), finite(py)) for px, py in g.xy)
+            if fx is not None and fy is not None and y.accepts(fy)
+        ]
+        clean = [(px, py) for px, py, _ in named]
+        if g.line and len(clean) > 1:
+            out.append(
+                draw.polyline(
+                    [x(px) for px, _ in clean],
+                    [y(py) for _, py in clean],
+                    g.color,
+                    dashed=g.dashed,
+                )
+            )
+        if g.dots:
+            out.extend(
+                f'<circle cx="{x(px):.1f}" cy="{y(py):.1f}" r="3" fill="{g.color}" '
+                f'fill-opacity="0.55"/>'
+                for px, py in clean
+            )
+        out.extend(
+            draw.text(x(px) + 5, y(py) + 14, name, fill=g.color, font_size="10", **HALO)
+            for px, py, name in named
+            if name
+        )
+    if mark_xy and y.accepts(mark_xy[0][1]):
+        mx, my = x(mark_xy[0][0]), y(mark_xy[0][1])
+        out.append(
+            f'<circle cx="{mx:.1f}" cy="{my:.1f}" r="8" fill="none" stroke="{INK}" '
+            f'stroke-width="2"/>'
+        )
+        out.append(draw.line(mx, my + 8, mx, bottom, INK, stroke_dasharray="3 3"))
+        anchor = "end" if mx > (left + width) / 2 else "start"
+        out.append(
+            draw.text(
+                mx + (-12 if anchor == "end" else 12),
+                my - 10,
+                mark[2] if mark else "",
+                anchor=anchor,
+                font_weight="bold",
+                **HALO,
+            )
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------- histogram
+
+
+def histogram_chart(
+    buckets: Sequence[tuple[float, float, int]],
+    *,
+    title: str,
+    markers: Sequence[tuple[float, str]] = (),
+    color: str = PALETTE[0],
+    width: float = 450,
+    height: float = 220,
+) -> str:
+    """Bars of (lo_us, hi_us, count) on a log µs axis and a log count axis; ``markers`` are
+    labelled vertical lines (p50, p99 …)."""
+    left, right, top, bottom = 52.0, 14.0, 30.0, height - 34.0
+    bars = [(lo, hi, n) for lo, hi, n in buckets if lo > 0 and hi > lo and n > 0]
+    if not bars:
+        return draw.no_chart(width, 80, title)
+    x_lo, x_hi, *x_ticks = domain([bars[0][0], bars[-1][1]], log=True)
+    x_ticks = [v for v in x_ticks if math.log10(v).is_integer()] or x_ticks
+    top_count = max(n for _, _, n in bars)
+    y_hi = 10.0 ** math.ceil(math.log10(top_count) + 1e-9) if top_count > 1 else 10.0
+    # Baseline below 1 so a bucket holding a single operation still shows as a bar.
+    x = Scale(x_lo, x_hi, left, width - right, log=True)
+    y = Scale(0.5, y_hi, bottom, top, log=True)
+    out = [draw.svg_open(width, height, title), draw.text(left, 16, title, font_weight="bold")]
+    out.append(
+        f'<rect x="{left}" y="{top}" width="{width - left - right:.1f}" '
+        f'height="{bottom - top:.1f}" fill="none" stroke="{GRID}"/>'
+    )
+    for tick in log_ticks(1.0, y_hi):
+        if math.log10(tick).is_integer():
+            out.append(draw.line(left, y(tick), width - right, y(tick), GRID))
+            out.append(draw.text(left - 5, y(tick) + 4, fmt_number(tick), anchor="end", fill=AXIS))
+    for tick in x_ticks:
+        out.append(draw.line(x(tick), top, x(tick), bottom, GRID))
+        out.append(draw.text(x(tick), bottom + 14, fmt_us(tick), anchor="middle", fill=AXIS))
+    out.append(
+        draw.text((left + width - right) / 2, bottom + 28, "latency", anchor="middle", fill=AXIS)
+    )
+    for lo, hi, n in bars:
+        x0, x1 = x(lo), x(hi)
+        out.append(
+            f'<rect x="{x0 + 0.5:.1f}" y="{y(n):.1f}" width="{max(x1 - x0 - 1, 1):.1f}" '
+            f'height="{bottom - y(n):.1f}" fill="{color}" fill-opacity="0.8">'
+            f"<title>{escape(f'{fmt_us(lo)} – {fmt_us(hi)}: {n:,}')}</title></rect>"
+        )
+    for rank, (value, text) in enumerate(markers):
+        if finite(value) is not None and x_lo <= value <= x_hi:
+            mx = x(value)
+            out.append(draw.line(mx, top, mx, bottom, INK, stroke_dasharray="3 2"))
+            # Labels stack downwards so close percentiles do not overprint; near the right
+            # edge they go to the left of their line so they are not cut off.
+            flip = mx + len(text) * CHAR_W * 0.9 > width - right
+            out.append(
+                draw.text(
+                    mx - 3 if flip else mx + 3,
+                    top + 10 + 11 * rank,
+                    text,
+                    anchor="end" if flip else "start",
+                    font_size="10",
+                    **HALO,
+                )
+            )
+    out.append("</svg>")
+    return "".join(out)
