@@ -10,19 +10,16 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from sim.bundle import atomic_write
 from sim.cli import WIDE_OUTPUT, app
-from sim.errors import ConfigError, SimError
+from sim.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-ANALYSIS_FILE = "analysis.json"
 RUN_COLUMNS = (
     "run",
     "started_at",
@@ -37,41 +34,21 @@ RUN_COLUMNS = (
 )
 
 
-def _analyzer() -> Callable[[Path], dict[str, Any]] | None:
-    """``sim.analysis.analyze_bundle`` when this installation has it."""
-    try:
-        from sim.analysis import analyze_bundle
-    except ImportError:
-        return None
-    return analyze_bundle
-
-
 @app.command()
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run bundle directory (runs/<stamp>-<name>).")],
 ) -> None:
     """Analyse a run bundle again, write its analysis.json and report.html; prints the
     report's path."""
-    from sim.report import render_report
+    from sim.report import write_report
     from sim.report.data import is_bundle
 
     if not is_bundle(run_dir):
         reason = "no such directory" if not run_dir.exists() else "no summary.json in it"
         raise ConfigError(f"report: {run_dir} is not a run bundle ({reason})")
-    analysis: dict[str, Any] | None = None
-    analyze = _analyzer()
-    if analyze is not None:
-        try:
-            analysis = analyze(run_dir)
-        except SimError as exc:
-            # A bundle the analysis cannot read (a run killed at start) still gets its report,
-            # without an analysis.json of an earlier attempt that no longer holds.
-            sys.stderr.write(f"warning: analysis skipped: {exc}\n")
-            (run_dir / ANALYSIS_FILE).unlink(missing_ok=True)
-    if analysis is not None:
-        # Kept beside the report so `dbsim runs` can show the verdict without re-analysing.
-        atomic_write(run_dir / ANALYSIS_FILE, json.dumps(analysis, indent=2, default=str) + "\n")
-    path = render_report(run_dir, analysis)
+    path, problem = write_report(run_dir)
+    if problem:
+        sys.stderr.write(f"warning: report without analysis: {problem}\n")
     sys.stdout.write(f"{path}\n")
 
 

@@ -23,6 +23,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "storage.targets",
     "storage.collectors",
     "storage.collectors.database",
+    "storage.collectors.ontap",
     "workloads.slob",
     "workloads.ssb",
 )

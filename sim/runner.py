@@ -64,6 +64,8 @@ def build_collectors(settings: CollectorSettings, target: Target) -> list[Collec
     options: dict[str, Any] = {}
     if settings.block_devices:
         options["devices"] = list(settings.block_devices)
+    if settings.ontap is not None:
+        options["ontap"] = dict(settings.ontap)
     collectors: list[Collector] = []
     for name in wanted:
         collectors.extend(known[name].auto(target, options))
@@ -75,6 +77,9 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
     target = build_target(scenario)
     workload = build_workload(scenario, target)
     settings = scenario.collectors
+    if settings.ontap is not None and settings.enabled != "none":
+        # Validate now (no I/O): a mistake in collectors.ontap is bad input, exit 2.
+        registry.collectors()["ontap"].auto(target, {"ontap": settings.ontap})
     engine = Engine(
         workload,
         target,

@@ -141,6 +141,10 @@ class CollectorSettings(_Model):
     timeout_s: float = Field(
         default=2.0, gt=0, description="A sample taking longer is dropped and counted."
     )
+    ontap: dict[str, Any] | None = Field(
+        default=None,
+        description="NetApp ONTAP REST collector settings (docs/ontap.md); validated by the collector.",
+    )
     block_devices: list[str] = Field(
         default_factory=list,
         description="Watch these block devices instead of resolving the target's path.",

@@ -126,7 +126,7 @@ def series_section(
 def sessions_per_interval(series: BundleSeries) -> FloatArray:
     """Sessions active in each measured interval, from the scenario's steps and the summary
     (NaN where unknown)."""
-    load = series.scenario.get("load") or {}
+    load = mapping(series.scenario, "load")
     summary_sessions = _positive(series.summary.get("sessions"))
     base = _positive(load.get("sessions")) or summary_sessions
     steps = load.get("steps") or []
@@ -150,6 +150,13 @@ def sessions_per_interval(series: BundleSeries) -> FloatArray:
     return out
 
 
+def mapping(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """``parent[key]`` if it is a mapping, else an empty one (a hand-edited file may hold
+    anything; the analysis then goes without that fact)."""
+    value = parent.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _positive(value: Any) -> float | None:
     try:
         number = float(value)
@@ -162,10 +169,10 @@ def run_context(
     series: BundleSeries, op: str | None, device: str | None, curve: dict[str, Any]
 ) -> RunContext:
     """Run-wide facts: sessions, pacing, and the stepped IOPS plateau if any."""
-    load = series.scenario.get("load") or {}
-    think = load.get("think") or {}
-    target = (series.summary.get("target") or {}).get("kind") or (
-        series.scenario.get("target") or {}
+    load = mapping(series.scenario, "load")
+    think = mapping(load, "think")
+    target = mapping(series.summary, "target").get("kind") or mapping(
+        series.scenario, "target"
     ).get("kind")
     step_order = sorted({s for s in series.step if s is not None})
     plateau_from: int | None = None
@@ -185,7 +192,7 @@ def run_context(
         device=device,
         stepped=len(step_order) >= 2,
         open_loop=load.get("mode") == "open",
-        think=isinstance(think, dict) and bool(_positive(think.get("max_ms"))),
+        think=bool(_positive(think.get("max_ms"))),
         in_process_db=target in IN_PROCESS_TARGETS,
         step_order=step_order,
         plateau_from=plateau_from,
@@ -205,7 +212,7 @@ def findings(
     r, what, n = sections.coupling(window, ctx.op, device)
     p99: float | None = None
     if whole_run and ctx.op:
-        p99 = _positive(((window.summary.get("operations") or {}).get(ctx.op) or {}).get("p99_us"))
+        p99 = _positive(mapping(mapping(window.summary, "operations"), ctx.op).get("p99_us"))
     if p99 is None and ctx.op in window.ops:
         p99 = stats.nan_median(window.ops[ctx.op]["p99_us"])
     process = (

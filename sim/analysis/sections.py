@@ -71,7 +71,8 @@ def per_op(rate: FloatArray | None, seconds: FloatArray, counts: FloatArray) -> 
     ops = float(np.sum(counts[keep]))
     if ops <= 0:
         return None
-    return float(np.sum(rate[keep] * seconds[keep])) / ops
+    value = float(np.sum(rate[keep] * seconds[keep])) / ops
+    return value if np.isfinite(value) else None
 
 
 def correlation_section(

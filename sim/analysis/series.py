@@ -152,7 +152,8 @@ def read_scenario(path: Path) -> dict[str, Any]:
 
 def nominal_interval_s(scenario: dict[str, Any]) -> float:
     """The collectors' sampling interval the run used (1 s by default)."""
-    value: Any = (scenario.get("collectors") or {}).get("interval_s")
+    collectors = scenario.get("collectors")
+    value: Any = collectors.get("interval_s") if isinstance(collectors, dict) else None
     try:
         seconds = float(value)
     except (TypeError, ValueError):

@@ -15,6 +15,7 @@ end of every run, and a run's figures must not be lost to a plotting problem.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ import yaml
 
 from sim import __version__
 from sim.bundle import atomic_write
+from sim.errors import SimError
 from sim.report import charts, findings, sections
 from sim.report.data import (
     load_analysis_file,
@@ -38,10 +40,41 @@ from sim.report.markup import CSS, Safe, esc, num, section, table, us
 from sim.report.scales import finite
 
 REPORT_NAME = "report.html"
+ANALYSIS_NAME = "analysis.json"
 ANALYSIS_SCHEMA = 1
 log = logging.getLogger(__name__)
 
-__all__ = ["REPORT_NAME", "render_html", "render_report"]
+__all__ = ["ANALYSIS_NAME", "REPORT_NAME", "render_html", "render_report", "write_report"]
+
+
+def write_report(bundle: Path) -> tuple[Path, str | None]:
+    """Analyse ``bundle`` (when :mod:`sim.analysis` is installed), keep the result in
+    ``analysis.json`` and write ``report.html``; returns the report's path and, when the
+    analysis could not read the bundle, why (the report is then written without it).
+
+    An analysis that fails with a :class:`~sim.errors.SimError` (a run killed before its first
+    interval) is skipped and an ``analysis.json`` of an earlier attempt removed, so the report
+    never shows a stale verdict; any other exception is a bug and propagates.
+    """
+    bundle = Path(bundle)
+    load_summary(bundle)  # a ConfigError naming the directory when it is not a bundle
+    problem: str | None = None
+    analysis: dict[str, Any] | None = None
+    try:
+        from sim.analysis import analyze_bundle
+    except ImportError:
+        problem = "sim.analysis is not installed"
+    else:
+        try:
+            analysis = analyze_bundle(bundle)
+        except SimError as exc:
+            problem = str(exc)
+    if analysis is not None:
+        text = json.dumps(analysis, indent=2, default=str) + "\n"
+        atomic_write(bundle / ANALYSIS_NAME, text)
+    else:
+        (bundle / ANALYSIS_NAME).unlink(missing_ok=True)
+    return render_report(bundle, analysis), problem
 
 
 def render_report(bundle: Path, analysis: dict[str, Any] | None = None) -> Path:

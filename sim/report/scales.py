@@ -50,8 +50,9 @@ def fmt_ms(value: float) -> str:
     return fmt_us(value * 1000)
 
 
-def nice_ticks(lo: float, hi: float, target: int = 5) -> list[float]:
-    """Round tick values (1, 2, 2.5, 5 × 10^k steps) covering ``[lo, hi]`` inclusively."""
+def nice_ticks(lo: float, hi: float, target: int = 5, *, slack: float = 0.0) -> list[float]:
+    """Round tick values (1, 2, 2.5, 5 × 10^k steps) covering ``[lo, hi]`` inclusively, except
+    that ``hi`` may pass the last tick by ``slack`` of a step (no tick added for 5.002 s)."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return []
     if hi < lo:
@@ -63,7 +64,7 @@ def nice_ticks(lo: float, hi: float, target: int = 5) -> list[float]:
     step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * 0.999)
     first = math.floor(lo / step + 1e-9) * step
     # Up to the first tick at or above hi: the axis must hold the largest value.
-    count = math.ceil((hi - first) / step - 1e-9)
+    count = max(math.ceil((hi - first) / step - 1e-9 - slack), 1)
     return [round(first + k * step, 12) for k in range(min(count, 49) + 1)]
 
 
@@ -100,8 +101,11 @@ class Scale:
         return value is not None and (value > 0 if self.log else True)
 
 
-def domain(values: Sequence[float], *, log: bool, floor: float | None = 0.0) -> tuple[float, ...]:
-    """The axis domain and ticks: ``(lo, hi, *ticks)`` rounded outwards to tick values."""
+def domain(
+    values: Sequence[float], *, log: bool, floor: float | None = 0.0, slack: float = 0.0
+) -> tuple[float, ...]:
+    """The axis domain and ticks: ``(lo, hi, *ticks)`` rounded outwards to tick values (see
+    :func:`nice_ticks` for ``slack``); the domain always holds every value."""
     data = [v for v in values if v > 0] if log else list(values)
     if not data:
         return (1.0, 10.0, 1.0, 10.0) if log else (0.0, 1.0, *nice_ticks(0.0, 1.0))
@@ -111,5 +115,5 @@ def domain(values: Sequence[float], *, log: bool, floor: float | None = 0.0) -> 
         return (ticks[0], ticks[-1], *ticks)
     if floor is not None:
         lo = min(lo, floor)
-    ticks = nice_ticks(lo, hi)
-    return (ticks[0], ticks[-1], *ticks)
+    ticks = nice_ticks(lo, hi, slack=slack)
+    return (min(ticks[0], lo), max(ticks[-1], hi), *ticks)

@@ -94,22 +94,31 @@ def header(summary: Mapping[str, Any], bundle: Path) -> Safe:
     grid = "".join(
         f"<dt>{esc(k)}</dt><dd>{v if isinstance(v, Safe) else esc(v)}</dd>" for k, v in facts
     )
-    line = (
+    parts = [
         f"{scenario.get('workload') or '?'} workload on a {scenario.get('target') or '?'} target"
-        f" · {seconds(timing.get('measured_s'))} measured"
-        f" · {plain(summary.get('sessions'))} session"
-        f"{'' if summary.get('sessions') == 1 else 's'}"
-    )
+    ]
+    if finite(timing.get("measured_s")) is not None:
+        parts.append(f"{seconds(timing.get('measured_s'))} measured")
+    if isinstance(summary.get("sessions"), int):
+        parts.append(f"{summary['sessions']} session{'' if summary['sessions'] == 1 else 's'}")
+    line = " · ".join(parts)
     out = [
         f"<header><h1>dbsim run report: {esc(scenario.get('name') or summary.get('run'))}</h1>",
         f'<div class="sub">{esc(line)}</div><dl class="facts">{grid}</dl></header>',
     ]
-    if status != "completed":
-        problem = summary.get("error") or summary.get("reason") or "the run did not complete"
-        what = "still running: this report is partial" if status == "running" else status
+    if status == "running":
+        # A summary still saying "running" is a run in progress or one killed outright
+        # (SIGKILL, power loss) before it could write its end.
         out.append(
-            f'<p class="alert"><strong>Run {esc(what)}.</strong> {esc(problem)}. Figures cover '
-            "only the intervals written before the run ended.</p>"
+            '<p class="alert"><strong>Partial report.</strong> The run had not ended when this '
+            "report was made: it was still in progress, or it was killed before it could write "
+            "its totals. The figures cover the intervals written so far.</p>"
+        )
+    elif status != "completed":
+        problem = summary.get("error") or summary.get("reason") or "the run did not complete"
+        out.append(
+            f'<p class="alert"><strong>Run {esc(status)}:</strong> {esc(problem)}. The figures '
+            "cover the intervals measured before it ended.</p>"
         )
     return Safe("".join(out))
 
@@ -207,7 +216,13 @@ def operations(summary: Mapping[str, Any], ops: Sequence[str]) -> Safe:
         )
     if not rows:
         return section(
-            "operations", "Operations", para("No operation was measured in this run.", "note")
+            "operations",
+            "Operations",
+            para(
+                "No totals: the run ended before it measured anything, or before it wrote "
+                "its totals (then the time series below show what was measured).",
+                "note",
+            ),
         )
     ops_table = table(
         ("operation", "count", "ops/s", "p50", "p95", "p99", "p99.9", "max", "errors"), rows

@@ -93,7 +93,9 @@ def time_panels(
         for v in (*(m[0] for m in marks), *(b[0] for b in bands), *(b[1] for b in bands))
         if known and finite(v) is not None
     ]
-    t_lo, t_hi, *t_ticks = domain(span, log=False, floor=None) if known else (0, 1, 0, 1)
+    t_lo, t_hi, *t_ticks = (
+        domain(span, log=False, floor=None, slack=0.05) if known else (0, 1, 0, 1)
+    )
     x = Scale(t_lo, t_hi, left, width - right_margin)
     minutes = (t_hi - t_lo) >= 600
     if minutes:

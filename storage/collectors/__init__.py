@@ -4,6 +4,8 @@
   from ``/proc/diskstats`` for the block devices under the target's storage paths (the file
   system's device, the disk of a partition, the devices beneath device-mapper and md).
   Options: ``devices`` (list of names as in ``/proc/diskstats``) overrides the resolution.
+- ``db`` (storage.collectors.database): the database's own I/O statistics (PostgreSQL).
+- ``ontap`` (storage.collectors.ontap): NetApp ONTAP volume and LUN performance over REST.
 - ``host`` (:class:`storage.collectors.host.HostCpuCollector`): CPU of the load generator's
   host and of dbsim itself, to tell a client-bound run from a storage-bound one.
 """

@@ -1,0 +1,398 @@
+"""``OntapCollector``: IOPS, latency and throughput of NetApp ONTAP volumes and LUNs per interval.
+
+Shapes: ONTAP REST API reference, docs.netapp.com/us-en/ontap-restapi/get-storage-volumes.html and
+get-storage-luns.html (``statistics.{iops_raw,latency_raw,throughput_raw}.*``: cumulative ops,
+microseconds, bytes; ``metric.*``: averages over ``metric.duration``), and docs.netapp.com/us-en/
+ontap-automation/rest/interpret_api_response.html (paging by ``_links.next.href``, errors as
+``{"error": {"message", "code"}}``). Rates are computed as NetApp Harvest's KeyPerf collector
+does; docs/ontap.md explains the arithmetic and the skipped intervals.
+
+Load on the cluster: per interval one GET of /api/storage/volumes and/or one of /api/storage/luns
+(filtered by name and SVM, only the ``statistics`` or ``metric`` fields), plus one per further
+page; ``auto`` mode may add one ``metric`` GET at start. Calls run in the collector's own small
+thread pool, so a hung cluster never holds the engine's threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import http.client
+import json
+import logging
+import os
+import ssl
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from sim.errors import CollectorError, ConfigError, ScenarioError
+from sim.protocols import Collector, Sample, Target
+from sim.registry import CollectorEntry, register_collector
+from sim.scenario import error_lines
+from sim.secrets import SecretRef, redact, resolve_secret
+
+SOURCE = "ontap"
+PATHS = {"volume": "/api/storage/volumes", "lun": "/api/storage/luns"}
+IO_TYPES = ("read", "write", "other", "total")
+RAW_GROUPS = {"iops_raw": "iops", "latency_raw": "latency_us", "throughput_raw": "bps"}
+METRIC_GROUPS = {"iops": "iops", "latency": "latency_us", "throughput": "bps"}
+METRIC_OK = (None, "ok", "backfilled_data")  # a backfilled sample is still a real average
+
+log = logging.getLogger(__name__)
+_warned_insecure: set[str] = set()
+
+
+def cluster_url(cluster: str, port: int) -> urllib.parse.SplitResult:
+    """The cluster's ``scheme://host:port``, from a host, an address or a URL; plain http only
+    on loopback (test servers), since it would carry the password in clear."""
+    text = cluster.strip()
+    if "://" not in text:
+        text = f"https://[{text}]:{port}" if ":" in text else f"https://{text}:{port}"
+    parts = urllib.parse.urlsplit(text)
+    if not parts.hostname or parts.path not in ("", "/") or parts.query or parts.username:
+        raise ValueError("cluster: give a host name, an address or https://host[:port]")
+    h = parts.hostname
+    loopback = h in ("localhost", "::1") or (h.startswith("127.") and h.replace(".", "").isdigit())
+    if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+        raise ValueError("cluster: use https (plain http would send the password in clear)")
+    host = f"[{h}]" if ":" in h else h
+    return urllib.parse.urlsplit(f"{parts.scheme}://{host}:{parts.port or port}")
+
+
+class OntapSettings(BaseModel):
+    """The cluster, the login and what to watch (``collectors.ontap``). Volumes are watched when
+    ``volumes`` is set or ``luns`` is not (``svm`` alone: all its volumes); LUNs when listed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cluster: str = Field(min_length=1, description="Host, address or https://host[:port].")
+    port: int = Field(default=443, ge=1, le=65535)
+    username_env: str = Field(min_length=1)
+    password_env: str | None = None
+    password_file: Path | None = None
+    verify_tls: bool = True
+    ca_file: Path | None = None
+    svm: str | None = None
+    volumes: list[str] = Field(default_factory=list)
+    luns: list[str] = Field(default_factory=list)
+    mode: Literal["statistics", "metric", "auto"] = "auto"
+    timeout_s: float = Field(default=1.5, gt=0, le=60)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> OntapSettings:
+        if (self.password_env is None) == (self.password_file is None):
+            raise ValueError("name exactly one of password_env or password_file")
+        if not (self.volumes or self.luns or self.svm):
+            raise ValueError("name volumes, luns or an svm to watch")
+        if self.ca_file is not None and not self.verify_tls:
+            raise ValueError("ca_file applies only with verify_tls: true")
+        if not all(path.startswith("/") for path in self.luns):
+            raise ValueError("luns are LUN paths such as /vol/vol1/lun1")
+        cluster_url(self.cluster, self.port)
+        return self
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One record's figures keyed like the output (``read_iops``, ``read_latency_us``,
+    ``read_bps`` …): cumulative counters from ``statistics`` or averages from ``metric``."""
+
+    figures: Mapping[str, int | float]
+    stamp: str | None
+    timestamp: float | None  # seconds since the epoch, parsed from ``stamp``
+    status: Any  # "ok", or what went wrong (partial_no_data, negative_delta …)
+
+
+def reading(record: Mapping[str, Any], part_name: str) -> Reading | None:
+    """The ``statistics`` (raw counters) or ``metric`` part of a record; None without IOPS."""
+    part = record.get(part_name)
+    groups = RAW_GROUPS if part_name == "statistics" else METRIC_GROUPS
+    if not isinstance(part, dict) or not isinstance(part.get(next(iter(groups))), dict):
+        return None
+    figures: dict[str, int | float] = {}
+    for group, suffix in groups.items():
+        values = part.get(group)
+        for io in IO_TYPES if isinstance(values, dict) else ():
+            value = values.get(io)  # type: ignore[union-attr]
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                figures[f"{io}_{suffix}"] = value  # ints stay ints: bytes outgrow a float's 2**53
+    stamp = part.get("timestamp") if isinstance(part.get("timestamp"), str) else None
+    try:
+        timestamp = datetime.fromisoformat(stamp).timestamp() if stamp else None
+    except ValueError:
+        timestamp = None
+    return Reading(figures, stamp, timestamp, part.get("status"))
+
+
+def rates(before: Reading, after: Reading, interval_s: float) -> dict[str, float]:
+    """Harvest's arithmetic: ``<io>_iops`` and ``<io>_bps`` are counter deltas over
+    ``interval_s``; ``<io>_latency_us`` is the latency delta over the same I/O type's operations
+    delta (0 when no operation completed)."""
+    delta = {k: v - before.figures[k] for k, v in after.figures.items() if k in before.figures}
+    values: dict[str, float] = {}
+    for io in (io for io in IO_TYPES if f"{io}_iops" in delta):
+        ops = delta[f"{io}_iops"]
+        values[f"{io}_iops"] = ops / interval_s
+        if f"{io}_latency_us" in delta:
+            values[f"{io}_latency_us"] = delta[f"{io}_latency_us"] / ops if ops > 0 else 0.0
+        if f"{io}_bps" in delta:
+            values[f"{io}_bps"] = delta[f"{io}_bps"] / interval_s
+    return values
+
+
+def _dig(node: Any, *keys: str) -> Any:
+    for key in keys:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
+
+
+class OntapClient:
+    """Blocking GETs of ONTAP collections (in a worker thread); failures become one-line
+    :class:`CollectorError` s without secrets. Plain ``http.client`` follows no redirect and
+    uses no proxy, so the credentials go to the configured cluster only."""
+
+    def __init__(self, settings: OntapSettings) -> None:
+        self.settings = settings
+        self.url = cluster_url(settings.cluster, settings.port)
+        self.base_url = self.url.geturl()
+        if not (username := os.environ.get(settings.username_env)):
+            raise ConfigError(f"collectors.ontap.username_env: {settings.username_env} is not set")
+        ref = SecretRef(password_env=settings.password_env, password_file=settings.password_file)
+        password = resolve_secret(ref, "collectors.ontap") or ""  # ConfigError names the ref
+        token = base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
+        self._secrets = [password, token]
+        self._headers = {"Authorization": f"Basic {token}", "Accept": "application/json"}
+        self._context: ssl.SSLContext | None = None
+        if self.url.scheme == "https":  # verification on (system CAs or ca_file) unless refused
+            cafile = str(settings.ca_file) if settings.ca_file else None
+            try:
+                self._context = ssl.create_default_context(cafile=cafile)
+            except (OSError, ssl.SSLError) as exc:
+                raise CollectorError(f"collectors.ontap.ca_file: cannot load it: {exc}") from exc
+        if self._context is not None and not settings.verify_tls:
+            self._context.check_hostname = False
+            self._context.verify_mode = ssl.CERT_NONE
+            if self.base_url not in _warned_insecure:  # once per cluster and process
+                _warned_insecure.add(self.base_url)
+                log.warning("ontap %s: verify_tls false, server not authenticated", self.base_url)
+
+    def error(self, problem: str) -> CollectorError:
+        text = " ".join(f"ontap {self.base_url}: {problem}".split())
+        return CollectorError(redact(text, self._secrets))
+
+    def get_records(self, path: str, params: Mapping[str, str]) -> list[dict[str, Any]]:
+        """Every record of a collection, following ``_links.next.href`` page by page."""
+        target = f"{path}?{urllib.parse.urlencode(params, safe=',|*/')}"
+        records: list[dict[str, Any]] = []
+        for _ in range(1000):
+            body = self._get(target, path)
+            if not isinstance(body.get("records"), list):
+                raise self.error(f"GET {path}: the answer holds no records")
+            records.extend(r for r in body["records"] if isinstance(r, dict))
+            href = _dig(body, "_links", "next", "href")
+            if not href:
+                return records
+            link = urllib.parse.urlsplit(urllib.parse.urljoin(self.base_url, str(href)))
+            if link.hostname != self.url.hostname or (link.port or self.url.port) != self.url.port:
+                raise self.error(f"GET {path}: the next-page link leaves the cluster")
+            target = f"{link.path}?{link.query}"
+        raise self.error(f"GET {path}: more than 1000 pages")
+
+    def _get(self, target: str, path: str) -> dict[str, Any]:
+        host, port, timeout = self.url.hostname or "", self.url.port, self.settings.timeout_s
+        if self._context is None:
+            conn: http.client.HTTPConnection = http.client.HTTPConnection(host, port, timeout)
+        else:
+            conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=self._context)
+        try:
+            conn.request("GET", target, headers=self._headers)
+            response = conn.getresponse()
+            body = json.loads(response.read() or b"null")
+        except ssl.SSLCertVerificationError as exc:  # a ValueError too: caught first
+            raise self.error(
+                f"TLS certificate verification failed ({exc.verify_message}); set ca_file to the "
+                "CA that signed the cluster's certificate, or verify_tls: false on a lab system"
+            ) from exc
+        except TimeoutError as exc:
+            raise self.error(f"GET {path}: no answer within {timeout:g} s") from exc
+        except (OSError, http.client.HTTPException) as exc:
+            raise self.error(f"GET {path}: {type(exc).__name__}: {exc}") from exc
+        except ValueError:  # not JSON; the status says more
+            body = None
+        finally:
+            conn.close()
+        if response.status != 200:
+            raise self.error(self._http_problem(response.status, path, _dig(body, "error")))
+        if not isinstance(body, dict):
+            raise self.error(f"GET {path}: the answer is not a JSON object")
+        return body
+
+    def _http_problem(self, status: int, path: str, error: Any) -> str:
+        s = self.settings
+        detail = ""
+        if isinstance(error, dict):  # ONTAP's own words help the user most
+            detail = f": {error.get('message')} (code {error.get('code')})"
+        secret = f"${s.password_env}" if s.password_env else str(s.password_file)
+        return {
+            401: f"authentication failed (HTTP 401), check ${s.username_env} and {secret}",
+            403: f"permission denied (HTTP 403) on GET {path}; needs read-only access",
+        }.get(status, f"GET {path}: HTTP {status}") + detail
+
+
+class OntapCollector(Collector):
+    """A :class:`~sim.protocols.Sample` per interval per volume (``volume:<svm>/<name>``) and LUN
+    (``lun:<path>``): ``<io>_iops``, ``<io>_latency_us``, ``<io>_bps`` for read, write, other,
+    total; ``meta["mode"]`` says ``statistics`` or ``metric``; skips counted by reason."""
+
+    source: ClassVar[str] = SOURCE
+
+    def __init__(self, settings: OntapSettings) -> None:
+        self.settings = settings
+        self.base_url = cluster_url(settings.cluster, settings.port).geturl()
+        volumes = bool(settings.volumes or not settings.luns)
+        self.kinds = ["volume"] * volumes + ["lun"] * bool(settings.luns)
+        self.modes: dict[str, str] = {}
+        self.skipped: dict[str, int] = {}
+        self._client: OntapClient | None = None
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._prev: dict[str, tuple[Reading, float]] = {}
+
+    def _query(self, kind: str, mode: str) -> dict[str, str]:
+        names = self.settings.volumes if kind == "volume" else self.settings.luns
+        params = {"fields": f"name,svm.name,{mode}"}
+        if names:
+            params["name"] = "|".join(names)  # ONTAP's "or" in a query
+        if self.settings.svm:
+            params["svm.name"] = self.settings.svm
+        return params
+
+    async def _fetch(self, modes: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
+        if (client := self._client) is None:
+            raise CollectorError("ontap collector: used before start() or after stop()")
+        loop = asyncio.get_running_loop()
+        calls = [
+            loop.run_in_executor(self._pool, client.get_records, PATHS[k], self._query(k, m))
+            for k, m in modes.items()
+        ]
+        try:  # the socket timeout bounds each read; this bounds the whole sample, all pages
+            answers = await asyncio.wait_for(asyncio.gather(*calls), self.settings.timeout_s)
+        except TimeoutError:
+            raise client.error(f"no complete answer within {self.settings.timeout_s:g} s") from None
+        return dict(zip(modes, answers, strict=True))
+
+    async def start(self, now: float) -> None:
+        s = self.settings
+        self._client = client = OntapClient(s)
+        self._pool = concurrent.futures.ThreadPoolExecutor(4, "dbsim-ontap")
+        first = "metric" if s.mode == "metric" else "statistics"
+        answers = await self._fetch(dict.fromkeys(self.kinds, first))
+        for kind, records in answers.items():
+            found = {r.get("name") for r in records}
+            wanted = s.volumes if kind == "volume" else s.luns
+            missing = [n for n in wanted if "*" not in n and n not in found]
+            if missing or not records:
+                raise client.error(
+                    f"{kind} not found: {', '.join(missing) or '*'} (svm {s.svm or 'any'})"
+                )
+            raw = any(reading(r, "statistics") for r in records)
+            if s.mode == "statistics" and not raw:
+                raise client.error(f"{kind}s carry no statistics.*_raw counters; try mode: auto")
+            self.modes[kind] = "statistics" if first == "statistics" and raw else "metric"
+        fallback = {k: m for k, m in self.modes.items() if m != first}
+        if fallback:  # describe()["modes"] records the fallback
+            answers.update(await self._fetch(fallback))
+        self._prev = {}
+        for kind in (k for k, m in self.modes.items() if m == "statistics"):
+            for record in answers[kind]:
+                self._from_statistics(_entity(kind, record), record, now)
+
+    async def sample(self, now: float) -> list[Sample]:
+        answers = await self._fetch(self.modes)
+        samples = []
+        for kind, records in answers.items():
+            convert = self._from_metric if self.modes[kind] == "metric" else self._from_statistics
+            for record in records:
+                sample = convert(_entity(kind, record), record, now)
+                if sample is not None:
+                    samples.append(sample)
+        return samples
+
+    def _skip(self, reason: str) -> Sample | None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        return None
+
+    def _from_statistics(self, entity: str, record: dict[str, Any], now: float) -> Sample | None:
+        current = reading(record, "statistics")
+        if current is None or current.status not in (None, "ok"):  # partial sums: keep the baseline
+            return self._skip(f"status_{current.status}" if current else "no_raw_counters")
+        if entity not in self._prev:
+            self._prev[entity] = (current, now)
+            return None
+        before, before_now = self._prev[entity]
+        if current.timestamp is not None and before.timestamp is not None:
+            interval = current.timestamp - before.timestamp  # the counters' own clock
+        else:
+            interval = now - before_now
+        if interval == 0:
+            return self._skip("stale_timestamp")  # not refreshed: the next reading spans both
+        self._prev[entity] = (current, now)
+        if interval < 0 or any(v < before.figures.get(k, v) for k, v in current.figures.items()):
+            return self._skip("counter_reset")  # a reset or a takeover, never a real rate
+        values = rates(before, current, interval)
+        meta = _meta(record, "statistics", current) | {"interval_s": f"{interval:g}"}
+        return Sample(self.source, entity, values, now, meta)
+
+    def _from_metric(self, entity: str, record: dict[str, Any], now: float) -> Sample | None:
+        current = reading(record, "metric")
+        if current is None or current.status not in METRIC_OK:
+            return self._skip(f"status_{current.status}" if current else "no_metric")
+        values = {k: float(v) for k, v in current.figures.items()}
+        duration = str(_dig(record, "metric", "duration"))
+        meta = _meta(record, "metric", current) | {"duration": duration}
+        return Sample(self.source, entity, values, now, meta)
+
+    async def stop(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._client = None
+
+    def describe(self) -> dict[str, Any]:
+        # Settings hold references (variable names, a file path), never the secrets themselves.
+        settings = self.settings.model_dump(mode="json", exclude={"cluster", "port"})
+        load = " and ".join(f"GET {PATHS[k]}" for k in self.kinds) + " per interval and page"
+        extra = {"modes": dict(self.modes), "skipped": dict(self.skipped), "load": load}
+        return {"source": self.source, "cluster": self.base_url, **settings, **extra}
+
+
+def _meta(record: Mapping[str, Any], mode: str, current: Reading) -> dict[str, str]:
+    return {"mode": mode, "svm": str(_dig(record, "svm", "name")), "timestamp": current.stamp or ""}
+
+
+def _entity(kind: str, record: Mapping[str, Any]) -> str:
+    name = record.get("name", record.get("uuid", "?"))
+    return f"volume:{_dig(record, 'svm', 'name')}/{name}" if kind == "volume" else f"lun:{name}"
+
+
+def auto(target: Target, options: Mapping[str, Any]) -> list[Collector]:
+    """The ONTAP collector if ``options["ontap"]`` holds settings (dict or :class:`OntapSettings`);
+    bad settings raise :class:`ScenarioError`, one ``collectors.ontap.<field>: problem`` line
+    each. No I/O (the cluster is first reached in ``start``): fit to validate a scenario early."""
+    raw = options.get("ontap")
+    if raw is None or isinstance(raw, OntapSettings):
+        return [] if raw is None else [OntapCollector(raw)]
+    try:
+        return [OntapCollector(OntapSettings.model_validate(raw))]
+    except ValidationError as exc:
+        lines = [f"collectors.ontap.{line}".replace(".(scenario)", "") for line in error_lines(exc)]
+        raise ScenarioError(lines) from None
+
+
+SUMMARY = "IOPS, latency and throughput of ONTAP volumes and LUNs (REST API)"
+register_collector(CollectorEntry(SOURCE, auto, SUMMARY))
