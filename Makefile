@@ -7,8 +7,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
 # Debian packages the test suite drives for real: iostat (sysstat); the pyodbc path through
-# unixODBC and the PostgreSQL ODBC driver; pgbench comes with the PostgreSQL client.
-TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql
+# unixODBC and the PostgreSQL ODBC driver; chromium for the report and web-UI browser tests
+# (driven by Playwright through its executable path, never a downloaded browser).
+TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium
 
 .PHONY: run test venv system-packages lint typecheck bench clean
 

@@ -163,6 +163,9 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
                 f"mix by the workload's rule: {'exact' if mix['exact'] else 'NOT exact'} {mix.get('measured')}"
             )
         out.print(f"bundle: {summary['bundle']}")
+        report = Path(summary["bundle"]) / "report.html"
+        if report.exists():
+            out.print(f"report: {report}")
     status = summary["status"]
     if status == OUTCOME_COMPLETED:
         return EXIT_OK
@@ -279,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # Commands that live in their own modules register themselves on ``app`` when imported.
-from sim import cli_lab  # noqa: E402, F401  (dbsim lab …)
+from sim import cli_lab, cli_report  # noqa: E402, F401  (dbsim lab …, dbsim report/runs)
 
 if __name__ == "__main__":  # pragma: no cover
     # Run as `python -m sim.cli`, this file is __main__ and `sim.cli` is a second copy: the

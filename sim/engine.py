@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from sim.errors import SimError, TargetError
 from sim.events import EngineEvents
-from sim.metrics import IntervalRecorder
+from sim.metrics import Interval, IntervalRecorder
 from sim.protocols import Collector, EngineContext, Sample, SqlConnection, Target, Workload
 from sim.scenario import Load, Step
 
@@ -177,7 +177,8 @@ class Engine:
         self._stage_started_ns = 0
         self._measuring = False
         self._interval_start = 0.0
-        self._interval_index = 0
+        self._interval_seq = 0  # intervals closed so far: the next one's number
+        self._tick = 0  # whole intervals of the run clock reached by the ticker
         self._issued: list[int] = []
         self._first_measured: list[int] = []
         self._active_changed: asyncio.Event | None = None
@@ -333,7 +334,6 @@ class Engine:
 
         self._t0 = self.clock()
         self._interval_start = self._t0
-        self._interval_index = 0
         self.result.sessions_started_wall = time.time()
         self._enter_stage(self.stages[0], self._t0)
         # All sessions were connected above; they start together now (the SLOB barrier).
@@ -360,7 +360,9 @@ class Engine:
                 (first, end) if first >= 0 else (0, 0)
                 for first, end in zip(self._first_measured, self._issued, strict=True)
             ]
-            await self._emit_interval(final=True)
+            closed = self._close_interval(final=True)
+            if closed is not None:
+                await self._publish(closed)
 
     def _enter_stage(self, stage: Stage, now: float) -> None:
         self._stage = stage
@@ -393,8 +395,12 @@ class Engine:
         try:
             for index, stage in enumerate(self.stages):
                 if index > 0:
-                    await self._emit_interval()  # a stage boundary closes the interval
+                    # A stage boundary closes the interval early, and the next stage starts
+                    # before anything else can run.
+                    closed = self._close_interval()
                     self._enter_stage(stage, self.clock())
+                    if closed is not None:
+                        await self._publish(closed)
                 waiters: set[asyncio.Future[Any]] = {all_done, stop}
                 if stage.duration_s is not None:
                     remaining = self._stage_started + stage.duration_s - self.clock()
@@ -485,34 +491,37 @@ class Engine:
     async def _ticker(self) -> None:
         """Close an interval every ``interval_s`` on the run clock."""
         while True:
-            tick = self._interval_index + 1
+            tick = self._tick + 1
             await asyncio.sleep(max(self._t0 + tick * self.interval_s - self.clock(), 0))
-            await self._emit_interval(next_index=tick)
+            self._tick = tick
+            interval = self._close_interval()
+            if interval is not None:
+                await self._publish(interval)
 
-    async def _emit_interval(self, *, next_index: int | None = None, final: bool = False) -> None:
-        """Close the current interval now. ``next_index`` is the tick reached (ticker);
-        otherwise a stage boundary or the end of the run closes it early."""
+    def _close_interval(self, *, final: bool = False) -> Interval | None:
+        """Hand the current interval over, synchronously: no transaction can complete between
+        this and what the caller does next (a stage boundary enters the new stage at once, so
+        every completion lands in the interval and the phase it belongs to)."""
         now = self.clock()
-        length = now - self._interval_start
-        if length < MIN_INTERVAL_FRACTION * self.interval_s and not (
+        if now - self._interval_start < MIN_INTERVAL_FRACTION * self.interval_s and not (
             final and self.recorder.pending
         ):
-            if next_index is not None:
-                self._interval_index = max(self._interval_index, next_index)
-            return  # a boundary closed this interval a moment ago
+            return None  # a boundary closed one a moment ago: merge into the next
         stage = self._stage
         interval = self.recorder.rotate(
-            self._interval_index,
+            self._interval_seq,
             self._interval_start - self._t0,
             now - self._t0,
             stage.phase,
             stage.step,
         )
+        self._interval_seq += 1
         self._interval_start = now
-        if next_index is None:
-            next_index = int((now - self._t0) / self.interval_s)
-        self._interval_index = max(self._interval_index, next_index)
-        samples = await self._sample_collectors(now - self._t0)
+        return interval
+
+    async def _publish(self, interval: Interval) -> None:
+        """Sample the collectors for the interval just closed and tell the listeners."""
+        samples = await self._sample_collectors(interval.t_end)
         self.events.interval.fire(interval=interval, samples=samples)
 
     async def _sample_collectors(self, now: float) -> list[Sample]:

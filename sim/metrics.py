@@ -66,7 +66,7 @@ def _pct_name(p: float) -> str:
 class Interval:
     """The operations completed during one interval of the run."""
 
-    index: int  # whole seconds (interval number) since the sessions started
+    index: int  # sequential number of the interval in the run (0, 1, 2 …)
     t_start: float  # engine clock, seconds since run start
     t_end: float
     phase: str  # "warmup", "measure", or "measure" with a step index

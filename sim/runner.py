@@ -6,6 +6,7 @@ The CLI, the Locust adapter and the tests all start runs through :func:`prepare_
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from sim.engine import Engine, RunResult, Stage
 from sim.errors import ConfigError, SimError
 from sim.protocols import Collector, Target, Workload
 from sim.scenario import CollectorSettings, ScenarioBase, resolved_dict
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -169,7 +172,21 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
         )
     finally:
         bundle.close()
+    _write_report(bundle.path)
     return summary
+
+
+def _write_report(path: Path) -> None:
+    """analysis.json and report.html: a by-product of the run, so never fatal to it."""
+    from sim.report import write_report
+
+    try:
+        _, problem = write_report(path)
+    except Exception:  # the bundle is complete; a report bug must not fail the run
+        log.warning("report.html not written", exc_info=True)
+        return
+    if problem:
+        log.warning("report.html written without analysis: %s", problem)
 
 
 def bundle_path(run: PreparedRun) -> Path:

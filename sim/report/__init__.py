@@ -149,6 +149,7 @@ def render_html(bundle: Path, analysis: dict[str, Any] | None = None) -> str:
                 primary_device,
                 steps,
                 finite((summary.get("timing") or {}).get("warmup_s")),
+                summary.get("stages") or [],
             ),
         )
 

@@ -63,18 +63,48 @@ def step_marks(series: Mapping[str, Any], steps: Sequence[Any]) -> list[tuple[fl
             continue
         start = t[i - 1] if i > 0 and previous is not None else None
         start = start if start is not None else max(when - period, 0.0)
-        marks.append((start, _step_label(int(index), steps)))
+        spec = steps[int(index)] if 0 <= int(index) < len(steps) else {}
+        marks.append((start, step_label(int(index), spec)))
         previous = index
     return marks if len(marks) > 1 else []
 
 
-def _step_label(index: int, steps: Sequence[Any]) -> str:
+def stage_marks(
+    stages: Sequence[Any],
+) -> tuple[list[tuple[float, str]], list[tuple[float, float, str]]]:
+    """Step marks and the warm-up band from the engine's stage log (exact start times)."""
+    entries = [e for e in stages if isinstance(e, dict) and finite(e.get("t")) is not None]
+    marks: list[tuple[float, str]] = []
+    bands: list[tuple[float, float, str]] = []
+    for i, entry in enumerate(entries):
+        start = float(entry["t"])
+        if entry.get("phase") == "warmup" and i + 1 < len(entries):
+            bands.append((start, float(entries[i + 1]["t"]), "warm-up"))
+        elif entry.get("phase") == "measure" and isinstance(entry.get("step"), int):
+            marks.append((start, step_label(entry["step"], entry)))
+    return (marks if len(marks) > 1 else []), bands
+
+
+LAB_NAMES = {
+    "read_iops": "r IOPS",
+    "write_iops": "w IOPS",
+    "read_bps": "r B/s",
+    "write_bps": "w B/s",
+}
+
+
+def step_label(index: int, spec: Any) -> str:
+    """``step 2: 4 sess. 500/s ≤300 r IOPS`` from a step's settings (or its stage entry)."""
+    spec = spec if isinstance(spec, Mapping) else {}
     label = f"step {index + 1}"
-    spec = steps[index] if 0 <= index < len(steps) and isinstance(steps[index], dict) else {}
     if spec.get("sessions"):
         label += f": {spec['sessions']} sess."
-    if spec.get("rate_ops_s"):
+    if finite(spec.get("rate_ops_s")):
         label += f" {fmt_number(float(spec['rate_ops_s']))}/s"
+    lab = spec.get("lab") if isinstance(spec.get("lab"), Mapping) else {}
+    label += "".join(
+        f" ≤{fmt_number(float(v))} {LAB_NAMES.get(k, k)}" for k, v in lab.items() if finite(v)
+    )
     return label
 
 
@@ -84,8 +114,11 @@ def timeseries_figure(
     primary_device: str | None,
     steps: Sequence[Any] = (),
     warmup_s: float | None = None,
+    stages: Sequence[Any] = (),
 ) -> Safe:
-    """Throughput, latency, device and host panels stacked over one time axis."""
+    """Throughput, latency, device and host panels stacked over one time axis; step starts
+    and the warm-up come from the stage log when the bundle has one (else they are
+    inferred from the series and the scenario's steps)."""
     colors = op_colors(ops)
     ops = [op for op in ops if op in (series.get("ops_s") or {})] or sorted(
         series.get("ops_s") or {}
@@ -174,8 +207,10 @@ def timeseries_figure(
         return Safe('<p class="note">No measured intervals in this bundle: nothing to plot.</p>')
     # The series hold measured intervals only; the warm-up before them is shown as a band
     # so the empty start of the axis is not mistaken for missing data.
-    bands = [(0.0, warmup_s, "warm-up")] if warmup_s and warmup_s > 0 else []
-    marks = step_marks(series, steps)
+    marks, bands = stage_marks(stages)
+    if not stages:
+        bands = [(0.0, warmup_s, "warm-up")] if warmup_s and warmup_s > 0 else []
+        marks = step_marks(series, steps)
     svg = time_panels(
         series["t"],
         panels,

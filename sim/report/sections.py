@@ -17,6 +17,7 @@ from sim.report.markup import (
     para,
     plain,
     section,
+    short,
     table,
     us,
 )
@@ -323,6 +324,27 @@ def run_details(summary: Mapping[str, Any]) -> Safe:
                     caption=f"Collector {name}",
                 )
             )
+    stages = [s for s in summary.get("stages") or [] if isinstance(s, dict)]
+    if stages:
+        rows = [
+            [
+                plain(s.get("phase")),
+                DASH if s.get("step") is None else str(s["step"] + 1),
+                f"{short(s.get('t'))} s",
+                plain(s.get("sessions")),
+                plain(s.get("rate_ops_s")),
+                plain(s.get("lab")) if s.get("lab") else DASH,
+            ]
+            for s in stages
+        ]
+        parts.append(
+            table(
+                ("phase", "step", "started at", "sessions", "rate ops/s", "lab ceilings"),
+                rows,
+                left=(0, 5),
+                caption="Stages (as the engine entered them)",
+            )
+        )
     errors = summary.get("collector_errors") or {}
     if errors:
         parts.append(kv_table(errors, caption="Collector errors (samples lost)"))

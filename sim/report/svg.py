@@ -33,6 +33,8 @@ from sim.report.scales import (
     nice_ticks,
 )
 
+MARK_ROWS = 3  # rows of step labels at the top of the first panel
+
 # --------------------------------------------------------------------------- time panels
 
 
@@ -151,11 +153,17 @@ def time_panels(
             out.append(draw.polyline(xs, py, s.color, dashed=s.dashed))
         if not drawn:
             out.append(draw.no_data((left + width - right_margin) / 2, (top + bottom) / 2))
-        for when, text in marks:
+        row_ends = [-math.inf] * MARK_ROWS
+        for when, text in sorted(marks):
             if known and t_lo <= when <= t_hi:
                 out.append(draw.line(x(when), top, x(when), bottom, AXIS, stroke_dasharray="4 3"))
                 if index == 0:
-                    out.append(draw.text(x(when) + 3, top + 11, text, fill=AXIS, **HALO))
+                    # Short steps put labels close together: drop a label to the next free
+                    # row rather than overprint the previous one.
+                    start = x(when) + 3
+                    row = next((r for r, end in enumerate(row_ends) if start > end + 4), 0)
+                    row_ends[row] = start + len(text) * CHAR_W
+                    out.append(draw.text(start, top + 11 + 12 * row, text, fill=AXIS, **HALO))
         if index == len(panels) - 1:
             for tick in t_ticks:
                 tick_label = f"{tick / 60:g} min" if minutes else f"{tick:g} s"

@@ -109,6 +109,25 @@ def test_run_mix_follows_the_rule_exactly(
     }
 
 
+def test_mix_stays_exact_across_warmup_and_steps(tmp_path: Path) -> None:
+    """Stage boundaries close an interval and enter the next stage atomically, so every
+    completed transaction is counted in the phase whose rule it was issued under."""
+    from sim.metrics import Interval
+
+    slob, target = workload(tmp_path / "steps.sqlite", update_pct=20)
+    steps = [{"duration_s": 1.2, "sessions": 1}, {"duration_s": 1.2, "sessions": 3}]
+    engine = Engine(slob, target, Load(warmup_s=0.7, steps=steps))
+    intervals: list[Interval] = []
+    engine.events.interval.add_listener(lambda interval, samples: intervals.append(interval))
+    asyncio.run(engine.run())
+    counts = {name: stats.count for name, stats in engine.recorder.totals.items()}
+    expected = slob.expected_mix(engine.result.op_ranges)
+    assert {k: v for k, v in expected.items() if v} == counts
+    indices = [i.index for i in intervals]
+    assert indices == list(range(len(intervals)))
+    assert [s["phase"] for s in engine.result.stage_log] == ["warmup", "measure", "measure"]
+
+
 def test_updates_write_session_and_loop_specific_values(tmp_path: Path) -> None:
     db = tmp_path / "upd.sqlite"
     slob, target = workload(db, update_pct=100, redo_stress="HEAVY")
