@@ -180,6 +180,11 @@ class Engine:
         self._interval_seq = 0  # intervals closed so far: the next one's number
         self._tick = 0  # whole intervals of the run clock reached by the ticker
         self._issued: list[int] = []
+        self._stage_ops: list[int] = []
+        weights = workload.session_weights(self.max_sessions)
+        if weights is not None and (len(weights) < self.max_sessions or min(weights) <= 0):
+            raise ValueError(f"{workload.name}: session_weights must give each session a share > 0")
+        self._weights = list(weights or [1.0] * self.max_sessions)
         self._first_measured: list[int] = []
         self._active_changed: asyncio.Event | None = None
         self._t0 = 0.0
@@ -369,6 +374,8 @@ class Engine:
         self._stage_epoch += 1
         self._stage_started = now
         self._stage_started_ns = time.perf_counter_ns()
+        # A fresh count per stage (the stage log keeps the previous list).
+        self._stage_ops = [0] * len(self._weights)
         self._measuring = stage.phase == "measure"
         entry: dict[str, Any] = {
             "t": round(now - self._t0, 3),
@@ -409,6 +416,10 @@ class Engine:
                 for fut in waiters - {all_done, stop}:
                     fut.cancel()
                 elapsed = self.clock() - self._stage_started
+                # Per-session completions in this stage: a workload's validity rule (EDA: every
+                # process reaches 75 % of its requested rate) is judged from these.
+                self.result.stage_log[-1]["duration_s"] = round(elapsed, 3)
+                self.result.stage_log[-1]["session_ops"] = self._stage_ops[: stage.sessions]
                 if stage.phase == "warmup":
                     self.result.warmup_s += elapsed
                 else:
@@ -444,7 +455,8 @@ class Engine:
                     # A new stage: spread the sessions evenly over one period.
                     epoch = self._stage_epoch
                     assert stage.rate_ops_s is not None
-                    period_ns = int(stage.sessions / stage.rate_ops_s * 1e9)
+                    share = self._weights[index] / sum(self._weights[: stage.sessions])
+                    period_ns = int(1e9 / (stage.rate_ops_s * share))
                     next_due_ns = self._stage_started_ns + period_ns * index // stage.sessions
                 delay_ns = next_due_ns - perf_ns()
                 if delay_ns > 0:
@@ -463,6 +475,7 @@ class Engine:
                 start_ns = perf_ns()
             name, transaction = session.next_transaction()
             issued += 1
+            self._stage_ops[index] += 1
             try:
                 await transaction
             except asyncio.CancelledError:

@@ -165,6 +165,11 @@ class Workload(ABC):
     async def verify(self) -> dict[str, Any]:
         """Check the loaded data against the workload's rules; raise WorkloadError if wrong."""
 
+    def session_weights(self, sessions: int) -> list[float] | None:
+        """Relative open-loop rates of sessions 0..sessions-1 (EDA: a front-end process asks
+        for 100 ops/s, a back-end one for 75); None: every session gets an equal share."""
+        return None
+
     def expected_mix(self, op_ranges: list[tuple[int, int]]) -> dict[str, int] | None:
         """The operation counts the workload's rules demand when each session ``s`` issued its
         operations number ``op_ranges[s][0]`` up to (not including) ``op_ranges[s][1]``;

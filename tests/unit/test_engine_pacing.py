@@ -127,3 +127,27 @@ def test_stop_request_ends_the_run_as_interrupted_with_its_reason() -> None:
 def test_sessions_start_together_after_all_connected() -> None:
     stages = plan_stages(Load(warmup_s=2, steps=[{"duration_s": 1, "sessions": 8}]), 4)
     assert [(s.phase, s.sessions) for s in stages] == [("warmup", 8), ("measure", 8)]
+
+
+class WeightedPing(PingWorkload):
+    """Session 0 asks for three times the rate of the others (like EDA's process types)."""
+
+    def session_weights(self, sessions: int) -> list[float]:
+        return [3.0] + [1.0] * (sessions - 1)
+
+
+def test_open_loop_rates_follow_session_weights_and_are_logged_per_stage() -> None:
+    target = TimedTarget()
+    engine = Engine(
+        WeightedPing(PingParameters(sessions=3), target),
+        target,
+        Load(mode="open", rate_ops_s=500, duration_s=2),
+        interval_s=0.5,
+    )
+    run(engine)
+    stage = engine.result.stage_log[-1]
+    ops = stage["session_ops"]
+    # 500 ops/s shared 3:1:1 → 300, 100, 100 ops/s for 2 s.
+    assert ops[0] == pytest.approx(600, rel=0.03)
+    assert ops[1] == pytest.approx(200, rel=0.03) and ops[2] == pytest.approx(200, rel=0.03)
+    assert stage["duration_s"] == pytest.approx(2.0, abs=0.05)
