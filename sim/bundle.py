@@ -156,6 +156,9 @@ class BundleWriter:
         self._storage_sums: dict[tuple[str, str], dict[str, float]] = {}
         self._storage_counts: dict[tuple[str, str], int] = {}
         self.messages: list[str] = []
+        #: Facts known while the run goes (sessions, the stage log), kept in every summary
+        #: rewrite so a killed run's summary still has them.
+        self.running_extra: dict[str, Any] = {}
         self.write_summary(status="running")
 
     # ------------------------------------------------------------------ event listeners
@@ -281,6 +284,7 @@ class BundleWriter:
                 for name, stats in sorted(totals.items())
             }
         summary["storage"] = self.storage_summary()
+        summary.update(self.running_extra)
         if extra:
             summary.update(extra)
         if self.messages:

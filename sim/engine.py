@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from sim.errors import SimError, TargetError
 from sim.events import EngineEvents
 from sim.metrics import Interval, IntervalRecorder
-from sim.protocols import Collector, EngineContext, Sample, SqlConnection, Target, Workload
+from sim.protocols import Collector, Connection, EngineContext, Sample, Target, Workload
 from sim.scenario import Load, Step
 
 log = logging.getLogger(__name__)
@@ -179,6 +179,8 @@ class Engine:
         self._interval_start = 0.0
         self._interval_seq = 0  # intervals closed so far: the next one's number
         self._tick = 0  # whole intervals of the run clock reached by the ticker
+        self._ticker_done = False
+        self._tick_sleep: asyncio.Future[None] | None = None
         self._issued: list[int] = []
         self._stage_ops: list[int] = []
         weights = workload.session_weights(self.max_sessions)
@@ -244,7 +246,7 @@ class Engine:
             max_workers=self.max_sessions + EXTRA_POOL_THREADS, thread_name_prefix="dbsim-io"
         )
         self.context = EngineContext(self._loop, executor)
-        connections: list[SqlConnection] = []
+        connections: list[Connection] = []
         target_open = False
         try:
             self._set_state("setup", self.target.kind)
@@ -302,11 +304,11 @@ class Engine:
     def _progress(self, what: str, done: int, total: int) -> None:
         self.events.progress.fire(what=what, done=done, total=total)
 
-    async def _connect_all(self, count: int) -> list[SqlConnection]:
+    async def _connect_all(self, count: int) -> list[Connection]:
         results = await asyncio.gather(
             *(self.target.connect() for _ in range(count)), return_exceptions=True
         )
-        connections = [r for r in results if isinstance(r, SqlConnection)]
+        connections = [r for r in results if isinstance(r, Connection)]
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:
             await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
@@ -318,7 +320,7 @@ class Engine:
             ) from first
         return connections
 
-    async def _run_sessions(self, connections: list[SqlConnection]) -> None:
+    async def _run_sessions(self, connections: list[Connection]) -> None:
         assert self._stop_event is not None
         seed = self.load.seed if self.load.seed is not None else random.randrange(2**31)
         sessions = [
@@ -359,7 +361,9 @@ class Engine:
                 for task in pending:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
-            ticker.cancel()
+            self._ticker_done = True
+            if self._tick_sleep is not None:
+                self._tick_sleep.cancel()
             await asyncio.gather(ticker, return_exceptions=True)
             self.result.op_ranges = [
                 (first, end) if first >= 0 else (0, 0)
@@ -502,10 +506,18 @@ class Engine:
     # ------------------------------------------------------------------ ticker and collectors
 
     async def _ticker(self) -> None:
-        """Close an interval every ``interval_s`` on the run clock."""
-        while True:
+        """Close an interval every ``interval_s`` on the run clock. Stopped only while it
+        sleeps (see _stop_ticker): an interval it has closed is always published."""
+        while not self._ticker_done:
             tick = self._tick + 1
-            await asyncio.sleep(max(self._t0 + tick * self.interval_s - self.clock(), 0))
+            delay = max(self._t0 + tick * self.interval_s - self.clock(), 0)
+            self._tick_sleep = asyncio.ensure_future(asyncio.sleep(delay))
+            try:
+                await self._tick_sleep
+            except asyncio.CancelledError:
+                if self._ticker_done:
+                    return
+                raise
             self._tick = tick
             interval = self._close_interval()
             if interval is not None:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel
 
+from sim.errors import TargetError
 from sim.sql import Statement
 
 # --------------------------------------------------------------------------- engine context
@@ -48,7 +49,14 @@ ProgressCallback = Callable[[str, int, int], None]
 # --------------------------------------------------------------------------- targets
 
 
-class SqlConnection(ABC):
+class Connection(ABC):
+    """One session's handle on a target: a database connection, or a file-tree session."""
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+
+class SqlConnection(Connection):
     """One session's connection to a SQL target. Parameters are positional, in the
     order of ``statement.param_names``."""
 
@@ -105,7 +113,7 @@ class Target(ABC):
         """Prepare shared resources (pools, temporary directories)."""
 
     @abstractmethod
-    async def connect(self) -> SqlConnection:
+    async def connect(self) -> Connection:
         """A new connection for one session."""
 
     @abstractmethod
@@ -119,6 +127,25 @@ class Target(ABC):
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """A description for the bundle, without secrets."""
+
+
+# --------------------------------------------------------------------------- SQL helpers
+
+
+async def connect_sql(target: Target) -> SqlConnection:
+    """A connection to a SQL target (the SQL workloads refuse any other kind)."""
+    conn = await target.connect()
+    if not isinstance(conn, SqlConnection):
+        await conn.close()
+        raise TargetError(f"{target.kind} is not a SQL target")
+    return conn
+
+
+def sql_connection(connection: Connection) -> SqlConnection:
+    """``connection`` as a SqlConnection, for a SQL workload's sessions."""
+    if not isinstance(connection, SqlConnection):
+        raise TargetError(f"a SQL workload got a {type(connection).__name__}")
+    return connection
 
 
 # --------------------------------------------------------------------------- workloads
@@ -182,7 +209,7 @@ class Workload(ABC):
         without a connection: the contract tests compile and parse these per dialect."""
 
     @abstractmethod
-    def new_session(self, index: int, connection: SqlConnection, seed: int) -> WorkloadSession:
+    def new_session(self, index: int, connection: Connection, seed: int) -> WorkloadSession:
         """Per-session state for session ``index`` (0-based)."""
 
     @abstractmethod

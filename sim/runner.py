@@ -53,7 +53,16 @@ def build_workload(scenario: ScenarioBase, target: Target) -> Workload:
     return entry.workload_class(spec.parameters, target)
 
 
-def build_collectors(settings: CollectorSettings, target: Target) -> list[Collector]:
+def _workload_options(workload: Workload) -> dict[str, Any]:
+    """What collectors may want to know of the workload: the prefix of its tables, so the
+    database collector reports the workload's tables and not the whole database's."""
+    prefix = getattr(workload.parameters, "table_prefix", None)
+    return {"table_prefix": prefix} if prefix else {}
+
+
+def build_collectors(
+    settings: CollectorSettings, target: Target, workload_options: dict[str, Any] | None = None
+) -> list[Collector]:
     """The collectors a scenario asks for ('auto': every one that applies to the target)."""
     if settings.enabled == "none":
         return []
@@ -64,7 +73,7 @@ def build_collectors(settings: CollectorSettings, target: Target) -> list[Collec
         raise ConfigError(
             f"collectors.enabled: unknown collector(s) {', '.join(unknown)} (known: {', '.join(known)})"
         )
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = dict(workload_options or {})
     if settings.block_devices:
         options["devices"] = list(settings.block_devices)
     if settings.ontap is not None:
@@ -87,7 +96,7 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
         workload,
         target,
         scenario.load,
-        collector_factory=lambda t: build_collectors(settings, t),
+        collector_factory=lambda t: build_collectors(settings, t, _workload_options(workload)),
         interval_s=settings.interval_s,
         collector_timeout_s=settings.timeout_s,
         skip_load=skip_load,
@@ -97,6 +106,7 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
         attach_lab(engine)
     path = new_bundle_dir(scenario.output.directory, scenario.output.name or scenario.name)
     bundle = BundleWriter(path, resolved_dict(scenario), scenario.output.flush_interval_s)
+    bundle.running_extra = {"sessions": engine.max_sessions, "stages": engine.result.stage_log}
     engine.events.state.add_listener(bundle.on_state)
     engine.events.interval.add_listener(bundle.on_interval)
     engine.events.collector_error.add_listener(bundle.on_collector_error)

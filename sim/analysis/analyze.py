@@ -124,8 +124,11 @@ def series_section(
 
 
 def sessions_per_interval(series: BundleSeries) -> FloatArray:
-    """Sessions active in each measured interval, from the scenario's steps and the summary
-    (NaN where unknown)."""
+    """Sessions active in each measured interval (NaN where unknown): from the summary's
+    stage log when the run got to write it, else rebuilt from the scenario and the summary."""
+    logged = stage_sessions(series.summary)
+    if logged:
+        return np.array([logged.get(step, np.nan) for step in series.step], dtype=np.float64)
     load = mapping(series.scenario, "load")
     summary_sessions = _positive(series.summary.get("sessions"))
     base = _positive(load.get("sessions")) or summary_sessions
@@ -147,6 +150,20 @@ def sessions_per_interval(series: BundleSeries) -> FloatArray:
             value = None
         if value is not None:
             out[i] = value
+    return out
+
+
+def stage_sessions(summary: dict[str, Any]) -> dict[int | None, float]:
+    """Measured stage (step index, or None without steps) → sessions, from summary "stages"
+    (absent in bundles of runs killed before the end, and in older ones)."""
+    out: dict[int | None, float] = {}
+    stages = summary.get("stages")
+    for stage in stages if isinstance(stages, list) else []:
+        if not isinstance(stage, dict) or stage.get("phase") != "measure":
+            continue
+        step, sessions = stage.get("step"), _positive(stage.get("sessions"))
+        if sessions is not None and (step is None or isinstance(step, int)):
+            out[step] = sessions
     return out
 
 

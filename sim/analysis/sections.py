@@ -157,12 +157,11 @@ def curve_section(
         groups = [np.flatnonzero(step_arr == s) for s in steps]
     else:
         finite = x[np.isfinite(x)]
-        spread = finite.size >= CURVE_MIN_BINS and not stats.is_constant(finite)
-        bins = (
-            min(CURVE_MAX_BINS, max(CURVE_MIN_BINS, finite.size // CURVE_INTERVALS_PER_BIN))
-            if spread
-            else 1
-        )
+        # No spread: one point. Spread over fewer intervals than the minimum of bins: one
+        # point per interval. Else 5–10 bins of about three intervals each.
+        bins = 1 if stats.is_constant(finite) else finite.size
+        if bins >= CURVE_MIN_BINS:
+            bins = min(CURVE_MAX_BINS, max(CURVE_MIN_BINS, bins // CURVE_INTERVALS_PER_BIN))
         groups = stats.equal_count_bins(x, bins)
     points = [
         {
@@ -265,8 +264,12 @@ def littles_law_section(
 ) -> dict[str, Any]:
     """The report's view of Little's law, with a note saying what the ratio means."""
     if law is None:
-        return {"sessions": None, "concurrency_measured": None, "ratio": None,
-                "note": "no completed operations in the measured window"}  # fmt: skip
+        return {
+            "sessions": None,
+            "concurrency_measured": None,
+            "ratio": None,
+            "note": "no completed operations in the measured window",
+        }
     ratio = law.ratio
     how = "time-weighted mean of the steps' sessions; " if varying else ""
     if ratio is None:

@@ -7,6 +7,7 @@ NaN: the results go straight into JSON. Nothing here knows about bundles.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -84,12 +85,14 @@ def _pearson_finite(x: FloatArray, y: FloatArray) -> float | None:
     if x.size < MIN_POINTS or is_constant(x) or is_constant(y):
         return None
     # Scale first so huge microsecond values cannot overflow the sums of squares.
-    dx = (x - x.mean()) / np.max(np.abs(x))
-    dy = (y - y.mean()) / np.max(np.abs(y))
-    denom = float(np.sqrt(np.dot(dx, dx) * np.dot(dy, dy)))
-    if denom == 0.0 or not np.isfinite(denom):
+    with np.errstate(all="ignore"):  # sub-normal inputs underflow; caught below
+        dx = (x - x.mean()) / np.max(np.abs(x))
+        dy = (y - y.mean()) / np.max(np.abs(y))
+        denom = float(np.sqrt(np.dot(dx, dx) * np.dot(dy, dy)))
+        r = float(np.dot(dx, dy)) / denom if denom > 0 else math.nan
+    if not math.isfinite(r):
         return None
-    return float(np.clip(np.dot(dx, dy) / denom, -1.0, 1.0))
+    return float(np.clip(r, -1.0, 1.0))
 
 
 def pearson(x: ArrayLike, y: ArrayLike) -> float | None:
@@ -173,11 +176,19 @@ def linear_fit(x: ArrayLike, y: ArrayLike) -> LinearFit | None:
     xf, yf = finite_pairs(x, y)
     if xf.size < MIN_POINTS or is_constant(xf):
         return None
-    slope, intercept = np.polyfit(xf, yf, 1)
-    residual = yf - (slope * xf + intercept)
-    ss_tot = float(np.sum((yf - yf.mean()) ** 2))
-    r2 = 1.0 - float(np.sum(residual**2)) / ss_tot if ss_tot > 0 else 1.0
-    return LinearFit(float(slope), float(intercept), max(0.0, min(1.0, r2)), int(xf.size))
+    # Closed form on centred data; errstate because sub-normal spreads underflow to 0,
+    # which is then caught below rather than warned about.
+    with np.errstate(all="ignore"):
+        dx, dy = xf - xf.mean(), yf - yf.mean()
+        sxx = float(np.dot(dx, dx))
+        slope = float(np.dot(dx, dy)) / sxx if sxx > 0 else math.nan
+        intercept = float(yf.mean() - slope * xf.mean())
+        ss_res = float(np.sum((dy - slope * dx) ** 2))
+        ss_tot = float(np.dot(dy, dy))
+    if not (math.isfinite(slope) and math.isfinite(intercept) and math.isfinite(ss_res)):
+        return None
+    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
+    return LinearFit(slope, intercept, max(0.0, min(1.0, r2)), int(xf.size))
 
 
 @dataclass(frozen=True)
@@ -205,13 +216,17 @@ def hinge_knee(x: ArrayLike, y: ArrayLike) -> Knee | None:
     xs, ys = xf[order], yf[order]
     candidates = np.unique(np.r_[np.linspace(xs[1], xs[-2], KNEE_GRID), xs[1:-1]])
     best: tuple[float, float, FloatArray] | None = None
-    for k in candidates:
-        design = np.column_stack([np.ones_like(xs), xs, np.maximum(0.0, xs - k)])
-        coef, *_ = np.linalg.lstsq(design, ys, rcond=None)
-        sse = float(np.sum((design @ coef - ys) ** 2))
-        if best is None or sse < best[0] - 1e-12 * max(best[0], 1.0):
-            best = (sse, float(k), coef)
-    assert best is not None
+    with np.errstate(all="ignore"):
+        for k in candidates:
+            design = np.column_stack([np.ones_like(xs), xs, np.maximum(0.0, xs - k)])
+            coef, *_ = np.linalg.lstsq(design, ys, rcond=None)
+            sse = float(np.sum((design @ coef - ys) ** 2))
+            if not math.isfinite(sse):
+                continue
+            if best is None or sse < best[0] - 1e-12 * max(best[0], 1.0):
+                best = (sse, float(k), coef)
+    if best is None:
+        return None
     _, k, (a, b, c) = best
     before, after = float(b), float(b + c)
     at_knee = float(a + b * k)
@@ -285,7 +300,9 @@ def coefficient_of_variation(values: ArrayLike) -> float | None:
     arr = arr[np.isfinite(arr)]
     if arr.size < 2 or arr.mean() <= 0:
         return None
-    return float(arr.std() / arr.mean())
+    with np.errstate(all="ignore"):
+        cv = float(arr.std() / arr.mean())
+    return cv if math.isfinite(cv) else None
 
 
 @dataclass(frozen=True)

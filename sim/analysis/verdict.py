@@ -14,9 +14,9 @@ The call is made from :class:`Findings` (window figures computed by
     against the device's await or aqu-sz, ≥ :data:`COUPLING_MIN_R` over ≥
     :data:`COUPLING_MIN_POINTS` intervals — or the stepped plateau itself, where more load
     bought only latency). A plateau at low %util counts only when the sessions wait for the
-    device — reads plus flushes (or database block reads) per operation ≥
-    :data:`REACH_IOS_PER_OP` — and the client is not out of CPU (it could be the client's
-    ceiling, or a cached run's steady write-back). Never when storage is idle (below).
+    device — device reads plus flushes per operation ≥ :data:`REACH_IOS_PER_OP` — and the
+    client is not out of CPU (it could be the client's ceiling, or a cached run's steady
+    write-back). Never when storage is idle (below).
 ``client-bound``
     The load generator is out of CPU and storage is not saturated: dbsim's process used ≥
     :data:`CLIENT_PROCESS_PCT` % of one core (Python's GIL makes one core the ceiling), or the
@@ -30,30 +30,34 @@ The call is made from :class:`Findings` (window figures computed by
 ``inconclusive``
     Anything else; the evidence list still says what was measured.
 
-Tuning data — runs made for this on the development machine (2 vCPUs, one virtio disk
-``vda`` and a PostgreSQL server both shared with other people's concurrent work, which shows):
+Tuning data — runs made for this on the development machine (2 vCPUs; its virtio disk
+``vda`` and a PostgreSQL server shared with other people's concurrent work, which shows):
 
-* SLOB-like SQLite reads, 600 MB table, in a 200 MB memory cgroup under a blk-throttle ceiling
-  of 300 read IOPS (the lab notes' recipe), steps of 1, 2, 4, 8 sessions × 8 s: step medians
-  of 304–305 IOPS while p99 went 0.20 → 0.40 → 0.80 → 1.50 s, 50 device reads per read,
-  Little's L/sessions 0.98, dbsim 7.6 % of a core, host 7 % busy (iowait 45–97 %). Yet %util
-  stayed at 0.4–5 %, r_await at 0.07–0.3 ms and aqu-sz at 0.02–0.09: blk-throttle holds the
-  I/O above the device, where iostat does not see it. Hence the plateau path beside %util,
-  aqu-sz beside await, and the reads+flushes gate on a low-%util plateau. Best coupling 0.58
-  (p50 with await), 0.60 within step 1. Verdict: storage-bound, every step too.
-* The same ceiling without steps (4 sessions, 20 s): a neighbour's reads took ``vda`` to
-  20–49 k IOPS for half the run and latency rose from 0.65 to 0.9–1.3 s with them (Spearman
-  of p50 with aqu-sz 0.68), but IOPS varied by 91 % and %util averaged 48 %: inconclusive.
+* SLOB-like SQLite reads (600 MB table, no updates) on a private :mod:`storage.emulator` lab:
+  ext4 on a loop device, 300 read-IOPS blk-throttle ceiling, 200 MB memory cgroup. Steps of
+  1, 2, 4, 8 sessions × 8 s: step medians of 299.9–300.2 IOPS while p99 went 0.21 → 0.40 →
+  0.85 → 1.50 s, 50 device reads per read, Little's L/sessions 0.94, dbsim 4 % of a core —
+  and %util 0–5 %, r_await 0.04–0.8 ms, aqu-sz 0.01–0.24: blk-throttle holds the I/O above
+  the device, where iostat does not see it, so the best latency-to-await correlation was
+  0.16. Hence the plateau path beside %util, and the stepped plateau counting as coupling.
+  Without steps (4 sessions, 20 s): IOPS varied by 1.3 % (coefficient of variation), L/sessions
+  1.01, and p99 followed aqu-sz at r = 0.80 (0.85 and 0.69 in the halves). All storage-bound.
+* The same ceiling on the shared ``vda`` (the lab notes' recipe by hand): steps again at
+  304–305 IOPS, storage-bound; without steps a neighbour's reads took ``vda`` to 20–49 k IOPS
+  for half the run (IOPS varying by 91 %, %util 48 %) and the call was inconclusive.
 * The default SQLite quickstart (everything in the page cache, 10 % updates): %util 9–32 %,
-  5–10 device I/Os per operation — WAL write-back, not on the reads' path (0.02–0.24 reads
-  plus flushes per operation) — IOPS varying by 46 %; best coupling 0.54. Cached PostgreSQL
+  5–10 device I/Os per operation, mostly WAL write-back (reads plus flushes: 0.02–0.24 per
+  operation, on a disk others were reading from too), IOPS varying by 46 % — no plateau, and
+  that alone kept it from storage-bound; best coupling 0.54. Cached PostgreSQL
   runs reached 0.54–0.65: with a best-of-eight correlation on a shared disk, coupling alone
   separates nothing, and saturation plus I/O on the path are the real gates. Verdicts:
   client-bound or inconclusive, never storage-bound.
-* dbsim's process CPU: 7 % of a core when storage-bound, 11–27 % against a cached PostgreSQL
-  (whose backends kept the host 100 % busy: 1–7 % per session, the first half of one such run
-  called database-bound), 73–97 % per interval for a single cached SQLite session. The host was
-  often 90–100 % busy from other processes, hence :data:`CLIENT_CPU_SHARE_PCT`.
+* dbsim's process CPU: 4–8 % of a core when storage-bound, 11–27 % against a cached
+  PostgreSQL (whose backends kept the host 100 % busy: 1–7 % per session; the first half of one
+  such run was called database-bound), 73–97 % per interval for a single cached SQLite session.
+  The host was 90–100 % busy from other processes through most runs, the storage-bound ones
+  included (95–99 % on the loop-device lab, dbsim at 4 %): hence
+  :data:`CLIENT_CPU_SHARE_PCT`, so that a busy host alone does not make a run client-bound.
 """
 
 from __future__ import annotations
@@ -68,9 +72,10 @@ UTIL_BUSY_PCT = 80.0
 #: %util below which a device counts as idle for the database-bound call.
 UTIL_IDLE_PCT = 20.0
 #: Correlation of application latency with storage latency that counts as "moves with it":
-#: r = 0.5 explains a quarter of the variance. The throttled runs reached 0.58–0.60, but
-#: cached runs on the shared disk reached 0.54–0.65 too: this check is necessary, never
-#: sufficient (saturation and I/O on the operations' path decide).
+#: r = 0.5 explains a quarter of the variance. Throttled runs reached 0.58–0.85 (but 0.16
+#: across the loop-device steps, where the stepped plateau carries the call), cached runs on
+#: the shared disk 0.54–0.65 too: necessary, never sufficient — saturation and I/O on the
+#: operations' path decide.
 COUPLING_MIN_R = 0.5
 #: Fewer intervals than this and a correlation is not trusted as evidence (with 4 points
 #: r ≥ 0.5 happens by chance one time in four, and the verdict takes the best of eight).
@@ -194,11 +199,10 @@ def decide(f: Findings) -> dict[str, Any]:
     process_full = _ge(f.process_cpu_pct, CLIENT_PROCESS_PCT)
     host_full = _ge(f.host_busy_pct, HOST_BUSY_PCT)
     client_full = process_full or (host_full and _ge(f.cpu_share_pct, CLIENT_CPU_SHARE_PCT))
-    waits_on_io = _ge(f.sync_ios_per_op, REACH_IOS_PER_OP) or _ge(
-        f.db_reads_per_op, REACH_IOS_PER_OP
-    )
-    # A plateau at low %util is a ceiling only if the sessions wait for the device (reads,
-    # flushes) and are not out of CPU themselves: a cached run's write-back is steady too.
+    # A plateau at low %util is a ceiling only if the sessions wait for that device (reads,
+    # flushes: the database's block reads do not count, the OS page cache may serve them) and
+    # are not out of CPU themselves: a cached run's write-back can be steady too.
+    waits_on_io = _ge(f.sync_ios_per_op, REACH_IOS_PER_OP)
     saturated = busy or (plateau and waits_on_io and not client_full)
 
     evidence = [

@@ -20,7 +20,15 @@ import numpy as np
 from pydantic import BaseModel
 
 from sim.errors import WorkloadError
-from sim.protocols import ProgressCallback, SqlConnection, Target, Workload
+from sim.protocols import (
+    Connection,
+    ProgressCallback,
+    SqlConnection,
+    Target,
+    Workload,
+    connect_sql,
+    sql_connection,
+)
 from sim.sql import Catalogue, Statement
 from workloads.common import (
     REGISTRY_STATEMENTS,
@@ -135,7 +143,7 @@ class SlobWorkload(Workload):
         return planned
 
     async def load(self, progress: ProgressCallback) -> dict[str, Any]:
-        conn = await self.target.connect()
+        conn = await connect_sql(self.target)
         try:
             await self.registry.ensure(conn)
             planned = self._planned_tables()
@@ -211,7 +219,7 @@ class SlobWorkload(Workload):
     # ------------------------------------------------------------------ verify and drop
 
     async def verify(self) -> dict[str, Any]:
-        conn = await self.target.connect()
+        conn = await connect_sql(self.target)
         report: dict[str, Any] = {"tables": []}
         try:
             for schema in range(1, self.p.schemas + 1):
@@ -250,7 +258,7 @@ class SlobWorkload(Workload):
     async def drop(self) -> list[str]:
         """Drop this configuration's registered tables (``<prefix><n>_cf1`` / ``_cf2``) only."""
         pattern = re.compile(re.escape(self.p.table_prefix) + r"[1-9][0-9]*_cf[12]")
-        conn = await self.target.connect()
+        conn = await connect_sql(self.target)
         try:
             names = await self.registry.owned(conn, self.p.table_prefix, pattern)
             return await self.registry.drop(conn, sorted(names))
@@ -275,8 +283,8 @@ class SlobWorkload(Workload):
 
     # ------------------------------------------------------------------ sessions
 
-    def new_session(self, index: int, connection: SqlConnection, seed: int) -> SlobSession:
-        return SlobSession(self, index, connection, seed)
+    def new_session(self, index: int, connection: Connection, seed: int) -> SlobSession:
+        return SlobSession(self, index, sql_connection(connection), seed)
 
 
 class _SchemaStatements:

@@ -24,7 +24,15 @@ import numpy as np
 from pydantic import BaseModel
 
 from sim.errors import WorkloadError
-from sim.protocols import ProgressCallback, SqlConnection, Target, Workload
+from sim.protocols import (
+    Connection,
+    ProgressCallback,
+    SqlConnection,
+    Target,
+    Workload,
+    connect_sql,
+    sql_connection,
+)
 from sim.sql import Catalogue, Statement
 from workloads.common import (
     REGISTRY_STATEMENTS,
@@ -147,7 +155,7 @@ class SsbWorkload(Workload):
     async def load(self, progress: ProgressCallback) -> dict[str, Any]:
         """Create and fill the tables that are missing or stale; reuse the others."""
         names = [self.table_name(n) for n in range(1, self.p.tables + 1)]
-        conn = await self.target.connect()
+        conn = await connect_sql(self.target)
         try:
             # Refuse a foreign table before spending time loading any other.
             for name in names:
@@ -217,7 +225,7 @@ class SsbWorkload(Workload):
 
     async def verify(self) -> dict[str, Any]:
         """Row count, highest key, one row per block and the unique index, per table."""
-        conn = await self.target.connect()
+        conn = await connect_sql(self.target)
         try:
             tables = [
                 await self._verify_table(conn, self.table_name(n))
@@ -270,7 +278,7 @@ class SsbWorkload(Workload):
 
     async def drop(self) -> list[str]:
         """Drop every table this workload registered under ``table_prefix`` (any count)."""
-        conn = await self.target.connect()
+        conn = await connect_sql(self.target)
         try:
             names = await self.registry.owned(conn, self.p.table_prefix, self._own_names)
             prefix = len(self.p.table_prefix)
@@ -291,8 +299,8 @@ class SsbWorkload(Workload):
 
     # ------------------------------------------------------------------ sessions
 
-    def new_session(self, index: int, connection: SqlConnection, seed: int) -> SsbSession:
-        return SsbSession(self, index, connection, seed)
+    def new_session(self, index: int, connection: Connection, seed: int) -> SsbSession:
+        return SsbSession(self, index, sql_connection(connection), seed)
 
 
 class UpdateValues:
