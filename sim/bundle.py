@@ -169,7 +169,10 @@ class BundleWriter:
             self.write_summary(status="running")
 
     def on_collector_error(self, source: str, message: str) -> None:
-        note = f"collector {source}: {message}"
+        self.add_message(f"collector {source}: {message}")
+
+    def add_message(self, note: str) -> None:
+        """A plain-language note for the summary's ``messages`` (kept once)."""
         if note not in self.messages:
             self.messages.append(note)
 

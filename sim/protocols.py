@@ -263,3 +263,15 @@ class Collector(ABC):
     def describe(self) -> dict[str, Any]:
         """Facts for the bundle (devices watched, mount options …)."""
         return {"source": self.source}
+
+    def findings(
+        self,
+        means: Mapping[str, Mapping[str, float]],
+        op_counts: Mapping[str, int],
+        measured_s: float,
+    ) -> tuple[dict[str, Any], list[str]]:
+        """What this collector concludes about the measured window, for the summary: facts
+        (e.g. physical reads per read statement) and plain-language warnings (e.g. the cache
+        served most reads). ``means``: this source's per-entity means over the measured
+        intervals; ``op_counts``: completed transactions per operation. Default: nothing."""
+        return {}, []

@@ -175,6 +175,22 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
         "collectors": result.collectors,
         "collector_errors": result.collector_errors,
     }
+    findings: dict[str, Any] = {}
+    storage_means = bundle.storage_summary()
+    op_counts = {name: stats.count for name, stats in totals.items()}
+    for collector in engine.collectors:
+        try:
+            facts, warnings = collector.findings(
+                storage_means.get(collector.source, {}), op_counts, result.measured_s
+            )
+        except Exception as exc:  # a finding is a nicety; never lose the summary for it
+            log.warning("collector %s findings failed: %s", collector.source, exc)
+            continue
+        if facts:
+            findings[collector.source] = facts
+        for warning in warnings:
+            bundle.add_message(f"{collector.source}: {warning}")
+    extra["findings"] = findings
     try:
         bundle.write_histograms(totals)
         summary = bundle.write_summary(

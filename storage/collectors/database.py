@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sim.errors import CollectorError
-from sim.protocols import Collector, Sample, Target
+from sim.protocols import Collector, Sample, Target, connect_sql
 from sim.registry import CollectorEntry, register_collector
 from sim.sql import Statement
 
@@ -263,11 +263,14 @@ class PostgresStatsCollector(Collector):
 
     async def start(self, now: float) -> None:
         """Open the connection, detect the server version, take the baseline."""
-        conn = await self.target.connect()
-        if not hasattr(conn, "rows"):
+        # The target's own module, so importing it here costs nothing (asyncpg is loaded).
+        from storage.targets.postgres import PostgresConnection
+
+        conn = await connect_sql(self.target)
+        if not isinstance(conn, PostgresConnection):
             await conn.close()
-            raise CollectorError("collector db: the target's connection cannot return rows")
-        self._conn = conn  # type: ignore[assignment]
+            raise CollectorError("collector db: the target's connection is not asyncpg's")
+        self._conn = conn
         try:
             version = await conn.scalar(_statement("version", "SHOW server_version_num"))
             self.version_num = int(version)
@@ -335,6 +338,35 @@ class PostgresStatsCollector(Collector):
         self._prev = self._prev_now = None
         if conn is not None:
             await conn.close()
+
+    def findings(
+        self,
+        means: Mapping[str, Mapping[str, float]],
+        op_counts: Mapping[str, int],
+        measured_s: float,
+    ) -> tuple[dict[str, Any], list[str]]:
+        """Physical block reads of the workload's tables per read statement (the SLOB sanity
+        check: ≈ WORK_UNIT−1 when the data is far larger than the cache), the tables' cache
+        hit share, and a warning when the cache served most block requests."""
+        blocks = blocks_read_from_means(means, measured_s)
+        hits = sum(
+            (m.get("heap_blks_hit_s", 0.0) + m.get("idx_blks_hit_s", 0.0)) * measured_s
+            for entity, m in means.items()
+            if entity.startswith(TABLE_ENTITY_PREFIX)
+        )
+        facts: dict[str, Any] = {
+            "tables_blocks_read": round(blocks, 1),
+            "tables_cache_hit_pct": round(hit_pct(hits, blocks), 2) if hits + blocks else None,
+        }
+        per_op = {
+            op: round(value, 2)
+            for op, count in op_counts.items()
+            if (value := physical_reads_per_op(blocks, count)) is not None
+        }
+        if "read" in per_op:
+            facts["physical_reads_per_read"] = per_op["read"]
+        warning = cache_warning(facts["tables_cache_hit_pct"])
+        return facts, [warning] if warning else []
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -57,7 +57,10 @@ def slob_table(name: str, dialect: str, block_size_bytes: int, *, indexed: bool)
     if dialect == "sqlite" and sqlite_pad_bytes(block_size_bytes):
         columns.append(Column("pad", Text))
     if dialect == "postgres":
-        kwargs["postgresql_with"] = {"fillfactor": 10}
+        # fillfactor 10 keeps one row per block; toast_tuple_target keeps the ~2.5 KB row in the
+        # heap (past 2 KB PostgreSQL would move c2..c6 out to TOAST, and every read and LITE
+        # update would touch a second relation).
+        kwargs["postgresql_with"] = {"fillfactor": 10, "toast_tuple_target": 8160}
     if dialect == "sqlserver":
         # Filled by the server default (the loader never sends it): blank-padded to full width.
         columns.append(

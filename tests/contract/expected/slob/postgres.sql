@@ -29,7 +29,7 @@ CREATE TABLE slob1_cf1 (
 	c19 VARCHAR(128), 
 	c20 VARCHAR(128)
 )
- WITH (fillfactor = 10);
+ WITH (fillfactor = 10, toast_tuple_target = 8160);
 
 -- CreateIndex binds=-
 CREATE INDEX slob1_cf1_custid ON slob1_cf1 (custid);
@@ -63,7 +63,7 @@ CREATE TABLE slob1_cf2 (
 	c19 VARCHAR(128), 
 	c20 VARCHAR(128)
 )
- WITH (fillfactor = 10);
+ WITH (fillfactor = 10, toast_tuple_target = 8160);
 
 -- insert_slob1_cf2 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20
 INSERT INTO slob1_cf2 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20) VALUES ($1::INTEGER, $2::VARCHAR, $3::VARCHAR, $4::VARCHAR, $5::VARCHAR, $6::VARCHAR, $7::VARCHAR, $8::VARCHAR, $9::VARCHAR, $10::VARCHAR, $11::VARCHAR, $12::VARCHAR, $13::VARCHAR, $14::VARCHAR, $15::VARCHAR, $16::VARCHAR, $17::VARCHAR, $18::VARCHAR, $19::VARCHAR, $20::VARCHAR);

@@ -1,0 +1,188 @@
+"""The ``db`` collector: its pure arithmetic, and its rates against the live PostgreSQL driven
+with a fake clock (two readings with a known number of statements in between).
+
+The live part runs in a database of its own, created and dropped here, so no other activity
+on the server shows in its ``pg_stat_database`` row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+from collections.abc import Iterator
+
+import asyncpg
+import pytest
+import sqlglot
+
+from sim import registry
+from sim.protocols import EngineContext, Sample
+from storage.collectors.database import (
+    PostgresStatsCollector,
+    auto_db,
+    blocks_read_from_means,
+    cache_warning,
+    counter_delta,
+    counter_rates,
+    hit_pct,
+    physical_reads_per_op,
+    postgres_database_sql,
+    table_blocks_read,
+)
+from storage.targets.postgres import PostgresTarget
+from storage.targets.settings import PostgresSettings, SqliteSettings
+from storage.targets.sqlite import SqliteTarget
+
+HOST, PORT = "127.0.0.1", 5432
+OWN_DB = f"dbsim_ut_collector_{os.getpid()}"
+
+
+def table_sample(name: str, heap_read: float, idx_read: float, interval: float) -> Sample:
+    values = {
+        "heap_blks_read_s": heap_read,
+        "idx_blks_read_s": idx_read,
+        "heap_blks_hit_s": 1000.0,
+        "idx_blks_hit_s": 1000.0,
+        "interval_s": interval,
+    }
+    return Sample("db", f"table:{name}", values)
+
+
+# ------------------------------------------------------------------ pure functions
+
+
+def test_counter_delta_treats_a_decrease_as_a_reset() -> None:
+    assert counter_delta(10, 25) == 15
+    assert counter_delta(100, 7) == 7  # pg_stat_reset() or a re-created table
+    assert counter_rates({"a": 1, "b": 0}, {"a": 11, "b": 4}, 2.0, {"a": "a_s", "b": "b_s"}) == {
+        "a_s": 5.0,
+        "b_s": 2.0,
+    }
+
+
+def test_hit_pct_and_the_cache_warning() -> None:
+    assert hit_pct(90, 10) == 90.0
+    assert hit_pct(0, 0) == 0.0
+    assert cache_warning(None) is None
+    assert cache_warning(50.0) is None  # "more than half" only
+    assert cache_warning(12.0) is None
+    message = cache_warning(50.1)
+    assert message is not None and "50.1 %" in message and "larger" in message
+
+
+def test_physical_reads_per_op_sums_table_samples_over_their_intervals() -> None:
+    samples = [
+        table_sample("slob1_cf1", heap_read=600.0, idx_read=30.0, interval=1.0),
+        table_sample("slob1_cf1", heap_read=500.0, idx_read=0.0, interval=2.0),
+        table_sample("slob2_cf1", heap_read=100.0, idx_read=0.0, interval=1.0),
+        Sample("db", "test", {"blks_read_s": 1e9, "interval_s": 1.0}),  # not a table
+        Sample("block", "table:vda", {"heap_blks_read_s": 1e9}),  # not this source
+    ]
+    assert table_blocks_read(samples) == 630 + 1000 + 100
+    assert physical_reads_per_op(samples, 10) == 173.0
+    assert physical_reads_per_op(1730.0, 10) == 173.0
+    assert physical_reads_per_op(samples, 0) is None
+    means = {
+        "table:slob1_cf1": {"heap_blks_read_s": 60.0, "idx_blks_read_s": 3.0},
+        "test": {"blks_read_s": 1e9},
+    }
+    assert blocks_read_from_means(means, 10.0) == 630.0
+
+
+@pytest.mark.parametrize("version", [140012, 150020, 160004, 170002, 180000])
+def test_the_counter_query_parses_for_every_supported_version(version: int) -> None:
+    text = postgres_database_sql(version)
+    sqlglot.parse_one(text, read="postgres")
+    assert ("pg_stat_io" in text) == (version >= 160000)
+    assert ("pg_stat_checkpointer" in text) == (version >= 170000)
+    for column in ("checkpoints_timed", "buffers_backend", "wal_sync", "blks_read"):
+        assert f"AS {column}" in text
+
+
+def test_auto_applies_to_postgres_only_and_is_registered() -> None:
+    assert "db" in registry.collectors()
+    assert auto_db(SqliteTarget(SqliteSettings()), {}) == []
+    found = auto_db(PostgresTarget(PostgresSettings()), {"table_prefix": "slob"})
+    assert len(found) == 1 and isinstance(found[0], PostgresStatsCollector)
+    assert found[0].table_prefix == "slob"
+
+
+# ------------------------------------------------------------------ live rate arithmetic
+
+
+async def _admin(query: str) -> None:
+    conn = await asyncpg.connect(host=HOST, port=PORT, user="postgres", database="postgres")
+    try:
+        await conn.execute(query)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="module")
+def own_database() -> Iterator[str]:
+    try:
+        asyncio.run(_admin(f"CREATE DATABASE {OWN_DB}"))
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        pytest.skip(f"!!! PostgreSQL on {HOST}:{PORT} is not reachable: {exc}")
+    try:
+        yield OWN_DB
+    finally:
+        asyncio.run(_admin(f"DROP DATABASE IF EXISTS {OWN_DB} WITH (FORCE)"))
+
+
+COMMITS = 100
+UPDATED_ROWS = 40
+INTERVAL_S = 2.0  # fake clock: the rates divide by this, however long the test really took
+OWN_COMMITS_MAX = 6  # the collector's own statements and the flush call land in the window
+
+
+async def _measure(database: str) -> list[Sample]:
+    target = PostgresTarget(PostgresSettings(host=HOST, port=PORT, database=database))
+    with concurrent.futures.ThreadPoolExecutor(1) as executor:
+        await target.open(EngineContext(asyncio.get_running_loop(), executor))
+        worker = await asyncpg.connect(host=HOST, port=PORT, user="postgres", database=database)
+        try:
+            await worker.execute(
+                "CREATE TABLE ut_rates (k int PRIMARY KEY, v text);"
+                f"INSERT INTO ut_rates SELECT g, 'x' FROM generate_series(1, {UPDATED_ROWS}) g;"
+                "CREATE TABLE other_table (k int)"
+            )
+            await worker.execute("SELECT pg_stat_force_next_flush()")
+            collector = PostgresStatsCollector(target, table_prefix="ut_")
+            await collector.start(100.0)
+            for _ in range(COMMITS):
+                await worker.fetchval("SELECT 1")
+            await worker.execute("UPDATE ut_rates SET v = 'y'")  # one commit, 40 rows
+            await worker.fetch("SELECT * FROM ut_rates WHERE k = 1")
+            # Backends publish their counters at most once a second unless asked to.
+            await worker.execute("SELECT pg_stat_force_next_flush()")
+            samples = await collector.sample(100.0 + INTERVAL_S)
+            await collector.stop()
+            assert collector.version_num is not None and collector.version_num >= 140000
+        finally:
+            await worker.close()
+            await target.close()
+    return samples
+
+
+def test_rates_from_two_readings_of_the_live_server(own_database: str) -> None:
+    samples = asyncio.run(_measure(own_database))
+    by_entity = {s.entity: s for s in samples}
+    assert set(by_entity) == {own_database, "table:ut_rates"}  # the prefix leaves other_table out
+    db = by_entity[own_database].values
+    # 100 SELECTs + 1 UPDATE + 1 SELECT + the flush call, each its own transaction.
+    expected = (COMMITS + 3) / INTERVAL_S
+    assert expected <= db["xact_commit_s"] <= expected + OWN_COMMITS_MAX / INTERVAL_S, db
+    assert db["tup_updated_s"] == UPDATED_ROWS / INTERVAL_S
+    assert db["xact_rollback_s"] == 0
+    assert db["interval_s"] == INTERVAL_S
+    assert db["wal_records_s"] >= UPDATED_ROWS / INTERVAL_S  # one heap record per new version
+    assert db["wal_bytes_s"] > 0 and db["blks_hit_s"] > 0
+    assert 0 < db["cache_hit_pct"] <= 100
+    assert db["checkpoints_timed"] >= 0 and db["checkpoints_req"] >= 0
+    table = by_entity["table:ut_rates"].values
+    # The UPDATE and the lookup touched the table's heap and its primary-key index.
+    assert table["heap_blks_hit_s"] + table["heap_blks_read_s"] >= 2 / INTERVAL_S
+    assert table["idx_blks_hit_s"] + table["idx_blks_read_s"] >= 1 / INTERVAL_S
+    assert table["interval_s"] == INTERVAL_S
