@@ -6,8 +6,15 @@ must be quick: anything slow (file writes) goes through the engine's thread pool
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def _name(listener: Callable[..., Any]) -> str:
+    return getattr(listener, "__qualname__", repr(listener))
 
 
 class EventHook:
@@ -16,6 +23,7 @@ class EventHook:
     def __init__(self, name: str) -> None:
         self.name = name
         self._listeners: list[Callable[..., Any]] = []
+        self.failures: list[str] = []
 
     def add_listener(self, listener: Callable[..., Any]) -> Callable[..., Any]:
         self._listeners.append(listener)
@@ -25,12 +33,32 @@ class EventHook:
         self._listeners.remove(listener)
 
     def fire(self, **kwargs: Any) -> None:
+        """Call every listener; one that raises is logged and counted, and the others (and
+        the engine's ticker, which fires ``interval``) carry on."""
         for listener in list(self._listeners):
-            listener(**kwargs)
+            try:
+                listener(**kwargs)
+            except Exception as exc:
+                self.failures.append(
+                    f"{self.name} listener {_name(listener)}: {type(exc).__name__}: {exc}"
+                )
+                log.exception("%s listener %s failed", self.name, _name(listener))
 
 
 class EngineEvents:
     """The engine's hooks."""
+
+    def failures(self) -> list[str]:
+        """Every listener failure so far, for the summary's messages."""
+        hooks = (
+            self.state,
+            self.stage,
+            self.progress,
+            self.interval,
+            self.collector_error,
+            self.finished,
+        )
+        return [failure for hook in hooks for failure in hook.failures]
 
     def __init__(self) -> None:
         #: ``state(state: str, detail: str)``: setup, loading, verifying, connecting, warmup,

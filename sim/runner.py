@@ -191,6 +191,8 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
         for warning in warnings:
             bundle.add_message(f"{collector.source}: {warning}")
     extra["findings"] = findings
+    for failure in engine.events.failures():
+        bundle.add_message(failure)
     try:
         bundle.write_histograms(totals)
         summary = bundle.write_summary(

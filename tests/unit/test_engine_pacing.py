@@ -151,3 +151,18 @@ def test_open_loop_rates_follow_session_weights_and_are_logged_per_stage() -> No
     assert ops[0] == pytest.approx(600, rel=0.03)
     assert ops[1] == pytest.approx(200, rel=0.03) and ops[2] == pytest.approx(200, rel=0.03)
     assert stage["duration_s"] == pytest.approx(2.0, abs=0.05)
+
+
+def test_a_failing_listener_is_counted_and_the_run_goes_on() -> None:
+    engine = make_engine(Load(duration_s=1.2))
+    seen: list[int] = []
+
+    def broken(interval: Interval, samples: list[object]) -> None:
+        raise RuntimeError("listener bug")
+
+    engine.events.interval.add_listener(broken)
+    engine.events.interval.add_listener(lambda interval, samples: seen.append(interval.index))
+    run(engine)
+    assert engine.result.outcome == OUTCOME_COMPLETED
+    assert len(seen) >= 2
+    assert engine.events.failures() and "listener bug" in engine.events.failures()[0]
