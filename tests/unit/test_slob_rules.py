@@ -39,3 +39,46 @@ def test_hotspot_must_fit_in_the_data() -> None:
         SlobParameters(do_hotspot=True, hotspot_offset_mb=100, scale="80M")
     ok = SlobParameters(do_hotspot=True, scale="80M")
     assert ok.hotspot_rows == (2049, 3072)
+
+
+class _Recorder:
+    """Captures the parameters a session would send (the coroutine is closed unawaited)."""
+
+    def __init__(self) -> None:
+        self.params: list[tuple[int, ...]] = []
+
+    async def scalar(self, statement: object, params: tuple[int, ...] = ()) -> None:
+        return None
+
+    async def execute(self, statement: object, params: tuple[object, ...] = ()) -> int:
+        return 0
+
+    async def commit(self) -> None:
+        return None
+
+
+def test_key_ranges_stay_inside_the_table_and_hit_the_hot_spot() -> None:
+    from storage.targets.settings import SqliteSettings
+    from storage.targets.sqlite import SqliteTarget
+    from workloads.slob.workload import SlobSession, SlobWorkload
+
+    params = SlobParameters(
+        update_pct=0, work_unit=64, scale=20000, do_hotspot=True, hotspot_frequency=2
+    )
+    workload = SlobWorkload(params, SqliteTarget(SqliteSettings()))
+    session = SlobSession(workload, 0, _Recorder(), seed=7)  # type: ignore[arg-type]
+    lows, hot = [], 0
+    first, last = params.hotspot_rows
+    for loop in range(1, 20001):
+        name, coro = session.next_transaction()
+        frame = coro.cr_frame  # type: ignore[attr-defined]
+        lo, hi = frame.f_locals["params"]
+        coro.close()
+        assert name == "read" and hi - lo == 64
+        assert 1 <= lo and hi <= 20000 - 64
+        lows.append(lo)
+        if loop % 2 == 0:
+            assert first <= lo and hi <= last
+            hot += 1
+    assert min(lows) == 1 and max(lows) >= 20000 - 2 * 64 - 5  # the whole range is reached
+    assert hot == 10000

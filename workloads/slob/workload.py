@@ -298,6 +298,9 @@ class _SchemaStatements:
         self.scan = workload.render("scan", scan_table=workload.scan_table_name(schema))
 
 
+_FILL = "abcdefghijklmnopqrstuvwxyz"
+
+
 class SlobSession:
     """One SLOB session: its schema, its position in the 100-operation mix, its random keys."""
 
@@ -315,45 +318,54 @@ class SlobSession:
         schema = (index // p.threads_per_schema) % p.schemas + 1
         self.own = _SchemaStatements(workload, schema)
         self.hot = self.own if schema == 1 else _SchemaStatements(workload, 1)
-        self.read_bind = bind_order(self.own.read, self.READ_ARGS)
+        read_bind = bind_order(self.own.read, self.READ_ARGS)
+        if read_bind not in ([0, 1], [1, 0]):
+            raise WorkloadError(f"{self.own.read.name}: binds must be lo and hi, once each")
+        self.read_in_order = read_bind == [0, 1]
         self.update_bind = bind_order(self.own.update, self.UPDATE_ARGS)
+        # Parameters the hot path reads, as plain attributes (no model lookups per op).
+        self.random = self.rng.random
+        self.work_unit = p.work_unit
+        self.update_pct = p.update_pct
+        self.scan_pct = p.scan_pct
+        self.hot_every = p.hot_schema_frequency
+        self.do_hotspot = p.do_hotspot
+        self.hotspot_frequency = p.hotspot_frequency
+        # A read or update covers keys (r − WORK_UNIT, r): r is uniform in
+        # [WORK_UNIT + 1, SCALE − WORK_UNIT], or inside the hot region.
         self.key_lo = p.work_unit + 1
-        self.key_hi = p.scale_rows - p.work_unit
+        self.key_span = p.scale_rows - 2 * p.work_unit
         hot_first, hot_last = p.hotspot_rows
         self.hot_lo = hot_first + p.work_unit
-        self.hot_hi = hot_last
+        self.hot_span = hot_last - self.hot_lo + 1
 
     def _key(self, loop: int) -> int:
-        p = self.p
-        if p.do_hotspot and loop % p.hotspot_frequency == 0:
-            return self.rng.randint(self.hot_lo, self.hot_hi)
-        return self.rng.randint(self.key_lo, self.key_hi)
+        # random() scaled is several times cheaper than randint() and as uniform for this.
+        if self.do_hotspot and loop % self.hotspot_frequency == 0:
+            return self.hot_lo + int(self.random() * self.hot_span)
+        return self.key_lo + int(self.random() * self.key_span)
 
     def next_transaction(self) -> tuple[str, Awaitable[Any]]:
         i = self.ops
-        self.ops = i + 1
-        loop = i + 1
-        p = self.p
-        statements = (
-            self.hot if p.hot_schema_frequency and loop % p.hot_schema_frequency == 0 else self.own
-        )
-        r = self._key(loop)
-        lo, hi = r - p.work_unit, r
-        if takes_this_op(i, p.update_pct):
+        self.ops = loop = i + 1
+        statements = self.hot if self.hot_every and loop % self.hot_every == 0 else self.own
+        hi = self._key(loop)
+        lo = hi - self.work_unit
+        pct = self.update_pct
+        if pct and (loop * pct // 100 > i * pct // 100):  # takes_this_op(i, pct), inlined
             # A value unique to this session and loop, 128 characters like the column.
-            value = f"{self.index:06d}.{loop:012d}.".ljust(
-                TEXT_WIDTH, "abcdefghijklmnopqrstuvwxyz"[loop % 26]
-            )
+            value = f"{self.index:06d}.{loop:012d}.".ljust(TEXT_WIDTH, _FILL[loop % 26])
             args = (value, lo, hi)
             return "update", self._update(
                 statements.update, tuple(args[k] for k in self.update_bind)
             )
         j = self.reads
         self.reads = j + 1
-        if p.scan_pct and takes_this_op(j, p.scan_pct):
+        if self.scan_pct and takes_this_op(j, self.scan_pct):
             return "scan", self.conn.scalar(statements.scan)
-        args2 = (lo, hi)
-        return "read", self.conn.scalar(statements.read, tuple(args2[k] for k in self.read_bind))
+        if self.read_in_order:
+            return "read", self.conn.scalar(statements.read, (lo, hi))
+        return "read", self.conn.scalar(statements.read, (hi, lo))
 
     async def _update(self, statement: Statement, params: tuple[Any, ...]) -> None:
         await self.conn.execute(statement, params)
