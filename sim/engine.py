@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import random
 import time
@@ -40,6 +41,8 @@ T = TypeVar("T")
 
 DEFAULT_STOP_GRACE_S = 10.0
 EXTRA_POOL_THREADS = 4  # collectors and bundle writes beside one thread per session
+RECONNECT_FIRST_DELAY_S = 0.1  # doubled after each failed attempt …
+RECONNECT_MAX_DELAY_S = 2.0  # … up to this, so a returning server is found within ~2 s
 MIN_INTERVAL_FRACTION = 0.05  # shorter leftovers are merged into the next interval
 YIELD_EVERY_MASK = 63  # yield to the loop at least every 64 transactions
 
@@ -113,6 +116,8 @@ class RunResult:
     target: dict[str, Any] = field(default_factory=dict)
     sessions: int = 0
     loops_completed: list[int] = field(default_factory=list)
+    #: Sessions that lost their connection: when, when it was back, after how many attempts.
+    outages: list[dict[str, Any]] = field(default_factory=list)
     #: Every stage entered: t (s since sessions started), phase, step, sessions, rate, lab.
     stage_log: list[dict[str, Any]] = field(default_factory=list)
     #: Per session: index of its first measured transaction and one past its last.
@@ -182,6 +187,7 @@ class Engine:
         self._ticker_done = False
         self._tick_sleep: asyncio.Future[None] | None = None
         self._issued: list[int] = []
+        self._connections: list[Connection] = []
         self._stage_ops: list[int] = []
         weights = workload.session_weights(self.max_sessions)
         if weights is not None and (len(weights) < self.max_sessions or min(weights) <= 0):
@@ -246,7 +252,7 @@ class Engine:
             max_workers=self.max_sessions + EXTRA_POOL_THREADS, thread_name_prefix="dbsim-io"
         )
         self.context = EngineContext(self._loop, executor)
-        connections: list[Connection] = []
+        self._connections = []
         target_open = False
         try:
             self._set_state("setup", self.target.kind)
@@ -267,8 +273,8 @@ class Engine:
                 self._set_state("verifying", self.workload.name)
                 self.result.verify_report = await self._unless_stopped(self.workload.verify())
             self._set_state("connecting", f"{self.max_sessions} sessions")
-            connections = await self._unless_stopped(self._connect_all(self.max_sessions))
-            await self._run_sessions(connections)
+            self._connections = await self._unless_stopped(self._connect_all(self.max_sessions))
+            await self._run_sessions(self._connections)
             if self.result.outcome != OUTCOME_INTERRUPTED:
                 self.result.outcome = OUTCOME_COMPLETED
         except _StopRequested:
@@ -284,7 +290,7 @@ class Engine:
             self.result.reason = f"{self.result.last_state}: unexpected {type(exc).__name__}"
         finally:
             self._set_state("stopping", self.result.outcome)
-            await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+            await asyncio.gather(*(c.close() for c in self._connections), return_exceptions=True)
             for collector in self.collectors:
                 try:
                     await asyncio.wait_for(collector.stop(), self.collector_timeout_s)
@@ -486,6 +492,8 @@ class Engine:
                 raise
             except Exception as exc:
                 record_error(name, error_class(exc))
+                if self.target.is_disconnect(exc):
+                    await self._reconnect(index, session)
             else:
                 record(name, (perf_ns() - start_ns) // 1000)
             if self._measuring:
@@ -502,6 +510,38 @@ class Engine:
                 # A transaction that completes without suspending (a cached answer) would
                 # otherwise starve the ticker and the stage timer.
                 await asyncio.sleep(0)
+
+    async def _reconnect(self, index: int, session: Any) -> None:
+        """The session lost its connection (server restarted, network cut): reconnect with
+        exponential backoff until it works or the run stops, and log the outage."""
+        lost = self.clock()
+        old = self._connections[index]
+        with contextlib.suppress(Exception):
+            await old.close()
+        delay = RECONNECT_FIRST_DELAY_S
+        attempts = 0
+        while not self._stopping:
+            attempts += 1
+            try:
+                conn = await self.target.connect()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.recorder.record_error("connect", error_class(exc))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RECONNECT_MAX_DELAY_S)
+                continue
+            self._connections[index] = conn
+            session.replace_connection(conn)
+            self.result.outages.append(
+                {
+                    "session": index,
+                    "lost_t": round(lost - self._t0, 3),
+                    "restored_t": round(self.clock() - self._t0, 3),
+                    "attempts": attempts,
+                }
+            )
+            return
 
     # ------------------------------------------------------------------ ticker and collectors
 

@@ -120,6 +120,13 @@ class Target(ABC):
     async def close(self) -> None:
         """Release everything ``open`` and ``connect`` acquired."""
 
+    def is_disconnect(self, exc: BaseException) -> bool:
+        """Whether ``exc`` (as raised by a connection, usually a TargetError wrapping the
+        driver's error) means the connection is gone and the session must reconnect. Drivers
+        refine this; the default recognises the operating system's connection errors."""
+        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        return isinstance(cause, ConnectionError | TimeoutError)
+
     @abstractmethod
     def storage_paths(self) -> list[Path]:
         """Local paths whose block devices hold the target's data (may be empty)."""
@@ -161,6 +168,10 @@ class WorkloadSession(Protocol):
     """
 
     def next_transaction(self) -> tuple[str, Awaitable[Any]]: ...
+
+    def replace_connection(self, connection: Connection) -> None:
+        """Carry on over a new connection (the engine reconnected after losing the old one);
+        the session keeps its place in the mix."""
 
 
 class Workload(ABC):

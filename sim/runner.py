@@ -130,6 +130,24 @@ def attach_lab(engine: Engine) -> None:
     engine.events.stage.add_listener(on_stage)
 
 
+def outage_windows(outages: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sessions' disconnections merged into windows (overlapping ones joined): when the target
+    was lost and when it was back, with how many sessions were affected."""
+    windows: list[dict[str, Any]] = []
+    for outage in sorted(outages, key=lambda o: o["lost_t"]):
+        if windows and outage["lost_t"] <= windows[-1]["restored_t"]:
+            last = windows[-1]
+            last["restored_t"] = max(last["restored_t"], outage["restored_t"])
+            last["sessions"] += 1
+        else:
+            windows.append(
+                {"lost_t": outage["lost_t"], "restored_t": outage["restored_t"], "sessions": 1}
+            )
+    for window in windows:
+        window["duration_s"] = round(window["restored_t"] - window["lost_t"], 3)
+    return {"windows": windows, "reconnects": len(outages)}
+
+
 def mix_report(workload: Workload, result: RunResult, totals: dict[str, Any]) -> dict[str, Any]:
     """Requested versus measured mix; ``exact`` when the workload's rule is met to the op."""
     issued = {name: stats.count + stats.error_count for name, stats in totals.items()}
@@ -165,6 +183,7 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
             "measured_s": round(result.measured_s, 3),
         },
         "stages": result.stage_log,
+        "outages": outage_windows(result.outages),
         "mix": mix_report(run.workload, result, totals),
         "workload": {
             "name": run.workload.name,

@@ -16,6 +16,7 @@ table of the target's schema is sampled.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -303,13 +304,25 @@ class PostgresStatsCollector(Collector):
         return database, tables
 
     async def sample(self, now: float) -> list[Sample]:
-        """Rates since the previous reading; tables first seen now count from zero."""
+        """Rates since the previous reading; tables first seen now count from zero.
+
+        After losing its connection (the server restarted) the collector reconnects at the
+        next sample and takes a fresh baseline (a restart after a crash resets the counters),
+        so it reports again from the interval after that."""
+        if self._conn is None:
+            await self.start(now)
+            return []
         if self._prev is None or self._prev_now is None:
             raise CollectorError("collector db: sample() called before start()")
         interval = now - self._prev_now
         if not interval > 0:
             raise CollectorError(f"collector db: clock did not advance ({self._prev_now} -> {now})")
-        curr = await self._read()
+        try:
+            curr = await self._read()
+        except Exception as exc:
+            if self.target.is_disconnect(exc):
+                await self.stop()
+            raise
         (prev_db, prev_tables), (db, tables) = self._prev, curr
         self._prev, self._prev_now = curr, now
         values = counter_rates(prev_db, db, interval, self._db_rates)
@@ -337,7 +350,9 @@ class PostgresStatsCollector(Collector):
         conn, self._conn = self._conn, None
         self._prev = self._prev_now = None
         if conn is not None:
-            await conn.close()
+            # A connection the server dropped may fail to close cleanly: it is gone anyway.
+            with contextlib.suppress(Exception):
+                await conn.close()
 
     def findings(
         self,

@@ -61,6 +61,8 @@ def pg_bin() -> Path:
 def launcher(task_files: Sequence[Path], argv: Sequence[str]) -> list[str]:
     """``argv`` started by a shell that first joins the groups whose ``cgroup.procs`` files
     are ``task_files`` and then execs ``argv`` (same PID), so children inherit the groups."""
+    if not task_files:  # no groups to join (a cluster outside the lab)
+        return list(argv)
     joins = " && ".join(f"echo $$ > {shlex.quote(str(f))}" for f in task_files)
     return ["sh", "-c", f'{joins} && exec "$@"', "dbsim-lab-launcher", *argv]
 
@@ -68,6 +70,8 @@ def launcher(task_files: Sequence[Path], argv: Sequence[str]) -> list[str]:
 def port_free(port: int) -> bool:
     """Whether nothing listens on 127.0.0.1:``port``."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As the server does: closed connections in TIME_WAIT must not make a restart fail.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:

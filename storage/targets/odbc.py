@@ -263,6 +263,11 @@ class PyodbcTarget(Target):
     async def close(self) -> None:
         self._password = None
 
+    def is_disconnect(self, exc: BaseException) -> bool:
+        """SQLSTATE class 08 (connection exception) or a communication link failure."""
+        text = str(exc)
+        return "SQLSTATE 08" in text or super().is_disconnect(exc)
+
     def storage_paths(self) -> list[Path]:
         directory = self._settings.data_directory
         return [directory] if directory is not None else []

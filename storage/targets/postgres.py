@@ -28,6 +28,15 @@ from sim.scenario import MAX_SESSIONS
 from sim.secrets import redact, resolve_secret
 from storage.targets.settings import PostgresSettings
 
+_DISCONNECTS: tuple[type[BaseException], ...] = (
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.InterfaceError,
+    asyncpg.exceptions.PostgresConnectionError,
+    ConnectionError,
+    OSError,
+    TimeoutError,
+)
+
 APPLICATION_NAME = "dbsim"
 #: Pool connections beyond the sessions: loader, verifier, the ``db`` collector, spares.
 POOL_SPARE = 8
@@ -324,6 +333,15 @@ class PostgresTarget(Target):
     def _is_local(self) -> bool:
         host = self.settings.host
         return host in LOCAL_HOSTS or host.startswith("/")
+
+    def is_disconnect(self, exc: BaseException) -> bool:
+        """The connection is gone: the server shut down or crashed (SQLSTATE 57P01-57P03),
+        the socket broke (class 08, OSError), or asyncpg found the connection closed."""
+        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        if isinstance(cause, _DISCONNECTS):
+            return True
+        state = getattr(cause, "sqlstate", None) or ""
+        return state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
     def storage_paths(self) -> list[Path]:
         """The configured data directory, else the server's own when the server runs here

@@ -102,6 +102,9 @@ class PingSession:
     def next_transaction(self) -> tuple[str, Awaitable[Any]]:
         return "ping", self.conn.scalar(PING)
 
+    def replace_connection(self, connection: SqlConnection) -> None:  # type: ignore[override]
+        self.conn = connection
+
 
 class PingWorkload(Workload):
     """One operation, ``ping``: a single call to the target."""

@@ -345,6 +345,9 @@ class SlobSession:
             return self.hot_lo + int(self.random() * self.hot_span)
         return self.key_lo + int(self.random() * self.key_span)
 
+    def replace_connection(self, connection: Connection) -> None:
+        self.conn = sql_connection(connection)
+
     def next_transaction(self) -> tuple[str, Awaitable[Any]]:
         i = self.ops
         self.ops = loop = i + 1

@@ -347,6 +347,9 @@ class SsbSession:
         self.values = UpdateValues(index, self.rng)
         self.ops = 0
 
+    def replace_connection(self, connection: Connection) -> None:
+        self.conn = sql_connection(connection)
+
     def next_transaction(self) -> tuple[str, Awaitable[Any]]:
         i = self.ops
         self.ops = i + 1
