@@ -6,10 +6,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
-# Debian packages the test suite drives for real: iostat (sysstat); the pyodbc path through
+# Debian packages the test suite drives for real: iostat (sysstat); nfsiostat and mountstats
+# (nfs-common) to check the NFS collector's arithmetic; the pyodbc path through
 # unixODBC and the PostgreSQL ODBC driver; chromium for the report and web-UI browser tests
 # (driven by Playwright through its executable path, never a downloaded browser).
-TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium
+TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common
 
 .PHONY: run test venv system-packages lint typecheck bench clean
 

@@ -24,6 +24,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "storage.collectors",
     "storage.collectors.database",
     "storage.collectors.ontap",
+    "storage.collectors.nfs",
     "workloads.slob",
     "workloads.ssb",
 )

@@ -5,6 +5,9 @@
   system's device, the disk of a partition, the devices beneath device-mapper and md).
   Options: ``devices`` (list of names as in ``/proc/diskstats``) overrides the resolution.
 - ``db`` (storage.collectors.database): the database's own I/O statistics (PostgreSQL).
+- ``nfs`` (storage.collectors.nfs): the NFS client's per-operation counters from
+  ``/proc/self/mountstats``, computed as nfs-utils' nfsiostat does, and the mount options
+  checked against the vendor's tuning advice.
 - ``ontap`` (storage.collectors.ontap): NetApp ONTAP volume and LUN performance over REST.
 - ``host`` (:class:`storage.collectors.host.HostCpuCollector`): CPU of the load generator's
   host and of dbsim itself, to tell a client-bound run from a storage-bound one.
