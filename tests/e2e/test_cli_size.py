@@ -1,0 +1,172 @@
+"""``dbsim size`` end to end: the CLI as a child process, fits and does-not-fit verdicts naming
+their source, one-line errors with exit 2, and a real bundle as input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import CliResult, Dbsim, single_bundle
+
+pytestmark = pytest.mark.e2e
+
+EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_BAD_INPUT = 0, 1, 2
+# `dbsim size` registers itself when sim.cli_size is imported. Until sim/cli.py imports it at
+# its end, the child imports it first and then runs the same main() as `python -m sim.cli`.
+LAUNCH = "import sys, sim.cli_size; from sim.cli import main; sys.exit(main(sys.argv[1:]))"
+ISSUE_SOURCE = "Nível de serviço extremo › Tamanho do bloco de 4 KiB (E/S aleatória)"
+
+
+def dbsim_size(dbsim: Dbsim, *args: str | os.PathLike[str]) -> CliResult:
+    cmd = [sys.executable, "-c", LAUNCH, "size", *(os.fspath(a) for a in args)]
+    done = subprocess.run(
+        cmd,
+        cwd=dbsim.cwd,
+        env=dbsim.env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return CliResult(cmd, done.returncode, done.stdout, done.stderr)
+
+
+def assert_one_error_line(result: CliResult) -> str:
+    assert result.rc == EXIT_BAD_INPUT, result.describe()
+    assert "Traceback" not in result.stdout + result.stderr, result.describe()
+    lines = result.stderr_lines
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.describe()
+    return lines[0]
+
+
+def test_issue_case_fits_and_names_the_seed_table(dbsim: Dbsim) -> None:
+    result = dbsim_size(
+        dbsim,
+        "--envelope",
+        "gcnv-extreme-nfsv3",
+        "--read-iops",
+        "150000",
+        "--write-iops",
+        "50000",
+        "--block-size",
+        "4KiB",
+    )
+    assert result.rc == EXIT_OK, result.describe()
+    assert "FITS: the IOPS limit binds" in result.stdout
+    assert "229,300 IOPS (172,000 read + 57,300 write)" in result.stdout
+    assert "utilisation 87.2 %, headroom 12.8 %" in result.stdout
+    assert "seed 000_86fde6e6690b0d9c.txt" in result.stdout
+    assert ISSUE_SOURCE in result.stdout
+    assert "6 n2-standard-32 virtual machines" in result.stdout  # the published test's clients
+
+
+def test_issue_case_does_not_fit_at_250k(dbsim: Dbsim) -> None:
+    result = dbsim_size(
+        dbsim,
+        "-e",
+        "gcnv-extreme-nfsv3",
+        "--read-iops",
+        "250000",
+        "--write-iops",
+        "83333",
+        "--block-size",
+        "4k",
+        "--json",
+    )
+    assert result.rc == EXIT_DOES_NOT_FIT, result.describe()
+    answer = json.loads(result.stdout)
+    assert answer["fits"] is False and answer["binding"] == "iops"
+    assert answer["utilisation_pct"] == pytest.approx(333_333 / 229_300 * 100, abs=1e-3)
+    assert any(ISSUE_SOURCE in s for s in answer["source"])
+
+
+def test_capacity_makes_throughput_bind_and_names_the_smallest(dbsim: Dbsim) -> None:
+    result = dbsim_size(
+        dbsim,
+        "-e",
+        "gcnv-extreme-nfsv3",
+        "--capacity",
+        "5TiB",
+        "--read-iops",
+        "150000",
+        "--write-iops",
+        "50000",
+        "--block-size",
+        "4KiB",
+    )
+    assert result.rc == EXIT_DOES_NOT_FIT, result.describe()
+    assert "the throughput limit binds" in result.stdout
+    assert "smallest capacity that fits: 6,250 GiB" in result.stdout
+    assert "seed 002_26a53d12d47323af.txt" in result.stdout
+
+
+def test_list_names_every_envelope_with_its_source(dbsim: Dbsim) -> None:
+    result = dbsim_size(dbsim, "--list", "--json")
+    assert result.rc == EXIT_OK, result.describe()
+    rows = json.loads(result.stdout)
+    names = {row["name"] for row in rows}
+    assert {"gcnv-extreme-nfsv3", "anf-linux-volume", "oci-bv-balanced", "aff-a800-nvmeof"} <= names
+    assert all(row["seeds"] for row in rows)
+    text = dbsim_size(dbsim, "--list")
+    assert text.rc == EXIT_OK and "seed 004_2edda23bd904e66d.txt" in text.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["-e", "gcnv-ultra", "--read-iops", "1", "--block-size", "8KiB"], "unknown envelope"),
+        (["-e", "gcnv-extreme-nfsv3", "--read-iops", "1", "--block-size", "8 furlongs"], "unit"),
+        (
+            [
+                "-e",
+                "gcnv-extreme-nfsv3",
+                "--capacity",
+                "10",
+                "--read-iops",
+                "1",
+                "--block-size",
+                "8k",
+            ],
+            "capacity",
+        ),
+        (["-e", "gcnv-extreme-nfsv3", "--read-iops", "1000"], "--block-size"),
+        (["-e", "gcnv-extreme-nfsv3"], "no workload"),
+        (["--read-iops", "1", "--block-size", "8k"], "--envelope"),
+        (["-e", "gcnv-extreme-nfsv3", "--read-iops", "lots"], "--read-iops"),
+        (["-e", "gcnv-extreme-nfsv3", "--bundle", "nowhere"], "not a run bundle"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(dbsim: Dbsim, args: list[str], expected: str) -> None:
+    line = assert_one_error_line(dbsim_size(dbsim, *args))
+    assert expected in line
+
+
+def test_sizing_a_real_bundle(dbsim: Dbsim, out_dir: Path) -> None:
+    run = dbsim("run", "--duration", "3", "-o", out_dir, "--quiet")
+    assert run.rc == EXIT_OK, run.describe()
+    bundle = single_bundle(out_dir)
+    summary = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
+    block = (summary.get("storage") or {}).get("block") or {}
+    if not any((d.get("r_s") or 0) + (d.get("w_s") or 0) > 0 for d in block.values()):
+        result = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle)
+        assert "no block-device means" in assert_one_error_line(result) or result.rc == 2
+        pytest.skip("this machine's run recorded no block-device I/O to size")
+    busiest = max(block, key=lambda d: (block[d].get("r_s") or 0) + (block[d].get("w_s") or 0))
+    result = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--json")
+    assert result.rc in (EXIT_OK, EXIT_DOES_NOT_FIT), result.describe()
+    answer = json.loads(result.stdout)
+    assert f"device {busiest}" in answer["workload"]["origin"]
+    assert answer["workload"]["read_iops"] == pytest.approx(block[busiest]["r_s"])
+    assert answer["workload"]["write_mibps"] == pytest.approx(block[busiest]["wkB_s"] / 1024)
+    assert answer["source"] and all("seed " in s for s in answer["source"])
+    text = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle)
+    assert text.rc == result.rc and bundle.name in text.stdout
+    # Numbers and a bundle together are refused.
+    both = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--read-iops", "1")
+    assert "not both" in assert_one_error_line(both)

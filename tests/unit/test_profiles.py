@@ -1,0 +1,336 @@
+"""Published envelopes: the data files validate, every figure is found again in its seed, and
+the model returns published figures exactly, interpolates monotonically and flags what lies
+outside the published points."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from sim.errors import ConfigError
+from storage.profiles import ENVELOPE_NAMES, envelopes, get_envelope
+from storage.profiles.model import DATA_DIR, Envelope, load_file
+from storage.profiles.schema import (
+    EnvelopeSpec,
+    Point,
+    ProfileFile,
+    Source,
+    Table,
+    iter_sources,
+)
+from storage.profiles.units import parse_block_size, parse_capacity, to_mibps, to_ops
+from storage.profiles.verify import SEEDS_DIR, transcription_problems
+
+needs_seeds = pytest.mark.skipif(
+    not SEEDS_DIR.is_dir(), reason=f"the seed documents are not at {SEEDS_DIR}"
+)
+
+
+def seed_text(name: str) -> str:
+    return (SEEDS_DIR / name).read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- data files
+
+
+def test_every_data_file_validates_and_names_are_listed() -> None:
+    files = sorted(DATA_DIR.glob("*.yaml"))
+    assert [f.name for f in files] == ["aff_a800.yaml", "anf.yaml", "gcnv.yaml", "oci.yaml"]
+    names = [env.name for path in files for env in load_file(path)]
+    assert sorted(names) == sorted(ENVELOPE_NAMES)
+    assert list(envelopes()) == list(ENVELOPE_NAMES)
+
+
+def test_every_table_cites_a_seed_section() -> None:
+    for env in envelopes().values():
+        sources = iter_sources(env.spec)
+        assert sources, env.name
+        for table in env.spec.tables:
+            assert table.source.section and table.source.seed in env.seeds
+            assert table.source.rows or table.source.quotes
+        assert "seed " in env.spec.tables[0].source.cite() if env.spec.tables else True
+
+
+@needs_seeds
+@pytest.mark.parametrize("name", ENVELOPE_NAMES)
+def test_every_figure_is_found_in_its_seed(name: str) -> None:
+    assert transcription_problems(get_envelope(name)) == []
+
+
+@needs_seeds
+def test_a_transcription_error_is_caught() -> None:
+    env = get_envelope("gcnv-extreme-nfsv3")
+    table = next(t for t in env.spec.tables if t.id == "nfs-4k-random")
+    wrong = [
+        p.model_copy(update={"write": 57_400}) if p.read_pct == 75 else p for p in table.points
+    ]
+    tables = [t.model_copy(update={"points": wrong}) if t is table else t for t in env.spec.tables]
+    mutated = Envelope(
+        env.spec.model_copy(update={"tables": tables}), env.vendor, env.file, env.seeds
+    )
+    problems = transcription_problems(mutated)
+    assert any("75 % read write is 57400" in p for p in problems), problems
+
+
+@needs_seeds
+@pytest.mark.parametrize(
+    ("seed", "section", "printed"),
+    [
+        # The issue's row: 4 KiB random, 75 % read, Extreme, NFSv3 (not SMB, not iSCSI).
+        ("000_86fde6e6690b0d9c.txt", "Nível de serviço extremo", "Ler IOPS 380.000 172.000"),
+        ("000_86fde6e6690b0d9c.txt", "Nível de serviço extremo", "Gravar IOPS 0 57.300 79.800"),
+        ("000_86fde6e6690b0d9c.txt", "Oracle Database", "~157.000 0,40 ms"),
+        ("000_86fde6e6690b0d9c.txt", "Microsoft SQL Server", "~100.000 <1 ms"),
+        ("001_ec11900240184765.txt", "IOPS de carga de trabalho do Linux", "~460.000"),
+        ("004_2edda23bd904e66d.txt", "Volume em Blocos de 1 TB", "320 MBS"),
+        ("003_feeaf53e70529773.txt", "Performance", "403K IOPS ou 25 Go/s"),
+        ("002_26a53d12d47323af.txt", "QoS manual", "25.600 MiBps"),
+    ],
+)
+def test_spot_checks_in_the_seed_text(seed: str, section: str, printed: str) -> None:
+    text = seed_text(seed)
+    assert section in text
+    assert printed in text[text.index(section) :]
+
+
+def test_spot_checks_in_the_data() -> None:
+    extreme = get_envelope("gcnv-extreme-nfsv3")
+    t4 = next(t for t in extreme.spec.tables if t.id == "nfs-4k-random")
+    assert next(p for p in t4.points if p.read_pct == 75).model_dump(include={"read", "write"}) == {
+        "read": 172_000,
+        "write": 57_300,
+    }
+    assert "NFS 4 KiB Random" in (t4.source.caption or "")
+    smb = get_envelope("gcnv-extreme-smb")
+    s4 = next(t for t in smb.spec.tables if t.id == "smb-4k-random")
+    assert next(p for p in s4.points if p.read_pct == 75).read == 164_700
+    slob = get_envelope("gcnv-iscsi-slob").spec.tables[0]
+    assert [(p.read_pct, p.total, p.latency_ms) for p in slob.sorted_points()] == [
+        (90, 145_000, 0.38),
+        (100, 157_000, 0.40),
+    ]
+    oci = get_envelope("oci-bv-balanced").spec.capacity.points
+    assert [(p.capacity.value, p.capacity.unit, p.iops) for p in oci] == [
+        (50, "GB", 3000),
+        (1, "TB", 25_000),
+    ]
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def _spec_dict() -> dict[str, object]:
+    raw = yaml.safe_load((DATA_DIR / "anf.yaml").read_text(encoding="utf-8"))
+    assert isinstance(raw, dict)
+    return raw
+
+
+def test_schema_rejects_unknown_keys_and_incoherent_points() -> None:
+    raw = _spec_dict()
+    raw["envelopes"][0]["colour"] = "blue"  # type: ignore[index]
+    with pytest.raises(ValidationError):
+        ProfileFile.model_validate(raw)
+    with pytest.raises(ValidationError, match="either read and write, or total"):
+        Point(read_pct=50, read=1, write=1, total=2)
+    with pytest.raises(ValidationError, match="cannot have writes"):
+        Point(read_pct=100, read=1, write=1)
+    with pytest.raises(ValidationError, match="rows or a quote"):
+        Source(seed="000_86fde6e6690b0d9c.txt", section="x")
+    with pytest.raises(ValidationError):
+        Source(seed="somewhere.txt", section="x", quotes=["y"])
+
+
+def test_schema_rejects_a_seed_not_listed(tmp_path: Path) -> None:
+    raw = _spec_dict()
+    raw["seeds"][0]["file"] = "009_0000000000000000.txt"  # type: ignore[index]
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: .*not listed in seeds"):
+        load_file(path)
+
+
+def test_unknown_envelope_names_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match=r"unknown envelope 'gcnv-ultra'.*gcnv-extreme-nfsv3"):
+        get_envelope("gcnv-ultra")
+
+
+# --------------------------------------------------------------------------- interpolation
+
+
+def _ops(table: Table, value: float) -> float:
+    return to_ops(value, table.unit, table.block_size_kib)
+
+
+@pytest.mark.parametrize("name", ENVELOPE_NAMES)
+def test_published_points_come_back_exactly(name: str) -> None:
+    env = get_envelope(name)
+    for table in env.spec.tables:
+        for point in table.points:
+            rate = env.rate(table, point.fraction)
+            assert rate.published and not rate.flags
+            if point.total is None:
+                assert rate.read == _ops(table, point.read or 0)
+                assert rate.write == _ops(table, point.write or 0)
+            else:
+                assert rate.total == pytest.approx(_ops(table, point.total), rel=1e-12)
+            if table.block_size_kib is None:
+                continue
+            # And the limit read at the table's own size shows the table's own unit.
+            limits = env.table_limits(point.fraction, table.block_size_kib)
+            kind = "iops" if table.access == "random" else "throughput"
+            limit = next(lim for lim in limits if lim.kind == kind)
+            # In the limit's unit: IOPS for random tables, MiB/s for sequential ones.
+            scale = 1.0 if kind == "iops" else table.block_size_kib / 1024
+            assert limit.value == pytest.approx(_ops(table, point.sum) * scale, rel=1e-12)
+            if table.unit in ("IOPS", "MiB/s") and (kind == "iops") == (table.unit == "IOPS"):
+                assert limit.value == point.sum  # exactly the printed figure
+                assert limit.read == point.read
+
+
+def test_the_issue_row_is_returned_as_published() -> None:
+    env = get_envelope("gcnv-extreme-nfsv3")
+    (iops, _bandwidth) = env.table_limits(0.75, 4)
+    assert (iops.kind, iops.value, iops.read, iops.write) == ("iops", 229_300, 172_000, 57_300)
+
+
+@pytest.mark.parametrize("name", ENVELOPE_NAMES)
+def test_between_published_mixes_totals_stay_between_and_below_the_chord(name: str) -> None:
+    env = get_envelope(name)
+    for table in env.spec.tables:
+        points = table.sorted_points()
+        for lo, hi in itertools.pairwise(points):
+            t_lo, t_hi = _ops(table, lo.sum), _ops(table, hi.sum)
+            previous_read, previous_write = env.rate(table, lo.fraction), None
+            for step in range(1, 10):
+                f = lo.fraction + (hi.fraction - lo.fraction) * step / 10
+                rate = env.rate(table, f)
+                assert min(t_lo, t_hi) - 1e-6 <= rate.total <= max(t_lo, t_hi) + 1e-6
+                chord = t_lo + (t_hi - t_lo) * step / 10
+                assert rate.total <= chord + 1e-6  # harmonic lies below the linear chord
+                assert rate.read >= previous_read.read - 1e-6  # more reads as f grows
+                if previous_write is not None:
+                    assert rate.write <= previous_write.write + 1e-6
+                previous_read, previous_write = rate, rate
+
+
+def test_harmonic_mix_interpolation_by_hand() -> None:
+    # 62.5 % read lies halfway between 50 % (79.800 + 79.800) and 75 % (172.000 + 57.300):
+    # 1/T = (1/159.600 + 1/229.300) / 2, T = 2 x 159.600 x 229.300 / 388.900 = 188.204,06.
+    env = get_envelope("gcnv-extreme-nfsv3")
+    table = next(t for t in env.spec.tables if t.id == "nfs-4k-random")
+    rate = env.rate(table, 0.625)
+    assert rate.total == pytest.approx(2 * 159_600 * 229_300 / 388_900)
+    assert rate.read == pytest.approx(0.625 * rate.total)
+
+
+def test_block_size_interpolation_is_monotonic_and_by_service_time() -> None:
+    env = get_envelope("gcnv-extreme-nfsv3")
+    # 6 KiB, 100 % read: halfway between 380.000 (4 KiB) and 265.000 (8 KiB) in service
+    # time: T = 2 x 380.000 x 265.000 / 645.000 = 312.248,06.
+    iops = env.iops_limit(1.0, 6)
+    assert iops is not None and iops.value == pytest.approx(2 * 380_000 * 265_000 / 645_000)
+    assert not iops.flags
+    for f in (0.0, 0.25, 0.5, 0.75, 1.0):
+        values = [env.iops_limit(f, b) for b in (4, 5, 6, 7, 8, 16, 32, 48, 63)]
+        totals = [v.value for v in values if v is not None]
+        assert totals == sorted(totals, reverse=True)  # bigger requests, fewer IOPS
+        bandwidths = [env.throughput_limit(f, b) for b in (64, 96, 128, 192, 256)]
+        mibps = [b.value for b in bandwidths if b is not None]
+        ends = sorted((mibps[0], mibps[-1]))
+        assert all(ends[0] - 1e-6 <= m <= ends[1] + 1e-6 for m in mibps)
+    # The 8 → 64 KiB bridge is an estimate; at 64 KiB the bandwidth table governs alone.
+    bridge = env.iops_limit(1.0, 16)
+    assert bridge is not None and any(f.kind == "estimate" for f in bridge.flags)
+    assert env.iops_limit(1.0, 64) is None
+
+
+# --------------------------------------------------------------------------- out of range
+
+
+def _kinds(limit: object) -> set[str]:
+    return {f.kind for f in getattr(limit, "flags", ())}
+
+
+def test_out_of_range_mix_is_flagged_not_extrapolated() -> None:
+    env = get_envelope("gcnv-iscsi-slob")
+    (limit,) = env.table_limits(0.7, 8)
+    assert "out_of_range" in _kinds(limit)
+    assert limit.value == 145_000  # the nearest published total, not an extrapolation
+
+
+def test_out_of_range_block_sizes_are_flagged() -> None:
+    env = get_envelope("gcnv-extreme-nfsv3")
+    small = env.iops_limit(0.75, 2)
+    assert small is not None and "out_of_range" in _kinds(small) and small.value == 229_300
+    big = env.throughput_limit(1.0, 1024)
+    assert big is not None and "out_of_range" in _kinds(big) and big.value == 4928
+    inside = env.table_limits(0.6, 6)
+    assert all("out_of_range" not in _kinds(lim) for lim in inside)
+
+
+def test_endpoint_only_seeds_flag_their_interpolation() -> None:
+    env = get_envelope("anf-linux-volume")
+    (iops, _) = env.table_limits(0.5, 4)
+    assert "estimate" in _kinds(iops)
+    assert iops.value == pytest.approx(2 * 460_000 * 130_000 / 590_000)
+
+
+# --------------------------------------------------------------------------- units
+
+
+@pytest.mark.parametrize(
+    ("text", "tib"),
+    [
+        ("10TiB", 10),
+        ("512 GiB", 0.5),
+        ("1PiB", 1024),
+        ("1TB", 1e12 / 2**40),
+        ("50GB", 5e10 / 2**40),
+    ],
+)
+def test_capacities_parse(text: str, tib: float) -> None:
+    assert parse_capacity(text) == pytest.approx(tib)
+
+
+@pytest.mark.parametrize(
+    ("text", "kib"), [("8KiB", 8), ("8k", 8), ("64kB", 64), ("1MiB", 1024), ("512B", 0.5)]
+)
+def test_block_sizes_parse(text: str, kib: float) -> None:
+    assert parse_block_size(text) == pytest.approx(kib)
+
+
+@pytest.mark.parametrize("text", ["10", "10 furlongs", "-1TiB", "0TiB", "10MiB", "TiB"])
+def test_bad_capacities_are_config_errors(text: str) -> None:
+    with pytest.raises(ConfigError, match="capacity"):
+        parse_capacity(text)
+
+
+@pytest.mark.parametrize("text", ["8", "8XB", "0KiB", "8 TiB"])
+def test_bad_block_sizes_are_config_errors(text: str) -> None:
+    with pytest.raises(ConfigError, match="block size"):
+        parse_block_size(text)
+
+
+def test_bandwidth_units() -> None:
+    assert to_mibps(21.5, "GiB/s") == 22_016
+    assert to_mibps(320, "MB/s") == pytest.approx(305.17578125)
+    assert to_mibps(24_000, "KB/s") == pytest.approx(22.88818359375)
+
+
+def test_envelope_spec_requires_figures() -> None:
+    with pytest.raises(ValidationError, match="no published figures"):
+        EnvelopeSpec.model_validate(
+            {
+                "name": "empty",
+                "title": "t",
+                "protocol": "p",
+                "service_level": "s",
+                "scope": "s",
+                "conditions": {"clients": "none"},
+                "capacity": {"kind": "none"},
+            }
+        )
