@@ -20,7 +20,14 @@ import typer
 from rich.console import Console
 
 from sim import __version__
-from sim.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_RUN_FAILED, ConfigError, SimError
+from sim.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_RUN_FAILED,
+    EXIT_SLO_MISSED,
+    ConfigError,
+    SimError,
+)
 from sim.scenario import ScenarioBase, _parse_value, json_schema, resolve, resolved_dict
 
 app = typer.Typer(
@@ -83,6 +90,13 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the summary as JSON on stdout.")
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            help="Run through Locust's master/worker mode with N local worker processes.",
+        ),
+    ] = 0,
 ) -> None:
     """Run a scenario and write its bundle."""
     overrides = _overrides(
@@ -95,6 +109,21 @@ def run(
         },
     )
     resolved = resolve(scenario, overrides)
+    if workers < 0:
+        raise ConfigError(f"--workers: {workers} is not a number of worker processes")
+    if workers > 0:
+        # Imported only here: sim.locust monkey-patches the process with gevent.
+        from sim.locust.distributed import run_distributed
+
+        code = run_distributed(
+            resolved,
+            workers=workers,
+            quiet=quiet,
+            as_json=as_json,
+            debug=_debug,
+            skip_load=skip_load,
+        )
+        raise typer.Exit(code)
     code = _execute(resolved, skip_load=skip_load, quiet=quiet, as_json=as_json)
     raise typer.Exit(code)
 
@@ -103,6 +132,8 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
     from sim.console import LiveConsole, summary_tables
     from sim.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED, new_event_loop
     from sim.runner import finish_summary, prepare_run
+    from sim.slo import missed, verdict_line
+    from sim.sweep import sweep_line
 
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
@@ -162,13 +193,20 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
             out.print(
                 f"mix by the workload's rule: {'exact' if mix['exact'] else 'NOT exact'} {mix.get('measured')}"
             )
+        for verdict in (summary.get("slos") or {}).get("verdicts") or []:
+            out.print(verdict_line(verdict), highlight=False, markup=False)
+        if summary.get("sweep"):
+            out.print(sweep_line(summary["sweep"]), highlight=False, markup=False)
         out.print(f"bundle: {summary['bundle']}")
         report = Path(summary["bundle"]) / "report.html"
         if report.exists():
             out.print(f"report: {report}")
     status = summary["status"]
     if status == OUTCOME_COMPLETED:
-        return EXIT_OK
+        if scenario.slos and missed(summary) is None:  # objectives that could not be judged
+            _error(f"SLOs not judged: {(summary.get('slos') or {}).get('error', 'no verdict')}")
+            return EXIT_RUN_FAILED
+        return EXIT_SLO_MISSED if missed(summary) else EXIT_OK
     if status == OUTCOME_INTERRUPTED:
         return EXIT_SIGTERM if received and received[-1] == signal.SIGTERM else EXIT_SIGINT
     if summary.get("error"):
@@ -282,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # Commands that live in their own modules register themselves on ``app`` when imported.
-from sim import cli_lab, cli_report  # noqa: E402, F401  (dbsim lab …, dbsim report/runs)
+# (dbsim compare, lab …, report/runs, size)
+from sim import cli_compare, cli_lab, cli_report, cli_size  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
     # Run as `python -m sim.cli`, this file is __main__ and `sim.cli` is a second copy: the

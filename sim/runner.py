@@ -14,9 +14,12 @@ from typing import Any
 from sim import registry
 from sim.bundle import BundleWriter, iso, new_bundle_dir
 from sim.engine import Engine, RunResult, Stage
-from sim.errors import ConfigError, SimError
+from sim.errors import ConfigError, ScenarioError, SimError
 from sim.protocols import Collector, Target, Workload
 from sim.scenario import CollectorSettings, ScenarioBase, resolved_dict
+from sim.slo import unknown_operations
+from sim.sweep import attach as attach_sweep
+from sim.sweep import service_levels
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +81,8 @@ def build_collectors(
         options["devices"] = list(settings.block_devices)
     if settings.ontap is not None:
         options["ontap"] = dict(settings.ontap)
+    if settings.nfs_mounts:
+        options["nfs_mounts"] = list(settings.nfs_mounts)
     collectors: list[Collector] = []
     for name in wanted:
         collectors.extend(known[name].auto(target, options))
@@ -88,6 +93,9 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
     """Validate the combination, create the bundle directory and wire the engine's events."""
     target = build_target(scenario)
     workload = build_workload(scenario, target)
+    problems = unknown_operations(scenario.slos, workload.operations())
+    if problems:
+        raise ScenarioError(problems)
     settings = scenario.collectors
     if settings.ontap is not None and settings.enabled != "none":
         # Validate now (no I/O): a mistake in collectors.ontap is bad input, exit 2.
@@ -107,6 +115,7 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
     path = new_bundle_dir(scenario.output.directory, scenario.output.name or scenario.name)
     bundle = BundleWriter(path, resolved_dict(scenario), scenario.output.flush_interval_s)
     bundle.running_extra = {"sessions": engine.max_sessions, "stages": engine.result.stage_log}
+    attach_sweep(engine, scenario)  # stops a sweep at its first SLO breach
     engine.events.state.add_listener(bundle.on_state)
     engine.events.interval.add_listener(bundle.on_interval)
     engine.events.collector_error.add_listener(bundle.on_collector_error)
@@ -219,6 +228,14 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
         )
     finally:
         bundle.close()
+    # SLO verdicts (and a sweep's per-step answer) are judged on the summary and on the time
+    # series just closed, then written into the summary before the report reads it.
+    levels = service_levels(run.scenario, summary, bundle.path)
+    if levels:
+        extra.update(levels)
+        summary = bundle.write_summary(
+            result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
+        )
     _write_report(bundle.path)
     return summary
 

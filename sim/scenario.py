@@ -23,6 +23,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     create_model,
     model_validator,
 )
@@ -30,6 +31,8 @@ from pydantic import (
 from sim import registry
 from sim.errors import ScenarioError
 from sim.secrets import LITERAL_SECRET_KEYS
+from sim.slo import Slo
+from sim.sweep import Sweep
 
 ENV_PREFIX = "DBSIM_"
 DEFAULT_DURATION_S = 30.0
@@ -111,6 +114,26 @@ class Load(_Model):
         default_factory=list, description="Load points run one after another."
     )
     seed: int | None = Field(default=None, description="Seed for reproducible random choices.")
+    sweep: Sweep | None = Field(
+        default=None,
+        description="Raise sessions or rate step by step until an SLO breaks (docs/validation.md); "
+        "becomes load.steps.",
+    )
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _sweep_steps(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Load:
+        # The sweep is expanded here, so the engine runs a sweep as ordinary steps. A resolved
+        # scenario (a bundle's scenario.yaml) holds both: accepted when the steps are the sweep's.
+        load = handler(data)
+        if load.sweep is None or not isinstance(data, dict):
+            return load
+        if load.sweep.vary == "rate_ops_s" and load.mode != "open":
+            raise ValueError("sweep.vary rate_ops_s needs mode: open")
+        expanded = handler({**data, "steps": load.sweep.steps()})
+        if load.steps and load.steps != expanded.steps:
+            raise ValueError("steps and sweep cannot be combined (the sweep makes the steps)")
+        return expanded
 
     @model_validator(mode="after")
     def _consistent(self) -> Load:
@@ -145,6 +168,10 @@ class CollectorSettings(_Model):
         default=None,
         description="NetApp ONTAP REST collector settings (docs/ontap.md); validated by the collector.",
     )
+    nfs_mounts: list[str] = Field(
+        default_factory=list,
+        description="Watch these NFS mount points instead of resolving the target's paths.",
+    )
     block_devices: list[str] = Field(
         default_factory=list,
         description="Watch these block devices instead of resolving the target's path.",
@@ -163,6 +190,11 @@ class ScenarioBase(_Model):
     name: str = Field(default="scenario", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
     description: str = ""
     load: Load = Field(default_factory=Load)
+    slos: list[Slo] = Field(
+        default_factory=list,
+        description="Service-level objectives; a missed one makes `dbsim run` exit 1 "
+        "(docs/validation.md).",
+    )
     collectors: CollectorSettings = Field(default_factory=CollectorSettings)
     output: Output = Field(default_factory=Output)
 
