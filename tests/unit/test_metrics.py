@@ -30,3 +30,21 @@ def test_out_of_range_latencies_are_clamped_and_counted() -> None:
     interval = recorder.rotate(0, 0.0, 1.0, "measure", None)
     assert interval.ops["x"].count == 2
     assert recorder.clamped == 1
+
+
+def test_interval_percentiles_are_exact_and_agree_with_hdr() -> None:
+    recorder = IntervalRecorder()
+    latencies = [100] * 900 + [5_000] * 90 + [2_000_000] * 10  # a 2 s outlier tail
+    for us in latencies:
+        recorder.record("read", us)
+    stats = recorder.rotate(0, 0.0, 1.0, "measure", None).ops["read"]
+    row = stats.row()
+    assert (row["p50_us"], row["p95_us"], row["p99_us"], row["max_us"]) == (
+        100,
+        5_000,
+        5_000,
+        2_000_000,
+    )
+    hdr = stats.histogram.get_percentile_to_value_dict([50.0, 95.0, 99.0])
+    for pct, key in ((50.0, "p50_us"), (95.0, "p95_us"), (99.0, "p99_us")):
+        assert abs(hdr[pct] - row[key]) <= row[key] * 0.001 + 1  # HDR's 3 significant digits
