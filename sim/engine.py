@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import errno
 import logging
 import random
 import time
@@ -126,11 +127,13 @@ class RunResult:
 
 
 def error_class(exc: BaseException) -> str:
-    """The class name errors are counted under: the driver's, where one was wrapped."""
-    cause = exc.__cause__
-    if isinstance(exc, SimError) and cause is not None:
-        return type(cause).__name__
-    return type(exc).__name__
+    """The class errors are counted under: the driver's where one was wrapped, and for an
+    operating-system error its errno name (ENOSPC tells more than OSError)."""
+    cause = exc.__cause__ if isinstance(exc, SimError) and exc.__cause__ is not None else exc
+    errno_code = getattr(cause, "errno", None)
+    if isinstance(cause, OSError) and isinstance(errno_code, int) and errno_code in errno.errorcode:
+        return errno.errorcode[errno_code]
+    return type(cause).__name__
 
 
 class _StopRequested(Exception):

@@ -124,6 +124,8 @@ class IntervalRecorder:
         self._raw: dict[str, array[int]] = {}
         self.totals: dict[str, OpStats] = {}
         self.warmup_totals: dict[str, OpStats] = {}
+        #: Measured totals per step (None for an unstepped run): load points are scored on them.
+        self.step_totals: dict[int | None, dict[str, OpStats]] = {}
         self.clamped = 0
 
     @property
@@ -167,10 +169,15 @@ class IntervalRecorder:
         self._fold()
         ops, self._current = self._current, {}
         interval = Interval(index, t_start, t_end, phase, step, ops)
-        bucket = self.totals if interval.measured else self.warmup_totals
-        for name, stats in ops.items():
-            total = bucket.get(name)
-            if total is None:
-                total = bucket[name] = OpStats()
-            total.merge(stats)
+        buckets = (
+            [self.totals, self.step_totals.setdefault(step, {})]
+            if interval.measured
+            else [self.warmup_totals]
+        )
+        for bucket in buckets:
+            for name, stats in ops.items():
+                total = bucket.get(name)
+                if total is None:
+                    total = bucket[name] = OpStats()
+                total.merge(stats)
         return interval

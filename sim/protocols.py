@@ -214,6 +214,14 @@ class Workload(ABC):
         None when the mix is random rather than deterministic."""
         return None
 
+    def score(
+        self, result: Any, step_ops: Mapping[Any, Mapping[str, Any]]
+    ) -> dict[str, Any] | None:
+        """The workload's own scoring of a finished run, if it has one (EDA: the reference's
+        validity rule per load point). ``result``: the engine's RunResult; ``step_ops``: the
+        measured OpStats per step. Default: none."""
+        return None
+
     @abstractmethod
     def statement_inventory(self) -> list[Statement]:
         """Every statement (DDL and DML) the workload can send to its target's dialect, rendered

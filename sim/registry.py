@@ -27,6 +27,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "storage.collectors.nfs",
     "workloads.slob",
     "workloads.ssb",
+    "workloads.eda",
 )
 
 

@@ -198,6 +198,7 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
             "name": run.workload.name,
             "load": result.load_report,
             "verify": result.verify_report,
+            "score": _score(run.workload, result, engine.recorder.step_totals),
         },
         "target": result.target or run.target.describe(),
         "collectors": result.collectors,
@@ -238,6 +239,17 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
         )
     _write_report(bundle.path)
     return summary
+
+
+def _score(
+    workload: Workload, result: RunResult, step_ops: dict[Any, Any]
+) -> dict[str, Any] | None:
+    """The workload's scoring, never fatal to the summary."""
+    try:
+        return workload.score(result, step_ops)
+    except Exception as exc:
+        log.warning("workload %s could not score the run: %s", workload.name, exc)
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def _write_report(path: Path) -> None:

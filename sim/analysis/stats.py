@@ -247,6 +247,13 @@ def plateau_knee(
     the first point such that every later x is within ``tolerance`` (relative) of x[j] or
     below it, and the last y is at least ``(1 + min_rise)`` times y[j]: throughput hit a
     ceiling and the extra load only queued. None when there is no such point.
+
+    "Or below it" matters when the ceiling itself comes down during the run: on the storage
+    lab, 8 sessions throughout with the read ceiling stepped from 2000 to 500 IOPS gave
+    points (1999, 306 ms) then (501, 1098 ms) — the device delivered less and latency rose
+    3.6×, which is the same finding as a plateau under rising load (tests/integration/
+    test_ground_truth.py, docs/ground-truth.md). Only an x *above* x[j] by more than
+    ``tolerance`` shows that the throughput was still growing.
     """
     xa, ya = as_array(x), as_array(y)
     n = xa.size
@@ -259,7 +266,7 @@ def plateau_knee(
         later_y = later_y[np.isfinite(later_y)]
         if later_x.size == 0 or later_y.size == 0:
             continue
-        flat = bool(np.all(np.abs(later_x - xa[j]) <= tolerance * xa[j]))
+        flat = bool(np.all(later_x - xa[j] <= tolerance * xa[j]))
         if flat and later_y[-1] >= (1.0 + min_rise) * ya[j]:
             return j
     return None

@@ -6,14 +6,15 @@ The call is made from :class:`Findings` (window figures computed by
 ``storage-bound``
     The operations reach storage (device I/Os per operation ≥ :data:`REACH_IOS_PER_OP`, or
     database block reads per operation ≥ the same), the device is saturated (%util ≥
-    :data:`UTIL_BUSY_PCT`, or an IOPS plateau: across steps the IOPS stayed within
-    :data:`PLATEAU_TOLERANCE` while the load rose and p99 rose by ≥ :data:`PLATEAU_MIN_RISE`;
+    :data:`UTIL_BUSY_PCT`, or an IOPS plateau: across steps the IOPS rose by no more than
+    :data:`PLATEAU_TOLERANCE` while the load rose (or stayed, and the storage's ceiling came
+    down) and p99 rose by ≥ :data:`PLATEAU_MIN_RISE`;
     in a run without steps the IOPS varied by ≤ :data:`PLATEAU_CV` while the sessions were
     inside operations ≥ :data:`SESSIONS_BUSY_RATIO` of the time), and application latency
     moves with storage (the best of Pearson and Spearman, p99 or p50 of the primary operation
     against the device's await or aqu-sz, ≥ :data:`COUPLING_MIN_R` over ≥
-    :data:`COUPLING_MIN_POINTS` intervals — or the stepped plateau itself, where more load
-    bought only latency). A plateau at low %util counts only when the sessions wait for the
+    :data:`COUPLING_MIN_POINTS` intervals — or the stepped plateau itself, where latency rose
+    across the steps while IOPS did not). A plateau at low %util counts only when the sessions wait for the
     device — device reads plus flushes per operation ≥ :data:`REACH_IOS_PER_OP` — and the
     client is not out of CPU (it could be the client's ceiling, or a cached run's steady
     write-back). Never when storage is idle (below).
@@ -248,7 +249,7 @@ def decide(f: Findings) -> dict[str, Any]:
         why = (
             f"{f.coupling_what} r = {f.coupling_r:.2f}"
             if correlated and f.coupling_r is not None
-            else "more load bought only more latency"
+            else "latency rose across the steps while IOPS did not"
         )
         per_op = f.ios_per_op if f.ios_per_op is not None else f.db_reads_per_op
         call = "storage-bound"

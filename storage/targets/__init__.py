@@ -10,7 +10,7 @@ Drivers are imported lazily by their factories, so an optional driver's system l
 | oracle    | storage.targets.oracle     | python-oracledb async thin mode          |
 | sqlserver | storage.targets.odbc       | pyodbc, thread pool                      |
 | odbc      | storage.targets.odbc       | pyodbc with any ODBC driver and dialect  |
-| filetree  | (the EDA issue)            | os / file calls in the thread pool       |
+| filetree  | storage.targets.filetree   | os calls, one pool hop per operation     |
 """
 
 from __future__ import annotations
@@ -93,4 +93,11 @@ register_target(
         "any ODBC driver via pyodbc",
     )
 )
-register_target(TargetEntry("filetree", FileTreeSettings, None, "directory tree (local or NFS)"))
+register_target(
+    TargetEntry(
+        "filetree",
+        FileTreeSettings,
+        _lazy("storage.targets.filetree", "FileTreeTarget", "the standard library"),
+        "directory tree (local or NFS)",
+    )
+)

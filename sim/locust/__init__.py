@@ -1,0 +1,48 @@
+"""The Locust integration: the one place in dbsim that imports Locust and gevent.
+
+Locust drives dbsim's engine; it never replaces it. Locust decides how many sessions run and
+where (its users, its master/worker mode); dbsim's engine runs them on its own asyncio loop,
+times every operation in microseconds and writes the bundle. Modules:
+
+* :mod:`~sim.locust.stats` — a µs-resolution ``bucket_response_time`` and the batch feed of
+  Locust's ``RequestStats`` from the engine's interval histograms;
+* :mod:`~sim.locust.packets` — intervals and final results as plain (msgpack-ready) dicts,
+  and the storage-sample merge rule;
+* :mod:`~sim.locust.host` — :class:`~sim.locust.host.EngineHost`: one engine per test start
+  per process, on a native thread, sessions = the users Locust placed on this process;
+* :mod:`~sim.locust.merge` — :class:`~sim.locust.merge.RunMerger`: the master merges the
+  workers' histogram deltas and storage samples into one bundle;
+* :mod:`~sim.locust.users`, :mod:`~sim.locust.form` — user classes from the workload registry,
+  the start form's parameters;
+* :mod:`~sim.locust.webui` — the Storage, Correlation and Run tabs, and ``--web-login``;
+* :mod:`~sim.locust.app` — the processes: ``dbsim ui``, ``dbsim worker``;
+* :mod:`~sim.locust.distributed` — ``dbsim run --workers N``.
+
+Why the monkey patching here is partial: Locust's own ``import locust`` runs gevent's
+``patch_all()``, which turns ``threading`` into greenlets. The engine's thread pool (SQLite,
+pyodbc and file-tree calls) is a ``concurrent.futures.ThreadPoolExecutor``; with threading
+patched its "threads" become greenlets on a hub that the engine's native thread never runs,
+and every pooled call hangs. So Locust's patch is skipped and gevent patches what Locust relies on
+(sockets, DNS, ``time.sleep``) but not ``thread``, ``queue`` (the executor's work queue),
+``select`` (the asyncio fallback loop's selector), ``subprocess`` and ``os`` (a gevent child
+watcher only works on the hub's thread, and the engine's threads start processes too:
+``platform.platform()`` in the bundle runs ``uname``) nor ``ssl`` (imported before us by
+asyncio; Locust's master and workers speak plain ZeroMQ and HTTP). Locust itself uses no
+threads, no ``queue`` and no subprocesses.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Must precede the first ``import locust`` anywhere in the process (see the module docstring).
+os.environ["LOCUST_SKIP_MONKEY_PATCH"] = "1"
+
+from gevent import monkey
+
+if not monkey.is_module_patched("socket"):
+    monkey.patch_all(
+        thread=False, queue=False, select=False, ssl=False, subprocess=False, os=False, signal=False
+    )
+
+import locust  # noqa: F401  (after the patch, on purpose)

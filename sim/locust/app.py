@@ -1,0 +1,245 @@
+"""The Locust processes of dbsim: ``dbsim ui`` (web UI, local or master) and ``dbsim worker``.
+
+Every listener binds to 127.0.0.1 unless told otherwise: the web UI (``--host``, refused on
+another interface without ``--web-login``, see :mod:`sim.cli_ui`) and the master's worker port
+(``--master-bind``). Local workers (``--workers N``) are child processes of the master,
+``python -m sim.locust worker --master 127.0.0.1:<port>``, stopped when it stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gevent
+import gevent.event
+from locust import argument_parser
+from locust.env import Environment
+from locust.event import Events
+from locust.log import setup_logging
+from locust.runners import Runner
+
+from sim.errors import EXIT_OK, ConfigError
+from sim.locust.form import check_locust_scenario, register_form
+from sim.locust.master import MasterController
+from sim.locust.roles import Controller, LocalController, WorkerController
+from sim.locust.stats import install_bucket
+from sim.locust.users import class_name, user_classes
+from sim.locust.webui import extend_web_ui
+from sim.scenario import ScenarioBase
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WEB_PORT = 8089
+DEFAULT_MASTER_PORT = 5557
+LOOPBACK = "127.0.0.1"
+WORKERS_CONNECT_TIMEOUT_S = 60.0
+SHUTDOWN_WAIT_S = 60.0  # a run still going at Ctrl-C gets this long to write its bundle
+WORKER_EXIT_WAIT_S = 10.0
+
+
+@dataclass(frozen=True)
+class UiOptions:
+    """How ``dbsim ui`` listens and where its workers come from."""
+
+    host: str = LOOPBACK
+    port: int = DEFAULT_WEB_PORT
+    workers: int = 0
+    #: Run as a Locust master even without local workers (remote ``dbsim worker`` join it).
+    distributed: bool = False
+    master_bind: str = LOOPBACK
+    master_port: int = DEFAULT_MASTER_PORT
+    login: tuple[str, str] | None = None
+    debug: bool = False
+
+
+def setup_process(level: str) -> None:
+    """Logging (Locust's handlers: the console and the web UI's Logs tab) and µs buckets."""
+    setup_logging(level)
+    install_bucket()
+
+
+def default_users(scenario: ScenarioBase) -> int:
+    """The scenario's sessions (load.sessions or the workload's default): Locust's users."""
+    if scenario.load.sessions:
+        return scenario.load.sessions
+    from sim.runner import build_target, build_workload
+
+    return build_workload(scenario, build_target(scenario)).default_sessions()
+
+
+def environment_for(scenario: ScenarioBase, users: int) -> Environment:
+    """A Locust environment running the scenario's workload's user class."""
+    classes = user_classes()
+    main = classes[class_name(scenario.workload.name)]  # type: ignore[attr-defined]
+    register_form(lambda: scenario)
+    options = argument_parser.get_parser().parse_args(
+        ["--users", str(users), "--spawn-rate", str(users), "--stop-timeout", "0"]
+    )
+    return Environment(
+        user_classes=[main],
+        events=Events(),
+        host=scenario.target.kind,  # type: ignore[attr-defined]
+        stop_timeout=0,
+        parsed_options=options,
+    )
+
+
+def check_port(host: str, port: int, what: str) -> None:
+    """Fail with one line now, rather than in a greenlet later, when the port is taken."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(f"{what}: cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
+def start_local_workers(
+    count: int, master_host: str, master_port: int, command: Sequence[str] | None, debug: bool
+) -> list[subprocess.Popen[bytes]]:
+    """``count`` worker processes connected to this master; their output goes to our stderr
+    (stdout may carry ``--json``)."""
+    base = list(command) if command else [sys.executable, "-m", "sim.locust"]
+    argv = [*base, *(["--debug"] if debug and not command else []), "worker"]
+    argv += ["--master", f"{master_host}:{master_port}"]
+    return [
+        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno())
+        for _ in range(count)
+    ]
+
+
+def stop_local_workers(processes: list[subprocess.Popen[bytes]]) -> None:
+    """Ask (SIGTERM), then make (SIGKILL), every local worker stop; reap them all."""
+    for proc in processes:
+        if proc.poll() is None:
+            proc.terminate()
+    deadline = time.monotonic() + WORKER_EXIT_WAIT_S
+    # Polled, not waited for: subprocess is not gevent-patched, and a wait would block the hub.
+    while any(p.poll() is None for p in processes) and time.monotonic() < deadline:
+        gevent.sleep(0.1)
+    for proc in processes:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def wait_for_workers(runner: Runner, count: int, processes: list[subprocess.Popen[bytes]]) -> None:
+    deadline = time.monotonic() + WORKERS_CONNECT_TIMEOUT_S
+    while runner.worker_count < count:  # type: ignore[attr-defined]
+        dead = [p for p in processes if p.poll() is not None]
+        if dead:
+            raise ConfigError(f"workers: a local worker exited with code {dead[0].returncode}")
+        if time.monotonic() > deadline:
+            raise ConfigError(
+                f"workers: only {runner.worker_count} of {count} connected "  # type: ignore[attr-defined]
+                f"within {WORKERS_CONNECT_TIMEOUT_S:g} s"
+            )
+        gevent.sleep(0.1)
+
+
+def on_signals(handler: Callable[[int], None]) -> None:
+    """Run ``handler(signum)`` in the hub on SIGINT/SIGTERM (not as KeyboardInterrupt)."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        gevent.signal_handler(signum, handler, signum)
+
+
+def wait_until_quiet(controller: Controller, timeout: float) -> None:
+    """Wait (bounded) for a run in progress to write its bundle."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = controller.snapshot().get("status")
+        if status not in ("running", "finishing"):
+            return
+        gevent.sleep(0.2)
+
+
+def run_ui(scenario: ScenarioBase, options: UiOptions) -> int:
+    """``dbsim ui``: Locust's web UI driving dbsim's engine until SIGINT/SIGTERM."""
+    check_locust_scenario(scenario)
+    check_port(options.host, options.port, "--port")
+    distributed = options.distributed or options.workers > 0
+    if distributed:
+        check_port(options.master_bind, options.master_port, "--master-port")
+    setup_process("DEBUG" if options.debug else "INFO")
+    # Locust's web UI rebuilds its start form by parsing sys.argv with its own parser
+    # (argument_parser.ui_extra_args_dict): dbsim's own arguments must not be there.
+    del sys.argv[1:]
+    environment = environment_for(scenario, default_users(scenario))
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def announce(summary: dict[str, Any]) -> None:
+        sys.stderr.write(f"dbsim: run {summary.get('status')}: bundle {summary.get('bundle')}\n")
+
+    controller: Controller
+    runner: Runner
+    if distributed:
+        master = environment.create_master_runner(options.master_bind, options.master_port)
+        runner = master
+        controller = MasterController(environment, lambda: scenario, on_finished=announce)
+        connect = LOOPBACK if options.master_bind in ("0.0.0.0", "*", "") else options.master_bind
+        port = master.server.port
+        processes = start_local_workers(options.workers, connect, port, None, options.debug)
+        sys.stderr.write(f"dbsim: Locust master on {options.master_bind}:{port}\n")
+    else:
+        runner = environment.create_local_runner()
+        controller = LocalController(environment, lambda: scenario, on_finished=announce)
+    web_ui = environment.create_web_ui(
+        options.host, options.port, web_login=options.login is not None, delayed_start=True
+    )
+    extend_web_ui(environment, controller, options.login)
+    web_ui.start()
+    environment.events.init.fire(environment=environment, runner=runner, web_ui=web_ui)
+    sys.stderr.write(f"dbsim: web UI on http://{options.host}:{options.port}/ (Ctrl-C to quit)\n")
+    quit_event = gevent.event.Event()
+    on_signals(lambda signum: quit_event.set())
+    try:
+        quit_event.wait()
+        if runner.state not in ("ready", "stopped"):
+            gevent.spawn(runner.stop)
+        wait_until_quiet(controller, SHUTDOWN_WAIT_S)
+        runner.quit()
+        web_ui.stop()
+    finally:
+        stop_local_workers(processes)
+    return EXIT_OK
+
+
+def run_worker(master_host: str, master_port: int, *, debug: bool = False) -> int:
+    """``dbsim worker``: join a master and run its engines until it quits (or SIGINT/SIGTERM)."""
+    setup_process("DEBUG" if debug else "INFO")
+    environment = Environment(
+        user_classes=list(user_classes().values()), events=Events(), stop_timeout=0
+    )
+    try:
+        runner = environment.create_worker_runner(master_host, master_port)
+    except ConnectionError:
+        raise ConfigError(f"--master: no master answered at {master_host}:{master_port}") from None
+    controller = WorkerController(environment)
+    host = controller.host
+
+    def leave(signum: int) -> None:
+        if host.active:  # finish the engine and send its final report first
+            host.stop(f"worker stopped by {signal.Signals(signum).name}")
+            host.wait(SHUTDOWN_WAIT_S)
+        environment.events.quitting.fire(environment=environment, reverse=True)  # tells the master
+        runner.quit()
+
+    on_signals(lambda signum: gevent.spawn(leave, signum))
+    runner.greenlet.join()
+    if host.active:  # the master went away mid-run: still finish the engine cleanly
+        host.stop("the master quit")
+        host.wait(SHUTDOWN_WAIT_S)
+    with contextlib.suppress(Exception):
+        runner.client.close(linger=0)
+    return EXIT_OK

@@ -1,0 +1,141 @@
+"""``dbsim run --workers N``: a scenario run through Locust's master/worker mode, headless.
+
+The master binds 127.0.0.1 on a free port, starts ``N`` local worker processes, waits for them
+to connect, starts ``load.sessions`` users (all at once: the sessions start together, the
+SLOB way), and returns when the merged bundle is written — with the same output and exit
+codes as a single-process ``dbsim run`` (0 completed, 3 failed, 130/143 stopped by
+SIGINT/SIGTERM, which stops the workers' engines and still writes the bundle).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import gevent
+import gevent.event
+
+from sim.errors import EXIT_OK, EXIT_RUN_FAILED, ConfigError
+from sim.locust.app import (
+    LOOPBACK,
+    default_users,
+    environment_for,
+    on_signals,
+    setup_process,
+    start_local_workers,
+    stop_local_workers,
+    wait_for_workers,
+)
+from sim.locust.form import check_locust_scenario
+from sim.locust.master import MasterController
+from sim.scenario import ScenarioBase
+
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+WIDE_OUTPUT = 140
+START_TIMEOUT_S = 120.0  # from "start" to the merged run existing (spawning, placing users)
+
+
+def run_distributed(
+    scenario: ScenarioBase,
+    *,
+    workers: int,
+    quiet: bool = False,
+    as_json: bool = False,
+    debug: bool = False,
+    skip_load: bool = False,
+    worker_command: Sequence[str] | None = None,
+) -> int:
+    """Run ``scenario`` on ``workers`` local Locust workers; returns the process exit code.
+
+    ``worker_command`` replaces ``python -m sim.cli`` for starting workers (the benchmark uses
+    it to start workers that register an extra workload first); ``worker --master HOST:PORT``
+    is appended to it.
+    """
+    if workers < 1:
+        raise ConfigError(f"--workers: {workers} is not a number of worker processes (1 or more)")
+    check_locust_scenario(scenario)
+    users = default_users(scenario)
+    setup_process("DEBUG" if debug else "WARNING")
+    environment = environment_for(scenario, users)
+    runner = environment.create_master_runner(LOOPBACK, 0)
+    done = gevent.event.Event()
+    controller = MasterController(
+        environment, lambda: scenario, on_finished=lambda _: done.set(), skip_load=skip_load
+    )
+    received: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        controller.stop_reason = f"stopped by {signal.Signals(signum).name}"
+        if controller.merger is None:
+            done.set()  # nothing started yet: nothing to write
+        gevent.spawn(runner.stop)
+
+    on_signals(on_signal)
+    port = runner.server.port
+    processes = start_local_workers(workers, LOOPBACK, port, worker_command, debug)
+    try:
+        wait_for_workers(runner, workers, processes)
+        if not received:
+            gevent.spawn(runner.start, users, float(users))
+        if not done.wait(START_TIMEOUT_S) and controller.merger is None:
+            raise ConfigError(f"workers: the run did not start within {START_TIMEOUT_S:g} s")
+        done.wait()
+        runner.quit()
+    finally:
+        stop_local_workers(processes)
+    summary = controller.last_summary
+    if summary is None:
+        sys.stderr.write("error: stopped before the run started; no bundle written\n")
+        return _signal_code(received) or EXIT_RUN_FAILED
+    _print(summary, quiet=quiet, as_json=as_json)
+    status = summary.get("status")
+    if status == "completed":
+        return EXIT_OK
+    if status == "interrupted":
+        return _signal_code(received) or EXIT_SIGINT
+    if summary.get("error"):
+        sys.stderr.write(f"error: {summary['error']}\n")
+    return EXIT_RUN_FAILED
+
+
+def _signal_code(received: list[int]) -> int | None:
+    if not received:
+        return None
+    return EXIT_SIGTERM if received[-1] == signal.SIGTERM else EXIT_SIGINT
+
+
+def _print(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> None:
+    """What ``dbsim run`` prints, plus one line per worker."""
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
+        return
+    if quiet:
+        sys.stdout.write(f"{summary['bundle']}\n")
+        return
+    from rich.console import Console
+
+    from sim.console import summary_tables
+
+    out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
+    for table in summary_tables(summary):
+        out.print(table)
+    for worker in (summary.get("distributed") or {}).get("workers", []):
+        counts = {op: v["count"] for op, v in worker.get("operations", {}).items()}
+        out.print(
+            f"worker {worker['index']} ({worker.get('host')}): {worker.get('status')}, "
+            f"{worker.get('sessions')} sessions, {counts}"
+        )
+    mix = summary.get("mix", {})
+    if "exact" in mix:
+        verdict = "exact" if mix["exact"] else "NOT exact"
+        out.print(f"mix by the workload's rule: {verdict} {mix.get('measured')}")
+    out.print(f"bundle: {summary['bundle']}")
+    report = Path(summary["bundle"]) / "report.html"
+    if report.exists():
+        out.print(f"report: {report}")

@@ -1,0 +1,255 @@
+"""``EngineHost``: dbsim's engine inside one Locust process (a LocalRunner or a WorkerRunner).
+
+One engine per test start per process, with as many sessions as Locust placed users on this
+process. The engine runs on its own asyncio loop on a native OS thread
+(:func:`sim.engine.run_on_native_thread` with gevent's original ``start_new_thread``), so its
+sessions never wait for the gevent hub and the hub never waits for them. Everything that
+touches files — preparing the run (bundle directory, scenario.yaml with fsync) and finishing
+it (summary, histograms, report.html) — runs off the hub too: preparation in gevent's native
+thread pool, finishing on the engine's thread after its loop has closed.
+
+Crossing back to the hub: the engine's ``interval`` listener (engine thread) turns each closed
+interval into a packet (:mod:`sim.locust.packets`) and appends it to a deque — an append
+needs no lock and cannot block either thread. A greenlet drains the deque a few times a
+second, feeds Locust's statistics with the measured intervals, keeps the latest storage
+samples for the web UI, and hands packets and, at the end, the final result to the callbacks.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gevent
+from gevent.monkey import get_original
+from locust.env import Environment
+
+from sim.engine import Engine, run_on_native_thread
+from sim.errors import SimError
+from sim.locust.packets import (
+    Packet,
+    final_report,
+    interval_packet,
+    packet_batches,
+    packet_samples,
+    packet_wall,
+)
+from sim.locust.stats import feed
+from sim.metrics import Interval
+from sim.protocols import Sample
+from sim.runner import (
+    PreparedRun,
+    attach_lab,
+    build_collectors,
+    build_target,
+    build_workload,
+    finish_summary,
+    prepare_run,
+)
+from sim.scenario import ScenarioBase
+
+log = logging.getLogger(__name__)
+
+PUMP_INTERVAL_S = 0.2  # how often the hub side drains the engine's packets
+ROLE_LOCAL = "local"  # this process writes the bundle (prepare_run / finish_summary)
+ROLE_WORKER = "worker"  # this process ships packets to the master, which writes the bundle
+
+PacketListener = Callable[[Packet], None]
+FinalListener = Callable[[dict[str, Any]], None]
+
+
+def build_engine(scenario: ScenarioBase, *, skip_load: bool = False) -> Engine:
+    """An engine for ``scenario`` without a bundle (a worker's): what ``prepare_run`` builds,
+    minus the bundle directory, which is the master's."""
+    target = build_target(scenario)
+    workload = build_workload(scenario, target)
+    settings = scenario.collectors
+    prefix = getattr(workload.parameters, "table_prefix", None)
+    options = {"table_prefix": prefix} if prefix else {}
+    engine = Engine(
+        workload,
+        target,
+        scenario.load,
+        collector_factory=lambda t: build_collectors(settings, t, options),
+        interval_s=settings.interval_s,
+        collector_timeout_s=settings.timeout_s,
+        skip_load=skip_load,
+    )
+    if any(stage.lab for stage in engine.stages):
+        attach_lab(engine)
+    return engine
+
+
+class EngineHost:
+    """Runs one engine at a time for a Locust process and reports back on the hub."""
+
+    def __init__(
+        self,
+        environment: Environment,
+        *,
+        role: str,
+        on_packet: PacketListener | None = None,
+        on_final: FinalListener | None = None,
+    ) -> None:
+        if role not in (ROLE_LOCAL, ROLE_WORKER):
+            raise ValueError(f"role must be {ROLE_LOCAL!r} or {ROLE_WORKER!r}")
+        self.environment = environment
+        self.role = role
+        self.on_packet = on_packet
+        self.on_final = on_final
+        self.run_id: str | None = None
+        #: "idle", "preparing", then the engine's states, then "finished".
+        self.state = "idle"
+        self.engine: Engine | None = None
+        self.prepared: PreparedRun | None = None
+        self.bundle: Path | None = None
+        self.latest_samples: list[Sample] = []
+        self.final: dict[str, Any] | None = None
+        self.packets = 0
+        self.fed_operations = 0
+        self._queue: collections.deque[Packet] = collections.deque()
+        self._done: dict[str, Any] | None = None
+        self._stop_reason: str | None = None
+        self._greenlet: gevent.Greenlet | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether a run is being prepared or is running (a new one cannot start)."""
+        return self._greenlet is not None and not self._greenlet.dead
+
+    def start(self, scenario: ScenarioBase, run_id: str, *, skip_load: bool = False) -> None:
+        """Prepare and start a run (returns at once; the work happens in a greenlet).
+        ``skip_load``: use the data as loaded (``dbsim run --skip-load``)."""
+        if self.active:
+            raise RuntimeError("a run is already active in this process")
+        self.run_id = run_id
+        self.state = "preparing"
+        self.engine = self.prepared = self.bundle = self.final = self._done = None
+        self.latest_samples = []
+        self.packets = self.fed_operations = 0
+        self._queue.clear()
+        self._stop_reason = None
+        self._greenlet = gevent.spawn(self._run, scenario, skip_load)
+
+    def stop(self, reason: str) -> None:
+        """Ask the run to stop gracefully (safe at any moment, even before it started)."""
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        if self.engine is not None:
+            self.engine.request_stop(reason)
+
+    def wait(self, timeout: float | None = None) -> dict[str, Any] | None:
+        """Block this greenlet until the run has finished; returns the final result."""
+        if self._greenlet is not None:
+            self._greenlet.join(timeout)
+        return self.final
+
+    # ------------------------------------------------------------------ hub side
+
+    def _run(self, scenario: ScenarioBase, skip_load: bool) -> None:
+        pool = gevent.get_hub().threadpool
+        try:
+            engine = pool.apply(self._prepare, (scenario, skip_load))
+        except SimError as exc:
+            self._finish_failed(str(exc))
+            return
+        except Exception as exc:  # a bug while preparing: report it, never kill the runner
+            log.exception("preparing the run failed")
+            self._finish_failed(f"unexpected {type(exc).__name__}: {exc}")
+            return
+        self.engine = engine
+        if self._stop_reason is not None:
+            engine.request_stop(self._stop_reason)  # honoured as soon as the loop starts
+        run_on_native_thread(
+            engine,
+            start_new_thread=get_original("_thread", "start_new_thread"),
+            on_done=self._on_done,
+        )
+        while True:
+            self._drain()
+            if self._done is not None and not self._queue:
+                break
+            gevent.sleep(PUMP_INTERVAL_S)
+        self._deliver(self._done)
+
+    def _finish_failed(self, message: str) -> None:
+        log.error("run %s could not start: %s", self.run_id, message)
+        self._deliver({"outcome": "failed", "status": "failed", "error": message, "packets": 0})
+
+    def _deliver(self, final: dict[str, Any]) -> None:
+        self.final = final
+        self.state = "finished"
+        if self.on_final is not None:
+            try:
+                self.on_final(final)
+            except Exception:
+                log.exception("final-result listener failed")
+
+    def _drain(self) -> None:
+        queue = self._queue
+        while queue:
+            packet = queue.popleft()
+            self.latest_samples = packet_samples(packet)
+            batches = packet_batches(packet)
+            if batches:
+                method = self.engine.workload.name if self.engine is not None else "dbsim"
+                self.fed_operations += feed(
+                    self.environment.stats, method, batches, *packet_wall(packet)
+                )
+            if self.on_packet is not None:
+                try:
+                    self.on_packet(packet)
+                except Exception:
+                    log.exception("packet listener failed")
+
+    # ------------------------------------------------------------------ native threads
+
+    def _prepare(self, scenario: ScenarioBase, skip_load: bool) -> Engine:
+        """Build the engine (gevent's thread pool: bundle creation writes and fsyncs)."""
+        if self.role == ROLE_LOCAL:
+            self.prepared = prepare_run(scenario, skip_load=skip_load)
+            self.bundle = self.prepared.bundle.path
+            engine = self.prepared.engine
+        else:
+            engine = build_engine(scenario, skip_load=skip_load)
+        engine.events.state.add_listener(self._on_state)
+        engine.events.interval.add_listener(self._on_interval)
+        return engine
+
+    def _on_state(self, state: str, detail: str = "") -> None:
+        self.state = state  # engine thread; a plain attribute store is atomic
+
+    def _on_interval(self, interval: Interval, samples: list[Sample]) -> None:
+        engine = self.engine
+        wall0 = (
+            engine.result.sessions_started_wall
+            if engine is not None and engine.result.sessions_started_wall
+            else time.time() - interval.t_end
+        )
+        packet = interval_packet(
+            interval, samples, wall0=wall0, with_histograms=self.role == ROLE_WORKER
+        )
+        self.packets += 1
+        self._queue.append(packet)
+
+    def _on_done(self) -> None:
+        """Engine thread, after the loop has closed: finish the bundle or the report."""
+        engine = self.engine
+        assert engine is not None
+        try:
+            if self.role == ROLE_LOCAL:
+                assert self.prepared is not None
+                summary = finish_summary(self.prepared)
+                summary["bundle"] = str(self.prepared.bundle.path)
+                final = summary
+            else:
+                final = final_report(engine, self.packets)
+        except Exception as exc:  # the bundle writer failed: say so rather than hang
+            log.exception("finishing the run failed")
+            final = {"outcome": "failed", "status": "failed", "error": str(exc), "packets": 0}
+        final.setdefault("run_id", self.run_id)
+        self._done = final

@@ -1,0 +1,316 @@
+"""``RunMerger``: the master's side of a distributed run — one bundle from many workers.
+
+Each worker's engine numbers its intervals 0, 1, 2 … on its own clock; all of them start when
+Locust has placed every user, run the same stages and close intervals on the same one-second
+grid, so interval *k* of the bundle is the sum of interval *k* of every worker. Interval *k* is
+merged and written as soon as every worker of the run has sent it, has finished with fewer
+intervals, or is lost — so the master's bundle trails the workers by about one Locust report
+period (3 s) and is always whole.
+
+Counts are exact: an interval's histogram is the sum (``HdrHistogram.add``) of the workers'
+histograms, and the run totals are the sum of every worker's measured intervals, which is what
+each worker's own engine counts (its final report's totals are compared with them and any
+difference is written into the summary's messages). Storage samples are merged by
+:func:`sim.locust.packets.merge_samples`. A worker that stops sending heartbeats for
+``LOST_AFTER_S`` (killed, crashed, cut off) is recorded as lost: what it sent until then is
+counted, the run goes on without it, and the summary's ``distributed`` section says what was
+lost and when. Every file write goes through one native thread (gevent's thread pool of size
+one, in order), never on the hub.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gevent
+from gevent.threadpool import ThreadPool
+from locust.env import Environment
+
+from sim.bundle import BundleWriter, iso, new_bundle_dir
+from sim.locust.packets import Packet, decode_ops, merge_samples, packet_ops, packet_samples
+from sim.locust.summary import distributed_extra, run_status
+from sim.metrics import Interval, OpStats
+from sim.protocols import Sample
+
+log = logging.getLogger(__name__)
+
+LOST_AFTER_S = 10.0  # no heartbeat nor report from a worker this long: it is lost
+FINAL_WAIT_S = 45.0  # after a stop, how long workers get to send their final report
+WATCH_INTERVAL_S = 0.5
+LOCUST_CATCHUP_S = 8.0  # at the end, how long to wait for Locust's table to catch up
+
+FinishedListener = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class WorkerRun:
+    """One worker's part of a run, as the master sees it."""
+
+    client_id: str
+    index: int
+    sessions: int
+    host: str = ""
+    pending: dict[int, Packet] = field(default_factory=dict)
+    received: int = 0
+    last_interval: int = -1
+    measured: dict[str, OpStats] = field(default_factory=dict)
+    latest_samples: list[Sample] = field(default_factory=list)
+    final: dict[str, Any] | None = None
+    lost: str | None = None
+    last_seen: float = field(default_factory=time.monotonic)
+
+    def done_before(self, index: int) -> bool:
+        """Whether this worker will never send interval ``index``."""
+        if self.lost is not None:
+            return index not in self.pending
+        return self.final is not None and int(self.final.get("packets", 0)) <= index
+
+    @property
+    def settled(self) -> bool:
+        return self.lost is not None or (
+            self.final is not None and not self.pending and self.received >= self.final["packets"]
+        )
+
+
+class RunMerger:
+    """Merges one distributed run into one bundle, written by the master."""
+
+    def __init__(
+        self,
+        environment: Environment,
+        scenario: dict[str, Any],
+        run_id: str,
+        workers: dict[str, tuple[int, int]],
+        *,
+        on_finished: FinishedListener | None = None,
+    ) -> None:
+        """``workers``: client id → (worker index, sessions) of every worker in the run."""
+        self.environment = environment
+        self.scenario = scenario
+        self.run_id = run_id
+        self.workers = {
+            cid: WorkerRun(cid, index, sessions) for cid, (index, sessions) in workers.items()
+        }
+        self.on_finished = on_finished
+        self.next_index = 0
+        self.state = "starting"
+        self.summary: dict[str, Any] | None = None
+        self.bundle: Path | None = None
+        self.totals: dict[str, OpStats] = {}
+        #: Seconds of measured intervals merged so far (the master's view of the window).
+        self.measured_s = 0.0
+        self.latest_samples: list[Sample] = []
+        self.stopped_by: str | None = None
+        self._deadline: float | None = None
+        self._pool = ThreadPool(1)  # one native thread: bundle writes in order, off the hub
+        output = scenario.get("output") or {}
+        self._writer: BundleWriter = self._pool.apply(self._create_writer, (output,))
+        self.bundle = self._writer.path
+        self._watcher = gevent.spawn(self._watch)
+
+    @property
+    def finished(self) -> bool:
+        return self.summary is not None
+
+    def _create_writer(self, output: dict[str, Any]) -> BundleWriter:
+        name = output.get("name") or self.scenario.get("name") or "scenario"
+        path = new_bundle_dir(Path(output.get("directory") or "runs"), str(name))
+        writer = BundleWriter(path, self.scenario, float(output.get("flush_interval_s") or 2.0))
+        writer.running_extra = {"sessions": sum(w.sessions for w in self.workers.values())}
+        return writer
+
+    def _write(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._pool.spawn(fn, *args)
+
+    # ------------------------------------------------------------------ from the workers
+
+    def seen(self, client_id: str) -> None:
+        """A heartbeat (or anything) arrived from ``client_id``."""
+        worker = self.workers.get(client_id)
+        if worker is not None:
+            worker.last_seen = time.monotonic()
+
+    def on_packet(self, client_id: str, packet: Packet) -> None:
+        worker = self.workers.get(client_id)
+        if worker is None or self.finished:
+            return
+        worker.last_seen = time.monotonic()
+        worker.host = str(packet.get("host", worker.host))
+        worker.received += 1
+        worker.last_interval = max(worker.last_interval, int(packet["i"]))
+        worker.latest_samples = packet_samples(packet)
+        worker.pending[int(packet["i"])] = packet
+        self.latest_samples = merge_samples(
+            (w.index, w.host, w.latest_samples) for w in self.workers.values()
+        )
+        self._merge_ready()
+
+    def on_final(self, client_id: str, final: dict[str, Any]) -> None:
+        worker = self.workers.get(client_id)
+        if worker is None or self.finished:
+            return
+        worker.last_seen = time.monotonic()
+        worker.final = final
+        worker.host = str(final.get("host") or worker.host)
+        if final.get("error"):
+            log.error("worker %d: %s", worker.index, final["error"])
+        self._merge_ready()
+        self._maybe_finish()
+
+    def stop_requested(self, reason: str) -> None:
+        """The run is being stopped: wait at most FINAL_WAIT_S for the final reports."""
+        if self.stopped_by is None:
+            self.stopped_by = reason
+            self._deadline = time.monotonic() + FINAL_WAIT_S
+
+    # ------------------------------------------------------------------ merging
+
+    def _merge_ready(self) -> None:
+        while True:
+            index = self.next_index
+            parts: list[tuple[WorkerRun, Packet]] = []
+            for worker in sorted(self.workers.values(), key=lambda w: w.index):
+                if index in worker.pending:
+                    parts.append((worker, worker.pending.pop(index)))
+                elif not worker.done_before(index):
+                    for w, packet in parts:  # not yet: put back what was taken
+                        w.pending[index] = packet
+                    return
+            if not parts:
+                return
+            self._merge(index, parts)
+            self.next_index += 1
+
+    def _merge(self, index: int, parts: list[tuple[WorkerRun, Packet]]) -> None:
+        ops: dict[str, OpStats] = {}
+        for worker, packet in parts:
+            for name, stats in packet_ops(packet).items():
+                ops.setdefault(name, OpStats()).merge(stats)
+                if packet["phase"] == "measure":
+                    worker.measured.setdefault(name, OpStats()).merge(stats)
+                    self.totals.setdefault(name, OpStats()).merge(stats)
+        first = parts[0][1]
+        interval = Interval(
+            index,
+            sum(p["t0"] for _, p in parts) / len(parts),
+            sum(p["t1"] for _, p in parts) / len(parts),
+            str(first["phase"]),
+            first["step"],
+            ops,
+        )
+        if interval.measured:
+            self.measured_s += interval.t_end - interval.t_start
+        samples = merge_samples((w.index, w.host, packet_samples(p)) for w, p in parts)
+        if interval.phase != self.state:
+            self.state = interval.phase
+            self._write(self._writer.on_state, interval.phase)
+        self._write(self._writer.on_interval, interval, samples)
+
+    # ------------------------------------------------------------------ losses and the end
+
+    def _watch(self) -> None:
+        while not self.finished:
+            gevent.sleep(WATCH_INTERVAL_S)
+            now = time.monotonic()
+            for worker in self.workers.values():
+                if worker.final is not None or worker.lost is not None:
+                    continue
+                if now - worker.last_seen > LOST_AFTER_S:
+                    self._lose(worker, f"no heartbeat for {LOST_AFTER_S:g} s")
+                elif self._deadline is not None and now > self._deadline:
+                    self._lose(worker, f"no final report within {FINAL_WAIT_S:g} s of the stop")
+            self._merge_ready()
+            self._maybe_finish()
+
+    def _lose(self, worker: WorkerRun, why: str) -> None:
+        worker.lost = why
+        after = (
+            f"after interval {worker.last_interval}"
+            if worker.last_interval >= 0
+            else "before its first interval"
+        )
+        note = (
+            f"worker {worker.index} ({worker.host or '?'}, {worker.client_id}) was lost {after}: "
+            f"{why}; what it sent until then is counted"
+        )
+        log.warning(note)
+        self._write(self._writer.add_message, note)
+
+    def _maybe_finish(self) -> None:
+        if self.finished or not all(w.settled for w in self.workers.values()):
+            return
+        self._merge_ready()
+        self.summary = {}  # finishing: later packets are ignored
+        gevent.spawn(self._finish)
+
+    def _finish(self) -> None:
+        self._wait_for_locust_table()
+        workers = sorted(self.workers.values(), key=lambda w: w.index)
+        for worker in workers:
+            if worker.final is None or not worker.final.get("totals"):
+                continue
+            own = {n: s.count for n, s in decode_ops(worker.final["totals"]).items() if s.count}
+            merged = {n: s.count for n, s in worker.measured.items() if s.count}
+            if own != merged:
+                self._write(
+                    self._writer.add_message,
+                    f"worker {worker.index}: its own totals {own} differ from the intervals "
+                    f"received from it {merged}",
+                )
+        status = run_status([w.final for w in workers], self.stopped_by)
+        extra = distributed_extra(self, workers)
+        totals = self.totals
+        measured_s = extra["timing"]["measured_s"]
+
+        def finish() -> dict[str, Any]:
+            self._writer.on_state("finished")
+            self._writer.write_histograms(totals)
+            summary = self._writer.write_summary(
+                status, totals=totals, measured_s=measured_s, extra=extra
+            )
+            self._writer.close()
+            _write_report(self._writer.path)
+            return summary
+
+        try:
+            summary = self._pool.apply(finish)
+        except Exception as exc:
+            log.exception("writing the bundle failed")
+            summary = {"status": "failed", "error": f"bundle: {exc}"}
+        summary["bundle"] = str(self._writer.path)
+        summary["finished_at"] = iso(time.time())
+        self.summary = summary
+        self.state = "finished"
+        self._pool.kill()
+        if self.on_finished is not None:
+            try:
+                self.on_finished(summary)
+            except Exception:
+                log.exception("run-finished listener failed")
+
+    def _wait_for_locust_table(self) -> None:
+        """Workers feed Locust's table through Locust's own report, which may trail the final
+        report by one report period: wait (bounded) so the table ends complete."""
+        expected = sum(s.count + s.error_count for s in self.totals.values())
+        deadline = time.monotonic() + LOCUST_CATCHUP_S
+        stats = self.environment.stats
+        while stats.total.num_requests < expected and time.monotonic() < deadline:
+            gevent.sleep(0.2)
+
+
+def _write_report(path: Path) -> None:
+    """analysis.json and report.html, as for every bundle; never fatal to the run."""
+    from sim.report import write_report
+
+    try:
+        _, problem = write_report(path)
+    except Exception:
+        log.warning("report.html not written", exc_info=True)
+        return
+    if problem:
+        log.warning("report.html written without analysis: %s", problem)

@@ -1,0 +1,230 @@
+"""What each kind of Locust process does with dbsim: wiring Locust's events to the engine.
+
+* :class:`LocalController` (a LocalRunner, ``dbsim ui`` without workers): when Locust has
+  spawned the users, one engine starts here with that many sessions and writes the bundle.
+* :class:`~sim.locust.master.MasterController` (``--workers N``): when Locust has placed every
+  user, it sends each worker that got users a ``dbsim_start`` message (the scenario, validated
+  there, and the total user count); it merges what comes back into one bundle
+  (:class:`~sim.locust.merge.RunMerger`) and stops Locust when the run is over.
+* :class:`WorkerController` (``dbsim worker``): on ``dbsim_start`` it runs an engine with the
+  users Locust placed on this worker and its share of any target rate; it ships each interval
+  on Locust's worker-report channel (``report_to_master``) and its final report as a
+  ``dbsim_final`` message (which carries any interval not yet shipped, so none is lost to
+  ordering).
+
+Locust's own statistics travel as Locust ships them; the engine feeds them on the process that
+runs it (:mod:`sim.locust.stats`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gevent
+from locust.env import Environment
+from locust.runners import STATE_RUNNING, STATE_SPAWNING
+
+from sim.errors import SimError
+from sim.locust.form import scenario_from_options, share_scenario
+from sim.locust.host import ROLE_LOCAL, ROLE_WORKER, EngineHost
+from sim.locust.packets import Packet, decode_ops
+from sim.metrics import OpStats
+from sim.protocols import Sample
+from sim.scenario import ScenarioBase, validate
+
+log = logging.getLogger(__name__)
+
+MSG_START = "dbsim_start"
+MSG_FINAL = "dbsim_final"
+MSG_STOP = "dbsim_stop"
+REPORT_KEY = "dbsim"
+STOP_REASON = "stopped from Locust"
+#: How long Locust's stop waits for the run's bundle (the web UI polls while it waits, so the
+#: Run tab shows the finished bundle rather than a run "still running").
+STOP_WAIT_S = 60.0
+#: One line per finished worker run on stderr (tests and people compare it with the bundle).
+WORKER_REPORT_PREFIX = "dbsim-worker-report "
+
+RunFinished = Callable[[dict[str, Any]], None]
+
+
+def stop_runner(environment: Environment) -> None:
+    """Stop Locust (users), in its own greenlet: ``runner.stop`` waits for the workers."""
+    runner = environment.runner
+    if runner is not None and runner.state in (STATE_RUNNING, STATE_SPAWNING):
+        gevent.spawn(runner.stop)
+
+
+class Controller:
+    """What the web UI asks of any role: the current run's figures."""
+
+    environment: Environment
+    last_summary: dict[str, Any] | None = None
+    notes: list[str]
+
+    def snapshot(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def samples(self) -> list[Sample]:
+        raise NotImplementedError
+
+
+class LocalController(Controller):
+    """A LocalRunner: the engine runs in this process and writes the bundle."""
+
+    def __init__(
+        self,
+        environment: Environment,
+        scenario: Callable[[], ScenarioBase],
+        on_finished: RunFinished | None = None,
+    ) -> None:
+        self.environment = environment
+        self.scenario = scenario
+        self.on_finished = on_finished
+        self.notes = []
+        self.host = EngineHost(environment, role=ROLE_LOCAL, on_final=self._final)
+        events = environment.events
+        events.spawning_complete.add_listener(self._spawned)
+        events.test_stopping.add_listener(self._stopping)
+
+    def _spawned(self, user_count: int) -> None:
+        if self.host.active:
+            self.notes.append(
+                f"users changed to {user_count} during the run: sessions stay "
+                f"{self.host.engine.max_sessions if self.host.engine else '?'} until the next start"
+            )
+            return
+        try:
+            scenario = scenario_from_options(
+                self.scenario(), self.environment.parsed_options, user_count
+            )
+        except SimError as exc:
+            log.error("cannot start: %s", exc)
+            stop_runner(self.environment)
+            return
+        self.notes = []
+        self.host.start(scenario, uuid.uuid4().hex[:12])
+
+    def _stopping(self, **_: Any) -> None:
+        # Waited for here, before Locust calls the test stopped: see STOP_WAIT_S.
+        if self.host.active:
+            self.host.stop(STOP_REASON)
+            self.host.wait(STOP_WAIT_S)
+
+    def _final(self, final: dict[str, Any]) -> None:
+        self.last_summary = final
+        stop_runner(self.environment)
+        if self.on_finished is not None:
+            self.on_finished(final)
+
+    def samples(self) -> list[Sample]:
+        return self.host.latest_samples
+
+    def snapshot(self) -> dict[str, Any]:
+        host = self.host
+        final = host.final or {}
+        bundle = host.bundle or (Path(final["bundle"]) if final.get("bundle") else None)
+        return {
+            "role": "local",
+            "run_id": host.run_id,
+            "state": host.state,
+            "status": final.get("status") or ("running" if host.active else "idle"),
+            "bundle": str(bundle) if bundle else None,
+            "sessions": host.engine.max_sessions if host.engine else None,
+            "intervals": host.packets,
+            "workers": [],
+            "notes": list(self.notes),
+            "error": final.get("error"),
+        }
+
+
+class WorkerController(Controller):
+    """A WorkerRunner: runs the master's runs here and ships what they measure."""
+
+    def __init__(self, environment: Environment) -> None:
+        self.environment = environment
+        self.notes = []
+        self.run_id: str | None = None
+        self.outbox: list[Packet] = []
+        self.host = EngineHost(
+            environment, role=ROLE_WORKER, on_packet=self.outbox.append, on_final=self._final
+        )
+        runner = environment.runner
+        assert runner is not None
+        runner.register_message(MSG_START, self._start)
+        runner.register_message(MSG_STOP, self._stop)
+        events = environment.events
+        events.report_to_master.add_listener(self._report)
+        events.test_stopping.add_listener(lambda **_: self.host.stop("stopped by the master"))
+
+    def _start(self, environment: Environment, msg: Any, **_: Any) -> None:
+        data = msg.data
+        runner = self.environment.runner
+        assert runner is not None
+        if self.host.active:
+            log.warning(
+                "dbsim_start for run %s while run %s is active: ignored",
+                data.get("run_id"),
+                self.run_id,
+            )
+            return
+        self.run_id = str(data["run_id"])
+        self.outbox.clear()
+        sessions = runner.user_count
+        total = max(int(data.get("users_total") or sessions), 1)
+        if sessions <= 0:
+            self._send_final({"outcome": "completed", "packets": 0, "sessions": 0})
+            return
+        try:
+            scenario = validate(share_scenario(data["scenario"], sessions, sessions / total))
+        except SimError as exc:
+            self._send_final({"outcome": "failed", "error": str(exc), "packets": 0})
+            return
+        self.host.start(scenario, self.run_id, skip_load=bool(data.get("skip_load")))
+
+    def _stop(self, environment: Environment, msg: Any, **_: Any) -> None:
+        if msg.data.get("run") == self.run_id:
+            self.host.stop(str(msg.data.get("reason") or STOP_REASON))
+
+    def _report(self, client_id: str, data: dict[str, Any]) -> None:
+        if self.outbox:
+            data[REPORT_KEY] = {"run": self.run_id, "packets": list(self.outbox)}
+            self.outbox.clear()
+
+    def _final(self, final: dict[str, Any]) -> None:
+        self._send_final(final)
+        counts = {}
+        for name, item in (final.get("totals") or {}).items():
+            counts[name] = _count(item)
+        line = {
+            "run": self.run_id,
+            "worker_index": getattr(self.environment.runner, "worker_index", -1),
+            "outcome": final.get("outcome"),
+            "sessions": final.get("sessions"),
+            "intervals": final.get("packets"),
+            "operations": counts,
+        }
+        sys.stderr.write(WORKER_REPORT_PREFIX + json.dumps(line, sort_keys=True) + "\n")
+
+    def _send_final(self, final: dict[str, Any]) -> None:
+        runner = self.environment.runner
+        assert runner is not None
+        packets, self.outbox[:] = list(self.outbox), []
+        runner.send_message(MSG_FINAL, {"run": self.run_id, "packets": packets, "final": final})
+
+    def samples(self) -> list[Sample]:
+        return self.host.latest_samples
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"role": "worker", "run_id": self.run_id, "state": self.host.state}
+
+
+def _count(item: dict[str, Any]) -> dict[str, int]:
+    stats: OpStats = decode_ops({"op": item})["op"]
+    return {"count": stats.count, "errors": stats.error_count}

@@ -1,0 +1,162 @@
+"""The summary of a distributed run: the keys a single-process run's summary has
+(:func:`sim.runner.finish_summary`), built from the workers' final reports, plus a
+``distributed`` section with the per-worker breakdown and what was lost."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from sim.bundle import iso
+
+if TYPE_CHECKING:
+    from sim.locust.merge import RunMerger, WorkerRun
+
+STATUS_COMPLETED = "completed"
+STATUS_INTERRUPTED = "interrupted"
+STATUS_FAILED = "failed"
+
+
+def run_status(finals: Sequence[dict[str, Any] | None], stopped_by: str | None) -> str:
+    """completed / interrupted / failed over the workers that reported. A lost worker does not
+    fail the run (its loss is recorded); a worker whose engine failed does; nobody left to
+    report is a failure."""
+    outcomes = [f.get("outcome") for f in finals if f is not None]
+    if not outcomes:
+        return STATUS_FAILED
+    if STATUS_FAILED in outcomes:
+        return STATUS_FAILED
+    if STATUS_INTERRUPTED in outcomes:
+        return STATUS_INTERRUPTED
+    return STATUS_COMPLETED
+
+
+def _first(finals: Sequence[dict[str, Any]], key: str, default: Any = None) -> Any:
+    for final in finals:
+        value = final.get(key)
+        if value:
+            return value
+    return default
+
+
+def merged_stages(finals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first worker's stage log with every worker's sessions (and per-session counts)
+    added up stage by stage: the stages are the same on every worker."""
+    logs = [f.get("stages") or [] for f in finals]
+    if not logs:
+        return []
+    out: list[dict[str, Any]] = []
+    for position, entry in enumerate(logs[0]):
+        stage = dict(entry)
+        same = [log[position] for log in logs if len(log) > position]
+        stage["sessions"] = sum(int(s.get("sessions") or 0) for s in same)
+        if "session_ops" in stage:
+            stage["session_ops"] = [n for s in same for n in s.get("session_ops") or []]
+        out.append(stage)
+    return out
+
+
+def mix_section(
+    merger: RunMerger, finals: Sequence[dict[str, Any]], complete: bool
+) -> dict[str, Any]:
+    """Requested versus measured mix; ``exact`` when every worker's rule was met to the op."""
+    issued = {name: s.count + s.error_count for name, s in merger.totals.items()}
+    all_ops = sum(issued.values())
+    report: dict[str, Any] = {
+        "requested_pct": _first(finals, "requested_pct", {}),
+        "measured": issued,
+        "measured_pct": {k: round(100 * v / all_ops, 3) for k, v in issued.items()}
+        if all_ops
+        else {},
+    }
+    expected = [f.get("expected_mix") for f in finals]
+    if complete and expected and all(e is not None for e in expected):
+        summed: dict[str, int] = {}
+        for part in expected:
+            assert part is not None
+            for name, n in part.items():
+                summed[name] = summed.get(name, 0) + int(n)
+        for name in summed:
+            issued.setdefault(name, 0)
+        report["expected_by_rule"] = summed
+        report["exact"] = all(issued.get(k, 0) == v for k, v in summed.items())
+    return report
+
+
+def _worker_row(worker: WorkerRun) -> dict[str, Any]:
+    final = worker.final or {}
+    return {
+        "index": worker.index,
+        "id": worker.client_id,
+        "host": worker.host or final.get("host"),
+        "sessions": worker.sessions,
+        "status": "lost" if worker.lost else final.get("outcome"),
+        "reason": worker.lost or final.get("reason") or "",
+        "error": final.get("error"),
+        "intervals_received": worker.received,
+        "last_interval": worker.last_interval,
+        "measured_s": round(float(final.get("measured_s") or 0.0), 3) if final else None,
+        "operations": {
+            name: {"count": s.count, "errors": s.error_count}
+            for name, s in sorted(worker.measured.items())
+        },
+    }
+
+
+def distributed_extra(merger: RunMerger, workers: Sequence[WorkerRun]) -> dict[str, Any]:
+    """Everything ``finish_summary`` puts beside the totals, for a merged run."""
+    finals = [w.final for w in workers if w.final is not None]
+    lost = [w for w in workers if w.lost]
+    measured_s = max((float(f.get("measured_s") or 0.0) for f in finals), default=0.0)
+    if not measured_s:  # nobody finished: the master's own view of the measured window
+        measured_s = merger.measured_s
+    collector_errors: dict[str, int] = {}
+    for final in finals:
+        for source, n in (final.get("collector_errors") or {}).items():
+            collector_errors[source] = collector_errors.get(source, 0) + int(n)
+    started = [f["sessions_started_wall"] for f in finals if f.get("sessions_started_wall")]
+    stats = merger.environment.stats
+    return {
+        "reason": merger.stopped_by or _first(finals, "reason", ""),
+        "last_state": _first(finals, "last_state", "setup"),
+        "error": _first(finals, "error"),
+        "sessions": sum(w.sessions for w in workers),
+        "timing": {
+            "sessions_started_at": iso(min(started)) if started else None,
+            "warmup_s": round(max((float(f.get("warmup_s") or 0) for f in finals), default=0.0), 3),
+            "measured_s": round(measured_s, 3),
+        },
+        "stages": merged_stages(finals),
+        "mix": mix_section(merger, finals, complete=not lost and len(finals) == len(workers)),
+        "workload": {
+            "name": (merger.scenario.get("workload") or {}).get("name"),
+            "load": _first(finals, "load", {}),
+            "verify": _first(finals, "verify", {}),
+        },
+        "target": _first(finals, "target", {}),
+        "collectors": _first(finals, "collectors", []),
+        "collector_errors": collector_errors,
+        # Collectors' findings divide the storage figures by the operations of one process;
+        # with several workers on one device they would mislead, so they are left out here.
+        "findings": {},
+        "distributed": {
+            "run_id": merger.run_id,
+            "workers": [_worker_row(w) for w in workers],
+            "lost": [
+                {
+                    "index": w.index,
+                    "id": w.client_id,
+                    "host": w.host,
+                    "reason": w.lost,
+                    "last_interval": w.last_interval,
+                    "operations_counted": {n: s.count for n, s in sorted(w.measured.items())},
+                }
+                for w in lost
+            ],
+            "locust_requests": {
+                name: entry.num_requests for (name, _), entry in sorted(stats.entries.items())
+            },
+            "merge": "interval k = sum of every worker's interval k; totals = sum of every "
+            "worker's measured intervals; storage views once per host (process CPU summed)",
+        },
+    }

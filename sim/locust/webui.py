@@ -1,0 +1,382 @@
+"""dbsim's part of Locust's web UI: the Storage, Correlation and Run tabs, downloads, login.
+
+The tabs are Locust's own extension points: ``extended_tabs`` and ``extended_tables`` in the
+web UI's template arguments declare them, and each ``/stats/requests`` answer (which the page
+polls every two seconds while a test runs) carries their rows in ``extended_stats``. So the
+tabs fill live, with no JavaScript of ours.
+
+* **Storage** — the latest interval's storage samples: per block device IOPS (read/write),
+  MB/s, await and %util; per NFS mount and operation ops/s and time per op; ONTAP volumes and
+  LUNs when configured; host CPU. In a distributed run, merged as the bundle merges them.
+* **Correlation** — the analysis (:func:`sim.analysis.analyze_bundle`) of the run's bundle so
+  far: verdict, correlation of latency with IOPS and await, I/Os per operation, lag, knee,
+  Little's law. Computed in a native thread at most every ``CORRELATION_REFRESH_S``.
+* **Run** — the bundle's location, state, sessions, workers; ``report.html`` and
+  ``summary.json`` of the latest run are offered under "Download Data" and at
+  ``/dbsim/run/report.html`` and ``/dbsim/run/summary.json``.
+
+Every route is protected by ``--web-login`` when it is on. Credentials are compared in
+constant time and never logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import gevent
+from flask import Response, jsonify, make_response, redirect, request, send_file, session, url_for
+from flask_login import UserMixin, login_user
+from locust.env import Environment
+from werkzeug.wrappers import Response as WerkzeugResponse
+
+from sim.locust.roles import Controller
+from sim.protocols import Sample
+
+log = logging.getLogger(__name__)
+
+CORRELATION_REFRESH_S = 5.0
+STATS_PATH = "/stats/requests"
+STORAGE_COLUMNS = (
+    ("source", "Source"),
+    ("entity", "Entity"),
+    ("iops", "IOPS"),
+    ("read_s", "Reads/s"),
+    ("write_s", "Writes/s"),
+    ("read_mb_s", "Read MB/s"),
+    ("write_mb_s", "Write MB/s"),
+    ("read_await_ms", "Read await (ms)"),
+    ("write_await_ms", "Write await (ms)"),
+    ("util_pct", "Util %"),
+)
+FIGURE_COLUMNS = (("figure", "Figure"), ("value", "Value"), ("meaning", "Meaning"))
+TABS = (("storage", "Storage"), ("correlation", "Correlation"), ("run", "Run"))
+DOWNLOADS = ("report.html", "summary.json")
+
+
+def _num(value: Any, digits: int = 2) -> Any:
+    return "" if value is None else round(float(value), digits)
+
+
+def storage_row(sample: Sample) -> dict[str, Any]:
+    """One sample as a Storage-tab row (figures named per source; blank where none)."""
+    v = sample.values
+    row: dict[str, Any] = {"source": sample.source, "entity": sample.entity}
+    if sample.source == "block":
+        reads, writes = v.get("r_s"), v.get("w_s")
+        row.update(
+            iops=v.get("iops", (reads or 0) + (writes or 0)),
+            read_s=reads,
+            write_s=writes,
+            read_mb_s=v["rkB_s"] / 1024 if "rkB_s" in v else None,
+            write_mb_s=v["wkB_s"] / 1024 if "wkB_s" in v else None,
+            read_await_ms=v.get("r_await_ms"),
+            write_await_ms=v.get("w_await_ms"),
+            util_pct=v.get("util_pct"),
+        )
+    elif sample.source == "nfs":
+        row.update(
+            iops=v.get("ops_s"),
+            read_mb_s=v["read_kB_s"] / 1024 if "read_kB_s" in v else None,
+            write_mb_s=v["write_kB_s"] / 1024 if "write_kB_s" in v else None,
+            # per operation: the client's time per call (queue + round trip)
+            read_await_ms=v.get("avg_exe_ms"),
+        )
+    elif sample.source == "ontap":
+        reads, writes = v.get("read_iops"), v.get("write_iops")
+        row.update(
+            iops=v.get("total_iops", (reads or 0) + (writes or 0)),
+            read_s=reads,
+            write_s=writes,
+            read_mb_s=v["read_bps"] / 1e6 if "read_bps" in v else None,
+            write_mb_s=v["write_bps"] / 1e6 if "write_bps" in v else None,
+            read_await_ms=v["read_latency_us"] / 1000 if "read_latency_us" in v else None,
+            write_await_ms=v["write_latency_us"] / 1000 if "write_latency_us" in v else None,
+        )
+    elif sample.source == "host":
+        row.update(source="host CPU", util_pct=v.get("cpu_busy_pct"))
+    return {
+        key: row.get(key) if key in ("source", "entity") else _num(row.get(key))
+        for key, _ in STORAGE_COLUMNS
+    }
+
+
+def storage_rows(samples: list[Sample]) -> list[dict[str, Any]]:
+    return [storage_row(s) for s in sorted(samples, key=lambda s: (s.source, s.entity))]
+
+
+def correlation_rows(analysis: dict[str, Any] | None, problem: str | None) -> list[dict[str, Any]]:
+    """The analysis so far as figure/value/meaning rows."""
+    if analysis is None:
+        return [
+            {"figure": "analysis", "value": "not yet", "meaning": problem or "waiting for data"}
+        ]
+    rows: list[dict[str, Any]] = []
+    verdict = analysis.get("verdict") or {}
+    rows.append(
+        {
+            "figure": "verdict so far",
+            "value": verdict.get("call", ""),
+            "meaning": verdict.get("summary", ""),
+        }
+    )
+    op, device = analysis.get("primary_op"), analysis.get("primary_device")
+    rows.append(
+        {
+            "figure": "intervals analysed",
+            "value": analysis.get("intervals"),
+            "meaning": f"operation {op}, device {device}",
+        }
+    )
+    io = analysis.get("io_per_op") or {}
+    labels = {
+        "device_ios_per_op": "device I/Os per operation",
+        "device_read_ios_per_read": "device reads per read",
+        "db_blocks_read_per_read": "database blocks read per read",
+        "cache_hit_pct": "cache hit %",
+    }
+    for key, label in labels.items():
+        if io.get(key) is not None:
+            rows.append({"figure": label, "value": io[key], "meaning": "measured window so far"})
+    correlations = ((analysis.get("correlation") or {}).get(op) or {}) if op else {}
+    for latency in ("p50_us", "p99_us"):
+        for metric in ("iops", "await_ms", "util_pct"):
+            pair = (correlations.get(latency) or {}).get(metric)
+            if pair and pair.get("pearson") is not None:
+                rows.append(
+                    {
+                        "figure": f"r({op} {latency[:-3]}, {metric})",
+                        "value": pair["pearson"],
+                        "meaning": f"Pearson over {pair.get('n')} intervals; Spearman {pair.get('spearman')}",
+                    }
+                )
+    lag = ((analysis.get("lag") or {}).get(op) or {}) if op else {}
+    if lag and lag.get("best_lag_s") is not None:
+        rows.append(
+            {
+                "figure": "lag",
+                "value": lag.get("best_lag_s"),
+                "meaning": f"{lag.get('leader')} (r {lag.get('r')} with {lag.get('metric')})",
+            }
+        )
+    knee = (analysis.get("curve") or {}).get("knee")
+    rows.append(
+        {
+            "figure": "knee",
+            "value": json.dumps(knee) if knee else "none yet",
+            "meaning": "latency-versus-IOPS knee",
+        }
+    )
+    law = analysis.get("littles_law") or {}
+    if law:
+        rows.append(
+            {"figure": "Little's law", "value": law.get("ratio"), "meaning": law.get("note", "")}
+        )
+    return rows
+
+
+class CorrelationCache:
+    """The bundle's analysis, refreshed in a native thread, never on the hub."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = correlation_rows(None, None)
+        self._path: str | None = None
+        self._at = 0.0
+        self._busy = False
+
+    def get(self, bundle: str | None) -> list[dict[str, Any]]:
+        now = time.monotonic()
+        if (
+            bundle
+            and not self._busy
+            and (bundle != self._path or now - self._at > CORRELATION_REFRESH_S)
+        ):
+            self._busy = True
+            self._path, self._at = bundle, now
+            gevent.spawn(self._refresh, bundle)
+        return self.rows
+
+    def _refresh(self, bundle: str) -> None:
+        try:
+            analysis, problem = gevent.get_hub().threadpool.apply(_analyze, (bundle,))
+            self.rows = correlation_rows(analysis, problem)
+        finally:
+            self._busy = False
+
+
+def _analyze(bundle: str) -> tuple[dict[str, Any] | None, str | None]:
+    from sim.analysis import analyze_bundle
+
+    try:
+        return analyze_bundle(Path(bundle)), None
+    except Exception as exc:  # too early (no interval yet), or a bundle being written
+        return None, str(exc)
+
+
+def run_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = [
+        {"figure": "bundle", "value": snapshot.get("bundle") or "", "meaning": "run directory"},
+        {
+            "figure": "status",
+            "value": snapshot.get("status", ""),
+            "meaning": f"engine state {snapshot.get('state', '')}",
+        },
+        {
+            "figure": "run",
+            "value": snapshot.get("run_id") or "",
+            "meaning": snapshot.get("role", ""),
+        },
+        {
+            "figure": "sessions",
+            "value": snapshot.get("sessions") or "",
+            "meaning": "engine sessions (= Locust users)",
+        },
+        {
+            "figure": "intervals",
+            "value": snapshot.get("intervals") or 0,
+            "meaning": "written to the bundle",
+        },
+    ]
+    for name in DOWNLOADS:
+        rows.append(
+            {
+                "figure": name,
+                "value": f"/dbsim/run/{name}",
+                "meaning": "download (Download Data tab)",
+            }
+        )
+    for worker in snapshot.get("workers") or []:
+        rows.append(
+            {
+                "figure": f"worker {worker['index']}",
+                "value": worker["state"],
+                "meaning": f"{worker['host']}: {worker['sessions']} sessions, {worker['intervals']} intervals",
+            }
+        )
+    if snapshot.get("error"):
+        rows.append({"figure": "error", "value": snapshot["error"], "meaning": ""})
+    rows.extend(
+        {"figure": "note", "value": note, "meaning": ""} for note in snapshot.get("notes") or []
+    )
+    return rows
+
+
+def _unround_min_max(environment: Environment, rows: list[dict[str, Any]]) -> None:
+    """Locust's table rounds min and max to whole milliseconds (a 56 µs minimum reads 0);
+    put back the µs-bucketed values the entries hold."""
+    runner = environment.runner
+    if runner is None:
+        return
+    for row in rows:
+        if row.get("name") == "Aggregated" and not row.get("method"):
+            entry = runner.stats.total
+        elif (row.get("name"), row.get("method")) in runner.stats.entries:
+            entry = runner.stats.entries[(row["name"], row["method"])]
+        else:
+            continue
+        if entry.min_response_time is not None:
+            row["min_response_time"] = entry.min_response_time
+        row["max_response_time"] = entry.max_response_time
+
+
+def extend_web_ui(
+    environment: Environment, controller: Controller, login: tuple[str, str] | None = None
+) -> None:
+    """Add the tabs, routes and (with ``login``) the login check to ``environment.web_ui``."""
+    web_ui = environment.web_ui
+    assert web_ui is not None and web_ui.app is not None
+    app = web_ui.app
+    protect = web_ui.auth_required_if_enabled
+    correlation = CorrelationCache()
+    web_ui.template_args.update(
+        extended_tabs=[{"key": key, "title": title} for key, title in TABS],
+        extended_tables=[
+            {"key": "storage", "structure": [{"key": k, "title": t} for k, t in STORAGE_COLUMNS]},
+            {
+                "key": "correlation",
+                "structure": [{"key": k, "title": t} for k, t in FIGURE_COLUMNS],
+            },
+            {"key": "run", "structure": [{"key": k, "title": t} for k, t in FIGURE_COLUMNS]},
+        ],
+        extended_csv_files=[
+            {"href": f"./dbsim/run/{name}", "title": f"dbsim {name} of the latest run"}
+            for name in DOWNLOADS
+        ],
+    )
+
+    def extended() -> list[dict[str, Any]]:
+        snapshot = controller.snapshot()
+        return [
+            {"key": "storage", "data": storage_rows(controller.samples())},
+            {"key": "correlation", "data": correlation.get(snapshot.get("bundle"))},
+            {"key": "run", "data": run_rows(snapshot)},
+        ]
+
+    @app.after_request
+    def add_extended_stats(response: Response) -> Response:
+        if request.path.endswith(STATS_PATH) and response.status_code == 200 and response.is_json:
+            body = response.get_json()
+            body["extended_stats"] = extended()
+            _unround_min_max(environment, body.get("stats") or [])
+            response.set_data(json.dumps(body))
+        return response
+
+    @app.route("/dbsim/status")
+    @protect
+    def dbsim_status() -> Response:
+        snapshot = controller.snapshot()
+        return jsonify(
+            run=snapshot,
+            storage=storage_rows(controller.samples()),
+            correlation=correlation.get(snapshot.get("bundle")),
+        )
+
+    @app.route("/dbsim/run/<name>")
+    @protect
+    def dbsim_download(name: str) -> Response:
+        bundle = controller.snapshot().get("bundle")
+        if name not in DOWNLOADS or not bundle:
+            return make_response("no such file: start a run first\n", 404)
+        path = Path(bundle) / name
+        if not path.is_file():
+            return make_response(f"{name} is written when the run ends\n", 404)
+        return send_file(
+            path, as_attachment=name != "report.html", download_name=f"{Path(bundle).name}-{name}"
+        )
+
+    if login is not None:
+        _setup_login(environment, login)
+
+
+class _WebUser(UserMixin):
+    def __init__(self, name: str) -> None:
+        self.id = name
+
+
+def _setup_login(environment: Environment, login: tuple[str, str]) -> None:
+    web_ui = environment.web_ui
+    assert web_ui is not None and web_ui.app is not None
+    app = web_ui.app
+    user, password = login
+    # A fresh key per process: a restart logs everyone out, and no secret is stored anywhere.
+    app.config["SECRET_KEY"] = secrets.token_hex(32)
+    web_ui.login_manager.user_loader(lambda name: _WebUser(name) if name == user else None)
+    web_ui.auth_args = {"username_password_callback": "./dbsim/login"}
+
+    @app.route("/dbsim/login", methods=["POST"])
+    def dbsim_login() -> WerkzeugResponse:
+        given_user = request.form.get("username", "")
+        given_password = request.form.get("password", "")
+        user_ok = hmac.compare_digest(given_user.encode(), user.encode())
+        password_ok = hmac.compare_digest(given_password.encode(), password.encode())
+        if user_ok and password_ok:
+            login_user(_WebUser(user))
+            return redirect(url_for("locust.index"))
+        log.warning("web UI: failed login from %s", request.remote_addr)
+        session["auth_error"] = "Invalid username or password"
+        return redirect(url_for("locust.login"))
