@@ -25,6 +25,7 @@ import numpy as np
 import yaml
 
 from sim.analysis.stats import FloatArray
+from sim.bundle import OPS_COLUMNS, SAMPLE_PREFIX_COLUMNS
 from sim.errors import BundleError
 
 MEASURED_PHASE = "measure"
@@ -32,17 +33,10 @@ OPS_FILE = "ops.csv"
 #: Files in timeseries/ that are not samples of a collector.
 NOT_SAMPLES = frozenset({"ops.csv", "errors.csv"})
 OPS_REQUIRED = ("t", "interval", "phase", "op", "count")
-SAMPLES_REQUIRED = ("t", "interval", "phase", "entity")
-OP_FIGURES = (
-    "ops_s",
-    "count",
-    "errors",
-    "p50_us",
-    "p95_us",
-    "p99_us",
-    "p99_9_us",
-    "max_us",
-    "mean_us",
+# The bundle's own column lists (sim.bundle writes these files): one definition of the format.
+SAMPLES_REQUIRED = SAMPLE_PREFIX_COLUMNS
+OP_FIGURES = tuple(
+    c for c in OPS_COLUMNS if c not in ("t", "interval", "phase", "step", "op", "min_us")
 )
 #: Intervals shorter than this fraction of the nominal interval are dropped: a 50 ms leftover
 #: holding three operations says nothing about latency, and its per-second rates are noise.
