@@ -54,7 +54,12 @@ print(json.dumps({
 def test_engine_on_a_native_thread_does_not_block_the_gevent_hub() -> None:
     pytest.importorskip("gevent")
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT], cwd=REPO, capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", SCRIPT],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
