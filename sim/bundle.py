@@ -155,6 +155,7 @@ class BundleWriter:
         self.storage_means: dict[str, dict[str, dict[str, float]]] = {}
         self._storage_sums: dict[tuple[str, str], dict[str, float]] = {}
         self._storage_counts: dict[tuple[str, str], int] = {}
+        self._storage_seconds: dict[tuple[str, str], float] = {}
         self.messages: list[str] = []
         #: Facts known while the run goes (sessions, the stage log), kept in every summary
         #: rewrite so a killed run's summary still has them.
@@ -218,11 +219,15 @@ class BundleWriter:
             row.update({k: round(v, 4) for k, v in sample.values.items()})
             by_source.setdefault(sample.source, []).append(row)
             if interval.measured:
+                # Weighted by the interval's length: a stage boundary closes a short interval,
+                # and its rates must not count as much as a whole second's.
+                weight = max(interval.t_end - interval.t_start, 0.0)
                 key = (sample.source, sample.entity)
                 sums = self._storage_sums.setdefault(key, {})
                 for k, v in sample.values.items():
-                    sums[k] = sums.get(k, 0.0) + v
+                    sums[k] = sums.get(k, 0.0) + v * weight
                 self._storage_counts[key] = self._storage_counts.get(key, 0) + 1
+                self._storage_seconds[key] = self._storage_seconds.get(key, 0.0) + weight
         for source, rows in by_source.items():
             writer = self._samples.get(source)
             if writer is None:
@@ -243,11 +248,13 @@ class BundleWriter:
     # ------------------------------------------------------------------ summary
 
     def storage_summary(self) -> dict[str, dict[str, dict[str, float]]]:
-        """Per source and entity, the mean of every figure over the measured intervals."""
+        """Per source and entity, the time-weighted mean of every figure over the measured
+        intervals (for rates: total over total time)."""
         out: dict[str, dict[str, dict[str, float]]] = {}
         for (source, entity), sums in sorted(self._storage_sums.items()):
             n = self._storage_counts[(source, entity)]
-            means = {k: round(v / n, 4) for k, v in sorted(sums.items())}
+            seconds = self._storage_seconds[(source, entity)] or 1e-9
+            means = {k: round(v / seconds, 4) for k, v in sorted(sums.items())}
             means["samples"] = n
             out.setdefault(source, {})[entity] = means
         return out

@@ -59,6 +59,17 @@ Tuning data — runs made for this on the development machine (2 vCPUs; its virt
   The host was 90–100 % busy from other processes through most runs, the storage-bound ones
   included (95–99 % on the loop-device lab, dbsim at 4 %): hence
   :data:`CLIENT_CPU_SHARE_PCT`, so that a busy host alone does not make a run client-bound.
+* Ground truth on PostgreSQL (tests/integration/test_ground_truth.py, docs/ground-truth.md):
+  a 625 MiB SLOB table on the lab, 128 MiB memory group, shared_buffers 16 MB. Under a 500
+  read-IOPS ceiling, steps of 1, 2, 4, 8, 16 sessions with think time ran at about 150, 300,
+  500, 500, 500 read IOPS: storage-bound from step 3, knee 500–502. With 8 sessions
+  throughout and the ceiling cut from 2000 to 500 IOPS, the steps were (2000 IOPS, p99
+  0.33–0.50 s) and (500, 1.1–1.2 s): the IOPS *fell*, which the stepped plateau did not
+  accept until :func:`~sim.analysis.stats.plateau_knee` honoured its "or below it", and step
+  2 was inconclusive (%util 0–5 %, coupling within the step −0.36 to 0.12) in 3 runs of 3;
+  storage-bound in 7 of 7 since. iostat's await did not carry the cut (0.06–0.11 → 0.10–0.20
+  ms; r with p99 −0.13 to 0.74); the database's read wait per block did (3.5 → 13 ms,
+  r = 0.91–0.95). A hot spot that fits in shared_buffers: 0 device reads, database-bound.
 """
 
 from __future__ import annotations

@@ -35,6 +35,12 @@ SETTINGS = {
     "shared_buffers": "16MB",  # small, so reads reach the device instead of the buffer cache
     "fsync": "on",
     "listen_addresses": "'127.0.0.1'",
+    # The database's own read wait per block: the one measure that sees a throttle's queue
+    # (blk-throttle holds requests above the device, where iostat's await cannot).
+    "track_io_timing": "on",
+    # An ANALYZE of SLOB's wide rows needs ~100 MB: inside the lab's memory limit the OOM
+    # killer then crash-restarts the cluster mid-run.
+    "autovacuum": "off",
 }
 
 

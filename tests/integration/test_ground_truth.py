@@ -1,0 +1,639 @@
+"""Ground truth: runs on a real block device with a known IOPS ceiling prove that the telemetry
+and the correlation analysis are right (docs/ground-truth.md).
+
+One lab for the module (its own state directory, image directory, mount point, cgroup name and
+port, so a user's lab or a colleague's test run is never touched; always taken down): a loop
+device with ext4, a throwaway PostgreSQL cluster inside the lab's blkio and memory groups
+(shared_buffers 16 MB, memory limit 128 MiB, so neither the database nor the kernel can cache
+the table), and a SLOB-like table of 80,000 rows, one per 8 KiB block (625 MiB), loaded with
+``dbsim load``. Every run goes through the real CLI (``python -m sim.cli run … -o … --skip-load``;
+a load-and-verify would scan the table through the ceiling), so the bundle, analysis.json and
+report.html are produced the normal way; the assertions read them.
+
+* **T2** — a 500 read-IOPS ceiling and SLOB read-only steps of 1, 2, 4, 8 and 16 sessions, with
+  SLOB think time so that the first two steps ask for clearly less than the ceiling and the
+  last two for at least twice it: the device's read IOPS over the saturated steps is 500 ± 5 %,
+  the knee of latency versus IOPS (analysis.curve.knee.x) 500 ± 10 %, and each read statement
+  costs WORK_UNIT − 1 physical reads (± 10 %, from the bundle's time series; the summary's
+  finding, from the bundle's time-weighted means).
+* **T3** — 8 sessions throughout, the steps set the ceiling to 2000 and then 500 IOPS (through
+  ``load.steps[].lab``): the device holds each ceiling (± 5 %) and the verdict of step 2 is
+  storage-bound. Application p99 follows the storage latency the database measures
+  (``blk_read_time`` per block read, with ``track_io_timing`` on) at Pearson r ≥ 0.8, and the
+  device's read IOPS at r ≤ −0.8. The issue's literal wording — p99 against the device's
+  ``await`` — is an xfail: blk-throttle queues the I/O above the device, where iostat does not
+  see it (a test shows that too), so that correlation is weak and noisy (figures in the xfail
+  reason and in docs/ground-truth.md).
+* **Idle** — the same SLOB with every key drawn in an 8 MiB hot spot that fits in
+  shared_buffers, after a warm-up, under the same 500 IOPS ceiling: storage idle, not called
+  storage-bound.
+
+Tuning of the lab cluster (ALTER SYSTEM on the throwaway cluster only): ``track_io_timing`` on;
+``autovacuum`` off, because an autovacuum ANALYZE of the wide SLOB rows holds ~100 MB and the
+memory group's OOM killer then crash-restarts the whole cluster (seen while building this), and
+because its reads would spend the ceiling's budget. Before each run the lab's own page cache is
+emptied and the loop device's backing file is kept in the host's page cache (see
+:meth:`GroundLab.cold_cache`). The module takes about two minutes; ``-s`` prints the figures;
+``DBSIM_GROUND_TRUTH_DIR=<dir>`` keeps the scenarios and bundles there.
+
+The scenario steps' ``lab:`` ceilings are applied by ``sim.runner.attach_lab``, which uses the
+default ``Lab()`` (``/run/dbsim-lab``). This module's lab is a private one, so T3 runs the CLI
+through a shim that points ``storage.emulator.Lab`` at it (see :data:`LAB_SHIM`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from sim.analysis import load_bundle, stats
+from sim.analysis.series import BundleSeries
+from sim.errors import ConfigError
+from storage.emulator import Lab, cgroups, system
+from storage.emulator.pgcluster import PG_USER, pg_bin
+
+pytestmark = [pytest.mark.integration, pytest.mark.root]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MiB = 1 << 20
+GiB = 1 << 30
+LAB_SIZE = 3 * GiB  # sparse: the table (625 MiB), its index, and WAL up to max_wal_size
+MEMORY_LIMIT = 128 * MiB  # page cache ≤ ~100 MiB against a 625 MiB table
+ROWS = 80_000
+WORK_UNIT = 64
+CEILING = 500
+HIGH_CEILING = 2000
+IOPS_TOL = 0.05
+KNEE_TOL = 0.10
+READS_PER_READ_TOL = 0.10
+MIN_CORRELATION = 0.8
+#: The device's await may rise by at most this share of the database's read-wait rise for
+#: the throttle's queue to count as invisible to iostat (measured: −0.1 to 1.2 %).
+AWAIT_SHARE_OF_WAIT = 0.25
+CLI_TIMEOUT_S = 240
+#: A directory to keep the scenarios and bundles in (default: pytest's temporary directory,
+#: which other pytest runs on the host rotate away).
+KEEP_ENV = "DBSIM_GROUND_TRUTH_DIR"
+
+# T2: think time makes one session ask for ~150 read IOPS and two for ~300; four ask for
+# ~750 on a quiet host but reached only 453 on a busy one, so the IOPS check takes the steps
+# of 8 and 16 sessions, which ask for twice the ceiling or more either way.
+T2_SESSIONS = (1, 2, 4, 8, 16)
+T2_BELOW_UP_TO = 2  # sessions up to which the steps must run clearly below the ceiling ...
+T2_BELOW = 0.85  # ... (below this share of it), so that the knee is a bend, not a given
+T2_SATURATED_FROM = 8  # sessions from which the steps ask for more than the ceiling
+T2_STEP_S = 8.0
+T2_THINK = {"every_n_loops": 1, "min_ms": 250, "max_ms": 350}
+T3_SESSIONS = 8
+T3_STEP_S = 12.0
+WARMUP_S = 3.0
+IDLE_WARMUP_S = 6.0  # 1,024 hot blocks at 500 IOPS, plus index pages
+IDLE_MEASURE_S = 8.0
+
+# attach_lab() uses the default Lab(); this runs the real CLI with storage.emulator.Lab
+# pointed at this module's private lab. argv: base directory, lab name, then dbsim's argv.
+LAB_SHIM = """
+import sys
+from pathlib import Path
+import storage.emulator
+from storage.emulator.lab import Lab
+base, name = Path(sys.argv[1]), sys.argv[2]
+storage.emulator.Lab = lambda: Lab(base / "state", base / "images", name)
+from sim.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+def _require_lab() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("!!! NOT RUN: the ground-truth tests need root (loop devices, cgroups)")
+    mounts = cgroups.v1_mounts()
+    missing = [c for c in cgroups.CONTROLLERS if c not in mounts]
+    if missing:
+        pytest.skip(f"!!! NOT RUN: cgroup v1 {' and '.join(missing)} not mounted")
+    tools = system.missing_tools()
+    if tools:
+        pytest.skip(f"!!! NOT RUN: {', '.join(tools)} missing (util-linux, e2fsprogs)")
+    try:
+        pg_bin()
+        pwd.getpwnam(PG_USER)
+    except (ConfigError, KeyError) as exc:
+        pytest.skip(f"!!! NOT RUN: no PostgreSQL server binaries or {PG_USER} user: {exc}")
+
+
+def _free_port(preferred: int = 55442) -> int:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", preferred))
+            return preferred
+        except OSError:
+            sock.bind(("127.0.0.1", 0))
+            return int(sock.getsockname()[1])
+
+
+def _mounted_under(base: Path) -> list[str]:
+    prefix = str(base) + "/"
+    return [
+        line.split()[1]
+        for line in Path("/proc/mounts").read_text().splitlines()
+        if line.split()[1].startswith(prefix)
+    ]
+
+
+def _read_data_extents(path: Path) -> None:
+    """Read the written parts of a sparse file (SEEK_DATA/SEEK_HOLE), so they sit in the page
+    cache; the holes are skipped rather than filled with cached zero pages."""
+    chunk = 8 * MiB
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        offset = 0
+        while offset < size:
+            try:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+            except OSError:  # ENXIO: no data after offset
+                break
+            end = os.lseek(fd, start, os.SEEK_HOLE)
+            while start < end:
+                read = len(os.pread(fd, min(chunk, end - start), start))
+                if read == 0:
+                    break
+                start += read
+            offset = end
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class GroundLab:
+    lab: Lab
+    base: Path
+    status: dict[str, Any]
+    scenario: dict[str, Any]
+    runs: Path
+    device: str
+    password: str
+    port: int
+    setup_s: dict[str, float] = field(default_factory=dict)
+
+    def sql(self, *statements: str) -> list[Any]:
+        """Run statements on the lab's cluster (as postgres, over TCP); their results."""
+        import asyncpg
+
+        async def go() -> list[Any]:
+            conn = await asyncpg.connect(
+                host="127.0.0.1", port=self.port, user="postgres", password=self.password
+            )
+            try:
+                return [await conn.fetchval(s) for s in statements]
+            finally:
+                await conn.close()
+
+        return asyncio.run(go())
+
+    def write_scenario(self, name: str, load: dict[str, Any], **params: Any) -> Path:
+        scenario = json.loads(json.dumps(self.scenario))  # a deep copy
+        scenario["name"] = name
+        scenario["load"] = load
+        scenario["workload"]["parameters"].update(params)
+        path = self.runs / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+        return path
+
+    def cli(self, *argv: str, through_lab_shim: bool = False) -> subprocess.CompletedProcess[str]:
+        prefix = [sys.executable]
+        prefix += ["-c", LAB_SHIM, str(self.base), self.lab.name] if through_lab_shim else [
+            "-m", "sim.cli"
+        ]  # fmt: skip
+        done = subprocess.run(
+            [*prefix, *argv],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=CLI_TIMEOUT_S,
+        )
+        assert done.returncode == 0, f"dbsim {' '.join(argv)}: {done.returncode}\n{done.stderr}"
+        return done
+
+    def cold_cache(self) -> None:
+        """Start a run from the device: sync, then ``memory.force_empty`` on the lab's memory
+        group empties the lab's own page cache (the database files as ext4 caches them).
+
+        Unlike ``lab.drop_caches()`` (global) this leaves other users' caches alone, and the
+        loop device's backing file in the host's page cache (the loop driver charges it to
+        the root memory group under cgroup v1); the file is read through once more so it is
+        all there even if someone dropped the caches. Below the ceiling the device then
+        answers at memory speed, whatever the shared host disk is doing: with the backing
+        file on that disk, a busy neighbour held the 2000-IOPS step to 899 and 1727 read
+        IOPS (device await 8.5 and 4.6 ms), so the ceiling was not the limit."""
+        os.sync()
+        memory = Path(self.status["cgroups"]["memory"])
+        (memory / "memory.force_empty").write_text("0\n")
+        _read_data_extents(Path(self.status["image"]))
+
+    def run(self, scenario: Path, *, through_lab_shim: bool = False) -> Path:
+        """``dbsim run scenario -o runs --skip-load -q``; the bundle, checked complete."""
+        self.cold_cache()
+        out = self.cli(
+            "run", str(scenario), "-o", str(self.runs), "--skip-load", "-q",
+            through_lab_shim=through_lab_shim,
+        )  # fmt: skip
+        bundle = Path(out.stdout.strip().splitlines()[-1])
+        for name in ("summary.json", "analysis.json", "report.html", "timeseries/block.csv"):
+            assert (bundle / name).is_file(), f"{bundle}: no {name}"
+        summary = json.loads((bundle / "summary.json").read_text())
+        assert summary["status"] == "completed", summary.get("error")
+        return bundle
+
+
+@pytest.fixture(scope="module")
+def ground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GroundLab]:
+    """The module's lab with PostgreSQL and the SLOB table loaded; always taken down. The
+    scenarios and bundles are kept in pytest's temporary directory for inspection."""
+    _require_lab()
+    # /var/tmp, not pytest's tmp_path: postgres must be able to search every parent directory.
+    base = Path(tempfile.mkdtemp(prefix="dbsim-gt-", dir="/var/tmp"))
+    base.chmod(0o755)
+    lab = Lab(base / "state", base / "images", name=f"dbsim-gt-{os.getpid()}")
+    timings: dict[str, float] = {}
+    try:
+        started = time.monotonic()
+        port = _free_port()
+        status = lab.up(
+            LAB_SIZE, base / "mnt", memory_limit_bytes=MEMORY_LIMIT, postgres=True, pg_port=port
+        )
+        assert status["up"] and status["postgres"]["running"], status
+        timings["lab_up_s"] = time.monotonic() - started
+        pg = status["postgres"]
+        keep = os.environ.get(KEEP_ENV)
+        runs = Path(keep) if keep else tmp_path_factory.mktemp("ground-truth")
+        runs.mkdir(parents=True, exist_ok=True)
+        scenario = {
+            "name": "ground-truth",
+            "target": {
+                "kind": "postgres",
+                "host": "127.0.0.1",
+                "port": port,
+                "user": "postgres",
+                "database": "postgres",
+                "password_file": pg["password_file"],
+                "data_directory": pg["data_dir"],  # the block collector finds the loop device
+            },
+            "workload": {
+                "name": "slob",
+                "parameters": {
+                    "scale": ROWS,
+                    "work_unit": WORK_UNIT,
+                    "update_pct": 0,
+                    "load_batch_rows": 20_000,
+                },
+            },
+        }
+        ground = GroundLab(
+            lab=lab,
+            base=base,
+            status=status,
+            scenario=scenario,
+            runs=runs,
+            device=os.path.basename(status["device"]),
+            password=Path(pg["password_file"]).read_text().strip(),
+            port=port,
+            setup_s=timings,
+        )
+        ground.sql(
+            "ALTER SYSTEM SET track_io_timing = on",
+            "ALTER SYSTEM SET autovacuum = off",
+            "SELECT pg_reload_conf()",
+        )
+        started = time.monotonic()
+        load = ground.write_scenario("load", {"sessions": 1, "duration_s": 1})
+        report = json.loads(ground.cli("load", str(load)).stdout)
+        (table,) = report["verify"]["tables"]
+        assert (table["rows"], table["blocks"], table["max_rows_per_block"]) == (ROWS, ROWS, 1)
+        # The verify scan set the rows' hint bits; VACUUM sets the visibility map and the
+        # checkpoint writes it all now, so that no hint-bit write-back reaches the device
+        # during the runs (it would add writes to a read-only workload's IOPS).
+        name = table["table"]
+        ground.sql(f"VACUUM {name}", "CHECKPOINT")
+        timings["load_s"] = time.monotonic() - started
+        settings = ground.sql("SHOW track_io_timing", "SHOW autovacuum", "SHOW shared_buffers")
+        assert settings == ["on", "off", "16MB"], settings
+        yield ground
+    finally:
+        problems: list[str] = []
+        with contextlib.suppress(Exception):
+            problems = lab.down()
+        # Last resort, independent of the state file: never leave a mount or loop device.
+        for mount_point in _mounted_under(base):
+            subprocess.run(["umount", mount_point], check=False)
+        for loop in system.loops_for(base / "images" / f"{lab.name}.img"):
+            subprocess.run(["losetup", "--detach", loop], check=False)
+        if not _mounted_under(base):
+            shutil.rmtree(base, ignore_errors=True)
+        if problems:
+            print(f"\n!!! lab {lab.name} left behind: {problems}")
+
+
+# --------------------------------------------------------------------------- bundle figures
+
+
+def _analysis(bundle: Path) -> dict[str, Any]:
+    return json.loads((bundle / "analysis.json").read_text())
+
+
+def _summary(bundle: Path) -> dict[str, Any]:
+    return json.loads((bundle / "summary.json").read_text())
+
+
+def _step_index(series: BundleSeries, step: int) -> np.ndarray:
+    return np.flatnonzero(np.array([s == step for s in series.step]))
+
+
+def _step_mean(
+    series: BundleSeries, values: np.ndarray, step: int, *, steady: bool = False
+) -> float:
+    """Duration-weighted mean of a per-second rate over one step's measured intervals.
+
+    ``steady``: without the step's first and last intervals, i.e. the step's steady state:
+    the first holds the sessions being added (or the old ceiling's queue draining), the last
+    may hold the stop at the end of the run (0.65 s at 304 reads/s, and a whole second at
+    378, were seen there; every other second of those steps read 473-526)."""
+    index = _step_index(series, step)
+    if steady:
+        index = index[1:-1]
+    mean = stats.nan_mean(values[index], series.duration_s[index])
+    assert mean is not None, f"no values in step {step + 1}"
+    return mean
+
+
+def _read_iops(series: BundleSeries, device: str) -> np.ndarray:
+    return series.sources["block"][device]["r_s"]
+
+
+def _db(series: BundleSeries) -> dict[str, np.ndarray]:
+    (entity,) = [e for e in series.sources["db"] if not e.startswith("table:")]
+    return series.sources["db"][entity]
+
+
+def _table_blocks_read_per_read(series: BundleSeries) -> float:
+    """The workload table's heap + index blocks read (cache misses) per read statement over
+    the measured window, each interval weighted by its length: the SLOB sanity figure."""
+    blocks = 0.0
+    for entity, cols in series.sources["db"].items():
+        if entity.startswith("table:"):
+            rate = np.nan_to_num(cols["heap_blks_read_s"]) + np.nan_to_num(cols["idx_blks_read_s"])
+            blocks += float(np.sum(rate * np.nan_to_num(cols["interval_s"])))
+    return blocks / float(np.nansum(series.ops["read"]["count"]))
+
+
+def _read_wait_ms(series: BundleSeries) -> np.ndarray:
+    """The database's own storage latency per interval: ms of read I/O wait per block read
+    (pg_stat_database blk_read_time / blks_read; needs track_io_timing)."""
+    db = _db(series)
+    reads = db["blks_read_s"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(reads > 0, db["blk_read_time_ms_s"] / reads, np.nan)
+
+
+def _segment(analysis: dict[str, Any], label: str) -> dict[str, Any]:
+    (segment,) = [s for s in analysis["segments"] if s["label"] == label]
+    return segment
+
+
+def _best_r(result: dict[str, Any]) -> float:
+    """The larger of Pearson and Spearman (the most generous reading); -inf if undefined."""
+    values = [v for v in (result["pearson"], result["spearman"]) if v is not None]
+    return max(values) if values else -math.inf
+
+
+# --------------------------------------------------------------------------- T2
+
+
+@pytest.fixture(scope="module")
+def t2_bundle(ground: GroundLab) -> Path:
+    assert ground.lab.set_ceiling(read_iops=CEILING)["read_iops"] == CEILING
+    load = {
+        "warmup_s": WARMUP_S,
+        "think": T2_THINK,
+        "steps": [{"duration_s": T2_STEP_S, "sessions": s} for s in T2_SESSIONS],
+    }
+    return ground.run(ground.write_scenario("t2-ceiling-500", load))
+
+
+def test_t2_device_holds_the_ceiling_and_the_knee_sits_on_it(
+    ground: GroundLab, t2_bundle: Path
+) -> None:
+    analysis, summary = _analysis(t2_bundle), _summary(t2_bundle)
+    series = load_bundle(t2_bundle)
+    assert analysis["primary_device"] == ground.device, analysis["primary_device"]
+    assert analysis["primary_op"] == "read"
+    r_s = _read_iops(series, ground.device)
+    steps = range(len(T2_SESSIONS))
+    whole_steps = [_step_mean(series, r_s, i) for i in steps]
+    per_step = [_step_mean(series, r_s, i, steady=True) for i in steps]
+    saturated = [v for v, s in zip(per_step, T2_SESSIONS, strict=True) if s >= T2_SATURATED_FROM]
+    below = [v for v, s in zip(per_step, T2_SESSIONS, strict=True) if s <= T2_BELOW_UP_TO]
+    mean_saturated = sum(saturated) / len(saturated)
+    knee = analysis["curve"]["knee"]
+    reads_per_read = _table_blocks_read_per_read(series)
+    finding = summary["findings"]["db"]["physical_reads_per_read"]
+    writes = [_step_mean(series, series.sources["block"][ground.device]["w_s"], i) for i in
+              range(len(T2_SESSIONS))]  # fmt: skip
+    print(
+        f"\n[T2] {ground.setup_s}\n[T2] ceiling {CEILING} read IOPS; sessions {T2_SESSIONS}: "
+        f"device read IOPS per step, steady {[round(v, 1) for v in per_step]}, whole "
+        f"{[round(v, 1) for v in whole_steps]} (writes {[round(v, 1) for v in writes]}); "
+        f"mean over saturated steps {mean_saturated:.1f}\n"
+        f"[T2] curve {[(p['x'], p['ops_s'], p['p99_us']) for p in analysis['curve']['points']]}"
+        f"\n[T2] knee {knee}\n[T2] physical reads per read: {reads_per_read:.2f} from the time "
+        f"series, {finding} in the summary's findings (WORK_UNIT-1 = {WORK_UNIT - 1}); "
+        f"io_per_op {analysis['io_per_op']}\n"
+        f"[T2] verdict {analysis['verdict']['call']}: {analysis['verdict']['summary']}\n"
+        f"[T2] segments {[(s['label'], s['verdict']['call']) for s in analysis['segments']]}"
+        f"\n[T2] bundle {t2_bundle}"
+    )
+    assert mean_saturated == pytest.approx(CEILING, rel=IOPS_TOL), per_step
+    assert all(v < T2_BELOW * CEILING for v in below), per_step  # the curve really bends
+    assert knee is not None and knee["method"] == "plateau", analysis["curve"]
+    assert knee["x"] == pytest.approx(CEILING, rel=KNEE_TOL), knee
+    assert reads_per_read == pytest.approx(WORK_UNIT - 1, rel=READS_PER_READ_TOL)
+    assert analysis["verdict"]["call"] == "storage-bound", analysis["verdict"]
+    for i, sessions in enumerate(T2_SESSIONS):
+        if sessions >= T2_SATURATED_FROM:
+            assert _segment(analysis, f"step {i + 1}")["verdict"]["call"] == "storage-bound"
+
+
+def test_t2_summary_finding_physical_reads_per_read(t2_bundle: Path) -> None:
+    """The issue's figure as the summary reports it: WORK_UNIT − 1 physical reads per read."""
+    finding = _summary(t2_bundle)["findings"]["db"]["physical_reads_per_read"]
+    assert finding == pytest.approx(WORK_UNIT - 1, rel=READS_PER_READ_TOL)
+
+
+# --------------------------------------------------------------------------- T3
+
+
+@pytest.fixture(scope="module")
+def t3_bundle(ground: GroundLab) -> Path:
+    load = {
+        "warmup_s": WARMUP_S,
+        "sessions": T3_SESSIONS,
+        "steps": [
+            {"duration_s": T3_STEP_S, "lab": {"read_iops": HIGH_CEILING}},
+            {"duration_s": T3_STEP_S, "lab": {"read_iops": CEILING}},
+        ],
+    }
+    bundle = ground.run(ground.write_scenario("t3-ceiling-2000-500", load), through_lab_shim=True)
+    stages = [s for s in _summary(bundle)["stages"] if s.get("phase") == "measure"]
+    assert [s["lab"]["read_iops"] for s in stages] == [HIGH_CEILING, CEILING], stages
+    return bundle
+
+
+def _t3_figures(ground: GroundLab, bundle: Path) -> dict[str, Any]:
+    analysis = _analysis(bundle)
+    series = load_bundle(bundle)
+    op = analysis["primary_op"]
+    p99 = series.ops[op]["p99_us"]
+    r_s = _read_iops(series, ground.device)
+    wait = _read_wait_ms(series)
+    device_corr = analysis["correlation"][op]["p99_us"]
+    return {
+        "analysis": analysis,
+        "op": op,
+        "iops": [_step_mean(series, r_s, i, steady=True) for i in (0, 1)],
+        "iops_whole": [_step_mean(series, r_s, i) for i in (0, 1)],
+        "p99_ms": [s["p99_us"] / 1000 for s in analysis["segments"]],  # median of intervals
+        "await_ms": [s["await_ms"] for s in analysis["segments"]],
+        "read_wait_ms": [_step_mean(series, wait, i) for i in (0, 1)],
+        "p99_vs_read_wait": stats.correlation(p99, wait),
+        "p99_vs_read_iops": stats.correlation(p99, r_s),
+        "p99_vs_device": {
+            m: device_corr[m] for m in ("await_ms", "r_await_ms", "aqu_sz", "util_pct", "iops")
+        },
+    }
+
+
+def _t3_print(figures: dict[str, Any], bundle: Path) -> None:
+    analysis = figures["analysis"]
+    print(
+        f"\n[T3] ceilings {HIGH_CEILING} -> {CEILING}, {T3_SESSIONS} sessions: device read IOPS "
+        f"steady {[round(v, 1) for v in figures['iops']]}, whole "
+        f"{[round(v, 1) for v in figures['iops_whole']]}; p99 (median of intervals) "
+        f"{[round(v, 1) for v in figures['p99_ms']]} ms; device await "
+        f"{figures['await_ms']} ms; database read wait per block "
+        f"{[round(v, 2) for v in figures['read_wait_ms']]} ms\n"
+        f"[T3] p99 vs database read wait {figures['p99_vs_read_wait']}; p99 vs device read "
+        f"IOPS {figures['p99_vs_read_iops']}\n[T3] p99 vs device (analysis.json) "
+        f"{figures['p99_vs_device']}\n[T3] verdict {analysis['verdict']['call']}; segments "
+        f"{[(s['label'], s['verdict']['call'], s['device_iops']) for s in analysis['segments']]}"
+        f"\n[T3] step 2: {_segment(analysis, 'step 2')['verdict']['summary']}\n[T3] bundle {bundle}"
+    )
+
+
+def test_t3_lowered_ceiling_is_held_and_step_2_is_storage_bound(
+    ground: GroundLab, t3_bundle: Path
+) -> None:
+    figures = _t3_figures(ground, t3_bundle)
+    _t3_print(figures, t3_bundle)
+    high, low = figures["iops"]
+    assert high == pytest.approx(HIGH_CEILING, rel=IOPS_TOL), figures["iops"]
+    assert low == pytest.approx(CEILING, rel=IOPS_TOL), figures["iops"]
+    step2 = _segment(figures["analysis"], "step 2")["verdict"]
+    assert step2["call"] == "storage-bound", step2
+
+
+def test_t3_p99_follows_the_storage_wait_the_database_measures(
+    ground: GroundLab, t3_bundle: Path
+) -> None:
+    """The strongest true statement: p99 moves with the storage latency PostgreSQL times
+    around its reads (blk-throttle's queue included), and inversely with the device's IOPS."""
+    figures = _t3_figures(ground, t3_bundle)
+    wait = figures["p99_vs_read_wait"]
+    assert wait["pearson"] is not None and wait["pearson"] >= MIN_CORRELATION, wait
+    high_ceiling_wait, low_ceiling_wait = figures["read_wait_ms"]
+    # 8 sessions each waiting for one read: about 8/2000 s, then 8/500 s per read.
+    assert low_ceiling_wait > 2 * high_ceiling_wait, figures["read_wait_ms"]
+    iops = figures["p99_vs_read_iops"]
+    assert iops["pearson"] is not None and iops["pearson"] <= -MIN_CORRELATION, iops
+
+
+def test_t3_device_await_does_not_see_the_throttle_queue(
+    ground: GroundLab, t3_bundle: Path
+) -> None:
+    """Why the literal reading fails: when the ceiling came down, the wait per read that the
+    database measured grew by 9–10 ms while iostat's await at the device moved by −0.01 to
+    +0.12 ms: blk-throttle queues the I/O before the device's request queue."""
+    figures = _t3_figures(ground, t3_bundle)
+    await_rise = figures["await_ms"][1] - figures["await_ms"][0]
+    wait_rise = figures["read_wait_ms"][1] - figures["read_wait_ms"][0]
+    assert wait_rise > 0 and await_rise < AWAIT_SHARE_OF_WAIT * wait_rise, figures
+
+
+@pytest.mark.xfail(
+    strict=False,  # not strict: the correlation is weak and noisy, not reliably below 0.8
+    reason=(
+        "blk-throttle queues I/O above the device, where iostat cannot see it: with the "
+        "ceiling cut from 2000 to 500 IOPS, p99 rose 325-498 -> 1102-1202 ms and the "
+        "database's read wait per block 3.4-3.6 -> 12.4-13.9 ms, while the device's await "
+        "went 0.06-0.11 -> 0.10-0.20 ms; corr(p99, await) was Pearson -0.13 to 0.74 "
+        "(Spearman -0.08 to 0.70) over seven runs, and -0.72 to +0.22 over six with the "
+        "backing file on the host's busy disk; aqu-sz and %util correlate negatively"
+    ),
+)
+def test_t3_literal_p99_follows_device_await(ground: GroundLab, t3_bundle: Path) -> None:
+    """The issue's wording: corr(application p99, storage await) ≥ 0.8, with await read
+    from the device (iostat) as analysis.json reports it (best of Pearson and Spearman)."""
+    figures = _t3_figures(ground, t3_bundle)
+    assert _best_r(figures["p99_vs_device"]["await_ms"]) >= MIN_CORRELATION, figures
+
+
+# --------------------------------------------------------------------------- idle
+
+
+def test_idle_storage_with_everything_cached_is_not_storage_bound(ground: GroundLab) -> None:
+    assert ground.lab.set_ceiling(read_iops=CEILING)["read_iops"] == CEILING
+    load = {"sessions": 4, "warmup_s": IDLE_WARMUP_S, "duration_s": IDLE_MEASURE_S}
+    scenario = ground.write_scenario(
+        "idle-hot-spot",
+        load,
+        do_hotspot=True,
+        hotspot_frequency=1,  # every key in the hot spot: 1,024 rows, 8 MiB < shared_buffers
+        hotspot_mb=8,
+        hotspot_offset_mb=16,
+    )
+    bundle = ground.run(scenario)
+    analysis = _analysis(bundle)
+    series = load_bundle(bundle)
+    reads = np.nansum(series.ops["read"]["count"])
+    device_reads = float(np.nansum(_read_iops(series, ground.device) * series.duration_s))
+    io = analysis["io_per_op"]
+    print(
+        f"\n[idle] {int(reads)} reads, {device_reads:.0f} device reads "
+        f"({device_reads / reads:.4f} per read); io_per_op {io}\n[idle] verdict "
+        f"{analysis['verdict']['call']}: {analysis['verdict']['summary']}\n[idle] segments "
+        f"{[(s['label'], s['verdict']['call']) for s in analysis['segments']]}\n"
+        f"[idle] bundle {bundle}"
+    )
+    # The premise: the database cache served the reads and the device had nothing to do.
+    assert io["cache_hit_pct"] is not None and io["cache_hit_pct"] >= 99.0, io
+    assert device_reads / reads < 0.05, (device_reads, reads)
+    assert analysis["verdict"]["call"] != "storage-bound", analysis["verdict"]
+    for segment in analysis["segments"]:
+        assert segment["verdict"]["call"] != "storage-bound", segment
