@@ -320,8 +320,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # Commands that live in their own modules register themselves on ``app`` when imported.
-# (dbsim compare, lab …, report/runs, size)
-from sim import cli_compare, cli_lab, cli_report, cli_size  # noqa: E402, F401
+# (dbsim compare, lab …, report/runs, size, ui/worker)
+from sim import cli_compare, cli_lab, cli_report, cli_size, cli_ui  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
     # Run as `python -m sim.cli`, this file is __main__ and `sim.cli` is a second copy: the

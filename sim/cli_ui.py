@@ -79,7 +79,7 @@ def ui(
     ] = 0,
     host: Annotated[
         str,
-        typer.Option("--host", help="Web UI interface (another than loopback needs --web-login)."),
+        typer.Option("--host", help="Web UI interface; any but loopback needs --web-login."),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Web UI port.")] = 8089,
     web_login: Annotated[

@@ -10,8 +10,11 @@ times every operation in microseconds and writes the bundle. Modules:
   and the storage-sample merge rule;
 * :mod:`~sim.locust.host` — :class:`~sim.locust.host.EngineHost`: one engine per test start
   per process, on a native thread, sessions = the users Locust placed on this process;
-* :mod:`~sim.locust.merge` — :class:`~sim.locust.merge.RunMerger`: the master merges the
-  workers' histogram deltas and storage samples into one bundle;
+* :mod:`~sim.locust.roles`, :mod:`~sim.locust.master` — what a LocalRunner, a worker and the
+  master do with Locust's events and messages;
+* :mod:`~sim.locust.merge`, :mod:`~sim.locust.summary` — :class:`~sim.locust.merge.RunMerger`:
+  the master merges the workers' histogram deltas and storage samples into one bundle, with a
+  summary shaped like a single-process run's plus a per-worker breakdown;
 * :mod:`~sim.locust.users`, :mod:`~sim.locust.form` — user classes from the workload registry,
   the start form's parameters;
 * :mod:`~sim.locust.webui` — the Storage, Correlation and Run tabs, and ``--web-login``;

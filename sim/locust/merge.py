@@ -144,6 +144,9 @@ class RunMerger:
         worker.received += 1
         worker.last_interval = max(worker.last_interval, int(packet["i"]))
         worker.latest_samples = packet_samples(packet)
+        if int(packet["i"]) < self.next_index:
+            self._late(worker, packet)
+            return
         worker.pending[int(packet["i"])] = packet
         self.latest_samples = merge_samples(
             (w.index, w.host, w.latest_samples) for w in self.workers.values()
@@ -161,6 +164,16 @@ class RunMerger:
             log.error("worker %d: %s", worker.index, final["error"])
         self._merge_ready()
         self._maybe_finish()
+
+    def _late(self, worker: WorkerRun, packet: Packet) -> None:
+        """An interval from a worker given up for lost that was not lost after all: its
+        operations still count in the totals (the time series has moved on without them)."""
+        if packet["phase"] == "measure":
+            for name, stats in packet_ops(packet).items():
+                worker.measured.setdefault(name, OpStats()).merge(stats)
+                self.totals.setdefault(name, OpStats()).merge(stats)
+        note = f"worker {worker.index}: interval {packet['i']} arrived late; counted in totals only"
+        self._write(self._writer.add_message, note)
 
     def stop_requested(self, reason: str) -> None:
         """The run is being stopped: wait at most FINAL_WAIT_S for the final reports."""

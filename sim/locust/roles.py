@@ -167,11 +167,11 @@ class WorkerController(Controller):
         data = msg.data
         runner = self.environment.runner
         assert runner is not None
-        if self.host.active:
-            log.warning(
-                "dbsim_start for run %s while run %s is active: ignored",
-                data.get("run_id"),
-                self.run_id,
+        if self.host.active:  # still finishing the previous run: refuse, so the master won't wait
+            error = f"worker busy with run {self.run_id}"
+            final = {"outcome": "failed", "error": error, "packets": 0}
+            runner.send_message(
+                MSG_FINAL, {"run": data.get("run_id"), "packets": [], "final": final}
             )
             return
         self.run_id = str(data["run_id"])

@@ -40,8 +40,8 @@ def _first(finals: Sequence[dict[str, Any]], key: str, default: Any = None) -> A
 
 
 def merged_stages(finals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The first worker's stage log with every worker's sessions (and per-session counts)
-    added up stage by stage: the stages are the same on every worker."""
+    """The first worker's stage log with every worker's sessions, target rates and
+    per-session counts added up stage by stage: the stages are the same on every worker."""
     logs = [f.get("stages") or [] for f in finals]
     if not logs:
         return []
@@ -50,6 +50,9 @@ def merged_stages(finals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         stage = dict(entry)
         same = [log[position] for log in logs if len(log) > position]
         stage["sessions"] = sum(int(s.get("sessions") or 0) for s in same)
+        rates = [s.get("rate_ops_s") for s in same]
+        if all(rate is not None for rate in rates):  # each worker ran its share of the rate
+            stage["rate_ops_s"] = round(sum(float(rate) for rate in rates), 6)
         if "session_ops" in stage:
             stage["session_ops"] = [n for s in same for n in s.get("session_ops") or []]
         out.append(stage)

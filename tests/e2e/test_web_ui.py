@@ -1,0 +1,317 @@
+"""``dbsim ui`` in a real browser: Debian's headless Chromium driven by Playwright.
+
+The web UI runs as a child process (``python -m sim.locust ui``: the ``dbsim ui`` command) on
+a free loopback port. The browser fills Locust's start form — 4 users, and two of dbsim's
+custom parameters (work unit, duration) — starts a SQLite SLOB-like run, sees the Statistics
+table show sub-millisecond percentiles and the Storage tab fill with block-device samples,
+stops the run, and the bundle is checked on disk. Screenshots of the Statistics, Storage and
+Run tabs are left in the bundle for a person to look at. Any request the page makes to a
+host other than the UI is aborted (and listed): the test is offline.
+
+Needs ``chromium`` (apt) and ``playwright`` (pip); never ``playwright install``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import clean_environment
+
+pytestmark = [pytest.mark.e2e]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+USERS = 4
+WORK_UNIT = 8  # short key ranges: reads well under a millisecond even on a busy machine
+START_TIMEOUT_S = 30.0
+STEP_TIMEOUT_MS = 60_000
+MAX_BLOCKING_S = 0.1
+UI_COMMAND = (sys.executable, "-m", "sim.locust", "ui")  # = `dbsim ui` (docs/ui.md)
+
+
+def _browser_or_skip() -> tuple[Any, str]:
+    executable = str(CHROMIUM) if CHROMIUM.exists() else shutil.which("chromium")
+    if executable is None:
+        pytest.skip(
+            "!!! chromium is not installed (apt-get install -y chromium): web UI NOT tested !!!"
+        )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip(
+            "!!! playwright is not installed (pip; never `playwright install`): web UI NOT tested !!!"
+        )
+    return sync_playwright, executable
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _get_json(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        data: dict[str, Any] = json.loads(response.read())
+    return data
+
+
+@dataclass
+class WebUi:
+    url: str
+    out: Path
+    tmp: Path
+    proc: subprocess.Popen[str]
+
+
+@pytest.fixture
+def web_ui(tmp_path: Path) -> Iterator[WebUi]:
+    """``dbsim ui`` on a free loopback port, with gevent's blocking monitor on; interrupted
+    (then killed) at teardown."""
+    port = _free_port()
+    out = tmp_path / "runs"
+    child_tmp = tmp_path / "tmp"
+    child_tmp.mkdir()
+    env = clean_environment(child_tmp)
+    env.update(GEVENT_MONITOR_THREAD_ENABLE="true", GEVENT_MAX_BLOCKING_TIME=str(MAX_BLOCKING_S))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sim.locust", "ui", "--port", str(port), "-o", str(out)],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        try:
+            _get_json(f"{url}/dbsim/status")
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"dbsim ui did not come up: {proc.communicate()[1][-3000:]}")
+            time.sleep(0.2)
+    try:
+        yield WebUi(url, out, child_tmp, proc)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+
+
+def _column(page: Any, title: str) -> int:
+    headers = [h.inner_text().replace("\n", " ").strip() for h in page.locator("thead th").all()]
+    return headers.index(title)
+
+
+def _row_cells(page: Any, name: str) -> list[str]:
+    for row in page.locator("tbody tr").all():
+        cells = [c.inner_text().strip() for c in row.locator("td").all()]
+        if name in cells:
+            return cells
+    return []
+
+
+def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi) -> None:
+    sync_playwright, executable = _browser_or_skip()
+    url, out, proc = web_ui.url, web_ui.out, web_ui.proc
+    outside: list[str] = []
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(STEP_TIMEOUT_MS)
+
+            def guard(route: Any) -> None:
+                if route.request.url.startswith(url):
+                    route.continue_()
+                else:
+                    outside.append(route.request.url)
+                    route.abort()
+
+            page.route("**/*", guard)
+            page.goto(url)
+            page.fill("input[name=userCount]", str(USERS))
+            page.fill("input[name=spawnRate]", str(USERS))
+            page.get_by_text("Custom parameters").click()
+            page.fill("input[name=workUnit]", str(WORK_UNIT))
+            page.fill("input[name=durationS]", "300")  # stopped by hand below
+            page.get_by_role("button", name="Start").click()
+
+            # Statistics: sub-millisecond percentiles, from dbsim's µs histograms.
+            page.get_by_role("tab", name="Statistics").click()
+            deadline = time.monotonic() + 60
+            cells: list[str] = []
+            while time.monotonic() < deadline:
+                cells = _row_cells(page, "read")
+                if cells and int(cells[_column(page, "# Requests")]) > 500:
+                    break
+                page.wait_for_timeout(500)
+            assert cells, "no 'read' row in the statistics table"
+            median = float(cells[_column(page, "Median (ms)")])
+            minimum = float(cells[_column(page, "Min (ms)")])
+            assert 0 < minimum < median < 1, cells  # neither 0 nor 1 ms: microseconds kept
+            status = _get_json(f"{url}/dbsim/status")
+            bundle = Path(status["run"]["bundle"])
+            page.screenshot(path=str(bundle / "webui-statistics.png"))
+
+            # Storage: the block device under the run's SQLite file, sampled every second.
+            page.get_by_role("tab", name="Storage").click()
+            page.locator("tbody tr", has_text="block").first.wait_for()
+            block = _row_cells(page, "block")
+            iops = float(block[_column(page, "IOPS")])
+            assert iops > 0, block
+            page.screenshot(path=str(bundle / "webui-storage.png"))
+
+            page.get_by_role("tab", name="Run").click()
+            page.locator("tbody tr", has_text=str(bundle)).first.wait_for()
+            page.get_by_role("button", name="Stop").click()
+            page.locator("tbody tr", has_text="interrupted").first.wait_for()
+            page.screenshot(path=str(bundle / "webui-run.png"))
+        finally:
+            browser.close()
+
+    assert outside == [], f"the page tried to reach other hosts: {outside}"
+    summary = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
+    assert summary["status"] == "interrupted"
+    assert summary["reason"] == "stopped from Locust"
+    assert summary["sessions"] == USERS
+    assert summary["scenario"]["workload"] == "slob"
+    assert summary["operations"]["read"]["p50_us"] < 1000
+    assert (bundle / "report.html").is_file()
+    assert (bundle / "timeseries" / "block.csv").is_file()
+    scenario = (bundle / "scenario.yaml").read_text(encoding="utf-8")
+    assert f"work_unit: {WORK_UNIT}" in scenario
+    # Locust's table holds exactly what the bundle measured.
+    expected = {op: v["count"] + v["errors"] for op, v in summary["operations"].items()}
+    stats = _get_json(f"{url}/stats/requests")["stats"]
+    table = {row["name"]: row["num_requests"] for row in stats if row["name"] != "Aggregated"}
+    assert table == {op: n for op, n in expected.items() if n}
+    assert out in bundle.parents
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "appears to be blocked" not in stderr, stderr[-3000:]  # gevent's monitor thread
+    assert list(web_ui.tmp.iterdir()) == []  # the run's temporary SQLite database is gone
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--host", "0.0.0.0"], {}, "needs --web-login"),
+        (["--host", "10.1.2.3", "--web-login", "alice:secret"], {}, "NAME of an environment"),
+        (["--host", "0.0.0.0", "--web-login", "DBSIM_TEST_LOGIN"], {}, "is not set"),
+        (
+            ["--host", "0.0.0.0", "--web-login", "DBSIM_TEST_LOGIN"],
+            {"DBSIM_TEST_LOGIN": "alice"},
+            "user:password",
+        ),
+    ],
+)
+def test_web_ui_refuses_to_listen_beyond_loopback_without_a_login(
+    tmp_path: Path, args: list[str], env: dict[str, str], message: str
+) -> None:
+    child_env = clean_environment(tmp_path)
+    child_env.update(env)
+    done = subprocess.run(
+        [sys.executable, "-m", "sim.locust", "ui", *args],
+        cwd=tmp_path,
+        env=child_env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert "secret" not in done.stderr  # credentials are never echoed
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # surface the 302 instead of following it
+
+
+def test_web_login_protects_every_page_and_route(tmp_path: Path) -> None:
+    port = _free_port()
+    env = clean_environment(tmp_path)
+    env["DBSIM_TEST_LOGIN"] = "alice:correct horse"
+    proc = subprocess.Popen(
+        [*UI_COMMAND, "--port", str(port), "--web-login", "DBSIM_TEST_LOGIN", "-o", str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    jar = urllib.request.HTTPCookieProcessor()
+    plain = urllib.request.build_opener(_NoRedirect())
+    session = urllib.request.build_opener(jar, _NoRedirect())
+
+    def status(opener: Any, path: str, data: bytes | None = None) -> int:
+        try:
+            with opener.open(url + path, data=data, timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return exc.code
+        except OSError:  # not listening yet
+            return -1
+
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while status(plain, "/login") != 200:
+            assert proc.poll() is None and time.monotonic() < deadline, "dbsim ui did not start"
+            time.sleep(0.2)
+        for path in ("/", "/dbsim/status", "/stats/requests", "/dbsim/run/summary.json"):
+            assert status(plain, path) == 302, path  # to the login page
+        wrong = urllib.parse.urlencode({"username": "alice", "password": "wrong"}).encode()
+        assert status(session, "/dbsim/login", wrong) == 302
+        assert status(session, "/dbsim/status") == 302
+        right = urllib.parse.urlencode({"username": "alice", "password": "correct horse"})
+        assert status(session, "/dbsim/login", right.encode()) == 302
+        assert status(session, "/dbsim/status") == 200
+        assert status(session, "/") == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, stderr = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, stderr = proc.communicate()
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "correct horse" not in stderr  # never logged
