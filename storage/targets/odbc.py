@@ -14,6 +14,7 @@ is resolved from its reference when the target opens and is redacted from every 
 from __future__ import annotations
 
 import re
+import threading
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -97,13 +98,22 @@ class OdbcConnection(SqlConnection):
         self._raw = raw
         self._cursor = raw.cursor()
         self._run = context.run_blocking
+        # One call at a time on the driver's connection, close included: when a run is
+        # stopped mid-statement the coroutine is cancelled but its thread runs on, and closing
+        # the connection under it from another pool thread crashes the driver (seen: SIGSEGV
+        # in sqlite3 during a load interrupted by SIGINT).
+        self._lock = threading.Lock()
         self._label = label
         self._fast = fast_executemany
         self._hide = hide
 
+    def _locked(self, fn: Callable[..., Any], *args: Any) -> Any:
+        with self._lock:
+            return fn(*args)
+
     async def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         try:
-            return await self._run(fn, *args)
+            return await self._run(self._locked, fn, *args)
         except pyodbc.Error as exc:
             raise translate_error(exc, f"{self._label}: {what}", self._hide) from exc
 

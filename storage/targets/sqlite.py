@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -25,10 +26,19 @@ class SqliteConnection(SqlConnection):
     def __init__(self, raw: sqlite3.Connection, context: EngineContext) -> None:
         self._raw = raw
         self._run = context.run_blocking
+        # One call at a time on the driver's connection, close included: when a run is
+        # stopped mid-statement the coroutine is cancelled but its thread runs on, and closing
+        # the connection under it from another pool thread crashes the driver (seen: SIGSEGV
+        # in sqlite3 during a load interrupted by SIGINT).
+        self._lock = threading.Lock()
+
+    def _locked(self, fn: Callable[..., Any], *args: Any) -> Any:
+        with self._lock:
+            return fn(*args)
 
     async def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         try:
-            return await self._run(fn, *args)
+            return await self._run(self._locked, fn, *args)
         except sqlite3.Error as exc:
             raise TargetError(f"sqlite: {what}: {exc}") from exc
 
