@@ -9,8 +9,9 @@ PYTEST_ARGS ?=
 # Debian packages the test suite drives for real: iostat (sysstat); nfsiostat and mountstats
 # (nfs-common) to check the NFS collector's arithmetic; the pyodbc path through
 # unixODBC and the PostgreSQL ODBC driver; chromium for the report and web-UI browser tests
-# (driven by Playwright through its executable path, never a downloaded browser).
-TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common
+# (driven by Playwright through its executable path, never a downloaded browser); fio for the
+# storage baseline (`dbsim baseline` drives the real fio, never a Python imitation).
+TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio
 
 .PHONY: run test venv system-packages lint typecheck bench clean
 
