@@ -232,8 +232,20 @@ def validate(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
 
 
 @app.command()
-def schema() -> None:
+def schema(
+    markdown: Annotated[
+        bool,
+        typer.Option(
+            "--markdown", help="Print the scenario reference in Markdown (docs/reference/)."
+        ),
+    ] = False,
+) -> None:
     """Print the scenario JSON Schema (for editor completion)."""
+    if markdown:
+        from sim.schema_doc import render_markdown
+
+        sys.stdout.write(render_markdown())
+        return
     sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
 
 
@@ -320,8 +332,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # Commands that live in their own modules register themselves on ``app`` when imported.
-# (dbsim compare, lab …, report/runs, size, ui/worker)
-from sim import cli_compare, cli_lab, cli_report, cli_size, cli_ui  # noqa: E402, F401
+# (dbsim baseline, compare, lab …, report/runs, size, ui/worker)
+from sim import cli_baseline, cli_compare, cli_lab, cli_report, cli_size, cli_ui  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
     # Run as `python -m sim.cli`, this file is __main__ and `sim.cli` is a second copy: the
