@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import stat
 import time
 from collections.abc import Callable
@@ -90,7 +91,12 @@ class _Paths:
 class BaselineRun:
     """The state of one run; :meth:`run` does the work and always leaves a whole bundle."""
 
-    def __init__(self, opts: BaselineOptions, on_line: Callable[[str], None] = lambda s: None):
+    def __init__(
+        self,
+        opts: BaselineOptions,
+        on_line: Callable[[str], None] = lambda s: None,
+        lab: Any = None,  # a storage.emulator.Lab (tests bring their own); default: the user's
+    ) -> None:
         self.opts = opts
         self.say = on_line
         self.binary = fio.find_fio(opts.fio_binary)
@@ -108,7 +114,7 @@ class BaselineRun:
             from storage.emulator import Lab, require_root
 
             require_root()
-            lab = Lab()
+            lab = lab or Lab()
             if not lab.status().get("up"):
                 raise ConfigError("baseline --lab: the lab is not up; start it with `dbsim lab up`")
             self.wrap = lab.command
@@ -143,11 +149,15 @@ class BaselineRun:
 
     def _collectors(self, target: fio.FioTarget, bundle: BundleWriter) -> list[Collector]:
         where = _Paths(target.path)
+        options: dict[str, Any] = {}
+        if target.kind == "device":
+            # A device node resolves to devtmpfs, not to itself: name the device to watch.
+            options["devices"] = [Path(os.path.realpath(target.path)).name]
         found: list[Collector] = []
         known = registry.collectors()
         for name in COLLECTORS:
             try:
-                found.extend(known[name].auto(where, {}))  # type: ignore[arg-type]
+                found.extend(known[name].auto(where, dict(options)))  # type: ignore[arg-type]
             except (CollectorError, OSError) as exc:
                 bundle.add_message(f"collector {name}: {exc}")
         return found
