@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 from sim.errors import ConfigError
@@ -277,7 +277,3 @@ def _matches(point: Point, wanted: tuple[Access | None, int | None, int | None])
         and (pct is None or point.read_pct == pct)
     )
 
-
-def with_load(points: list[PlannedPoint], numjobs: int, iodepth: int) -> list[PlannedPoint]:
-    """The same points with one load for all (tests, and a user's explicit choice)."""
-    return [replace(p, numjobs=numjobs, iodepth=iodepth) for p in points]
