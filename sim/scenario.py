@@ -48,9 +48,11 @@ class ThinkTime(_Model):
     """Closed-loop think time: every ``every_n_loops``-th loop a session waits a uniform
     random time in [min_ms, max_ms] (SLOB's THINK_TM_FREQUENCY / _MIN / _MAX)."""
 
-    every_n_loops: int = Field(default=1, ge=1)
-    min_ms: float = Field(default=0.0, ge=0)
-    max_ms: float = Field(default=0.0, ge=0)
+    every_n_loops: int = Field(
+        default=1, ge=1, description="Think every n-th loop (SLOB THINK_TM_FREQUENCY)."
+    )
+    min_ms: float = Field(default=0.0, ge=0, description="Shortest think time, ms.")
+    max_ms: float = Field(default=0.0, ge=0, description="Longest think time, ms (≥ min_ms).")
 
     @model_validator(mode="after")
     def _ordered(self) -> ThinkTime:
@@ -63,18 +65,22 @@ class LabCeilings(_Model):
     """Storage ceilings of the lab device (``dbsim lab``) for one step; 0 means unlimited and
     an omitted one keeps its value."""
 
-    read_iops: int | None = Field(default=None, ge=0)
-    write_iops: int | None = Field(default=None, ge=0)
-    read_bps: int | None = Field(default=None, ge=0)
-    write_bps: int | None = Field(default=None, ge=0)
+    read_iops: int | None = Field(default=None, ge=0, description="Read IOPS ceiling.")
+    write_iops: int | None = Field(default=None, ge=0, description="Write IOPS ceiling.")
+    read_bps: int | None = Field(default=None, ge=0, description="Read bytes/s ceiling.")
+    write_bps: int | None = Field(default=None, ge=0, description="Write bytes/s ceiling.")
 
 
 class Step(_Model):
     """One load point of a stepped run: its length and what changes."""
 
-    duration_s: float = Field(gt=0)
-    sessions: int | None = Field(default=None, ge=1, le=MAX_SESSIONS)
-    rate_ops_s: float | None = Field(default=None, gt=0)
+    duration_s: float = Field(gt=0, description="Measured time of this step.")
+    sessions: int | None = Field(
+        default=None, ge=1, le=MAX_SESSIONS, description="Sessions of this step (else load's)."
+    )
+    rate_ops_s: float | None = Field(
+        default=None, gt=0, description="Open-loop rate of this step, all sessions."
+    )
     lab: LabCeilings | None = Field(
         default=None,
         description="Set the lab device's ceilings when this step starts (root, lab up).",
@@ -109,7 +115,9 @@ class Load(_Model):
     rate_ops_s: float | None = Field(
         default=None, gt=0, description="Target rate for open loop, all sessions."
     )
-    think: ThinkTime | None = None
+    think: ThinkTime | None = Field(
+        default=None, description="Closed-loop think time between transactions (SLOB THINK_TM)."
+    )
     steps: list[Step] = Field(
         default_factory=list, description="Load points run one after another."
     )
@@ -160,7 +168,12 @@ class CollectorSettings(_Model):
     enabled: Literal["auto", "none"] | list[str] = Field(
         default="auto", description="'auto': every collector that applies to the target."
     )
-    interval_s: float = Field(default=1.0, ge=0.1, le=60)
+    interval_s: float = Field(
+        default=1.0,
+        ge=0.1,
+        le=60,
+        description="Sampling interval: latencies and storage figures are grouped by it.",
+    )
     timeout_s: float = Field(
         default=2.0, gt=0, description="A sample taking longer is dropped and counted."
     )
@@ -181,22 +194,41 @@ class CollectorSettings(_Model):
 class Output(_Model):
     """Where the run bundle goes."""
 
-    directory: Path = Field(default=DEFAULT_OUTPUT_DIR)
-    name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
-    flush_interval_s: float = Field(default=2.0, ge=0.5, le=60)
+    directory: Path = Field(
+        default=DEFAULT_OUTPUT_DIR, description="Where run bundles are created (one per run)."
+    )
+    name: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$",
+        description="Bundle directory name after its timestamp (default: the scenario's name).",
+    )
+    flush_interval_s: float = Field(
+        default=2.0,
+        ge=0.5,
+        le=60,
+        description="How often the bundle is flushed and summary.json rewritten.",
+    )
 
 
 class ScenarioBase(_Model):
-    name: str = Field(default="scenario", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
-    description: str = ""
-    load: Load = Field(default_factory=Load)
+    name: str = Field(
+        default="scenario",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$",
+        description="Names the run and its bundle directory.",
+    )
+    description: str = Field(default="", description="Free text, kept in the bundle.")
+    load: Load = Field(
+        default_factory=Load, description="Sessions, duration, warm-up, pacing and steps."
+    )
     slos: list[Slo] = Field(
         default_factory=list,
         description="Service-level objectives; a missed one makes `dbsim run` exit 1 "
         "(docs/validation.md).",
     )
-    collectors: CollectorSettings = Field(default_factory=CollectorSettings)
-    output: Output = Field(default_factory=Output)
+    collectors: CollectorSettings = Field(
+        default_factory=CollectorSettings, description="Storage collectors sampled during the run."
+    )
+    output: Output = Field(default_factory=Output, description="Where the run bundle goes.")
 
 
 @cache
@@ -225,8 +257,17 @@ def scenario_model() -> type[ScenarioBase]:
     model = create_model(
         "Scenario",
         __base__=ScenarioBase,
-        target=(target_union, Field(default_factory=default_target)),
-        workload=(workload_type, ...),
+        target=(
+            target_union,
+            Field(
+                default_factory=default_target,
+                description="The system under test; `kind` picks the driver (default: sqlite).",
+            ),
+        ),
+        workload=(
+            workload_type,
+            Field(description="What load is applied; `name` picks the workload."),
+        ),
     )
     return model
 
