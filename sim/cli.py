@@ -29,6 +29,7 @@ from sim.errors import (
     SimError,
 )
 from sim.scenario import ScenarioBase, _parse_value, json_schema, resolve, resolved_dict
+from sim.secrets import install_log_redaction, redact_known
 
 app = typer.Typer(
     name="dbsim",
@@ -289,11 +290,20 @@ def _root(
         level=logging.DEBUG if debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    # A driver's own text (in a log record or its traceback) may hold the password.
+    install_log_redaction()
 
 
 def _error(message: str) -> None:
-    for line in message.splitlines() or [message]:
+    # Masked here too: an exception no target translated carries the driver's raw text.
+    for line in redact_known(message).splitlines() or [message]:
         sys.stderr.write(f"error: {line}\n")
+
+
+def _print_traceback() -> None:
+    """``--debug``'s traceback, masked: its chained cause is the driver's exception, which the
+    target's redacted message wraps but does not change (``raise TargetError(...) from exc``)."""
+    sys.stderr.write(redact_known(traceback.format_exc()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -303,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         code = app(args=argv, standalone_mode=False)
     except SimError as exc:
         if _debug:
-            traceback.print_exc()
+            _print_traceback()
         _error(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
@@ -325,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             _error(exc.format_message())  # type: ignore[attr-defined]
             return int(getattr(exc, "exit_code", EXIT_BAD_INPUT))
         if _debug:
-            traceback.print_exc()
+            _print_traceback()
         _error(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
         return EXIT_RUN_FAILED
     return code if isinstance(code, int) else EXIT_OK

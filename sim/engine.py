@@ -35,6 +35,7 @@ from sim.events import EngineEvents
 from sim.metrics import Interval, IntervalRecorder
 from sim.protocols import Collector, Connection, EngineContext, Sample, Target, Workload
 from sim.scenario import Load, Step
+from sim.secrets import redact_known
 
 log = logging.getLogger(__name__)
 
@@ -289,7 +290,8 @@ class Engine:
         except Exception as exc:  # a bug or an untranslated driver error: still finish the bundle
             log.exception("run failed")
             self.result.outcome = OUTCOME_FAILED
-            self.result.error = f"{type(exc).__name__}: {exc}"
+            # Untranslated: the driver's own text, which may echo its connection string.
+            self.result.error = redact_known(f"{type(exc).__name__}: {exc}")
             self.result.reason = f"{self.result.last_state}: unexpected {type(exc).__name__}"
         finally:
             self._set_state("stopping", self.result.outcome)
@@ -608,7 +610,12 @@ class Engine:
         return samples
 
     def _collector_failed(self, collector: Collector, exc: BaseException) -> None:
-        message = "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+        # Masked: a collector's driver may echo its connection string (or, ONTAP, its token).
+        message = (
+            "timed out"
+            if isinstance(exc, TimeoutError)
+            else redact_known(f"{type(exc).__name__}: {exc}")
+        )
         self.result.collector_errors[collector.source] = (
             self.result.collector_errors.get(collector.source, 0) + 1
         )

@@ -35,6 +35,7 @@ from sim.locust.stats import install_bucket
 from sim.locust.users import class_name, user_classes
 from sim.locust.webui import extend_web_ui
 from sim.scenario import ScenarioBase
+from sim.secrets import install_log_redaction
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,9 @@ class UiOptions:
 def setup_process(level: str) -> None:
     """Logging (Locust's handlers: the console and the web UI's Logs tab) and µs buckets."""
     setup_logging(level)
+    # Locust's handlers replace the CLI's: mask secrets on them too (the Logs tab and what a
+    # worker forwards to its master come from them).
+    install_log_redaction()
     install_bucket()
 
 

@@ -51,6 +51,7 @@ from sim.runner import (
     prepare_run,
 )
 from sim.scenario import ScenarioBase
+from sim.secrets import redact_known
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +160,7 @@ class EngineHost:
             return
         except Exception as exc:  # a bug while preparing: report it, never kill the runner
             log.exception("preparing the run failed")
-            self._finish_failed(f"unexpected {type(exc).__name__}: {exc}")
+            self._finish_failed(redact_known(f"unexpected {type(exc).__name__}: {exc}"))
             return
         self.engine = engine
         if self._stop_reason is not None:

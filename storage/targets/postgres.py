@@ -363,6 +363,10 @@ class PostgresTarget(Target):
             "port": s.port,
             "database": s.database,
             "user": s.user,
+            # Where the password came from (docs/databases.md), never the password itself.
+            "password_from": (
+                f"env:{s.password_env}" if s.password_env else "file" if s.password_file else None
+            ),
             "schema": s.schema_name,
             "server_version": self.server_version,
             "shared_buffers": self.shared_buffers,
