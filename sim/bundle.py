@@ -13,29 +13,39 @@ Layout (docs/bundle.md)::
 
 JSON and YAML files are written to a temporary name, flushed and renamed into place, so they
 are always whole. Time series and the histogram log are append-only: each interval is added
-as whole lines in one write and flushed, so a killed run loses at most the interval in flight.
+as whole lines in one write, so a killed run loses at most the interval in flight.
 ``summary.json`` is rewritten every ``flush_interval_s`` while the run goes (status
 ``running``) and once more when it ends, however it ends.
+
+A bundle that cannot be written (ENOSPC, EACCES, EROFS …) never costs what is already on disk:
+a failed atomic write leaves the previous file in place and removes its temporary file, and a
+failed append is cut back to the last whole line. Before the run starts that is an
+:class:`~sim.errors.OutputDirectoryError` (nothing ran); during the run the writer records the
+first failure in :attr:`BundleWriter.failure`, tells ``on_failure`` (the runner stops the run)
+and writes nothing more but the final summary and histograms, which it still tries.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
 import io
 import json
+import logging
 import os
 import platform
 import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import yaml
 
 from sim import __version__
-from sim.errors import BundleError
+from sim.errors import OutputDirectoryError
 from sim.metrics import Interval, OpStats
 from sim.protocols import Sample
 
@@ -58,16 +68,35 @@ OPS_COLUMNS = (
     "mean_us",
 )
 SAMPLE_PREFIX_COLUMNS = ("t", "interval", "phase", "entity")
+log = logging.getLogger(__name__)
+
+
+def os_reason(exc: OSError) -> str:
+    """``ENOSPC (No space left on device)``: the errno's name for searching, its meaning for
+    reading (the same shape as the file-tree target's messages)."""
+    name = errno.errorcode.get(exc.errno) if isinstance(exc.errno, int) else None
+    reason = exc.strerror or str(exc)
+    return f"{name} ({reason})" if name else reason
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and a rename: never a torn file."""
+    """Write ``text`` to ``path`` via a temporary file and a rename: never a torn file.
+
+    On any failure (a full disk mid-write, a directory made read-only) the previous ``path``
+    is untouched, because the rename never happened, and the temporary file is removed, so a
+    full disk is not left fuller and the bundle holds no stray ``.tmp``. The error propagates.
+    """
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def iso(ts: float | None) -> str | None:
@@ -82,7 +111,9 @@ def new_bundle_dir(directory: Path, name: str, now: float | None = None) -> Path
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise BundleError(f"output.directory: cannot create {directory}: {exc.strerror}") from exc
+        raise OutputDirectoryError(
+            f"output.directory: cannot create {directory}: {os_reason(exc)}"
+        ) from exc
     for attempt in range(1, 1000):
         candidate = directory / (f"{stamp}-{name}" if attempt == 1 else f"{stamp}-{name}-{attempt}")
         try:
@@ -90,11 +121,58 @@ def new_bundle_dir(directory: Path, name: str, now: float | None = None) -> Path
         except FileExistsError:
             continue
         except OSError as exc:
-            raise BundleError(
-                f"output.directory: cannot create {candidate}: {exc.strerror}"
+            # Name the directory the user chose, not the run directory we tried to make in it.
+            raise OutputDirectoryError(
+                f"output.directory: cannot create a run directory in {directory}: {os_reason(exc)}"
             ) from exc
         return candidate
-    raise BundleError(f"output.directory: too many runs named {stamp}-{name} in {directory}")
+    raise OutputDirectoryError(
+        f"output.directory: too many runs named {stamp}-{name} in {directory}"
+    )
+
+
+class _AppendFile:
+    """An append-only text file written straight to its descriptor, whole lines at a time.
+
+    Unbuffered on purpose: a buffered file writes whenever its buffer fills, so a full disk
+    would surface at some later flush with part of a line already in the file and the rest
+    lost. Here every :meth:`append` is one ``os.write`` of whole lines (looped only if the
+    kernel takes fewer bytes), and when it fails part-way — ENOSPC typically lets the first
+    page in and refuses the next — the file is cut back to its size before the call, so it
+    ends with the last whole line. Shrinking a file needs no free block: that ``ftruncate``
+    works on a full disk. Readers of a running bundle see each interval as soon as it is
+    written.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    @property
+    def empty(self) -> bool:
+        return self._fd is None or os.fstat(self._fd).st_size == 0
+
+    def append(self, text: str) -> None:
+        if not text or self._fd is None:
+            return
+        fd = self._fd
+        start = os.fstat(fd).st_size
+        view = memoryview(text.encode("utf-8"))
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+            raise
+
+    def flush(self) -> None:
+        """Nothing is buffered (kept for callers that flush)."""
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
 
 class _AppendCsv:
@@ -103,8 +181,8 @@ class _AppendCsv:
     def __init__(self, path: Path, columns: tuple[str, ...]) -> None:
         self.path = path
         self.columns = columns
-        self._handle: IO[str] = open(path, "a", encoding="utf-8", newline="")  # noqa: SIM115 - held for the run
-        if self._handle.tell() == 0:
+        self._file = _AppendFile(path)
+        if self._file.empty:
             self._write_rows([dict(zip(columns, columns, strict=True))])
 
     def _write_rows(self, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -113,41 +191,50 @@ class _AppendCsv:
             buffer, fieldnames=self.columns, extrasaction="ignore", lineterminator="\n"
         )
         writer.writerows(rows)
-        # One write call of whole lines: a kill never leaves half a row behind.
-        self._handle.write(buffer.getvalue())
+        # One write of whole lines: a kill never leaves half a row behind, and a full disk
+        # is cut back to the last whole row (_AppendFile.append).
+        self._file.append(buffer.getvalue())
 
     def append(self, rows: Sequence[Mapping[str, Any]]) -> None:
         if rows:
             self._write_rows(rows)
 
     def flush(self) -> None:
-        self._handle.flush()
+        self._file.flush()
 
     def close(self) -> None:
-        self._handle.close()
+        self._file.close()
 
 
 class BundleWriter:
-    """Writes one run's bundle as the engine's events arrive."""
+    """Writes one run's bundle as the engine's events arrive.
 
-    def __init__(self, path: Path, scenario: dict[str, Any], flush_interval_s: float = 2.0) -> None:
+    Creating it writes the bundle's first files; any ``OSError`` there is an
+    :class:`~sim.errors.OutputDirectoryError` (the caller removes the fresh directory). After
+    that no method raises for a write that fails: the engine calls the listeners and swallows
+    their exceptions with a logged traceback, and the run would carry on writing a bundle that
+    no longer records it. Instead the first failure is kept in :attr:`failure` (one line naming
+    the file and the errno) and handed to ``on_failure``; appends and running summaries stop,
+    the final summary and histograms are still tried (a partly cut append may have freed
+    space, and ``histograms/`` may still be writable when the bundle directory is not).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        scenario: dict[str, Any],
+        flush_interval_s: float = 2.0,
+        on_failure: Callable[[str], None] | None = None,
+    ) -> None:
         self.path = path
         self.scenario = scenario
         self.flush_interval_s = flush_interval_s
         self.started_wall = time.time()
-        (path / "timeseries").mkdir(exist_ok=True)
-        (path / "histograms").mkdir(exist_ok=True)
-        atomic_write(path / "scenario.yaml", yaml.safe_dump(scenario, sort_keys=False))
-        self._ops = _AppendCsv(path / "timeseries" / "ops.csv", OPS_COLUMNS)
-        self._errors = _AppendCsv(
-            path / "timeseries" / "errors.csv", ("t", "interval", "phase", "op", "class", "count")
-        )
+        #: The first write that failed, as the line the user sees; None while all is well.
+        self.failure: str | None = None
+        self.on_failure = on_failure
         self._samples: dict[str, _AppendCsv] = {}
-        self._hlog = open(path / "histograms" / "intervals.hlog", "a", encoding="utf-8")  # noqa: SIM115
-        if self._hlog.tell() == 0:
-            self._hlog.write(
-                "#dbsim interval histograms: t_start_s,t_end_s,phase,op,base64 HdrHistogram\n"
-            )
+        self._open: list[_AppendCsv | _AppendFile] = []
         self._last_flush = 0.0
         self.intervals = 0
         self.state = "setup"
@@ -160,7 +247,43 @@ class BundleWriter:
         #: Facts known while the run goes (sessions, the stage log), kept in every summary
         #: rewrite so a killed run's summary still has them.
         self.running_extra: dict[str, Any] = {}
-        self.write_summary(status="running")
+        writing = path
+        try:
+            for sub in ("timeseries", "histograms"):
+                writing = path / sub
+                writing.mkdir(exist_ok=True)
+            writing = path / "scenario.yaml"
+            atomic_write(writing, yaml.safe_dump(scenario, sort_keys=False))
+            writing = path / "timeseries" / "ops.csv"
+            self._ops = _AppendCsv(writing, OPS_COLUMNS)
+            self._open.append(self._ops)
+            writing = path / "timeseries" / "errors.csv"
+            self._errors = _AppendCsv(writing, ("t", "interval", "phase", "op", "class", "count"))
+            self._open.append(self._errors)
+            writing = path / "histograms" / "intervals.hlog"
+            self._hlog = _AppendFile(writing)
+            self._open.append(self._hlog)
+            if self._hlog.empty:
+                self._hlog.append(
+                    "#dbsim interval histograms: t_start_s,t_end_s,phase,op,base64 HdrHistogram\n"
+                )
+            writing = path / "summary.json"
+            self._write_summary_file(self.summary_dict("running"))
+        except OSError as exc:
+            self.close()
+            raise OutputDirectoryError(
+                f"output.directory: cannot write {writing}: {os_reason(exc)}"
+            ) from exc
+
+    def _failed(self, what: Path, exc: OSError) -> None:
+        """Record a write that failed (the first one is the one the user is told about)."""
+        message = f"bundle: cannot write {what}: {os_reason(exc)}"
+        if self.failure is not None:
+            log.debug("%s (after: %s)", message, self.failure)
+            return
+        self.failure = message
+        if self.on_failure is not None:
+            self.on_failure(message)
 
     # ------------------------------------------------------------------ event listeners
 
@@ -178,36 +301,58 @@ class BundleWriter:
             self.messages.append(note)
 
     def on_interval(self, interval: Interval, samples: list[Sample]) -> None:
+        by_source = self._storage_rows(interval, samples)  # in memory: kept whatever happens
+        self.live["samples"] = samples
+        if self.failure is not None:
+            return  # the bundle stopped at its first failure; its files end there, whole
+        writing = self._ops.path
+        try:
+            self._ops.append(list(interval.rows()))
+            writing = self._errors.path
+            self._errors.append(
+                [
+                    {
+                        "t": round(interval.t_end, 3),
+                        "interval": interval.index,
+                        "phase": interval.phase,
+                        "op": op,
+                        "class": cls,
+                        "count": n,
+                    }
+                    for op, stats in sorted(interval.ops.items())
+                    for cls, n in sorted(stats.errors.items())
+                ]
+            )
+            writing = self._hlog.path
+            self._hlog.append(
+                "".join(
+                    f"{interval.t_start:.3f},{interval.t_end:.3f},{interval.phase},{op},"
+                    f"{stats.histogram.encode().decode('ascii')}\n"
+                    for op, stats in sorted(interval.ops.items())
+                    if stats.count
+                )
+            )
+            for source, rows in by_source.items():
+                writer = self._samples.get(source)
+                if writer is None:
+                    writing = self.path / "timeseries" / f"{source}.csv"
+                    columns = SAMPLE_PREFIX_COLUMNS + tuple(sorted(samples_keys(samples, source)))
+                    writer = self._samples[source] = _AppendCsv(writing, columns)
+                writing = writer.path
+                writer.append(rows)
+        except OSError as exc:
+            self._failed(writing, exc)
+            return
         self.intervals += 1
-        rows = list(interval.rows())
-        self._ops.append(rows)
-        self._errors.append(
-            [
-                {
-                    "t": round(interval.t_end, 3),
-                    "interval": interval.index,
-                    "phase": interval.phase,
-                    "op": op,
-                    "class": cls,
-                    "count": n,
-                }
-                for op, stats in sorted(interval.ops.items())
-                for cls, n in sorted(stats.errors.items())
-            ]
-        )
-        lines = [
-            f"{interval.t_start:.3f},{interval.t_end:.3f},{interval.phase},{op},"
-            f"{stats.histogram.encode().decode('ascii')}\n"
-            for op, stats in sorted(interval.ops.items())
-            if stats.count
-        ]
-        self._hlog.write("".join(lines))
-        self._append_samples(interval, samples)
         now = time.monotonic()
         if now - self._last_flush >= self.flush_interval_s:
             self.flush()
 
-    def _append_samples(self, interval: Interval, samples: list[Sample]) -> None:
+    def _storage_rows(
+        self, interval: Interval, samples: list[Sample]
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The interval's samples as rows per source; the measured ones also go into the
+        storage means."""
         by_source: dict[str, list[dict[str, Any]]] = {}
         for sample in samples:
             row: dict[str, Any] = {
@@ -228,22 +373,16 @@ class BundleWriter:
                     sums[k] = sums.get(k, 0.0) + v * weight
                 self._storage_counts[key] = self._storage_counts.get(key, 0) + 1
                 self._storage_seconds[key] = self._storage_seconds.get(key, 0.0) + weight
-        for source, rows in by_source.items():
-            writer = self._samples.get(source)
-            if writer is None:
-                columns = SAMPLE_PREFIX_COLUMNS + tuple(sorted(samples_keys(samples, source)))
-                writer = self._samples[source] = _AppendCsv(
-                    self.path / "timeseries" / f"{source}.csv", columns
-                )
-            writer.append(rows)
-        self.live["samples"] = samples
+        return by_source
 
     def flush(self) -> None:
-        for handle in (self._ops, self._errors, *self._samples.values()):
+        for handle in self._handles():
             handle.flush()
-        self._hlog.flush()
         self._last_flush = time.monotonic()
         self.write_summary(status="running")
+
+    def _handles(self) -> list[_AppendCsv | _AppendFile]:
+        return [*self._open, *self._samples.values()]
 
     # ------------------------------------------------------------------ summary
 
@@ -267,6 +406,29 @@ class BundleWriter:
         measured_s: float | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """Build the summary and write it atomically; returns it even when the write failed
+        (the file then keeps its last good version). After a failure only a final summary
+        (any status but ``running``) is tried again."""
+        summary = self.summary_dict(status, totals=totals, measured_s=measured_s, extra=extra)
+        if self.failure is None or status != "running":
+            try:
+                self._write_summary_file(summary)
+            except OSError as exc:
+                self._failed(self.path / "summary.json", exc)
+        return summary
+
+    def _write_summary_file(self, summary: Mapping[str, Any]) -> None:
+        atomic_write(self.path / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+
+    def summary_dict(
+        self,
+        status: str,
+        *,
+        totals: Mapping[str, OpStats] | None = None,
+        measured_s: float | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The summary as :meth:`write_summary` would write it, without writing it."""
         summary: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "dbsim_version": __version__,
@@ -299,28 +461,27 @@ class BundleWriter:
             summary.update(extra)
         if self.messages:
             summary["messages"] = list(self.messages)
-        try:
-            atomic_write(
-                self.path / "summary.json", json.dumps(summary, indent=2, default=str) + "\n"
-            )
-        except OSError as exc:
-            raise BundleError(f"cannot write {self.path / 'summary.json'}: {exc.strerror}") from exc
         return summary
 
     def write_histograms(self, totals: Mapping[str, OpStats]) -> None:
+        """``histograms/measured.json``, atomically; tried even after a failure."""
         encoded = {
             name: {"count": stats.count, "hdr": stats.histogram.encode().decode("ascii")}
             for name, stats in sorted(totals.items())
             if stats.count
         }
-        atomic_write(
-            self.path / "histograms" / "measured.json", json.dumps(encoded, indent=2) + "\n"
-        )
+        path = self.path / "histograms" / "measured.json"
+        try:
+            atomic_write(path, json.dumps(encoded, indent=2) + "\n")
+        except OSError as exc:
+            self._failed(path, exc)
 
     def close(self) -> None:
-        for handle in (self._ops, self._errors, *self._samples.values()):
-            handle.close()
-        self._hlog.close()
+        for handle in self._handles():
+            try:
+                handle.close()
+            except OSError as exc:  # NFS reports a failed write-back at close
+                self._failed(handle.path, exc)
 
 
 def samples_keys(samples: list[Sample], source: str) -> set[str]:

@@ -10,6 +10,7 @@
     ├── TargetError               the database or file tree cannot be reached or used
     ├── CollectorError            a storage collector cannot start or sample
     └── BundleError               the run bundle cannot be written
+        └── OutputDirectoryError  before the run: no bundle can be created there (exit 2)
 
 Driver exceptions (asyncpg, sqlite3, OSError …) are translated at the boundary with
 ``raise TargetError(...) from exc``.  The CLI prints ``str(error)`` (one line per problem)
@@ -65,3 +66,12 @@ class CollectorError(SimError):
 
 class BundleError(SimError):
     """The run bundle cannot be written."""
+
+
+class OutputDirectoryError(BundleError):
+    """``output.directory`` cannot hold a new bundle (EACCES, EROFS, ENOSPC …), found before
+    anything ran. Exit 2, like bad input: no run happened and no bundle was left behind, and
+    the user fixes it by choosing another directory or freeing it, then runs the same command
+    again. A bundle that stops being writable *during* a run is a failed run (exit 3)."""
+
+    exit_code = EXIT_BAD_INPUT

@@ -7,14 +7,15 @@ The CLI, the Locust adapter and the tests all start runs through :func:`prepare_
 from __future__ import annotations
 
 import logging
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sim import registry
-from sim.bundle import BundleWriter, iso, new_bundle_dir
-from sim.engine import Engine, RunResult, Stage
-from sim.errors import ConfigError, ScenarioError, SimError
+from sim.bundle import BundleWriter, iso, new_bundle_dir, os_reason
+from sim.engine import OUTCOME_FAILED, OUTCOME_INTERRUPTED, Engine, RunResult, Stage
+from sim.errors import ConfigError, OutputDirectoryError, ScenarioError, SimError
 from sim.protocols import Collector, Target, Workload
 from sim.scenario import CollectorSettings, ScenarioBase, resolved_dict
 from sim.slo import unknown_operations
@@ -113,8 +114,30 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
     if lab_steps:
         attach_lab(engine)
     path = new_bundle_dir(scenario.output.directory, scenario.output.name or scenario.name)
-    bundle = BundleWriter(path, resolved_dict(scenario), scenario.output.flush_interval_s)
+    try:
+        # A bundle that can no longer be written stops the run: measuring on would only
+        # produce figures that are lost (finish_summary turns it into a failed run).
+        bundle = BundleWriter(
+            path,
+            resolved_dict(scenario),
+            scenario.output.flush_interval_s,
+            on_failure=engine.request_stop,
+        )
+    except OutputDirectoryError:
+        # The directory was created a moment ago for this run alone (never reused), so a
+        # refused start removes it and leaves the output directory as it was.
+        shutil.rmtree(path, ignore_errors=True)
+        raise
     bundle.running_extra = {"sessions": engine.max_sessions, "stages": engine.result.stage_log}
+
+    def on_stopping(state: str, detail: str = "") -> None:
+        # Folded in as the engine stops, before it announces how the run ended: the console
+        # and the "finished" listeners then say "failed", not the "interrupted" of the stop
+        # the bundle asked for.
+        if state == "stopping":
+            _fold_bundle_failure(engine.result, bundle.failure)
+
+    engine.events.state.add_listener(on_stopping)
     attach_sweep(engine, scenario)  # stops a sweep at its first SLO breach
     engine.events.state.add_listener(bundle.on_state)
     engine.events.interval.add_listener(bundle.on_interval)
@@ -178,8 +201,14 @@ def mix_report(workload: Workload, result: RunResult, totals: dict[str, Any]) ->
 
 
 def finish_summary(run: PreparedRun) -> dict[str, Any]:
-    """Write the final summary and histograms; returns the summary."""
+    """Write the final summary and histograms; returns the summary.
+
+    When the bundle could not be written (now or during the run) the run is ``failed`` with
+    the bundle's one-line error, and the summary returned is the complete one held in memory,
+    so the caller can still show what was measured; nothing else is written then (SLO
+    verdicts and the report would be built on time series that stop early)."""
     engine, bundle, result = run.engine, run.bundle, run.engine.result
+    bundle.on_failure = None  # the run is over: a failure now has nothing left to stop
     totals = engine.recorder.totals
     extra = {
         "reason": result.reason,
@@ -222,13 +251,18 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
     extra["findings"] = findings
     for failure in engine.events.failures():
         bundle.add_message(failure)
-    try:
-        bundle.write_histograms(totals)
-        summary = bundle.write_summary(
+    bundle.close()  # the time series are complete (a close can fail too: NFS write-back)
+    bundle.write_histograms(totals)
+    _bundle_failure(run, extra)
+    summary = bundle.write_summary(
+        result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
+    )
+    if _bundle_failure(run, extra):
+        # The file keeps its last good version; the caller gets the whole summary, failed.
+        summary = bundle.summary_dict(
             result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
         )
-    finally:
-        bundle.close()
+        return summary
     # SLO verdicts (and a sweep's per-step answer) are judged on the summary and on the time
     # series just closed, then written into the summary before the report reads it.
     levels = service_levels(run.scenario, summary, bundle.path)
@@ -239,6 +273,33 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
         )
     _write_report(bundle.path)
     return summary
+
+
+def _bundle_failure(run: PreparedRun, extra: dict[str, Any]) -> bool:
+    """Fold the bundle's failure, if any, into the run's result and ``extra``."""
+    if not _fold_bundle_failure(run.engine.result, run.bundle.failure):
+        return False
+    extra.update(reason=run.engine.result.reason, error=run.engine.result.error)
+    return True
+
+
+def _fold_bundle_failure(result: RunResult, failure: str | None) -> bool:
+    """A run whose bundle could not be written failed, even when the engine counts the stop
+    it was asked for as an interruption. An error of the run's own stays first and the
+    bundle's is added as a second line (the CLI prints one ``error:`` line per line).
+    Idempotent; False when there is no failure."""
+    if failure is None:
+        return False
+    stopped_for_it = result.outcome == OUTCOME_INTERRUPTED and result.reason == failure
+    if result.outcome == OUTCOME_FAILED and result.error:
+        if failure not in result.error:
+            result.error = f"{result.error}\n{failure}; the bundle keeps what was written before"
+    elif failure not in (result.error or ""):
+        when = f"run stopped during {result.last_state}, " if stopped_for_it else ""
+        result.outcome = OUTCOME_FAILED
+        result.error = f"{failure}; {when}the bundle keeps what was written before"
+        result.reason = f"{result.last_state}: {failure}"
+    return True
 
 
 def _score(
@@ -258,6 +319,16 @@ def _write_report(path: Path) -> None:
 
     try:
         _, problem = write_report(path)
+    except OSError as exc:
+        # The disk filled or the bundle became read-only at the very end: every figure is on
+        # disk already, so one line saying how to get the report later, not a traceback.
+        log.warning(
+            "report.html not written: %s: %s; `dbsim report %s` writes it later",
+            exc.filename or path,
+            os_reason(exc),
+            path,
+        )
+        return
     except Exception:  # the bundle is complete; a report bug must not fail the run
         log.warning("report.html not written", exc_info=True)
         return

@@ -287,6 +287,10 @@ class RunMerger:
                 status, totals=totals, measured_s=measured_s, extra=extra
             )
             self._writer.close()
+            if self._writer.failure is not None:
+                # The writer no longer raises (sim.bundle): a bundle that could not be written
+                # makes the run failed, with the in-memory summary and no report.
+                return {**summary, "status": "failed", "error": self._writer.failure}
             _write_report(self._writer.path)
             return summary
 
