@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_STOP_GRACE_S = 10.0
+POOL_DRAIN_S = 5.0  # how long the end of a run waits for driver calls still on the pool
 EXTRA_POOL_THREADS = 4  # collectors and bundle writes beside one thread per session
 RECONNECT_FIRST_DELAY_S = 0.1  # doubled after each failed attempt …
 RECONNECT_MAX_DELAY_S = 2.0  # … up to this, so a returning server is found within ~2 s
@@ -301,16 +302,33 @@ class Engine:
                     await asyncio.wait_for(collector.stop(), self.collector_timeout_s)
                 except Exception as exc:  # never fatal: the run is over
                     log.warning("collector %s did not stop cleanly: %s", collector.source, exc)
+            await self._drain_pool(executor)  # before the target closes: see there
             if target_open:
                 try:
                     self.result.target = self.target.describe()
                     await self.target.close()
                 except Exception as exc:
                     log.warning("target did not close cleanly: %s", exc)
-            executor.shutdown(wait=False, cancel_futures=True)
             self._set_state("finished", self.result.outcome)
             self.events.finished.fire(result=self.result)
         return self.result
+
+    async def _drain_pool(self, executor: concurrent.futures.ThreadPoolExecutor) -> None:
+        """Drop the pool's queued calls and wait, bounded, for the running ones to return.
+
+        A stop cancels coroutines, not the driver calls they await: those run on in the pool's
+        threads. Left running, they raced with the target's close: a stop while sessions were
+        connecting abandoned a ``sqlite3.connect()`` that then re-created ``dbsim.sqlite`` in
+        the temporary directory the SQLite target was removing, so the directory was left
+        behind in TMPDIR (found by tests/e2e/test_signal_sweep.py; the loader's connect at the
+        start of loading is exposed the same way). Bounded because a call hung on a dead server
+        must not turn a stop into a hang; the target is then closed anyway, as before.
+        """
+        executor.shutdown(wait=False, cancel_futures=True)
+        try:
+            await asyncio.wait_for(asyncio.to_thread(executor.shutdown, wait=True), POOL_DRAIN_S)
+        except TimeoutError:
+            log.warning("driver calls still running %.0f s after the run ended", POOL_DRAIN_S)
 
     def _progress(self, what: str, done: int, total: int) -> None:
         self.events.progress.fire(what=what, done=done, total=total)
