@@ -108,7 +108,10 @@ class BaselineRun:
         if opts.envelope:
             from storage.profiles import get_envelope
 
-            self.envelope = get_envelope(opts.envelope)
+            try:
+                self.envelope = get_envelope(opts.envelope)
+            except ConfigError as exc:  # name the option: the message alone says "envelope"
+                raise ConfigError(f"baseline --envelope: {exc}") from None
         self.wrap: Callable[[list[str]], list[str]] = list
         if opts.lab:
             from storage.emulator import Lab, require_root
@@ -194,16 +197,30 @@ class BaselineRun:
                     log.warning("collector %s did not stop cleanly: %s", collector.source, exc)
 
     def device_means(self, t_from: float, t_to: float) -> dict[str, dict[str, float]]:
-        """Block-device figures averaged (time-weighted) over the intervals inside a window."""
+        """Block-device figures averaged (time-weighted) over the intervals inside a window;
+        for a window too short to hold a whole interval, over the intervals overlapping it,
+        each weighted by its overlap."""
         sums: dict[str, dict[str, float]] = {}
         seconds: dict[str, float] = {}
-        for t_start, t_end, samples in self.samples:
-            if t_start < t_from - 0.05 or t_end > t_to + 0.05:
-                continue
+        chosen = [
+            (t_end - t_start, samples)
+            for t_start, t_end, samples in self.samples
+            if t_start >= t_from - 0.05 and t_end <= t_to + 0.05
+        ]
+        if not chosen:
+            # The sampling interval (1 s) is not aligned with fio's window: a point measured
+            # for about one or two intervals had none wholly inside, and its device figures
+            # came out empty ({}) — most points of a --runtime 1 run did. An interval partly
+            # outside (ramp, idle) dilutes the mean a little; a long window never needs this.
+            chosen = [
+                (min(t_end, t_to) - max(t_start, t_from), samples)
+                for t_start, t_end, samples in self.samples
+                if min(t_end, t_to) > max(t_start, t_from)
+            ]
+        for weight, samples in chosen:
             for sample in samples:
                 if sample.source != "block":
                     continue
-                weight = t_end - t_start
                 acc = sums.setdefault(sample.entity, {})
                 for key, value in sample.values.items():
                     acc[key] = acc.get(key, 0.0) + value * weight
@@ -278,11 +295,19 @@ class BaselineRun:
         out.unlink()
         parsed = fio.parse_report(document, report_text)
         if run.returncode != 0 and not run.interrupted:
-            raise TargetError(fio.failure_line(run, point.id))
+            raise TargetError(fio.failure_line(run, point.id, parsed["error"]))
         measure_from = t_end - opts.runtime_s if not run.interrupted else t_start + opts.ramp_s
         result.update(parsed)
         result["status"] = "interrupted" if run.interrupted else "completed"
         result["t_measure_start"] = round(measure_from, 3)
+        # The interval in flight when fio ended holds the window's last part: wait (at most
+        # one interval) for the sampler to record it, else a short point's window (about one
+        # interval) could overlap no recorded interval and get no device figures at all.
+        deadline = self.clock() + opts.interval_s + 1.0
+        while not stop.is_set() and self.clock() < deadline:
+            if self.samples and self.samples[-1][1] >= t_end:
+                break
+            await asyncio.sleep(0.02)
         result["device"] = self.device_means(measure_from, t_end)
         return result
 

@@ -72,7 +72,6 @@ def baseline_command(
 ) -> None:
     """Measure the storage with fio as the vendors did, beside their published figures."""
     from sim.baseline import BaselineOptions
-    from storage.emulator.system import parse_size
     from workloads.baseline.matrix import PRESETS
 
     if list_:
@@ -93,7 +92,7 @@ def baseline_command(
         iodepth=iodepth,
         runtime_s=runtime,
         ramp_s=ramp,
-        size_bytes=parse_size(size) if size is not None else None,
+        size_bytes=_size_option(size),
         envelope=envelope,
         lab=lab,
         keep_files=keep_files,
@@ -102,6 +101,23 @@ def baseline_command(
         fio_binary=fio_binary,
     )
     raise typer.Exit(execute(opts, quiet=quiet, as_json=as_json))
+
+
+def _size_option(text: str | None) -> int | None:
+    """``--size`` in bytes. The error names the option (parse_size's own message says only
+    "size 'x'"), and 0 is refused rather than silently meaning the default working set."""
+    from sim.errors import ConfigError
+    from storage.emulator.system import parse_size
+
+    if text is None:
+        return None
+    try:
+        size = parse_size(text)
+    except ConfigError as exc:
+        raise ConfigError(f"baseline --size: {exc}") from None
+    if size <= 0:
+        raise ConfigError(f"baseline --size: {text!r} must be > 0")
+    return size
 
 
 def execute(opts: BaselineOptions, *, quiet: bool, as_json: bool) -> int:

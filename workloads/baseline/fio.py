@@ -205,10 +205,17 @@ async def run_fio(
     return FioRun(proc.returncode or 0, stderr, interrupted)
 
 
-def failure_line(run: FioRun, what: str) -> str:
-    """fio's own last error line, for a one-line message."""
+def failure_line(run: FioRun, what: str, job_error: int = 0) -> str:
+    """fio's own last error line, for a one-line message; else the errno fio's JSON report
+    gives for the job (``job_error``)."""
     lines = [ln.strip() for ln in run.stderr.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if "err" in ln.lower()] or lines
+    errors = [ln for ln in lines if "err" in ln.lower()]
+    # A job's error ("fio: pid=…, err=30/file:filesetup.c:805, func=open(…), error=Read-only
+    # file system") goes to fio's output, not its stderr, and with --output=FILE fio loses it;
+    # its JSON still has the errno, without which the message said only "no message".
+    if not errors and job_error:
+        errors = [f"err={job_error} ({os.strerror(job_error)})"]
+    errors = errors or lines
     detail = errors[-1] if errors else "no message"
     return f"fio failed on {what} (exit {run.returncode}): {detail}"
 
