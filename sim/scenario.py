@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -38,10 +39,18 @@ ENV_PREFIX = "DBSIM_"
 DEFAULT_DURATION_S = 30.0
 DEFAULT_OUTPUT_DIR = Path("runs")
 MAX_SESSIONS = 4096
+#: Deepest nesting a scenario may have (its own sections go ~6 deep; collectors.ontap is free
+#: form). Deeper input is a mistake or an attack and would exhaust Python's recursion limit.
+MAX_DEPTH = 32
+#: Most values (mappings, lists, scalars) a scenario may hold: YAML aliases nested in aliases
+#: expand exponentially ("billion laughs") and would keep validation busy for hours.
+MAX_VALUES = 100_000
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: ``duration_s: .inf`` (or ``--duration inf``) would run forever and
+    # ``.nan`` compares false with every bound; both are refused with the field named.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ThinkTime(_Model):
@@ -312,6 +321,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+_BLAMED_FIELD = re.compile(r"([a-z_][a-z0-9_]*): (.+)", re.DOTALL)
+
+
 def error_lines(exc: ValidationError) -> list[str]:
     lines: list[str] = []
     for err in exc.errors(include_url=False):
@@ -337,6 +349,11 @@ def error_lines(exc: ValidationError) -> list[str]:
             )
         elif message.startswith("Value error, "):
             message = message[len("Value error, ") :]
+            # A model check that blames one of its fields starts its message with the field
+            # ("scale: 500 rows is below …"): put it in the path, so the line names the field.
+            blamed = _BLAMED_FIELD.match(message)
+            if blamed and loc and blamed.group(1) != loc[-1]:
+                loc, message = (*loc, blamed.group(1)), blamed.group(2)
         elif kind not in ("missing", "extra_forbidden") and not isinstance(
             err.get("input"), dict | list
         ):
@@ -350,20 +367,53 @@ def error_lines(exc: ValidationError) -> list[str]:
 # --------------------------------------------------------------------------- loading
 
 
+class _ScenarioLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing nesting deeper than :data:`MAX_DEPTH` while composing.
+
+    PyYAML composes recursively: "[[[[…" a few hundred deep exhausted the stack (RecursionError,
+    exit 3), at a depth that depended on how deep the caller's stack already was."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self._depth > MAX_DEPTH:
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"nested more than {MAX_DEPTH} levels deep",
+                self.peek_event().start_mark,
+            )
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def load_yaml(text: str) -> Any:
+    """YAML text as plain data (safe tags only, nesting bounded)."""
+    return yaml.load(text, Loader=_ScenarioLoader)
+
+
 def read_scenario_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ScenarioError([f"{path}: no such scenario file"]) from None
+    except UnicodeDecodeError as exc:
+        # A ValueError, not an OSError: it escaped as "unexpected" with exit 3.
+        raise ScenarioError([f"{path}: not UTF-8 text (byte {exc.start})"]) from None
     except OSError as exc:
         raise ScenarioError([f"{path}: cannot read: {exc.strerror}"]) from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = getattr(exc, "problem", None) or "not valid YAML"
         raise ScenarioError([f"{where}: {problem}"]) from None
+    except RecursionError:  # cannot happen with the bounded loader; kept as a last guard
+        raise ScenarioError([f"{path}: nested more than {MAX_DEPTH} levels deep"]) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -390,8 +440,9 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any, origin: str) -> Non
 
 def _parse_value(text: str) -> Any:
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
+        return load_yaml(text)
+    except (yaml.YAMLError, RecursionError):
+        # Not YAML (or nested past the stack): the text itself, which the field then refuses.
         return text
 
 
@@ -430,10 +481,96 @@ def resolve(
 
 
 def validate(data: dict[str, Any]) -> ScenarioBase:
+    shape = shape_problems(data)
+    if shape:
+        # Checked before the model: a cyclic alias or very deep nesting in a free-form section
+        # (collectors.ontap) passed validation and crashed writing the bundle, non-text keys
+        # gave paths like ``load[1]`` for ``yes:``, a NUL in a path failed only at mkdir.
+        raise ScenarioError(shape)
     try:
-        return scenario_model().model_validate(data)
+        scenario = scenario_model().model_validate(data)
     except ValidationError as exc:
         raise ScenarioError(error_lines(exc)) from None
+    problems = combination_problems(scenario)
+    if problems:
+        raise ScenarioError(problems)
+    return scenario
+
+
+def _child(path: str, key: str | int) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else key
+
+
+def shape_problems(data: Any) -> list[str]:
+    """Input no field could take, whatever the model: keys that are not text, a YAML alias
+    inside its own anchor (a cycle), nesting deeper than :data:`MAX_DEPTH`, more than
+    :data:`MAX_VALUES` values, NUL characters. Iterative, so hostile input cannot exhaust the
+    stack here either."""
+    problems: list[str] = []
+    # (node, path, depth, ids of the containers above it)
+    stack: list[tuple[Any, str, int, frozenset[int]]] = [(data, "", 0, frozenset())]
+    seen = 0
+    while stack:
+        node, path, depth, above = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            problems.append(f"(scenario): more than {MAX_VALUES} values (YAML aliases of aliases?)")
+            break
+        where = path or "(scenario)"
+        if isinstance(node, str):
+            if "\x00" in node:
+                problems.append(f"{where}: contains a NUL character")
+            continue
+        if not isinstance(node, dict | list):
+            continue
+        if id(node) in above:
+            problems.append(f"{where}: refers to itself (a YAML alias inside its own anchor)")
+            continue
+        if depth >= MAX_DEPTH:
+            problems.append(f"{where}: nested more than {MAX_DEPTH} levels deep")
+            continue
+        inner = above | {id(node)}
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            if isinstance(node, dict) and not isinstance(key, str):
+                problems.append(
+                    f"{where}: key {_short(key)} is not a field name (YAML read it as "
+                    f"{type(key).__name__}; quote it)"
+                )
+                continue
+            if isinstance(key, str) and "\x00" in key:
+                problems.append(f"{where}: a key contains a NUL character")
+                continue
+            stack.append((value, _child(path, key), depth + 1, inner))
+    return sorted(set(problems))
+
+
+def combination_problems(scenario: ScenarioBase) -> list[str]:
+    """What the sections allow on their own but not together: a workload on a target kind it
+    does not run on, and SQL names (table prefix, schema) the target's dialect does not take.
+    Found here, before anything connects, with the field named."""
+    from sim.sql import identifier_problem
+
+    target, workload = scenario.target, scenario.workload  # type: ignore[attr-defined]
+    problems = []
+    kinds = registry.workloads()[workload.name].workload_class.target_kinds
+    if target.kind not in kinds:
+        problems.append(
+            f"workload.name: {workload.name} does not run on a {target.kind} target "
+            f"(it runs on: {', '.join(sorted(kinds))})"
+        )
+    dialect = target.sql_dialect() if hasattr(target, "sql_dialect") else None
+    if dialect is None:
+        return problems
+    # Every name a scenario puts into SQL comes through sql_identifiers() and is checked here;
+    # the statements quote them as well (sim.sql.quote_identifier, SQLAlchemy's DDL compiler).
+    for section, model in (("target", target), ("workload.parameters", workload.parameters)):
+        made = model.sql_identifiers() if hasattr(model, "sql_identifiers") else {}
+        for field, names in made.items():
+            found = next((p for n in names if (p := identifier_problem(dialect, n))), None)
+            if found:
+                problems.append(f"{section}.{field}: {found}")
+    return problems
 
 
 def resolved_dict(scenario: ScenarioBase) -> dict[str, Any]:

@@ -46,7 +46,9 @@ RATES = ("iops", "r_s", "w_s", "rkB_s", "wkB_s")
 class Slo(BaseModel):
     """One service-level objective: limits for an operation (or all) or for a device."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: an .inf limit is always met and would be written to summary.json as
+    # Infinity, which is not JSON.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str | None = Field(default=None, description="A label for reports (optional).")
     op: str | None = Field(

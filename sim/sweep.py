@@ -57,7 +57,9 @@ COMPLETE_FRACTION = 0.9
 class Sweep(BaseModel):
     """A load ramp: ``start``, then ×``factor`` or +``step`` per step, up to ``max``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: ``max: .inf`` reached int(inf) below and crashed validation with
+    # an OverflowError instead of naming the field.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     vary: Literal["sessions", "rate_ops_s"] = Field(description="What each step raises.")
     start: float = Field(gt=0, description="The first step's sessions or rate.")

@@ -5,24 +5,44 @@ Passwords are references (``password_env`` / ``password_file``), see ``sim.secre
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sim.secrets import SecretRef
+from sim.secrets import LITERAL_SECRET_KEYS, SecretRef
 
 DEFAULT_SQLITE_CACHE_KIB = 2048
+# Keywords of an ODBC connection string; anything else could smuggle in another keyword.
+ODBC_KEYWORD = re.compile(r"[A-Za-z][A-Za-z0-9_ ]*")
+# Connection-string keywords that carry a password: a literal one is refused like
+# ``target.password`` is (the password comes from password_env / password_file).
+ODBC_SECRET_KEYWORDS = frozenset({"PWD", "PASSWORD", *(k.upper() for k in LITERAL_SECRET_KEYS)})
 
 
 class _Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: a timeout of .inf or .nan is a typo, not a setting.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    #: The SQL dialect of the kind (None: not a SQL target).
+    sql_dialect_of_kind: ClassVar[str | None] = None
+
+    def sql_dialect(self) -> str | None:
+        """The dialect whose SQL this target is sent (its identifier rules apply)."""
+        return self.sql_dialect_of_kind
+
+    def sql_identifiers(self) -> dict[str, list[str]]:
+        """Names taken from these settings that reach SQL, by field (checked by the scenario
+        against the dialect's identifier rules before anything connects)."""
+        return {}
 
 
 class SqliteSettings(_Settings):
     """The embedded default: a SQLite database file."""
 
     kind: Literal["sqlite"] = "sqlite"
+    sql_dialect_of_kind: ClassVar[str | None] = "sqlite"
     path: Path | None = Field(
         default=None,
         description="Database file. Unset: a fresh temporary directory, removed after the run.",
@@ -45,6 +65,7 @@ class PostgresSettings(SecretRef, _Settings):
     """PostgreSQL through asyncpg."""
 
     kind: Literal["postgres"] = "postgres"
+    sql_dialect_of_kind: ClassVar[str | None] = "postgres"
     host: str = "127.0.0.1"
     port: int = Field(default=5432, ge=1, le=65535)
     database: str = "postgres"
@@ -55,11 +76,16 @@ class PostgresSettings(SecretRef, _Settings):
     )
     connect_timeout_s: float = Field(default=10.0, gt=0)
 
+    def sql_identifiers(self) -> dict[str, list[str]]:
+        # The schema goes into search_path (quoted) and asyncpg's COPY (quoted by asyncpg).
+        return {"schema_name": [self.schema_name]}
+
 
 class OracleSettings(SecretRef, _Settings):
     """Oracle through python-oracledb's thin mode (no client libraries)."""
 
     kind: Literal["oracle"] = "oracle"
+    sql_dialect_of_kind: ClassVar[str | None] = "oracle"
     host: str = "127.0.0.1"
     port: int = Field(default=1521, ge=1, le=65535)
     service_name: str = "FREEPDB1"
@@ -71,6 +97,7 @@ class SqlServerSettings(SecretRef, _Settings):
     """SQL Server through pyodbc (ODBC Driver 18 for SQL Server or FreeTDS)."""
 
     kind: Literal["sqlserver"] = "sqlserver"
+    sql_dialect_of_kind: ClassVar[str | None] = "sqlserver"
     driver: str = "ODBC Driver 18 for SQL Server"
     host: str = "127.0.0.1"
     port: int = Field(default=1433, ge=1, le=65535)
@@ -98,6 +125,28 @@ class OdbcSettings(SecretRef, _Settings):
         default_factory=dict, description="More connection-string keywords."
     )
     data_directory: Path | None = None
+
+    def sql_dialect(self) -> str | None:
+        return self.dialect
+
+    @field_validator("extra")
+    @classmethod
+    def _keywords(cls, extra: dict[str, str]) -> dict[str, str]:
+        # Checked here rather than when the target is built, so `dbsim validate` refuses it too
+        # and the field is named: a key with ';' or '=' would add keywords of its own, and a
+        # PWD key would be a literal password in the scenario (and in the run bundle).
+        bad = sorted(k for k in extra if not ODBC_KEYWORD.fullmatch(k))
+        if bad:
+            raise ValueError(
+                f"{', '.join(map(repr, bad))}: not ODBC keywords (letters, digits, _ and spaces)"
+            )
+        secret = sorted(k for k in extra if k.strip().upper() in ODBC_SECRET_KEYWORDS)
+        if secret:
+            raise ValueError(
+                f"a literal {', '.join(secret)} is not accepted; name an environment variable "
+                "with password_env or a file with password_file"
+            )
+        return extra
 
 
 class FileTreeSettings(_Settings):

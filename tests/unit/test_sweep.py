@@ -91,7 +91,7 @@ def test_the_resolved_scenario_validates_again_unchanged() -> None:
         ({**RAMP, "start": 8}, {}, "load.sweep: start (8) is above max (4)"),
         ({**RAMP, "start": 1.5}, {}, "load.sweep: sessions are whole numbers: start"),
         ({**RAMP, "factor": 1.01, "max": 4000}, {}, "load.sweep: more than 100 steps"),
-        ({**RAMP, "max": 5000}, {}, "load.sweep: max: at most 4096 sessions"),
+        ({**RAMP, "max": 5000}, {}, "load.sweep.max: at most 4096 sessions"),
         ({**RAMP, "factor": 1}, {}, "load.sweep.factor: Input should be greater than 1"),
         ({**RAMP, "vary": "threads"}, {}, "load.sweep.vary: Input should be"),
         ({**RAMP, "bogus": 1}, {}, "load.sweep.bogus: Extra inputs are not permitted"),

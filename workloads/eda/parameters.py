@@ -52,7 +52,8 @@ MAX_JOB_SETS = 10_000
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: an .inf rate would pace a process at no delay at all.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _size(value: Any) -> Any:

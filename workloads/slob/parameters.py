@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MIN_ROWS = 10_000
+#: custid is an INTEGER column: 32-bit signed in PostgreSQL and SQL Server.
+MAX_ROWS = 2**31 - 1
 DEFAULT_SCALE = "80M"
 DEFAULT_BLOCK_SIZE = 8192
 MIB = 1024 * 1024
@@ -83,7 +85,8 @@ class SlobParameters(BaseModel):
         description="Tables are <prefix><n>_cf1.",
     )
     load_batch_rows: int = Field(default=2000, ge=1, le=100_000)
-    load_seed: int = Field(default=1, description="Seed of the per-schema key permutations.")
+    # ge=0: numpy seeds only from non-negative integers; a negative one failed mid-load.
+    load_seed: int = Field(default=1, ge=0, description="Seed of the per-schema key permutations.")
 
     _check_update = field_validator("update_pct")(classmethod(lambda cls, v: _pct_rule(v)))
     _check_scan = field_validator("scan_pct")(classmethod(lambda cls, v: _pct_rule(v)))
@@ -95,12 +98,24 @@ class SlobParameters(BaseModel):
             raise ValueError("must be 2048, 4096, 8192, 16384 or 32768")
         return value
 
+    @field_validator("scale", "scan_table_size")
+    @classmethod
+    def _size_text(cls, value: int | str) -> int | str:
+        # Checked per field, so the error names scale or scan_table_size (the model check
+        # below could only name workload.parameters).
+        parse_scale(value, DEFAULT_BLOCK_SIZE)
+        return value
+
     @model_validator(mode="after")
     def _sizes(self) -> SlobParameters:
         rows = self.scale_rows
         if rows < MIN_ROWS:
             raise ValueError(f"scale: {rows} rows is below the minimum of {MIN_ROWS}")
-        parse_scale(self.scan_table_size, self.block_size_bytes)
+        for name, count in (("scale", rows), ("scan_table_size", self.scan_rows)):
+            if count > MAX_ROWS:
+                raise ValueError(
+                    f"{name}: {count} rows is above the maximum of {MAX_ROWS} (custid is an INTEGER)"
+                )
         if self.do_hotspot:
             lo, hi = self.hotspot_rows
             if hi > rows or hi - lo < 2 * self.work_unit + 1:
@@ -122,6 +137,14 @@ class SlobParameters(BaseModel):
         """First and last key (inclusive) of the hot region."""
         first = self.hotspot_offset_mb * MIB // self.block_size_bytes + 1
         return first, first + self.hotspot_mb * MIB // self.block_size_bytes - 1
+
+    def sql_identifiers(self) -> dict[str, list[str]]:
+        """The longest names made from ``table_prefix`` (the highest schema number): tables
+        ``<prefix><n>_cf1`` / ``_cf2`` and cf1's index ``<table>_custid`` (workload.py and
+        schema.py build them the same way). The scenario checks them against the target's
+        identifier rules before anything connects."""
+        last = f"{self.table_prefix}{self.schemas}"
+        return {"table_prefix": [f"{last}_cf1", f"{last}_cf2", f"{last}_cf1_custid"]}
 
     @property
     def update_columns(self) -> list[str]:

@@ -20,6 +20,8 @@ DEFAULT_DATABASE_SIZE = "1G"
 DEFAULT_TABLES = 4
 DEFAULT_READ_PCT = 80
 DEFAULT_TABLE_PREFIX = "user_"
+#: custid is an INTEGER column: 32-bit signed in PostgreSQL and SQL Server.
+MAX_ROWS_PER_TABLE = 2**31 - 1
 
 
 class SsbParameters(BaseModel):
@@ -58,7 +60,8 @@ class SsbParameters(BaseModel):
     load_batch_rows: int = Field(
         default=500, ge=1, le=100_000, description="Rows per insert batch (≈7.4 KB each)."
     )
-    load_seed: int = Field(default=1, description="Seed of the loaded random text.")
+    # ge=0: numpy seeds only from non-negative integers; a negative one failed mid-load.
+    load_seed: int = Field(default=1, ge=0, description="Seed of the loaded random text.")
 
     @field_validator("database_size")
     @classmethod
@@ -86,10 +89,23 @@ class SsbParameters(BaseModel):
                 f"per table; at least {MIN_ROWS_PER_TABLE} are needed "
                 f"({MIN_ROWS_PER_TABLE * PAGE_BYTES * self.tables} bytes in all)"
             )
+        if rows > MAX_ROWS_PER_TABLE:
+            raise ValueError(
+                f"database_size {self.database_size} over {self.tables} table(s) gives {rows} rows "
+                f"per table; at most {MAX_ROWS_PER_TABLE} fit (custid is an INTEGER)"
+            )
         for name, width in (("rows_select", self.rows_select), ("rows_update", self.rows_update)):
             if width >= rows:
                 raise ValueError(f"{name} {width} must be below the {rows} rows per table")
         return self
+
+    def sql_identifiers(self) -> dict[str, list[str]]:
+        """The longest names made from ``table_prefix`` (the highest table number): the table
+        ``<prefix><n>`` and its index ``<table>_custid`` (workload.py and schema.py build them
+        the same way). The scenario checks them against the target's identifier rules before
+        anything connects."""
+        last = f"{self.table_prefix}{self.tables}"
+        return {"table_prefix": [last, f"{last}_custid"]}
 
     @property
     def database_size_bytes(self) -> int:
