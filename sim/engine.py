@@ -179,6 +179,9 @@ class Engine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_event: asyncio.Event | None = None
         self._stopping = False
+        # Set once every stage has run its full duration: the measurement is whole, and a
+        # signal from then on only hurries the teardown; it does not make the run interrupted.
+        self._measured_whole = False
         self._pending_stop: str | None = None
         # Set by the stage runner; read by sessions on every transaction.
         self._stage: Stage = self.stages[0]
@@ -219,6 +222,10 @@ class Engine:
             return
         if self._stop_event.is_set():
             self.stop_grace_s = 0.0  # second request: do not wait for in-flight transactions
+            return
+        if self._measured_whole:
+            self.stop_grace_s = 0.0
+            self._stop_event.set()
             return
         self.result.outcome = OUTCOME_INTERRUPTED
         self.result.reason = reason
@@ -459,6 +466,7 @@ class Engine:
                     self.result.measured_s += elapsed
                 if stop.done() or all_done.done():
                     return
+            self._measured_whole = True
         finally:
             stop.cancel()
 
