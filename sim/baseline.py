@@ -351,7 +351,14 @@ class BaselineRun:
                     break
                 self.say(f"[{n}/{len(self.points)}] {planned.point.id}: {planned.point.rw} "
                          f"bs={planned.point.block_kib}k numjobs={planned.numjobs} iodepth={planned.iodepth}")  # fmt: skip
-                result = await self._point(planned, target, bundle, stop)
+                try:
+                    result = await self._point(planned, target, bundle, stop)
+                except (SimError, OSError) as exc:
+                    # The failed point is listed too (its fio reports are in fio/), so the
+                    # bundle says which point failed and why, not only which ones succeeded.
+                    why = str(exc) if isinstance(exc, SimError) else exc.strerror
+                    self.results.append({**planned.to_dict(), "status": "failed", "error": why})
+                    raise
                 self.results.append(result)
                 bundle.running_extra["baseline"]["points"] = self.results
                 if result["status"] == "completed":

@@ -509,13 +509,20 @@ def test_fio_failing_mid_run(dbsim: Dbsim, tmpfs: Path, out_dir: Path) -> None:
     assert summary["status"] == "failed"
     assert "Read-only file system" in summary["error"]
     baseline = read_baseline(bundle)
-    assert [(p["id"], p["status"]) for p in baseline["points"]] == [("rand-4k-r100", "completed")]
+    assert [(p["id"], p["status"]) for p in baseline["points"]] == [
+        ("rand-4k-r100", "completed"),
+        ("rand-4k-r75", "failed"),  # listed, with fio's error, beside what was measured
+    ]
+    assert "Read-only file system" in baseline["points"][1]["error"]
     assert_parsed_as_fio_reported(bundle, baseline["points"][0])
     assert summary["baseline"] == baseline
     # The read-only volume also kept fio's files: the bundle says so instead of hiding it.
     assert any("could not be removed" in m for m in summary.get("messages", [])), summary
     _header, rows = read_csv(bundle / "baseline.csv")
-    assert [r["id"] for r in rows] == ["rand-4k-r100"]
+    assert [(r["id"], r["status"]) for r in rows] == [
+        ("rand-4k-r100", "completed"),
+        ("rand-4k-r75", "failed"),
+    ]
     assert (bundle / "report.html").is_file()
 
 
