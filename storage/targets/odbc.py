@@ -76,6 +76,43 @@ def translate_error(exc: Exception, where: str, hide: Callable[[str], str]) -> T
 
 
 PSQLODBC_MAX_VARCHAR = 8190
+# Longest text or binary value sent in a parameter array; a batch with a longer one goes row by
+# row, where pyodbc picks the long types itself. SQL Server refuses NVARCHAR(n) parameters
+# above 4,000, and the (max) way, data at execution (size 0), crashes psqlODBC 13 inside
+# fast_executemany (SIGSEGV).
+LONGEST_ARRAY_TEXT = 4000
+_TEXT_TYPES = (str, bytes, bytearray)
+
+
+def _text_units(value: Any) -> int:
+    """The buffer a value needs, in the units of a parameter's column size: UTF-16 code units
+    for str (how pyodbc sends text), bytes for binary, 0 for anything else."""
+    if isinstance(value, str):
+        return len(value) if value.isascii() else len(value.encode("utf-16-le")) // 2
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    return 0
+
+
+def parameter_sizes(rows: Sequence[Sequence[Any]]) -> list[int | None] | None:
+    """``cursor.setinputsizes`` for a batch: per parameter, the longest text or binary value
+    of the batch (at least 1), None for the other types; None for the whole batch when a
+    value is longer than ``LONGEST_ARRAY_TEXT``.
+
+    A bare integer sets only the column size, so the SQL type stays the one the driver
+    described (or pyodbc's SQL_VARCHAR default when it could not).
+    """
+    sizes: list[int | None] = []
+    # Not strict: a short row is reported by pyodbc, as without declared sizes.
+    for column in zip(*rows, strict=False):
+        if not any(isinstance(v, _TEXT_TYPES) for v in column):
+            sizes.append(None)
+            continue
+        longest = max(map(_text_units, column))
+        if longest > LONGEST_ARRAY_TEXT:
+            return None
+        sizes.append(max(longest, 1))
+    return sizes
 
 
 class OdbcConnection(SqlConnection):
@@ -142,8 +179,19 @@ class OdbcConnection(SqlConnection):
         return int(self._execute_blocking(sql, params).rowcount)
 
     def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        if self._fast:
+        # Parameter arrays have one fixed-size buffer per text column, which pyodbc sizes from
+        # SQLDescribeParam, silently falling back to VARCHAR(255) when the driver cannot
+        # describe. pyodbc does not prepare the same SQL twice on a cursor, and resets the
+        # parameters after each batch (SQLFreeStmt SQL_RESET_PARAMS); psqlODBC then has no
+        # parameter types left and, the statement being prepared already, does not ask the
+        # server again: SQLDescribeParam fails from the second batch on, and SSB's
+        # 370-character text failed "length 740 buffer 510". So the sizes are declared from
+        # the batch itself, right for any driver, batch and column, and the buffers are only
+        # as large as the data (not MaxVarcharSize each).
+        sizes = parameter_sizes(rows) if self._fast else None
+        if sizes is not None:
             self._cursor.fast_executemany = True
+            self._cursor.setinputsizes(sizes)
             try:
                 self._cursor.executemany(sql, rows)
                 return
@@ -151,7 +199,11 @@ class OdbcConnection(SqlConnection):
                 if not (exc.args and exc.args[0] in NO_PARAM_ARRAYS):
                     raise
                 self._fast = False  # this driver cannot: stop trying on this connection
-            self._cursor.fast_executemany = False
+            finally:
+                # Declared sizes stay on the cursor and would bind every later execute().
+                self._cursor.setinputsizes(None)
+        # Row by row: pyodbc binds each value at its own length.
+        self._cursor.fast_executemany = False
         self._cursor.executemany(sql, rows)
 
     async def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:
@@ -333,8 +385,9 @@ class OdbcTarget(PyodbcTarget):
             "UID": s.user,
         }
         if "postgresql" in s.driver.lower():
-            # psqlODBC describes text parameters as 255 characters by default, and pyodbc's
-            # fast_executemany sizes its buffers from that: longer values (SSB's 370) fail.
+            # psqlODBC describes text parameters and unsized varchar as MaxVarcharSize
+            # characters, 255 by default, shorter than text dbsim sends. Parameter arrays do
+            # not rely on that description (OdbcConnection declares sizes from the data).
             words["MAXVARCHARSIZE"] = str(PSQLODBC_MAX_VARCHAR)
         # ``extra`` wins over the generated keywords (keys compare case-insensitively).
         words.update({key.upper(): value for key, value in s.extra.items()})
