@@ -172,11 +172,9 @@ def scenario_text(kind: str, source: str, password_file: Path) -> str:
             f"  kind: odbc\n  driver: {ODBC_DRIVER}\n  dialect: postgres\n"
             f"  host: {HOST}\n  port: {PORT}\n"
         )
-        # One batch per table (256 rows): psqlODBC mis-sizes a re-executed prepared
-        # INSERT's text parameters, which a second batch on the same cursor would hit.
         workload = (
             "  name: ssb\n  parameters:\n    database_size: 4M\n    tables: 2\n"
-            f"    table_prefix: {PREFIX}o\n    load_batch_rows: 1000\n"
+            f"    table_prefix: {PREFIX}o\n"
         )
     return (
         f"name: secrets-{kind}-{source}\n"
