@@ -276,4 +276,3 @@ def _matches(point: Point, wanted: tuple[Access | None, int | None, int | None])
         and (size is None or point.block_kib == size)
         and (pct is None or point.read_pct == pct)
     )
-
