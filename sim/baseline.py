@@ -33,7 +33,13 @@ from typing import Any
 
 from sim import registry
 from sim.bundle import BundleWriter, atomic_write, new_bundle_dir
-from sim.errors import CollectorError, ConfigError, SimError, TargetError
+from sim.errors import (
+    CollectorError,
+    ConfigError,
+    OutputDirectoryError,
+    SimError,
+    TargetError,
+)
 from sim.metrics import Interval
 from sim.protocols import Collector, Sample
 from workloads.baseline import fio, safety
@@ -336,9 +342,20 @@ class BaselineRun:
 
     async def run(self, stop: asyncio.Event) -> tuple[dict[str, Any], Path]:
         target = self.claim_target()
-        path = new_bundle_dir(self.opts.directory, self.opts.name or "baseline")
-        bundle = BundleWriter(path, self.scenario(), flush_interval_s=2.0)
-        (path / "fio").mkdir(exist_ok=True)
+        try:
+            path = new_bundle_dir(self.opts.directory, self.opts.name or "baseline")
+            bundle = BundleWriter(path, self.scenario(), flush_interval_s=2.0)
+            (path / "fio").mkdir(exist_ok=True)
+        except BaseException as exc:
+            # No bundle, no run: give the tree back as it was (the marker claim_tree wrote,
+            # and the root if dbsim created it), so a bad --output leaves nothing behind.
+            if target.kind == "files":
+                safety.release_tree(Path(self.opts.target))
+            if isinstance(exc, OutputDirectoryError):  # named as this command's option
+                raise OutputDirectoryError(
+                    str(exc).replace("output.directory:", "baseline --output:", 1)
+                ) from None
+            raise
         bundle.running_extra = {"baseline": {"points_planned": [p.point.id for p in self.points]}}
         sampler = asyncio.ensure_future(self._sampler(self._collectors(target, bundle), bundle))
         status, error = "completed", None

@@ -450,6 +450,16 @@ def test_refused_and_untouched(refused: dict[str, Refused], case: Refusal) -> No
     assert snapshot(got.target) == got.before
 
 
+def test_unusable_output_directory_gives_the_tree_back(dbsim: Dbsim, tmp_path: Path) -> None:
+    """The tree is claimed (marker written) before the bundle is made: when the bundle cannot
+    be made, the claim is undone, so a bad --output leaves no trace on the target."""
+    target = tmp_path / "tree"
+    out = Path("/proc/dbsim-no-such-dir")  # mkdir fails there for root too
+    result = dbsim("baseline", target, *SHORT, "-o", out)
+    assert_refused(result, out, "baseline --output", "cannot create")
+    assert not os.path.lexists(target), sorted(p.name for p in target.iterdir())
+
+
 # --------------------------------------------------------------------------- 5. fio fails
 
 
