@@ -24,7 +24,6 @@ from sim.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
     EXIT_RUN_FAILED,
-    EXIT_SLO_MISSED,
     ConfigError,
     SimError,
 )
@@ -130,11 +129,10 @@ def run(
 
 
 def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: bool) -> int:
-    from sim.console import LiveConsole, summary_tables
+    from sim.console import LiveConsole, print_run_end, summary_tables
     from sim.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED, new_event_loop
     from sim.runner import finish_summary, prepare_run
-    from sim.slo import missed, verdict_line
-    from sim.sweep import sweep_line
+    from sim.slo import completed_exit_code
 
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
@@ -189,25 +187,13 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
         out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
         for table in summary_tables(summary):
             out.print(table)
-        mix = summary.get("mix", {})
-        if "exact" in mix:
-            out.print(
-                f"mix by the workload's rule: {'exact' if mix['exact'] else 'NOT exact'} {mix.get('measured')}"
-            )
-        for verdict in (summary.get("slos") or {}).get("verdicts") or []:
-            out.print(verdict_line(verdict), highlight=False, markup=False)
-        if summary.get("sweep"):
-            out.print(sweep_line(summary["sweep"]), highlight=False, markup=False)
-        out.print(f"bundle: {summary['bundle']}")
-        report = Path(summary["bundle"]) / "report.html"
-        if report.exists():
-            out.print(f"report: {report}")
+        print_run_end(out, summary)
     status = summary["status"]
     if status == OUTCOME_COMPLETED:
-        if scenario.slos and missed(summary) is None:  # objectives that could not be judged
-            _error(f"SLOs not judged: {(summary.get('slos') or {}).get('error', 'no verdict')}")
-            return EXIT_RUN_FAILED
-        return EXIT_SLO_MISSED if missed(summary) else EXIT_OK
+        code, problem = completed_exit_code(summary, declared=bool(scenario.slos))
+        if problem:  # objectives that could not be judged
+            _error(problem)
+        return code
     if status == OUTCOME_INTERRUPTED:
         return EXIT_SIGTERM if received and received[-1] == signal.SIGTERM else EXIT_SIGINT
     if summary.get("error"):

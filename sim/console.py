@@ -193,3 +193,26 @@ def summary_tables(summary: dict[str, Any]) -> list[Table]:
             )
         tables.append(dev)
     return tables
+
+
+def print_run_end(out: Console, summary: dict[str, Any]) -> None:
+    """What ``dbsim run`` prints after the tables (with or without ``--workers``): the mix
+    rule's check, one line per SLO verdict, a sweep's answer, the bundle and its report."""
+    from pathlib import Path
+
+    from sim.slo import verdict_line
+    from sim.sweep import sweep_line
+
+    mix = summary.get("mix", {})
+    if "exact" in mix:
+        out.print(
+            f"mix by the workload's rule: {'exact' if mix['exact'] else 'NOT exact'} {mix.get('measured')}"
+        )
+    for verdict in (summary.get("slos") or {}).get("verdicts") or []:
+        out.print(verdict_line(verdict), highlight=False, markup=False)
+    if summary.get("sweep"):
+        out.print(sweep_line(summary["sweep"]), highlight=False, markup=False)
+    out.print(f"bundle: {summary['bundle']}")
+    report = Path(summary["bundle"]) / "report.html"
+    if report.exists():
+        out.print(f"report: {report}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from sim import registry
 from sim.bundle import BundleWriter, iso, new_bundle_dir, os_reason
 from sim.engine import OUTCOME_FAILED, OUTCOME_INTERRUPTED, Engine, RunResult, Stage
 from sim.errors import ConfigError, OutputDirectoryError, ScenarioError, SimError
+from sim.metrics import OpStats
 from sim.protocols import Collector, Target, Workload
 from sim.scenario import CollectorSettings, ScenarioBase, resolved_dict
 from sim.slo import unknown_operations
@@ -94,9 +96,7 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
     """Validate the combination, create the bundle directory and wire the engine's events."""
     target = build_target(scenario)
     workload = build_workload(scenario, target)
-    problems = unknown_operations(scenario.slos, workload.operations())
-    if problems:
-        raise ScenarioError(problems)
+    check_slo_operations(scenario, workload)
     settings = scenario.collectors
     if settings.ontap is not None and settings.enabled != "none":
         # Validate now (no I/O): a mistake in collectors.ontap is bad input, exit 2.
@@ -143,6 +143,14 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
     engine.events.interval.add_listener(bundle.on_interval)
     engine.events.collector_error.add_listener(bundle.on_collector_error)
     return PreparedRun(scenario, target, workload, engine, bundle)
+
+
+def check_slo_operations(scenario: ScenarioBase, workload: Workload) -> None:
+    """Refuse (exit 2, one line each) objectives naming an operation the workload does not
+    have, before anything runs (``dbsim run`` with and without ``--workers``)."""
+    problems = unknown_operations(scenario.slos, workload.operations())
+    if problems:
+        raise ScenarioError(problems)
 
 
 def attach_lab(engine: Engine) -> None:
@@ -263,16 +271,37 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
             result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
         )
         return summary
-    # SLO verdicts (and a sweep's per-step answer) are judged on the summary and on the time
-    # series just closed, then written into the summary before the report reads it.
-    levels = service_levels(run.scenario, summary, bundle.path)
-    if levels:
-        extra.update(levels)
-        summary = bundle.write_summary(
-            result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
-        )
+    summary = write_service_levels(
+        run.scenario, bundle, summary, totals=totals, measured_s=result.measured_s, extra=extra
+    )
     _write_report(bundle.path)
     return summary
+
+
+def write_service_levels(
+    scenario: ScenarioBase,
+    bundle: BundleWriter,
+    summary: dict[str, Any],
+    *,
+    totals: Mapping[str, OpStats],
+    measured_s: float,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """Judge the scenario's SLOs (and a sweep's steps) on a finished run and write them into
+    its summary.json; returns the summary, unchanged when the scenario has neither.
+
+    The verdicts are judged on ``summary`` — its operations' percentiles (from the measured
+    histograms), their counts over the measured window, the block devices' means — and, for a
+    sweep, on the bundle's time series, which must be closed. Called with the bundle written
+    but before the report reads it, by :func:`finish_summary` and by the master of
+    ``dbsim run --workers`` on its merged bundle (:mod:`sim.locust.merge`)."""
+    levels = service_levels(scenario, summary, bundle.path)
+    if not levels:
+        return summary
+    extra.update(levels)
+    return bundle.write_summary(
+        str(summary.get("status")), totals=totals, measured_s=measured_s, extra=extra
+    )
 
 
 def _bundle_failure(run: PreparedRun, extra: dict[str, Any]) -> bool:
@@ -340,4 +369,12 @@ def bundle_path(run: PreparedRun) -> Path:
     return run.bundle.path
 
 
-__all__ = ["PreparedRun", "SimError", "build_collectors", "finish_summary", "prepare_run"]
+__all__ = [
+    "PreparedRun",
+    "SimError",
+    "build_collectors",
+    "check_slo_operations",
+    "finish_summary",
+    "prepare_run",
+    "write_service_levels",
+]

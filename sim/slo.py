@@ -33,6 +33,8 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from sim.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SLO_MISSED
+
 ALL_OPS = "*"
 #: Latency limit → the figure it bounds.
 LATENCY_LIMITS = {"p50_us_max": "p50_us", "p95_us_max": "p95_us", "p99_us_max": "p99_us"}
@@ -349,6 +351,18 @@ def missed(summary: Mapping[str, Any]) -> bool | None:
     if not isinstance(section, dict) or not isinstance(section.get("met"), bool):
         return None
     return not section["met"]
+
+
+def completed_exit_code(summary: Mapping[str, Any], *, declared: bool) -> tuple[int, str | None]:
+    """The exit code of a run that completed, by its objectives (``declared``: the scenario
+    has some): 0 every one met or none declared, 1 one missed, 3 when declared objectives
+    could not be judged — with the line to print then, since dbsim does not vouch for them.
+    ``dbsim run`` and ``dbsim run --workers`` both answer with this."""
+    verdict = missed(summary)
+    if declared and verdict is None:
+        why = (summary.get("slos") or {}).get("error", "no verdict")
+        return EXIT_RUN_FAILED, f"SLOs not judged: {why}"
+    return (EXIT_SLO_MISSED if verdict else EXIT_OK), None
 
 
 # --------------------------------------------------------------------------- text

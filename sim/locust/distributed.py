@@ -3,8 +3,10 @@
 The master binds 127.0.0.1 on a free port, starts ``N`` local worker processes, waits for them
 to connect, starts ``load.sessions`` users (all at once: the sessions start together, the
 SLOB way), and returns when the merged bundle is written — with the same output and exit
-codes as a single-process ``dbsim run`` (0 completed, 3 failed, 130/143 stopped by
-SIGINT/SIGTERM, which stops the workers' engines and still writes the bundle).
+codes as a single-process ``dbsim run``: 0 completed (and every SLO met), 1 completed with an
+SLO missed, 2 bad input (a sweep, which Locust cannot run, included), 3 failed or SLOs that
+could not be judged, 130/143 stopped by SIGINT/SIGTERM (which stops the workers' engines and
+still writes the bundle). The SLOs are judged by the master on the merged bundle.
 """
 
 from __future__ import annotations
@@ -13,13 +15,12 @@ import json
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import gevent
 import gevent.event
 
-from sim.errors import EXIT_OK, EXIT_RUN_FAILED, ConfigError
+from sim.errors import EXIT_RUN_FAILED, ConfigError
 from sim.locust.app import (
     LOOPBACK,
     default_users,
@@ -32,7 +33,9 @@ from sim.locust.app import (
 )
 from sim.locust.form import check_locust_scenario
 from sim.locust.master import MasterController
+from sim.runner import build_target, build_workload, check_slo_operations
 from sim.scenario import ScenarioBase
+from sim.slo import completed_exit_code
 
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
@@ -59,6 +62,8 @@ def run_distributed(
     if workers < 1:
         raise ConfigError(f"--workers: {workers} is not a number of worker processes (1 or more)")
     check_locust_scenario(scenario)
+    if scenario.slos:  # as prepare_run does: an objective on an unknown operation is bad input
+        check_slo_operations(scenario, build_workload(scenario, build_target(scenario)))
     users = default_users(scenario)
     setup_process("DEBUG" if debug else "WARNING")
     environment = environment_for(scenario, users)
@@ -96,7 +101,10 @@ def run_distributed(
     _print(summary, quiet=quiet, as_json=as_json)
     status = summary.get("status")
     if status == "completed":
-        return EXIT_OK
+        code, problem = completed_exit_code(summary, declared=bool(scenario.slos))
+        if problem:  # objectives that could not be judged
+            sys.stderr.write(f"error: {problem}\n")
+        return code
     if status == "interrupted":
         return _signal_code(received) or EXIT_SIGINT
     if summary.get("error"):
@@ -120,7 +128,7 @@ def _print(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> None:
         return
     from rich.console import Console
 
-    from sim.console import summary_tables
+    from sim.console import print_run_end, summary_tables
 
     out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
     for table in summary_tables(summary):
@@ -131,11 +139,4 @@ def _print(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> None:
             f"worker {worker['index']} ({worker.get('host')}): {worker.get('status')}, "
             f"{worker.get('sessions')} sessions, {counts}"
         )
-    mix = summary.get("mix", {})
-    if "exact" in mix:
-        verdict = "exact" if mix["exact"] else "NOT exact"
-        out.print(f"mix by the workload's rule: {verdict} {mix.get('measured')}")
-    out.print(f"bundle: {summary['bundle']}")
-    report = Path(summary["bundle"]) / "report.html"
-    if report.exists():
-        out.print(f"report: {report}")
+    print_run_end(out, summary)

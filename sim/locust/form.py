@@ -135,8 +135,14 @@ def scenario_from_options(base: ScenarioBase, options: Any, users: int) -> Scena
 
 
 def check_locust_scenario(scenario: ScenarioBase) -> None:
-    """Refuse what a Locust-driven run cannot honour: per-step session counts (Locust decides
-    how many sessions run, and where)."""
+    """Refuse what a Locust-driven run cannot honour: a sweep (its steps change the load and
+    stop at the first breach, judged step by step on one engine's intervals) and per-step
+    session counts (Locust decides how many sessions run, and where)."""
+    if scenario.load.sweep is not None:
+        raise ConfigError(
+            "load.sweep: sweeps do not run under Locust (dbsim run --workers, dbsim ui); "
+            "run the sweep with dbsim run without --workers"
+        )
     for index, step in enumerate(scenario.load.steps):
         if step.sessions is not None:
             raise ConfigError(

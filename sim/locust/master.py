@@ -33,7 +33,7 @@ from sim.locust.roles import (
     stop_runner,
 )
 from sim.protocols import Sample
-from sim.scenario import ScenarioBase, resolved_dict
+from sim.scenario import ScenarioBase
 
 log = logging.getLogger(__name__)
 
@@ -96,14 +96,13 @@ class MasterController(Controller):
             log.error("cannot start: %s", exc)
             stop_runner(self.environment)
             return
-        data = resolved_dict(scenario)
         run_id = uuid.uuid4().hex[:12]
         index = {cid: runner.get_worker_index(cid) for cid in workers}  # type: ignore[attr-defined]
         self.notes = []
         try:
             self.merger = RunMerger(
                 self.environment,
-                data,
+                scenario,
                 run_id,
                 {cid: (index[cid], users) for cid, users in workers.items()},
                 on_finished=self._finished,
@@ -112,6 +111,7 @@ class MasterController(Controller):
             log.error("cannot start: %s", exc)
             stop_runner(self.environment)
             return
+        data = self.merger.scenario
         for cid in sorted(workers, key=index.__getitem__):
             runner.send_message(
                 MSG_START,

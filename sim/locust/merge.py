@@ -14,8 +14,9 @@ difference is written into the summary's messages). Storage samples are merged b
 :func:`sim.locust.packets.merge_samples`. A worker that stops sending heartbeats for
 ``LOST_AFTER_S`` (killed, crashed, cut off) is recorded as lost: what it sent until then is
 counted, the run goes on without it, and the summary's ``distributed`` section says what was
-lost and when. Every file write goes through one native thread (gevent's thread pool of size
-one, in order), never on the hub.
+lost and when. The scenario's SLOs are judged on the merged bundle by the same function as a
+single-process run's (:func:`sim.runner.write_service_levels`). Every file write goes through
+one native thread (gevent's thread pool of size one, in order), never on the hub.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from sim.locust.packets import Packet, decode_ops, merge_samples, packet_ops, pa
 from sim.locust.summary import distributed_extra, run_status
 from sim.metrics import Interval, OpStats
 from sim.protocols import Sample
+from sim.runner import write_service_levels
+from sim.scenario import ScenarioBase, resolved_dict
 
 log = logging.getLogger(__name__)
 
@@ -83,15 +86,18 @@ class RunMerger:
     def __init__(
         self,
         environment: Environment,
-        scenario: dict[str, Any],
+        scenario: ScenarioBase,
         run_id: str,
         workers: dict[str, tuple[int, int]],
         *,
         on_finished: FinishedListener | None = None,
     ) -> None:
-        """``workers``: client id → (worker index, sessions) of every worker in the run."""
+        """``scenario``: the run's (its SLOs are judged on the merged bundle); ``workers``:
+        client id → (worker index, sessions) of every worker in the run."""
         self.environment = environment
-        self.scenario = scenario
+        self.spec = scenario
+        #: The scenario as sent to the workers and written into the bundle.
+        self.scenario: dict[str, Any] = resolved_dict(scenario)
         self.run_id = run_id
         self.workers = {
             cid: WorkerRun(cid, index, sessions) for cid, (index, sessions) in workers.items()
@@ -108,7 +114,7 @@ class RunMerger:
         self.stopped_by: str | None = None
         self._deadline: float | None = None
         self._pool = ThreadPool(1)  # one native thread: bundle writes in order, off the hub
-        output = scenario.get("output") or {}
+        output = self.scenario.get("output") or {}
         self._writer: BundleWriter = self._pool.apply(self._create_writer, (output,))
         self.bundle = self._writer.path
         self._watcher = gevent.spawn(self._watch)
@@ -287,6 +293,18 @@ class RunMerger:
                 status, totals=totals, measured_s=measured_s, extra=extra
             )
             self._writer.close()
+            if self._writer.failure is None:
+                # The SLOs, judged as a single-process run's are: on the merged histograms'
+                # percentiles, the merged counts over the measured window and the merged
+                # block samples of the summary just written.
+                summary = write_service_levels(
+                    self.spec,
+                    self._writer,
+                    summary,
+                    totals=totals,
+                    measured_s=measured_s,
+                    extra=extra,
+                )
             if self._writer.failure is not None:
                 # The writer no longer raises (sim.bundle): a bundle that could not be written
                 # makes the run failed, with the in-memory summary and no report.

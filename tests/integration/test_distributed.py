@@ -1,4 +1,5 @@
-"""Locust master + 2 local workers on loopback: one merged bundle, exact counts, a lost worker.
+"""Locust master + 2 local workers on loopback: one merged bundle, exact counts, a lost worker,
+SLOs judged on the merged bundle (exit 0 met, 1 missed) and sweeps refused up front (exit 2).
 
 ``python -m sim.locust run --workers 2`` (the ``dbsim run --workers 2`` command) is run as a
 child process; its workers are its own children, ``python -m sim.locust worker --master
@@ -196,3 +197,129 @@ def test_a_killed_worker_is_recorded_and_the_run_completes(
     }
     assert "exact" not in summary["mix"]  # no rule can be checked over a partial worker
     assert (Path(summary["bundle"]) / "report.html").is_file()
+
+
+# --------------------------------------------------------------------------- SLOs
+
+SLO_RUN = ["run", "--workers", "2", "--sessions", "2", "--duration", "2", "--warmup", "0"]
+EXIT_SLO_MISSED, EXIT_BAD_INPUT = 1, 2
+
+
+def _run_master(
+    tmp_path: Path, started: list[subprocess.Popen[str]], *args: str
+) -> tuple[int, str, str]:
+    proc = subprocess.Popen(
+        _command(*args),
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    started.append(proc)
+    stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
+    return proc.returncode, stdout, stderr
+
+
+def test_slos_met_on_the_merged_bundle_exit_0(
+    tmp_path: Path, started: list[subprocess.Popen[str]]
+) -> None:
+    out = tmp_path / "runs"
+    slos = (
+        "slos=[{name: read latency, op: read, p99_us_max: 60000000},"
+        " {op: '*', ops_s_min: 1, error_pct_max: 100}, {name: storage, await_ms_max: 60000}]"
+    )
+    rc, stdout, stderr = _run_master(
+        tmp_path, started, *SLO_RUN, "--set", slos, "-o", str(out), "--json"
+    )
+    assert rc == 0, stderr[-4000:]
+    assert BLOCKED not in stderr, stderr[-4000:]
+    summary = json.loads(stdout)
+    assert summary["status"] == "completed"
+    assert _summary(out)["slos"] == summary["slos"]  # printed and written alike
+    section = summary["slos"]
+    assert section["met"] is True and section["window"] == "measured window"
+    assert [(v["slo"], v.get("op", v.get("device"))) for v in section["verdicts"]][:3] == [
+        ("p99_us_max", "read"),
+        ("ops_s_min", "*"),
+        ("error_pct_max", "*"),
+    ]
+    latency, throughput, errors, storage = section["verdicts"]
+    # Judged on the merged figures: the merged histogram's p99, the merged counts over the
+    # measured window, the block device the workers' host sampled.
+    assert latency["measured"] == summary["operations"]["read"]["p99_us"]
+    ops = summary["operations"]
+    total = sum(op["count"] for op in ops.values())
+    assert total == sum(
+        sum(v["count"] for v in w["operations"].values()) for w in summary["distributed"]["workers"]
+    )
+    assert throughput["measured"] == pytest.approx(
+        total / summary["timing"]["measured_s"], rel=0.01
+    )
+    assert errors["measured"] == 0
+    assert storage["device"] in summary["storage"]["block"]
+    assert storage["met"] is True
+    assert all(v["met"] is True for v in section["verdicts"])
+
+
+def test_an_slo_missed_on_the_merged_bundle_exits_1(
+    tmp_path: Path, started: list[subprocess.Popen[str]]
+) -> None:
+    out = tmp_path / "runs"
+    slos = "slos=[{op: read, p99_us_max: 1}, {ops_s_min: 1}]"
+    rc, stdout, stderr = _run_master(tmp_path, started, *SLO_RUN, "--set", slos, "-o", str(out))
+    assert rc == EXIT_SLO_MISSED, stdout[-4000:] + stderr[-4000:]
+    assert BLOCKED not in stderr, stderr[-4000:]
+    summary = _summary(out)
+    assert summary["status"] == "completed"  # the run is fine; the objective is not
+    assert summary["slos"]["met"] is False
+    missed, met = summary["slos"]["verdicts"]
+    assert (missed["slo"], missed["op"], missed["met"]) == ("p99_us_max", "read", False)
+    assert (
+        missed["measured"] == summary["operations"]["read"]["p99_us"] and missed["margin_pct"] < 0
+    )
+    assert (met["slo"], met["met"]) == ("ops_s_min", True)
+    assert "SLO MISSED: read p99 ≤ 1 µs: " in stdout
+    assert "SLO met: all operations ops/s ≥ 1.0: " in stdout
+    assert (Path(summary["bundle"]) / "report.html").is_file()
+
+
+@pytest.mark.parametrize(
+    "sweep",
+    [
+        ["load.sweep={vary: sessions, start: 1, factor: 2, max: 2, step_duration_s: 1}"],
+        [
+            "load.mode=open",
+            "load.sweep={vary: rate_ops_s, start: 50, factor: 2, max: 100, step_duration_s: 1}",
+        ],
+    ],
+    ids=["sessions", "rate"],
+)
+def test_a_sweep_under_workers_is_refused_up_front(
+    tmp_path: Path, started: list[subprocess.Popen[str]], sweep: list[str]
+) -> None:
+    out = tmp_path / "runs"
+    sets = [arg for item in sweep for arg in ("--set", item)]
+    rc, stdout, stderr = _run_master(tmp_path, started, *SLO_RUN, *sets, "-o", str(out))
+    assert rc == EXIT_BAD_INPUT, stderr
+    assert stderr.splitlines() == [
+        "error: load.sweep: sweeps do not run under Locust (dbsim run --workers, dbsim ui); "
+        "run the sweep with dbsim run without --workers"
+    ]
+    assert stdout == ""
+    assert not out.exists()  # nothing started, no bundle
+
+
+def test_an_slo_on_an_unknown_operation_is_refused_up_front(
+    tmp_path: Path, started: list[subprocess.Popen[str]]
+) -> None:
+    out = tmp_path / "runs"
+    rc, _, stderr = _run_master(
+        tmp_path, started, *SLO_RUN, "--set", "slos=[{op: nope, p99_us_max: 1}]", "-o", str(out)
+    )
+    assert rc == EXIT_BAD_INPUT, stderr
+    assert stderr.splitlines() == [
+        "error: slos[0].op: unknown operation 'nope' (this workload has: read, scan, update)"
+    ]
+    assert not out.exists()
