@@ -67,8 +67,9 @@ import yaml
 from sim.analysis import load_bundle, stats
 from sim.analysis.series import BundleSeries
 from sim.errors import ConfigError
-from storage.emulator import Lab, cgroups, system
+from storage.emulator import Lab, system
 from storage.emulator.pgcluster import PG_USER, pg_bin
+from tests.integration.test_lab import _require_lab as require_lab
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
@@ -123,15 +124,8 @@ sys.exit(main(sys.argv[3:]))
 
 
 def _require_lab() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("!!! NOT RUN: the ground-truth tests need root (loop devices, cgroups)")
-    mounts = cgroups.v1_mounts()
-    missing = [c for c in cgroups.CONTROLLERS if c not in mounts]
-    if missing:
-        pytest.skip(f"!!! NOT RUN: cgroup v1 {' and '.join(missing)} not mounted")
-    tools = system.missing_tools()
-    if tools:
-        pytest.skip(f"!!! NOT RUN: {', '.join(tools)} missing (util-linux, e2fsprogs)")
+    """The lab's needs (root, cgroup v1, util-linux) and PostgreSQL's server binaries."""
+    require_lab()
     try:
         pg_bin()
         pwd.getpwnam(PG_USER)
@@ -264,30 +258,28 @@ class GroundLab:
         return bundle
 
 
-@pytest.fixture(scope="module")
-def ground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GroundLab]:
-    """The module's lab with PostgreSQL and the SLOB table loaded; always taken down. The
-    scenarios and bundles are kept in pytest's temporary directory for inspection."""
-    _require_lab()
+@contextlib.contextmanager
+def private_ground_lab(prefix: str, name: str, runs: Path, port: int) -> Iterator[GroundLab]:
+    """A lab of the caller's own (state, image, mount and cgroup names from ``prefix``) with
+    a throwaway PostgreSQL (track_io_timing on, autovacuum off) and the SLOB table loaded,
+    verified, vacuumed and checkpointed; always taken down, with a last resort that never
+    leaves a mount or loop device. Shared by the ground-truth and lab-sweep modules."""
     # /var/tmp, not pytest's tmp_path: postgres must be able to search every parent directory.
-    base = Path(tempfile.mkdtemp(prefix="dbsim-gt-", dir="/var/tmp"))
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
     base.chmod(0o755)
-    lab = Lab(base / "state", base / "images", name=f"dbsim-gt-{os.getpid()}")
+    lab = Lab(base / "state", base / "images", name=f"{prefix}{os.getpid()}")
     timings: dict[str, float] = {}
     try:
         started = time.monotonic()
-        port = _free_port()
         status = lab.up(
             LAB_SIZE, base / "mnt", memory_limit_bytes=MEMORY_LIMIT, postgres=True, pg_port=port
         )
         assert status["up"] and status["postgres"]["running"], status
         timings["lab_up_s"] = time.monotonic() - started
         pg = status["postgres"]
-        keep = os.environ.get(KEEP_ENV)
-        runs = Path(keep) if keep else tmp_path_factory.mktemp("ground-truth")
         runs.mkdir(parents=True, exist_ok=True)
         scenario = {
-            "name": "ground-truth",
+            "name": name,
             "target": {
                 "kind": "postgres",
                 "host": "127.0.0.1",
@@ -331,11 +323,8 @@ def ground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GroundLab]:
         # The verify scan set the rows' hint bits; VACUUM sets the visibility map and the
         # checkpoint writes it all now, so that no hint-bit write-back reaches the device
         # during the runs (it would add writes to a read-only workload's IOPS).
-        name = table["table"]
-        ground.sql(f"VACUUM {name}", "CHECKPOINT")
+        ground.sql(f"VACUUM {table['table']}", "CHECKPOINT")
         timings["load_s"] = time.monotonic() - started
-        settings = ground.sql("SHOW track_io_timing", "SHOW autovacuum", "SHOW shared_buffers")
-        assert settings == ["on", "off", "16MB"], settings
         yield ground
     finally:
         problems: list[str] = []
@@ -350,6 +339,19 @@ def ground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GroundLab]:
             shutil.rmtree(base, ignore_errors=True)
         if problems:
             print(f"\n!!! lab {lab.name} left behind: {problems}")
+
+
+@pytest.fixture(scope="module")
+def ground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GroundLab]:
+    """The module's lab with PostgreSQL and the SLOB table loaded; always taken down. The
+    scenarios and bundles are kept in pytest's temporary directory for inspection."""
+    _require_lab()
+    keep = os.environ.get(KEEP_ENV)
+    runs = Path(keep) if keep else tmp_path_factory.mktemp("ground-truth")
+    with private_ground_lab("dbsim-gt-", "ground-truth", runs, _free_port()) as ground:
+        settings = ground.sql("SHOW track_io_timing", "SHOW autovacuum", "SHOW shared_buffers")
+        assert settings == ["on", "off", "16MB"], settings
+        yield ground
 
 
 # --------------------------------------------------------------------------- bundle figures

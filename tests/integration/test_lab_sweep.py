@@ -26,13 +26,8 @@ Runs go through the real CLI (``--skip-load``); ``-s`` prints the sweep's points
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import shutil
-import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,19 +35,14 @@ from typing import Any
 import pytest
 import yaml
 
-from storage.emulator import Lab, system
 from tests.integration.test_ground_truth import (
-    LAB_SIZE,
-    MEMORY_LIMIT,
-    ROWS,
     T2_THINK,
     WARMUP_S,
-    WORK_UNIT,
     GroundLab,
     _free_port,
-    _mounted_under,
     _require_lab,
     _summary,
+    private_ground_lab,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
@@ -70,75 +60,12 @@ EXPECTED_HIGHEST = 4  # the first step that reaches the ceiling; 8 sessions queu
 def sweep_lab() -> Iterator[GroundLab]:
     """A private lab with PostgreSQL and the SLOB table loaded; always taken down."""
     _require_lab()
-    # /var/tmp, not pytest's tmp_path: postgres must be able to search every parent directory.
-    base = Path(tempfile.mkdtemp(prefix="dbsim-sweep-", dir="/var/tmp"))
-    base.chmod(0o755)
-    lab = Lab(base / "state", base / "images", name=f"dbsim-sweep-{os.getpid()}")
+    runs = Path(tempfile.mkdtemp(prefix="dbsim-sweep-runs-"))
     try:
-        started = time.monotonic()
-        port = _free_port(55462)
-        status = lab.up(
-            LAB_SIZE, base / "mnt", memory_limit_bytes=MEMORY_LIMIT, postgres=True, pg_port=port
-        )
-        assert status["up"] and status["postgres"]["running"], status
-        pg = status["postgres"]
-        runs = base / "runs"
-        runs.mkdir()
-        scenario = {
-            "name": "lab-sweep",
-            "target": {
-                "kind": "postgres",
-                "host": "127.0.0.1",
-                "port": port,
-                "user": "postgres",
-                "database": "postgres",
-                "password_file": pg["password_file"],
-                "data_directory": pg["data_dir"],
-            },
-            "workload": {
-                "name": "slob",
-                "parameters": {
-                    "scale": ROWS,
-                    "work_unit": WORK_UNIT,
-                    "update_pct": 0,
-                    "load_batch_rows": 20_000,
-                },
-            },
-        }
-        ground = GroundLab(
-            lab=lab,
-            base=base,
-            status=status,
-            scenario=scenario,
-            runs=runs,
-            device=os.path.basename(status["device"]),
-            password=Path(pg["password_file"]).read_text().strip(),
-            port=port,
-        )
-        ground.sql(
-            "ALTER SYSTEM SET track_io_timing = on",
-            "ALTER SYSTEM SET autovacuum = off",
-            "SELECT pg_reload_conf()",
-        )
-        load = ground.write_scenario("load", {"sessions": 1, "duration_s": 1})
-        report = json.loads(ground.cli("load", str(load)).stdout)
-        (table,) = report["verify"]["tables"]
-        assert (table["rows"], table["blocks"]) == (ROWS, ROWS)
-        ground.sql(f"VACUUM {table['table']}", "CHECKPOINT")
-        ground.setup_s["setup_s"] = time.monotonic() - started
-        yield ground
+        with private_ground_lab("dbsim-sweep-", "lab-sweep", runs, _free_port(55462)) as ground:
+            yield ground
     finally:
-        problems: list[str] = []
-        with contextlib.suppress(Exception):
-            problems = lab.down()
-        for mount_point in _mounted_under(base):
-            subprocess.run(["umount", mount_point], check=False)
-        for loop in system.loops_for(base / "images" / f"{lab.name}.img"):
-            subprocess.run(["losetup", "--detach", loop], check=False)
-        if not _mounted_under(base):
-            shutil.rmtree(base, ignore_errors=True)
-        if problems:
-            print(f"\n!!! lab {lab.name} left behind: {problems}")
+        shutil.rmtree(runs, ignore_errors=True)
 
 
 def _print_sweep(sweep: dict[str, Any], exit_code: int) -> None:
