@@ -175,6 +175,8 @@ def _ms(value: float | None) -> str:
 
 def results_table(baseline: dict[str, Any]) -> Table:
     """One row per point: fio's figures, the device's iostat figures, the published one."""
+    from sim.baseline import busiest_device
+
     comparison = {r["id"]: r for r in (baseline.get("comparison") or {}).get("rows", [])}
     title = "fio baseline" + (
         f" vs {baseline['comparison']['envelope']}" if baseline.get("comparison") else ""
@@ -191,9 +193,7 @@ def results_table(baseline: dict[str, Any]) -> Table:
             continue
         read, write = r["read"], r["write"]
         device = r.get("device") or {}
-        busiest: dict[str, float] = max(
-            device.values(), key=lambda d: d.get("r_s", 0) + d.get("w_s", 0), default={}
-        )
+        busiest = busiest_device(device)
         row = comparison.get(r["id"]) or {}
         published = row.get("published") or {}
         flag = " *" if published.get("flags") else ""

@@ -27,7 +27,6 @@ exits 0 when some load met every SLO and 1 when even the first step missed one.
 
 from __future__ import annotations
 
-import csv
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -113,14 +112,6 @@ class Sweep(BaseModel):
 # --------------------------------------------------------------------------- step figures
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return list(csv.DictReader(handle))
-    except OSError:
-        return []
-
-
 def step_windows(bundle: Path, stages: Sequence[Mapping[str, Any]]) -> dict[int, Window]:
     """One window per measured step, from the bundle's ops.csv, histogram log and block.csv,
     with each step's measured seconds from the stage log. An interval belongs to the last
@@ -142,8 +133,10 @@ def step_windows(bundle: Path, stages: Sequence[Mapping[str, Any]]) -> dict[int,
         return found
 
     series = bundle / "timeseries"
-    ops_rows = _rows(series / "ops.csv")
-    block_rows = _rows(series / "block.csv")
+    from sim.report.data import read_rows  # the report's reader: one way to read bundle CSVs
+
+    ops_rows = read_rows(series / "ops.csv")
+    block_rows = read_rows(series / "block.csv")
     builders: dict[int, WindowBuilder] = {step: WindowBuilder() for _, step, _ in starts}
     # Each interval covers the time since the previous one ended (any phase).
     ends = sorted(

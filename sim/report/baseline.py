@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sim import __version__
+from sim.baseline import busiest_device
 from sim.bundle import atomic_write
 from sim.report import sections
 from sim.report.data import load_summary
@@ -24,10 +25,6 @@ REPORT_NAME = "report.html"
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760.0, 300.0, 64.0, 16.0, 28.0, 70.0
 
 
-def _busiest(device: dict[str, dict[str, float]]) -> dict[str, float]:
-    return max(device.values(), key=lambda d: d.get("r_s", 0) + d.get("w_s", 0), default={})
-
-
 def iops_chart(points: list[dict[str, Any]], rows: dict[str, dict[str, Any]]) -> str:
     """Grouped bars per point: fio's IOPS, the device's IOPS (iostat) and the published."""
     series: list[tuple[str, str, list[float | None]]] = [
@@ -36,7 +33,8 @@ def iops_chart(points: list[dict[str, Any]], rows: dict[str, dict[str, Any]]) ->
             "device r/s + w/s",
             PALETTE[2],
             [
-                sum(_busiest(p.get("device") or {}).get(k, 0.0) for k in ("r_s", "w_s")) or None
+                sum(busiest_device(p.get("device") or {}).get(k, 0.0) for k in ("r_s", "w_s"))
+                or None
                 for p in points
             ],
         ),
@@ -99,7 +97,7 @@ def points_table(points: list[dict[str, Any]], rows: dict[str, dict[str, Any]]) 
             body.append([p["id"], f"{p['numjobs']}×{p['iodepth']}", p.get("status")] + [""] * 9)
             continue
         read, write = p["read"], p["write"]
-        busiest = _busiest(p.get("device") or {})
+        busiest = busiest_device(p.get("device") or {})
         row = rows.get(p["id"]) or {}
         published = row.get("published") or {}
         body.append(

@@ -58,7 +58,8 @@ def read_text(path: Path) -> str | None:
         return None
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """A bundle CSV as dicts; [] when it is missing or unreadable."""
     try:
         with open(path, encoding="utf-8", newline="") as handle:
             return list(csv.DictReader(handle))
@@ -107,13 +108,15 @@ def series_from_bundle(bundle: Path) -> dict[str, Any]:
     aligns application and storage figures; a figure missing at some ``t`` is None (a gap).
     """
     ops_rows = [
-        r for r in _rows(bundle / "timeseries" / "ops.csv") if r.get("phase") == MEASURED_PHASE
+        r for r in read_rows(bundle / "timeseries" / "ops.csv") if r.get("phase") == MEASURED_PHASE
     ]
     block_rows = [
-        r for r in _rows(bundle / "timeseries" / "block.csv") if r.get("phase") == MEASURED_PHASE
+        r
+        for r in read_rows(bundle / "timeseries" / "block.csv")
+        if r.get("phase") == MEASURED_PHASE
     ]
     host_rows = [
-        r for r in _rows(bundle / "timeseries" / "host.csv") if r.get("phase") == MEASURED_PHASE
+        r for r in read_rows(bundle / "timeseries" / "host.csv") if r.get("phase") == MEASURED_PHASE
     ]
     keys = _full_intervals(
         sorted(

@@ -50,7 +50,6 @@ import math
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -69,6 +68,7 @@ from sim.analysis.series import BundleSeries
 from sim.errors import ConfigError
 from storage.emulator import Lab, system
 from storage.emulator.pgcluster import PG_USER, pg_bin
+from tests.integration.test_lab import _free_port, _mounted_under
 from tests.integration.test_lab import _require_lab as require_lab
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
@@ -131,25 +131,6 @@ def _require_lab() -> None:
         pwd.getpwnam(PG_USER)
     except (ConfigError, KeyError) as exc:
         pytest.skip(f"!!! NOT RUN: no PostgreSQL server binaries or {PG_USER} user: {exc}")
-
-
-def _free_port(preferred: int = 55442) -> int:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", preferred))
-            return preferred
-        except OSError:
-            sock.bind(("127.0.0.1", 0))
-            return int(sock.getsockname()[1])
-
-
-def _mounted_under(base: Path) -> list[str]:
-    prefix = str(base) + "/"
-    return [
-        line.split()[1]
-        for line in Path("/proc/mounts").read_text().splitlines()
-        if line.split()[1].startswith(prefix)
-    ]
 
 
 def _read_data_extents(path: Path) -> None:
@@ -348,7 +329,7 @@ def ground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GroundLab]:
     _require_lab()
     keep = os.environ.get(KEEP_ENV)
     runs = Path(keep) if keep else tmp_path_factory.mktemp("ground-truth")
-    with private_ground_lab("dbsim-gt-", "ground-truth", runs, _free_port()) as ground:
+    with private_ground_lab("dbsim-gt-", "ground-truth", runs, _free_port(55442)) as ground:
         settings = ground.sql("SHOW track_io_timing", "SHOW autovacuum", "SHOW shared_buffers")
         assert settings == ["on", "off", "16MB"], settings
         yield ground
