@@ -176,7 +176,10 @@ def devices(tmp_path: Path) -> Iterator[dict[str, str]]:
         _write_dos_label(found["parted"])
         mount_point = tmp_path / "mnt"
         mount_point.mkdir()
-        subprocess.run(["mount", found["mounted"], str(mount_point)], check=True)
+        # Read-only, so the kernel itself never writes to it (a read-write ext4 mount starts
+        # ext4lazyinit and updates the superblock: the device's first MiB changed under the
+        # hash in one CI run while dbsim had refused correctly). Mounted is mounted either way.
+        subprocess.run(["mount", "-o", "ro", found["mounted"], str(mount_point)], check=True)
         stack.callback(subprocess.run, ["umount", str(mount_point)], check=False)
         yield found
 
