@@ -42,6 +42,7 @@ from sim.errors import (
 )
 from sim.metrics import Interval
 from sim.protocols import Collector, Sample
+from sim.sampler import CollectorSampler
 from workloads.baseline import fio, safety
 from workloads.baseline.matrix import PlannedPoint, plan
 
@@ -50,6 +51,7 @@ log = logging.getLogger(__name__)
 BASELINE_JSON = "baseline.json"
 BASELINE_CSV = "baseline.csv"
 COLLECTORS = ("block", "nfs", "host")
+COLLECTOR_TIMEOUT_S = 2.0  # per call: a hung /proc read must not stall the 1 s sampling
 CSV_COLUMNS = (
     "id", "access", "block_kib", "read_pct", "numjobs", "iodepth", "status",
     "read_iops", "write_iops", "iops", "read_mib_s", "write_mib_s", "mib_s",
@@ -172,35 +174,23 @@ class BaselineRun:
         return found
 
     async def _sampler(self, collectors: list[Collector], bundle: BundleWriter) -> None:
-        started: list[Collector] = []
-        for collector in collectors:
-            try:
-                await asyncio.wait_for(collector.start(self.clock()), 2.0)
-                started.append(collector)
-            except Exception as exc:  # a collector never costs the run
-                bundle.add_message(f"collector {collector.source}: {exc}")
+        """Sample every ``interval_s`` on dbsim's clock, each interval tagged with the phase
+        fio is in, until cancelled."""
+        sampler = CollectorSampler(collectors, COLLECTOR_TIMEOUT_S, bundle.on_collector_error)
+        await sampler.start(self.clock())
         index, t_start = 0, self.clock()
         try:
             while True:
                 await asyncio.sleep(max(0.0, t_start + self.opts.interval_s - self.clock()))
                 t_end = self.clock()
-                samples: list[Sample] = []
-                for collector in started:
-                    try:
-                        samples += await asyncio.wait_for(collector.sample(t_end), 2.0)
-                    except Exception as exc:
-                        bundle.on_collector_error(collector.source, str(exc))
+                samples = await sampler.sample(t_end)
                 phase = self.phase if self.phase in ("measure", "ramp", "layout") else "idle"
                 interval = Interval(index, t_start, t_end, phase, None, {})
                 bundle.on_interval(interval, samples)
                 self.samples.append((t_start, t_end, samples))
                 index, t_start = index + 1, t_end
         finally:
-            for collector in started:
-                try:
-                    await asyncio.wait_for(collector.stop(), 2.0)
-                except Exception as exc:
-                    log.warning("collector %s did not stop cleanly: %s", collector.source, exc)
+            await sampler.stop()
 
     def device_means(self, t_from: float, t_to: float) -> dict[str, dict[str, float]]:
         """Block-device figures averaged (time-weighted) over the intervals inside a window;

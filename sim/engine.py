@@ -33,7 +33,8 @@ from typing import Any, TypeVar
 from sim.errors import SimError, TargetError
 from sim.events import EngineEvents
 from sim.metrics import Interval, IntervalRecorder
-from sim.protocols import Collector, Connection, EngineContext, Sample, Target, Workload
+from sim.protocols import Collector, Connection, EngineContext, Target, Workload
+from sim.sampler import CollectorSampler
 from sim.scenario import Load, Step
 from sim.secrets import redact_known
 
@@ -166,7 +167,9 @@ class Engine:
         # Collectors that need the opened target (its temporary path) are built after open().
         self.collector_factory = collector_factory
         self.interval_s = interval_s
-        self.collector_timeout_s = collector_timeout_s
+        self._sampler = CollectorSampler(
+            self.collectors, collector_timeout_s, self._collector_failed
+        )
         self.stop_grace_s = stop_grace_s
         self.skip_load = skip_load
         self.clock = clock
@@ -304,11 +307,7 @@ class Engine:
         finally:
             self._set_state("stopping", self.result.outcome)
             await asyncio.gather(*(c.close() for c in self._connections), return_exceptions=True)
-            for collector in self.collectors:
-                try:
-                    await asyncio.wait_for(collector.stop(), self.collector_timeout_s)
-                except Exception as exc:  # never fatal: the run is over
-                    log.warning("collector %s did not stop cleanly: %s", collector.source, exc)
+            await self._sampler.stop()
             await self._drain_pool(executor)  # before the target closes: see there
             if target_open:
                 try:
@@ -365,15 +364,7 @@ class Engine:
         self.result.loops_completed = [0] * len(sessions)
         self._issued = [0] * len(sessions)
         self._first_measured = [-1] * len(sessions)
-        for collector in self.collectors:
-            try:
-                await asyncio.wait_for(collector.start(0.0), self.collector_timeout_s)
-                self.result.collectors.append(collector.describe())
-            except Exception as exc:
-                self._collector_failed(collector, exc)
-        self.collectors = [
-            c for c in self.collectors if c.source not in self.result.collector_errors
-        ]
+        self.result.collectors.extend(await self._sampler.start(0.0))
 
         self._t0 = self.clock()
         self._interval_start = self._t0
@@ -617,36 +608,18 @@ class Engine:
 
     async def _publish(self, interval: Interval) -> None:
         """Sample the collectors for the interval just closed and tell the listeners."""
-        samples = await self._sample_collectors(interval.t_end)
+        samples = await self._sampler.sample(interval.t_end)
         self.events.interval.fire(interval=interval, samples=samples)
 
-    async def _sample_collectors(self, now: float) -> list[Sample]:
-        if not self.collectors:
-            return []
-        results = await asyncio.gather(
-            *(asyncio.wait_for(c.sample(now), self.collector_timeout_s) for c in self.collectors),
-            return_exceptions=True,
-        )
-        samples: list[Sample] = []
-        for collector, result in zip(self.collectors, results, strict=True):
-            if isinstance(result, BaseException):
-                self._collector_failed(collector, result)
-            else:
-                samples.extend(result)
-        return samples
+    @property
+    def started_collectors(self) -> list[Collector]:
+        """The collectors that started (and so sampled) in this run."""
+        return self._sampler.started
 
-    def _collector_failed(self, collector: Collector, exc: BaseException) -> None:
-        # Masked: a collector's driver may echo its connection string (or, ONTAP, its token).
-        message = (
-            "timed out"
-            if isinstance(exc, TimeoutError)
-            else redact_known(f"{type(exc).__name__}: {exc}")
-        )
-        self.result.collector_errors[collector.source] = (
-            self.result.collector_errors.get(collector.source, 0) + 1
-        )
-        log.warning("collector %s: %s", collector.source, message)
-        self.events.collector_error.fire(source=collector.source, message=message)
+    def _collector_failed(self, source: str, message: str) -> None:
+        """Count a collector's failure (its message already masked by the sampler)."""
+        self.result.collector_errors[source] = self.result.collector_errors.get(source, 0) + 1
+        self.events.collector_error.fire(source=source, message=message)
 
 
 def _all_done(tasks: list[asyncio.Task[None]]) -> asyncio.Future[None]:

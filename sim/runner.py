@@ -244,7 +244,7 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
     findings: dict[str, Any] = {}
     storage_means = bundle.storage_summary()
     op_counts = {name: stats.count for name, stats in totals.items()}
-    for collector in engine.collectors:
+    for collector in engine.started_collectors:
         try:
             facts, warnings = collector.findings(
                 storage_means.get(collector.source, {}), op_counts, result.measured_s
