@@ -9,7 +9,7 @@ engine calls :meth:`IntervalRecorder.rotate`, which hands the finished interval 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +64,35 @@ class OpStats:
 
     def row(self) -> dict[str, Any]:
         return {"count": self.count, "errors": self.error_count, **self.percentiles_us()}
+
+
+def mix_report(
+    requested_pct: Mapping[str, float],
+    totals: Mapping[str, OpStats],
+    expected: Mapping[str, int] | None,
+) -> dict[str, Any]:
+    """Requested versus measured operation mix over the measured totals.
+
+    ``expected`` holds the counts the workload's own rule prescribes for the operations its
+    sessions issued (its ``expected_mix``; summed over the workers of a distributed run);
+    ``exact`` says whether every count was met to the op. Without a rule (``None``: the
+    workload has none, or a worker's figures are missing) there is no verdict.
+    """
+    issued = {name: stats.count + stats.error_count for name, stats in totals.items()}
+    all_ops = sum(issued.values())
+    report: dict[str, Any] = {
+        "requested_pct": dict(requested_pct),
+        "measured": issued,
+        "measured_pct": {k: round(100 * v / all_ops, 3) for k, v in issued.items()}
+        if all_ops
+        else {},
+    }
+    if expected is not None:
+        for name in expected:
+            issued.setdefault(name, 0)
+        report["expected_by_rule"] = dict(expected)
+        report["exact"] = all(issued.get(k, 0) == v for k, v in expected.items())
+    return report
 
 
 def exact_percentiles(values: np.ndarray[Any, np.dtype[np.int64]]) -> dict[str, float]:

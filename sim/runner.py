@@ -17,7 +17,7 @@ from sim import registry
 from sim.bundle import BundleWriter, iso, new_bundle_dir, os_reason
 from sim.engine import OUTCOME_FAILED, OUTCOME_INTERRUPTED, Engine, RunResult, Stage
 from sim.errors import ConfigError, OutputDirectoryError, ScenarioError, SimError
-from sim.metrics import OpStats
+from sim.metrics import OpStats, mix_report
 from sim.protocols import Collector, Target, Workload
 from sim.scenario import CollectorSettings, ScenarioBase, resolved_dict
 from sim.slo import unknown_operations
@@ -188,26 +188,6 @@ def outage_windows(outages: list[dict[str, Any]]) -> dict[str, Any]:
     return {"windows": windows, "reconnects": len(outages)}
 
 
-def mix_report(workload: Workload, result: RunResult, totals: dict[str, Any]) -> dict[str, Any]:
-    """Requested versus measured mix; ``exact`` when the workload's rule is met to the op."""
-    issued = {name: stats.count + stats.error_count for name, stats in totals.items()}
-    all_ops = sum(issued.values())
-    report: dict[str, Any] = {
-        "requested_pct": dict(workload.operations()),
-        "measured": issued,
-        "measured_pct": {k: round(100 * v / all_ops, 3) for k, v in issued.items()}
-        if all_ops
-        else {},
-    }
-    expected = workload.expected_mix(result.op_ranges)
-    if expected is not None:
-        for name in expected:
-            issued.setdefault(name, 0)
-        report["expected_by_rule"] = expected
-        report["exact"] = all(issued.get(k, 0) == v for k, v in expected.items())
-    return report
-
-
 def finish_summary(run: PreparedRun) -> dict[str, Any]:
     """Write the final summary and histograms; returns the summary.
 
@@ -230,7 +210,9 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
         },
         "stages": result.stage_log,
         "outages": outage_windows(result.outages),
-        "mix": mix_report(run.workload, result, totals),
+        "mix": mix_report(
+            run.workload.operations(), totals, run.workload.expected_mix(result.op_ranges)
+        ),
         "workload": {
             "name": run.workload.name,
             "load": result.load_report,

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sim.bundle import iso
+from sim.metrics import mix_report
 
 if TYPE_CHECKING:
     from sim.locust.merge import RunMerger, WorkerRun
@@ -62,28 +63,17 @@ def merged_stages(finals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def mix_section(
     merger: RunMerger, finals: Sequence[dict[str, Any]], complete: bool
 ) -> dict[str, Any]:
-    """Requested versus measured mix; ``exact`` when every worker's rule was met to the op."""
-    issued = {name: s.count + s.error_count for name, s in merger.totals.items()}
-    all_ops = sum(issued.values())
-    report: dict[str, Any] = {
-        "requested_pct": _first(finals, "requested_pct", {}),
-        "measured": issued,
-        "measured_pct": {k: round(100 * v / all_ops, 3) for k, v in issued.items()}
-        if all_ops
-        else {},
-    }
+    """Requested versus measured mix over the merged totals; ``exact`` when the counts every
+    worker's rule prescribed, summed, were met to the op (no verdict when a worker is lost)."""
     expected = [f.get("expected_mix") for f in finals]
+    summed: dict[str, int] | None = None
     if complete and expected and all(e is not None for e in expected):
-        summed: dict[str, int] = {}
+        summed = {}
         for part in expected:
             assert part is not None
             for name, n in part.items():
                 summed[name] = summed.get(name, 0) + int(n)
-        for name in summed:
-            issued.setdefault(name, 0)
-        report["expected_by_rule"] = summed
-        report["exact"] = all(issued.get(k, 0) == v for k, v in summed.items())
-    return report
+    return mix_report(_first(finals, "requested_pct", {}), merger.totals, summed)
 
 
 def _worker_row(worker: WorkerRun) -> dict[str, Any]:

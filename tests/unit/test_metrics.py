@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sim.metrics import HIGHEST_TRACKABLE_US, IntervalRecorder
+from sim.metrics import HIGHEST_TRACKABLE_US, IntervalRecorder, OpStats, mix_report
 
 
 def test_rotation_hands_over_the_interval_and_folds_measured_totals() -> None:
@@ -48,3 +48,29 @@ def test_interval_percentiles_are_exact_and_agree_with_hdr() -> None:
     hdr = stats.histogram.get_percentile_to_value_dict([50.0, 95.0, 99.0])
     for pct, key in ((50.0, "p50_us"), (95.0, "p95_us"), (99.0, "p99_us")):
         assert abs(hdr[pct] - row[key]) <= row[key] * 0.001 + 1  # HDR's 3 significant digits
+
+
+def _stats(ok: int, failed: int = 0) -> OpStats:
+    stats = OpStats()
+    if ok:
+        stats.histogram.record_value(100, ok)
+    if failed:
+        stats.errors["TimeoutError"] = failed
+    return stats
+
+
+def test_mix_report_counts_errors_as_issued_and_judges_the_rule_to_the_op() -> None:
+    totals = {"read": _stats(70, 5), "update": _stats(25)}
+    report = mix_report({"read": 75, "update": 25}, totals, {"read": 75, "update": 25})
+    assert report["measured"] == {"read": 75, "update": 25}
+    assert report["measured_pct"] == {"read": 75.0, "update": 25.0}
+    assert report["exact"] is True
+    # One op off, or an operation the rule expects but nobody issued: not exact.
+    assert mix_report({}, totals, {"read": 76, "update": 24})["exact"] is False
+    missing = mix_report({}, totals, {"read": 75, "update": 25, "scan": 1})
+    assert (missing["measured"]["scan"], missing["exact"]) == (0, False)
+
+
+def test_mix_report_without_a_rule_gives_no_verdict() -> None:
+    report = mix_report({"read": 100}, {}, None)
+    assert report == {"requested_pct": {"read": 100}, "measured": {}, "measured_pct": {}}
