@@ -396,7 +396,7 @@ class Engine:
                 (first, end) if first >= 0 else (0, 0)
                 for first, end in zip(self._first_measured, self._issued, strict=True)
             ]
-            closed = self._close_interval(final=True)
+            closed = self._close_interval(stage_ends=True)
             if closed is not None:
                 await self._publish(closed)
 
@@ -435,7 +435,7 @@ class Engine:
                 if index > 0:
                     # A stage boundary closes the interval early, and the next stage starts
                     # before anything else can run.
-                    closed = self._close_interval()
+                    closed = self._close_interval(stage_ends=True)
                     self._enter_stage(stage, self.clock())
                     if closed is not None:
                         await self._publish(closed)
@@ -585,15 +585,23 @@ class Engine:
             if interval is not None:
                 await self._publish(interval)
 
-    def _close_interval(self, *, final: bool = False) -> Interval | None:
+    def _close_interval(self, *, stage_ends: bool = False) -> Interval | None:
         """Hand the current interval over, synchronously: no transaction can complete between
         this and what the caller does next (a stage boundary enters the new stage at once, so
-        every completion lands in the interval and the phase it belongs to)."""
+        every completion lands in the interval and the phase it belongs to).
+
+        A leftover shorter than MIN_INTERVAL_FRACTION (a tick just after a stage boundary) is
+        merged into the next interval, which is of the same stage. When the stage itself ends
+        (``stage_ends``: a boundary, or the end of the run) a leftover holding completions is
+        closed on its own however short: merged, a warm-up's last milliseconds would count as
+        measured (and a sweep step's as the next step's) and the mix would no longer match
+        its rule to the op.
+        """
         now = self.clock()
         if now - self._interval_start < MIN_INTERVAL_FRACTION * self.interval_s and not (
-            final and self.recorder.pending
+            stage_ends and self.recorder.pending
         ):
-            return None  # a boundary closed one a moment ago: merge into the next
+            return None
         stage = self._stage
         interval = self.recorder.rotate(
             self._interval_seq,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -76,6 +77,43 @@ def test_warmup_is_excluded_and_phases_are_labelled() -> None:
     # Stage lengths follow the loop's timers: on a loaded 2-core host they can slip a little.
     assert engine.result.warmup_s == pytest.approx(1.0, abs=0.2)
     assert engine.result.measured_s == pytest.approx(1.0, abs=0.2)
+
+
+class StampingTarget(TimedTarget):
+    """Notes when each call completes, on the engine's clock (``time.perf_counter``)."""
+
+    def __init__(self) -> None:
+        super().__init__(service_s=0.001)
+        self.done_at: list[float] = []
+
+    async def serve(self) -> None:
+        await super().serve()
+        self.done_at.append(time.perf_counter())
+
+
+@pytest.mark.parametrize("warmup_s", [0.505, 0.51, 0.52])
+def test_a_boundary_just_after_a_tick_keeps_the_warmups_last_completions_in_the_warmup(
+    warmup_s: float,
+) -> None:
+    """The tick at 0.5 s closes an interval; the warm-up ends 5-20 ms later, inside the
+    leftover that a tick would merge into the next interval. Those completions are the
+    warm-up's: counted as measured, the mix no longer matched its rule (seen as 'mix NOT
+    exact' on an EDA run)."""
+    target = StampingTarget()
+    intervals: list[Interval] = []
+    engine = make_engine(Load(duration_s=0.5, warmup_s=warmup_s), target)
+    engine.events.interval.add_listener(lambda interval, samples: intervals.append(interval))
+    run(engine)
+    # The warm-up's last interval closes at the boundary (the stage log's times are rounded).
+    boundary = engine._t0 + max(i.t_end for i in intervals if i.phase == "warmup")
+    before = sum(1 for t in target.done_at if t < boundary)
+    after = len(target.done_at) - before
+    assert engine.recorder.warmup_totals["ping"].count == before > 0
+    assert engine.recorder.totals["ping"].count == after > 0
+    # The engine's own account of what it measured (the mix rule's input) agrees.
+    assert sum(end - first for first, end in engine.result.op_ranges) == after
+    # No interval mixes the two phases: the short leftover was published as warm-up.
+    assert [i.phase for i in intervals].count("warmup") >= 2
 
 
 def test_loops_per_session_runs_an_exact_number_of_transactions() -> None:
