@@ -106,6 +106,7 @@ class MasterController(Controller):
                 run_id,
                 {cid: (index[cid], users) for cid, users in workers.items()},
                 on_finished=self._finished,
+                on_bundle_failure=self._bundle_failed,
             )
         except SimError as exc:  # the bundle directory cannot be created
             log.error("cannot start: %s", exc)
@@ -166,6 +167,12 @@ class MasterController(Controller):
             if time.monotonic() > deadline:
                 break
             gevent.sleep(0.1)
+
+    def _bundle_failed(self, message: str) -> None:
+        """The merged bundle cannot be written (disk full, directory locked): stop now, as a
+        single-process run does, rather than measure what cannot be kept."""
+        self.stop_reason = message
+        stop_runner(self.environment)
 
     def _finished(self, summary: dict[str, Any]) -> None:
         self.last_summary = summary

@@ -91,9 +91,12 @@ class RunMerger:
         workers: dict[str, tuple[int, int]],
         *,
         on_finished: FinishedListener | None = None,
+        on_bundle_failure: Callable[[str], None] | None = None,
     ) -> None:
         """``scenario``: the run's (its SLOs are judged on the merged bundle); ``workers``:
-        client id → (worker index, sessions) of every worker in the run."""
+        client id → (worker index, sessions) of every worker in the run;
+        ``on_bundle_failure``: told (on the hub) the bundle's one-line error the moment the
+        merged bundle cannot be written, so the run can stop as a single-process run does."""
         self.environment = environment
         self.spec = scenario
         #: The scenario as sent to the workers and written into the bundle.
@@ -103,6 +106,10 @@ class RunMerger:
             cid: WorkerRun(cid, index, sessions) for cid, (index, sessions) in workers.items()
         }
         self.on_finished = on_finished
+        self.on_bundle_failure = on_bundle_failure
+        #: The phase the run was in when the bundle failed (None: it has not failed).
+        self.failed_during: str | None = None
+        self._hub = gevent.get_hub()
         self.next_index = 0
         self.state = "starting"
         self.summary: dict[str, Any] | None = None
@@ -128,7 +135,20 @@ class RunMerger:
         path = new_bundle_dir(Path(output.get("directory") or "runs"), str(name))
         writer = BundleWriter(path, self.scenario, float(output.get("flush_interval_s") or 2.0))
         writer.running_extra = {"sessions": sum(w.sessions for w in self.workers.values())}
+        writer.on_failure = self._failed_in_writer_thread
         return writer
+
+    def _failed_in_writer_thread(self, message: str) -> None:
+        # The writer runs in the pool's native thread, where no gevent call is safe.
+        self._hub.loop.run_callback_threadsafe(self._bundle_failed, message)
+
+    def _bundle_failed(self, message: str) -> None:
+        if self.failed_during is not None or self.finished:
+            return
+        self.failed_during = self.state
+        log.error("%s; stopping the run", message)
+        if self.on_bundle_failure is not None:
+            self.on_bundle_failure(message)
 
     def _write(self, fn: Callable[..., Any], *args: Any) -> None:
         self._pool.spawn(fn, *args)
@@ -267,6 +287,11 @@ class RunMerger:
         self.summary = {}  # finishing: later packets are ignored
         gevent.spawn(self._finish)
 
+    def _failure_line(self) -> str:
+        """The bundle's error as a single-process run words it."""
+        when = f"run stopped during {self.failed_during}, " if self.failed_during else ""
+        return f"{self._writer.failure}; {when}the bundle keeps what was written before"
+
     def _finish(self) -> None:
         self._wait_for_locust_table()
         workers = sorted(self.workers.values(), key=lambda w: w.index)
@@ -308,7 +333,7 @@ class RunMerger:
             if self._writer.failure is not None:
                 # The writer no longer raises (sim.bundle): a bundle that could not be written
                 # makes the run failed, with the in-memory summary and no report.
-                return {**summary, "status": "failed", "error": self._writer.failure}
+                return {**summary, "status": "failed", "error": self._failure_line()}
             _write_report(self._writer.path)
             return summary
 
