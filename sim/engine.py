@@ -170,6 +170,7 @@ class Engine:
         self._sampler = CollectorSampler(
             self.collectors, collector_timeout_s, self._collector_failed
         )
+        self._publishing = asyncio.Lock()
         self.stop_grace_s = stop_grace_s
         self.skip_load = skip_load
         self.clock = clock
@@ -438,7 +439,7 @@ class Engine:
                     closed = self._close_interval(stage_ends=True)
                     self._enter_stage(stage, self.clock())
                     if closed is not None:
-                        await self._publish(closed)
+                        await self._publish(closed, sample=not self._is_fragment(closed))
                 waiters: set[asyncio.Future[Any]] = {all_done, stop}
                 if stage.duration_s is not None:
                     remaining = self._stage_started + stage.duration_s - self.clock()
@@ -581,9 +582,25 @@ class Engine:
                     return
                 raise
             self._tick = tick
+            if self._stage_ends_just_after(self._t0 + tick * self.interval_s):
+                continue  # the boundary closes this interval, a few ms longer than usual
             interval = self._close_interval()
             if interval is not None:
                 await self._publish(interval)
+
+    def _stage_ends_just_after(self, tick_due: float) -> bool:
+        """Whether the current stage is due to end less than MIN_INTERVAL_FRACTION after this
+        tick (a warm-up of a whole number of intervals ends a hair after its last tick).
+
+        Closing here would leave the boundary a fragment of a few ms; whether that fragment
+        exists would then depend on which of two timers fired first, and the workers of a
+        distributed run, whose intervals are merged by index, could disagree on it.
+        """
+        duration = self._stage.duration_s
+        if duration is None:
+            return False
+        ends_after = self._stage_started + duration - tick_due
+        return 0 <= ends_after < MIN_INTERVAL_FRACTION * self.interval_s
 
     def _close_interval(self, *, stage_ends: bool = False) -> Interval | None:
         """Hand the current interval over, synchronously: no transaction can complete between
@@ -614,10 +631,21 @@ class Engine:
         self._interval_start = now
         return interval
 
-    async def _publish(self, interval: Interval) -> None:
-        """Sample the collectors for the interval just closed and tell the listeners."""
-        samples = await self._sampler.sample(interval.t_end)
-        self.events.interval.fire(interval=interval, samples=samples)
+    def _is_fragment(self, interval: Interval) -> bool:
+        return interval.t_end - interval.t_start < MIN_INTERVAL_FRACTION * self.interval_s
+
+    async def _publish(self, interval: Interval, *, sample: bool = True) -> None:
+        """Sample the collectors for the interval just closed and tell the listeners.
+
+        ``sample=False`` for a boundary's fragment (a few ms after a tick, common when a
+        warm-up is a whole number of intervals): its storage rates over milliseconds would be
+        noise, and the collectors' next reading covers it, as iostat's next report would.
+        """
+        # In interval order: a fragment closed while the tick's interval is still being
+        # sampled must not reach the listeners (the bundle's CSVs) before it.
+        async with self._publishing:
+            samples = await self._sampler.sample(interval.t_end) if sample else []
+            self.events.interval.fire(interval=interval, samples=samples)
 
     @property
     def started_collectors(self) -> list[Collector]:

@@ -37,6 +37,11 @@ class CollectorSampler:
         self.timeout_s = timeout_s
         self.on_error = on_error
         self.started: list[Collector] = []
+        # One sample at a time: the engine publishes from its ticker and from stage
+        # boundaries, which can close intervals milliseconds apart; two samples in flight
+        # would share a collector's connection ("another operation is in progress") and its
+        # previous reading. FIFO, so the readings stay in the order of their intervals.
+        self._sampling = asyncio.Lock()
 
     async def start(self, now: float) -> list[dict[str, Any]]:
         """Start each collector; those that fail are reported and dropped. Returns the
@@ -57,10 +62,11 @@ class CollectorSampler:
         concurrently so one slow collector delays the others by its timeout at most."""
         if not self.started:
             return []
-        results = await asyncio.gather(
-            *(asyncio.wait_for(c.sample(now), self.timeout_s) for c in self.started),
-            return_exceptions=True,
-        )
+        async with self._sampling:
+            results = await asyncio.gather(
+                *(asyncio.wait_for(c.sample(now), self.timeout_s) for c in self.started),
+                return_exceptions=True,
+            )
         samples: list[Sample] = []
         for collector, result in zip(self.started, results, strict=True):
             if isinstance(result, BaseException):

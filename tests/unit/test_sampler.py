@@ -7,6 +7,8 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
+
 from sim.protocols import Collector, Sample
 from sim.sampler import CollectorSampler
 from sim.secrets import SecretRef, resolve_secret
@@ -123,3 +125,41 @@ def test_cancellation_propagates_instead_of_counting_as_a_failure() -> None:
 
     assert asyncio.run(go()) == "cancelled"
     assert errors == []
+
+
+class Exclusive(Counting):
+    """A collector on one connection: a second sample while one is in flight is an error."""
+
+    source = "exclusive"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.busy = False
+        self.spans: list[float] = []
+
+    async def sample(self, now: float) -> list[Sample]:
+        if self.busy:
+            raise RuntimeError("another operation is in progress")
+        self.busy = True
+        try:
+            await asyncio.sleep(0.05)
+            samples = await super().sample(now)
+            self.spans.append(samples[0].values["span_s"])
+            return samples
+        finally:
+            self.busy = False
+
+
+def test_samples_closed_milliseconds_apart_run_one_after_the_other_in_order() -> None:
+    """The engine's ticker and a stage boundary can close intervals a few ms apart."""
+    errors: list[tuple[str, str]] = []
+    collector = Exclusive()
+    sampler = CollectorSampler([collector], TIMEOUT_S, lambda s, m: errors.append((s, m)))
+
+    async def go() -> None:
+        await sampler.start(0.0)
+        await asyncio.gather(sampler.sample(1.0), sampler.sample(1.01), sampler.sample(2.0))
+
+    asyncio.run(go())
+    assert errors == []
+    assert collector.spans == pytest.approx([1.0, 0.01, 0.99])
