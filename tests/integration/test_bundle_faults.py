@@ -37,6 +37,7 @@ import pytest
 from sim.bundle import BundleWriter
 from sim.metrics import Interval, OpStats
 from tests.e2e.conftest import CliResult, clean_environment, read_csv
+from tests.support.loopfs import loop_ext4
 
 TOOLS = ("losetup", "mkfs.ext4", "mount", "umount", "setpriv")
 
@@ -184,37 +185,11 @@ def base(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@contextlib.contextmanager
-def loop_ext4(where: Path, size_mib: int = 4) -> Iterator[Path]:
-    """A sparse image formatted ext4 (4 KiB blocks, no journal, no blocks reserved for root,
-    so full means full for everyone), loop-mounted at ``where``; always torn down."""
-    image = where.parent / f"{where.name}.img"
-    with open(image, "wb") as handle:
-        handle.truncate(size_mib * 2**20)
-    subprocess.run(
-        ["mkfs.ext4", "-q", "-F", "-b", str(BLOCK), "-m", "0", "-O", "^has_journal", str(image)],
-        check=True,
-        capture_output=True,
-    )
-    device = subprocess.run(
-        ["losetup", "--find", "--show", str(image)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    where.mkdir()
-    mounted = False
-    try:
-        subprocess.run(["mount", device, str(where)], check=True, capture_output=True)
-        mounted = True
-        yield where
-    finally:
-        if mounted and subprocess.run(["umount", str(where)], capture_output=True).returncode:
-            subprocess.run(["umount", "-l", str(where)], capture_output=True)
-        subprocess.run(["losetup", "-d", device], capture_output=True)
-        image.unlink(missing_ok=True)
-
-
 @pytest.fixture
 def small_fs(base: Path) -> Iterator[Path]:
-    with loop_ext4(base / "fs") as mnt:
+    # 4 KiB blocks, no journal, no blocks reserved for root: full means full for everyone.
+    no_reserve = ("-b", str(BLOCK), "-m", "0", "-O", "^has_journal")
+    with loop_ext4(base / "fs", mkfs_options=no_reserve) as mnt:
         yield mnt
 
 

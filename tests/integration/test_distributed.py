@@ -83,18 +83,8 @@ def test_merged_counts_equal_the_sum_of_the_workers_exactly(
 ) -> None:
     out = tmp_path / "runs"
     args = ["run", "--workers", "2", "--sessions", "4", "--duration", "6", "-o", str(out), "--json"]
-    proc = subprocess.Popen(
-        _command(*args),
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    started.append(proc)
-    stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
-    assert proc.returncode == 0, stderr[-4000:]
+    returncode, stdout, stderr = _run_master(tmp_path, started, *args)
+    assert returncode == 0, stderr[-4000:]
     assert hub_blocks_in_dbsim(stderr) == [], stderr[-4000:]
     summary = json.loads(stdout)
     assert summary["status"] == "completed"

@@ -4,7 +4,6 @@ a full file system (ENOSPC) through the CLI on a loop-mounted ext4."""
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import csv
 import json
 import os
@@ -12,7 +11,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from sim.scenario import Load
 from sim.setup import drop_objects, load_and_verify
 from storage.targets.filetree import FileTreeTarget
 from storage.targets.settings import FileTreeSettings
+from tests.support.loopfs import loop_ext4
 from workloads.eda import tree as layout
 from workloads.eda.parameters import EdaParameters
 from workloads.eda.workload import EdaWorkload
@@ -250,35 +249,12 @@ def test_drop_removes_only_the_trees_the_marker_records(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- a full disk
 
 
-@contextlib.contextmanager
-def small_ext4(where: Path, size_mib: int = 16) -> Iterator[Path]:
-    """A sparse file formatted ext4, loop-mounted at ``where``; always torn down."""
-    image = where.parent / f"{where.name}.img"
-    with open(image, "wb") as handle:
-        handle.truncate(size_mib * 2**20)
-    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
-    device = subprocess.run(
-        ["losetup", "--find", "--show", str(image)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    where.mkdir()
-    mounted = False
-    try:
-        subprocess.run(["mount", device, str(where)], check=True, capture_output=True)
-        mounted = True
-        yield where
-    finally:
-        if mounted:
-            subprocess.run(["umount", str(where)], check=False, capture_output=True)
-        subprocess.run(["losetup", "-d", device], check=False, capture_output=True)
-        image.unlink(missing_ok=True)
-
-
 @pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("losetup"), reason="needs root")
 def test_a_full_file_system_fails_the_run_with_one_clear_line(tmp_path: Path) -> None:
     scenario = tmp_path / "enospc.yaml"
     out = tmp_path / "out"
-    with small_ext4(tmp_path / "mnt") as mnt:
+    with loop_ext4(tmp_path / "mnt", size_mib=16) as mnt:
         scenario.write_text(
             f"""\
 name: eda-enospc
