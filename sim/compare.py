@@ -340,7 +340,6 @@ HEADERS = ("scope", "figure", "baseline", "candidate", "Δ", "Δ %", "threshold"
 
 def render_html(result: Mapping[str, Any]) -> str:
     """The comparison as one self-contained page (inline CSS, no script, no request)."""
-
     from sim.report.markup import Safe, esc, kv_table, page, section, table
 
     verdict = result["verdict"]
