@@ -57,6 +57,32 @@ def started(tmp_path: Path) -> Iterator[list[subprocess.Popen[str]]]:
         proc.communicate(timeout=30)
 
 
+def _start_master(
+    tmp_path: Path, started: list[subprocess.Popen[str]], *args: str
+) -> subprocess.Popen[str]:
+    """``dbsim ARGS`` as a child (registered with ``started`` for clean-up)."""
+    proc = subprocess.Popen(
+        _command(*args),
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    started.append(proc)
+    return proc
+
+
+def _run_master(
+    tmp_path: Path, started: list[subprocess.Popen[str]], *args: str
+) -> tuple[int, str, str]:
+    """``dbsim ARGS`` to its end: exit code, stdout, stderr."""
+    proc = _start_master(tmp_path, started, *args)
+    stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
+    return proc.returncode, stdout, stderr
+
+
 def _worker_reports(stderr: str) -> list[dict[str, Any]]:
     return [
         json.loads(line[len(REPORT_PREFIX) :])
@@ -145,16 +171,7 @@ def test_a_killed_worker_is_recorded_and_the_run_completes(
     psutil = pytest.importorskip("psutil")
     out = tmp_path / "runs"
     args = ["run", "--workers", "2", "--sessions", "4", "--duration", "20", "-o", str(out), "-q"]
-    proc = subprocess.Popen(
-        _command(*args),
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    started.append(proc)
+    proc = _start_master(tmp_path, started, *args)
     _wait_for_intervals(out, proc, 2, timeout=60)
     workers = [p for p in psutil.Process(proc.pid).children() if "worker" in " ".join(p.cmdline())]
     assert len(workers) == 2
@@ -194,23 +211,6 @@ def test_a_killed_worker_is_recorded_and_the_run_completes(
 
 SLO_RUN = ["run", "--workers", "2", "--sessions", "2", "--duration", "2", "--warmup", "0"]
 EXIT_SLO_MISSED, EXIT_BAD_INPUT = 1, 2
-
-
-def _run_master(
-    tmp_path: Path, started: list[subprocess.Popen[str]], *args: str
-) -> tuple[int, str, str]:
-    proc = subprocess.Popen(
-        _command(*args),
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    started.append(proc)
-    stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
-    return proc.returncode, stdout, stderr
 
 
 def test_slos_met_on_the_merged_bundle_exit_0(
