@@ -47,7 +47,7 @@ import yaml
 from sim import __version__
 from sim.errors import OutputDirectoryError
 from sim.metrics import Interval, OpStats
-from sim.protocols import Sample
+from sim.protocols import GAP_RESET, GAP_UNREADABLE, Sample
 
 SCHEMA_VERSION = 1
 OPS_COLUMNS = (
@@ -68,6 +68,8 @@ OPS_COLUMNS = (
     "mean_us",
 )
 SAMPLE_PREFIX_COLUMNS = ("t", "interval", "phase", "entity")
+#: Intervals listed per entity under a gap in the summary (the count goes on past it).
+MAX_GAP_INTERVALS_LISTED = 100
 log = logging.getLogger(__name__)
 
 
@@ -244,6 +246,8 @@ class BundleWriter:
         self._storage_counts: dict[tuple[str, str], int] = {}
         self._storage_seconds: dict[tuple[str, str], float] = {}
         self.messages: list[str] = []
+        #: Sample gaps (``Sample.gap``) per kind, source and entity: count and intervals.
+        self.gaps: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
         #: Facts known while the run goes (sessions, the stage log), kept in every summary
         #: rewrite so a killed run's summary still has them.
         self.running_extra: dict[str, Any] = {}
@@ -355,6 +359,9 @@ class BundleWriter:
         storage means."""
         by_source: dict[str, list[dict[str, Any]]] = {}
         for sample in samples:
+            if sample.gap:
+                self._record_gap(interval, sample)
+                continue
             row: dict[str, Any] = {
                 "t": round(interval.t_end, 3),
                 "interval": interval.index,
@@ -374,6 +381,21 @@ class BundleWriter:
                 self._storage_counts[key] = self._storage_counts.get(key, 0) + 1
                 self._storage_seconds[key] = self._storage_seconds.get(key, 0.0) + weight
         return by_source
+
+    def _record_gap(self, interval: Interval, sample: Sample) -> None:
+        """An entity without figures this interval (a counter reset, an unreadable section):
+        counted per source and entity with the intervals it hit, and said once in the
+        messages with what was seen, so a reader knows the rates skip that interval."""
+        entry = self.gaps.setdefault(sample.gap, {}).setdefault(sample.source, {})
+        hits = entry.setdefault(sample.entity, {"count": 0, "intervals": []})
+        hits["count"] += 1
+        if len(hits["intervals"]) < MAX_GAP_INTERVALS_LISTED:
+            hits["intervals"].append(interval.index)
+        if hits["count"] == 1:
+            self.add_message(
+                f"{sample.source} {sample.entity}: {sample.gap} at interval {interval.index}, "
+                f"no rate for that interval ({sample.detail})"
+            )
 
     def flush(self) -> None:
         for handle in self._handles():
@@ -456,6 +478,9 @@ class BundleWriter:
                 for name, stats in sorted(totals.items())
             }
         summary["storage"] = self.storage_summary()
+        for kind in (GAP_RESET, GAP_UNREADABLE):
+            if kind in self.gaps:
+                summary["resets" if kind == GAP_RESET else kind] = self.gaps[kind]
         summary.update(self.running_extra)
         if extra:
             summary.update(extra)

@@ -253,6 +253,23 @@ class Sample:
     values: Mapping[str, float]
     t: float = 0.0
     meta: Mapping[str, str] = field(default_factory=dict)
+    #: Why this entity has no figures for the interval: "" (it has), :data:`GAP_RESET` (a
+    #: counter went down — device re-attached, remount, reboot, node takeover — so no rate can
+    #: be formed across it) or :data:`GAP_UNREADABLE` (its section of the counter source was
+    #: malformed). ``values`` is then empty and ``detail`` says what was seen (the counter and
+    #: its two readings, or the offending line). The bundle counts gaps per source and entity
+    #: (``summary.json`` ``resets`` / ``unreadable``) and writes no row for them.
+    gap: str = ""
+    detail: str = ""
+
+
+GAP_RESET = "reset"
+GAP_UNREADABLE = "unreadable"
+
+
+def gap_sample(source: str, entity: str, gap: str, detail: str, t: float = 0.0) -> Sample:
+    """The sample of an entity that gives no figures this interval (see :attr:`Sample.gap`)."""
+    return Sample(source, entity, {}, t=t, gap=gap, detail=detail)
 
 
 class Collector(ABC):
