@@ -36,30 +36,68 @@ Keys returned by :func:`iostat_rates` and the ``iostat -x`` column each one repr
     iops          tps        (reads + writes + discards) delta per second; flushes are not
                              counted, as in iostat
 
-Counter wrap: sysstat keeps sectors, I/Os and merges in ``unsigned long`` (64 bits on the
-64-bit builds that run on servers) and the tick fields in ``unsigned int`` (32 bits), and takes
-differences in the field's own type, so a counter that wrapped still gives the right delta.
-:func:`iostat_rates` does the same: deltas modulo 2**64 for counts, modulo 2**32 for ticks
-(the kernel's millisecond tick fields wrap after about 49.7 days).
+Counter widths follow the kernel's own types (``block/genhd.c: diskstats_show``): the I/O,
+merge and sector counts are printed with ``%lu`` from ``unsigned long`` fields (64 bits on
+64-bit kernels, 32 on 32-bit ones: :data:`KERNEL_LONG_BITS`); the five millisecond fields
+(``rd_ticks`` … ``fl_ticks``, ``io_ticks``, ``time_in_queue``) are ``%u`` of an ``unsigned int``
+(``(unsigned int)div_u64(nsecs, NSEC_PER_MSEC)``, ``jiffies_to_msecs``), so they wrap after
+2**32 ms (about 49.7 days of summed time); ``ios_in_progress`` is ``%u`` too, but kernels
+before 5.0 printed a signed sum of two ``atomic_t`` with it, so a transient underflow shows as
+4294967295: it is read back as the signed 32-bit value it was.
+
+Resets: a counter that went down was either wrapped at its width or restarted (the device was
+detached and re-attached under the same name, the machine rebooted). :func:`counter_break`
+tells them apart: a decrease counts as a wrap only when the wrapped difference is one the
+device could have made in the interval (:data:`MAX_IOPS`, :data:`MAX_SECTORS_PER_S`, I/O times
+bounded by the I/Os that completed); anything else, and any change of the device number, is a
+reset, and the collector gives no rate for that interval. (sysstat 12.6 differences every
+field modulo its type and prints the wrapped figure, about 1.8e19 / interval, for a re-attached
+device; 12.7.3 prints 0.0 for a field that went down, a genuine tick wrap included.)
+:func:`iostat_rates` itself differences modulo the field's width, as sysstat does.
 
 ``iostat DEVICE`` reads ``/sys/block/DEVICE/stat`` rather than this file (``-p ALL`` reads this
 file); both print the same kernel counters, without and with the three leading fields.
 
-Line formats (fields counted including major, minor and name), read like sysstat does:
-14 fields (kernels before 4.18), 18 fields (4.18+, discards), 20 fields (5.5+, flushes);
-15–17 fields are read as 14, 19 as 18. Lines with fewer than 14 fields (the 7-field partition
-lines of 2.6 kernels) carry no extended statistics and are skipped, as ``iostat -x`` skips them.
+Line formats (fields counted including major, minor and name): 14 fields (kernels before
+4.18), 18 fields (4.18+, discards), 20 fields (5.5+, flushes); a longer line (a later kernel's
+additions) is read for its first 20. Lines of 7 fields (the partition lines of 2.6 kernels)
+carry no extended statistics and are skipped, as ``iostat -x`` skips them. Any other count, a
+field that is not a plain decimal number or is wider than its type, and a last line without
+its end of line (a read cut short) make that line *unreadable*: :func:`parse_diskstats_table`
+sets it aside under its device's name, and every other line is read as usual. (sysstat reads
+15–17 fields as 14 and 19 as 18; no kernel prints those counts, so here they mean a mangled
+line.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 DISKSTATS = Path("/proc/diskstats")
 
+
+def _kernel_long_bits(machine: str) -> int:
+    """Width of the kernel's ``unsigned long`` on ``machine`` (``uname -m``): LP64 kernels
+    (x86_64, aarch64, ppc64le, s390x, riscv64 …) have 64 bits, the others 32."""
+    return 64 if "64" in machine or machine in ("s390x", "alpha") else 32
+
+
+#: Width of the ``%lu`` counters on this machine's kernel.
+KERNEL_LONG_BITS = _kernel_long_bits(os.uname().machine)
+#: The fastest devices complete a few million I/Os per second; a wrap is accepted only for a
+#: difference below this many per second (generous, so a real wrap is never taken for a reset).
+MAX_IOPS = 100_000_000
+#: 1 TB/s in 512-byte sectors, for the sector counts.
+MAX_SECTORS_PER_S = 2 * 10**9
+#: The longest one I/O can take before the block layer's timeouts (30 s, a few retries) end
+#: it, with margin: bounds the time fields' difference per completed I/O.
+MAX_IO_MS = 600_000
+#: Each line is cut to this many characters in what is reported as unreadable.
+DETAIL_CHARS = 200
+
 _U32 = 1 << 32
-_U64 = 1 << 64
 
 RATE_KEYS: tuple[str, ...] = (
     "r_s",
@@ -94,7 +132,8 @@ class DiskCounters:
     """One line of ``/proc/diskstats``: cumulative counters since the device appeared.
 
     Ticks are milliseconds. Fields a kernel does not report (discards before 4.18, flushes
-    before 5.5) are 0; ``fields`` says how many fields the line had.
+    before 5.5) are 0; ``fields`` says how many fields the line had. ``ios_in_progress`` is
+    signed (see the module's notes).
     """
 
     major: int
@@ -120,81 +159,214 @@ class DiskCounters:
     fields: int = 14
 
 
-def parse_diskstats_line(line: str) -> DiskCounters | None:
-    """Parse one line; ``None`` for a line without extended statistics or not a stats line."""
+#: The counters in line order (after major, minor, name).
+COUNTER_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(DiskCounters) if f.name not in ("major", "minor", "name", "fields")
+)
+#: Fields printed with ``%u`` (unsigned int); the others are ``%lu`` (unsigned long).
+INT_FIELDS = frozenset(
+    {"rd_ticks", "wr_ticks", "dc_ticks", "fl_ticks", "io_ticks", "time_in_queue",
+     "ios_in_progress"}
+)  # fmt: skip
+_VALID_LENGTHS = (14, 18, 20)
+
+
+class DiskstatsLineError(ValueError):
+    """A line that no kernel prints: wrong field count, a non-number, a number too wide."""
+
+
+def field_bits(name: str, long_bits: int = KERNEL_LONG_BITS) -> int:
+    """Width in bits of counter ``name`` as the kernel prints it."""
+    return 32 if name in INT_FIELDS else long_bits
+
+
+def _number(text: str, name: str, bits: int) -> int:
+    # str.isdigit() also accepts other scripts' digits and superscripts; the kernel prints ASCII.
+    if not text.isascii() or not text.isdigit():
+        raise DiskstatsLineError(f"{name} is {text[:40]!r}, not a decimal number")
+    value = int(text)
+    if value >> bits:
+        raise DiskstatsLineError(f"{name} = {text} does not fit its {bits}-bit field")
+    return value
+
+
+def parse_diskstats_line(line: str, long_bits: int = KERNEL_LONG_BITS) -> DiskCounters | None:
+    """Parse one line; ``None`` for an empty line or one without extended statistics (7
+    fields). Raises :class:`DiskstatsLineError` for a line no kernel prints."""
     parts = line.split()
     n = len(parts)
-    if n < 14:
+    if n == 0:
         return None
-    try:
-        major, minor = int(parts[0]), int(parts[1])
-        nums = [int(p) for p in parts[3:n]]
-    except ValueError:
+    if n < 3:
+        raise DiskstatsLineError(f"{n} field(s), not a diskstats line")
+    major = _number(parts[0], "major", 32)
+    minor = _number(parts[1], "minor", 32)
+    if n == 7:
         return None
-    discards = nums[11:15] if n >= 18 else [0, 0, 0, 0]
-    flushes = nums[15:17] if n >= 20 else [0, 0]
-    return DiskCounters(
-        major=major,
-        minor=minor,
-        name=parts[2],
-        rd_ios=nums[0],
-        rd_merges=nums[1],
-        rd_sectors=nums[2],
-        rd_ticks=nums[3],
-        wr_ios=nums[4],
-        wr_merges=nums[5],
-        wr_sectors=nums[6],
-        wr_ticks=nums[7],
-        ios_in_progress=nums[8],
-        io_ticks=nums[9],
-        time_in_queue=nums[10],
-        dc_ios=discards[0],
-        dc_merges=discards[1],
-        dc_sectors=discards[2],
-        dc_ticks=discards[3],
-        fl_ios=flushes[0],
-        fl_ticks=flushes[1],
-        fields=n,
-    )
+    if n not in _VALID_LENGTHS and n < 20:
+        raise DiskstatsLineError(f"{n} fields, where a kernel prints 14, 18 or 20")
+    width = min(n, 20) - 3
+    nums = {
+        name: _number(text, name, field_bits(name, long_bits))
+        for name, text in zip(COUNTER_FIELDS[:width], parts[3 : 3 + width], strict=True)
+    }
+    # Printed with %u from a signed sum before 5.0: an underflow of -1 reads 4294967295.
+    in_progress = nums["ios_in_progress"]
+    nums["ios_in_progress"] = in_progress - _U32 if in_progress >> 31 else in_progress
+    return DiskCounters(major=major, minor=minor, name=parts[2], fields=min(n, 20), **nums)
 
 
-def parse_diskstats(text: str) -> dict[str, DiskCounters]:
-    """Parse the whole file; keys are device names as the kernel prints them."""
-    out: dict[str, DiskCounters] = {}
-    for line in text.splitlines():
-        counters = parse_diskstats_line(line)
-        if counters is not None:
-            out[counters.name] = counters
-    return out
+@dataclass(frozen=True)
+class DiskstatsTable:
+    """A whole file: the counters of every readable line, and the unreadable lines by the
+    device they name (``""`` for a line that names none), each with why."""
+
+    counters: dict[str, DiskCounters] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+
+def _attribution(line: str) -> str:
+    parts = line.split()
+    if len(parts) >= 3 and parts[0].isdigit() and parts[1].isdigit():
+        return parts[2]
+    return ""
+
+
+def parse_diskstats_table(text: str, long_bits: int = KERNEL_LONG_BITS) -> DiskstatsTable:
+    """Parse the whole file, line by line: a malformed line costs only its own device."""
+    table = DiskstatsTable()
+    lines = text.split("\n")
+    # The kernel ends every line; a last line without one is what a short read left.
+    cut = lines.pop() if lines else ""
+    entries = [(line, "") for line in lines]
+    if cut.strip():
+        entries.append((cut, "cut short (no end of line)"))
+    for line, problem in entries:
+        try:
+            counters = parse_diskstats_line(line, long_bits)
+        except DiskstatsLineError as exc:
+            problem = str(exc)
+            counters = None
+        name = counters.name if counters is not None else _attribution(line)
+        if not problem and name in table.counters:
+            problem = "the device is listed twice"
+        if problem:
+            table.counters.pop(name, None)
+            table.unreadable.setdefault(name, f"{problem}: {line.strip()[:DETAIL_CHARS]}")
+        elif counters is not None and name not in table.unreadable:
+            table.counters[name] = counters
+    return table
+
+
+def parse_diskstats(text: str, long_bits: int = KERNEL_LONG_BITS) -> dict[str, DiskCounters]:
+    """The readable lines of the whole file; keys are device names as the kernel prints them."""
+    return parse_diskstats_table(text, long_bits).counters
+
+
+def read_diskstats_table(path: Path = DISKSTATS) -> DiskstatsTable:
+    """Read and parse a diskstats file (one ``read`` of a few kilobytes)."""
+    return parse_diskstats_table(Path(path).read_text(encoding="ascii", errors="replace"))
 
 
 def read_diskstats(path: Path = DISKSTATS) -> dict[str, DiskCounters]:
-    """Read and parse a diskstats file (one ``read`` of a few kilobytes)."""
-    return parse_diskstats(Path(path).read_text(encoding="ascii", errors="replace"))
+    """The readable lines of a diskstats file."""
+    return read_diskstats_table(path).counters
 
 
-def _d64(curr: int, prev: int) -> int:
-    """``curr - prev`` in C ``unsigned long`` (64-bit) arithmetic."""
-    return (curr - prev) % _U64
+# ----------------------------------------------------------------------------- resets
 
 
-def _d32(curr: int, prev: int) -> int:
-    """``curr - prev`` in C ``unsigned int`` arithmetic (the tick fields)."""
-    return ((curr % _U32) - (prev % _U32)) % _U32
+_IOS = ("rd_ios", "wr_ios", "dc_ios", "fl_ios")
+
+
+def _span_s(interval_s: float) -> float:
+    # The engine's clock and the kernel's accounting need not agree to the millisecond.
+    return interval_s * 2 + 1.0
+
+
+def _wrap_bounds(
+    prev: DiskCounters, curr: DiskCounters, interval_s: float, ios: dict[str, int]
+) -> dict[str, float]:
+    """The most each counter other than the I/O counts can grow in ``interval_s``: what a
+    wrapped difference must stay under to count as a wrap. ``ios``: the I/O count
+    differences, already known good."""
+    span_s = _span_s(interval_s)
+    span_ms = span_s * 1000.0
+    completed = sum(ios.values())
+    in_flight = abs(prev.ios_in_progress) + abs(curr.ios_in_progress)
+    bounds = dict.fromkeys(("rd_merges", "wr_merges", "dc_merges"), MAX_IOPS * span_s)
+    bounds |= dict.fromkeys(("rd_sectors", "wr_sectors", "dc_sectors"), MAX_SECTORS_PER_S * span_s)
+    # A request's time is added when it completes: at most MAX_IO_MS per completed request.
+    for kind in ("rd", "wr", "dc", "fl"):
+        bounds[f"{kind}_ticks"] = ios[f"{kind}_ios"] * MAX_IO_MS
+    bounds["io_ticks"] = span_ms  # wall time the device was busy
+    # Summed request times (5.0+), or in-flight count times elapsed time (before 5.0).
+    bounds["time_in_queue"] = completed * MAX_IO_MS + (completed + in_flight + 1) * span_ms
+    return bounds
+
+
+def counter_break(
+    prev: DiskCounters,
+    curr: DiskCounters,
+    interval_s: float,
+    long_bits: int = KERNEL_LONG_BITS,
+) -> str | None:
+    """Why no rate can be formed between two readings of one device, or ``None``.
+
+    A changed device number means the name now belongs to another device; a counter that went
+    down is a wrap only if its wrapped difference is one the device could have made in
+    ``interval_s`` (see :func:`_wrap_bounds`), otherwise the counters restarted. The answer
+    names the first such counter and its two readings (``rd_ios: 81234 -> 17``).
+    """
+    if (prev.major, prev.minor) != (curr.major, curr.minor):
+        return f"device number: {prev.major}:{prev.minor} -> {curr.major}:{curr.minor}"
+
+    def forward(name: str, limit: float) -> int | None:
+        before, after = getattr(prev, name), getattr(curr, name)
+        if after >= before:
+            return after - before
+        wrapped = after + (1 << field_bits(name, long_bits)) - before
+        return wrapped if wrapped <= limit else None
+
+    ios: dict[str, int] = {}
+    for name in _IOS:  # first: the other counters' bounds depend on how many I/Os completed
+        delta = forward(name, MAX_IOPS * _span_s(interval_s))
+        if delta is None:
+            return f"{name}: {getattr(prev, name)} -> {getattr(curr, name)}"
+        ios[name] = delta
+    for name, limit in _wrap_bounds(prev, curr, interval_s, ios).items():
+        if forward(name, limit) is None:
+            return f"{name}: {getattr(prev, name)} -> {getattr(curr, name)}"
+    return None
+
+
+# ----------------------------------------------------------------------------- rates
+
+
+def _d(curr: int, prev: int, bits: int) -> int:
+    """``curr - prev`` in C unsigned arithmetic of ``bits`` bits (a wrapped counter's delta)."""
+    return (curr - prev) % (1 << bits)
 
 
 def _per_ios(numerator: int, ios: int) -> float:
     return numerator / float(ios) if ios else 0.0
 
 
-def _merge_pct(merges: int, ios: int) -> float:
+def _merge_pct(merges: int, ios: int, bits: int) -> float:
     # Computed in unsigned long like sysstat: (merges + ios) wraps the same way.
-    total = (merges + ios) % _U64
+    total = (merges + ios) % (1 << bits)
     return merges / total * 100 if total else 0.0
 
 
-def iostat_rates(prev: DiskCounters, curr: DiskCounters, interval_s: float) -> dict[str, float]:
-    """The ``iostat -x`` figures for one device between two readings ``interval_s`` apart.
+def iostat_rates(
+    prev: DiskCounters,
+    curr: DiskCounters,
+    interval_s: float,
+    long_bits: int = KERNEL_LONG_BITS,
+) -> dict[str, float]:
+    """The ``iostat -x`` figures for one device between two readings ``interval_s`` apart,
+    each counter differenced modulo its width (``long_bits`` for the ``%lu`` ones). Whether
+    the readings can be differenced at all is :func:`counter_break`'s question.
 
     Raises ``ValueError`` when ``interval_s`` is not positive.
     """
@@ -205,22 +377,22 @@ def iostat_rates(prev: DiskCounters, curr: DiskCounters, interval_s: float) -> d
     def s_value(delta: int) -> float:  # common.h S_VALUE(m, n, p)
         return float(delta) / itv * 100
 
-    rd_ios = _d64(curr.rd_ios, prev.rd_ios)
-    wr_ios = _d64(curr.wr_ios, prev.wr_ios)
-    dc_ios = _d64(curr.dc_ios, prev.dc_ios)
-    fl_ios = _d64(curr.fl_ios, prev.fl_ios)
-    rd_merges = _d64(curr.rd_merges, prev.rd_merges)
-    wr_merges = _d64(curr.wr_merges, prev.wr_merges)
-    dc_merges = _d64(curr.dc_merges, prev.dc_merges)
-    rd_sectors = _d64(curr.rd_sectors, prev.rd_sectors)
-    wr_sectors = _d64(curr.wr_sectors, prev.wr_sectors)
-    dc_sectors = _d64(curr.dc_sectors, prev.dc_sectors)
-    rd_ticks = _d32(curr.rd_ticks, prev.rd_ticks)
-    wr_ticks = _d32(curr.wr_ticks, prev.wr_ticks)
-    dc_ticks = _d32(curr.dc_ticks, prev.dc_ticks)
-    fl_ticks = _d32(curr.fl_ticks, prev.fl_ticks)
-    io_ticks = _d32(curr.io_ticks, prev.io_ticks)
-    time_in_queue = _d32(curr.time_in_queue, prev.time_in_queue)
+    rd_ios = _d(curr.rd_ios, prev.rd_ios, long_bits)
+    wr_ios = _d(curr.wr_ios, prev.wr_ios, long_bits)
+    dc_ios = _d(curr.dc_ios, prev.dc_ios, long_bits)
+    fl_ios = _d(curr.fl_ios, prev.fl_ios, long_bits)
+    rd_merges = _d(curr.rd_merges, prev.rd_merges, long_bits)
+    wr_merges = _d(curr.wr_merges, prev.wr_merges, long_bits)
+    dc_merges = _d(curr.dc_merges, prev.dc_merges, long_bits)
+    rd_sectors = _d(curr.rd_sectors, prev.rd_sectors, long_bits)
+    wr_sectors = _d(curr.wr_sectors, prev.wr_sectors, long_bits)
+    dc_sectors = _d(curr.dc_sectors, prev.dc_sectors, long_bits)
+    rd_ticks = _d(curr.rd_ticks, prev.rd_ticks, 32)
+    wr_ticks = _d(curr.wr_ticks, prev.wr_ticks, 32)
+    dc_ticks = _d(curr.dc_ticks, prev.dc_ticks, 32)
+    fl_ticks = _d(curr.fl_ticks, prev.fl_ticks, 32)
+    io_ticks = _d(curr.io_ticks, prev.io_ticks, 32)
+    time_in_queue = _d(curr.time_in_queue, prev.time_in_queue, 32)
 
     return {
         "r_s": s_value(rd_ios),
@@ -233,9 +405,9 @@ def iostat_rates(prev: DiskCounters, curr: DiskCounters, interval_s: float) -> d
         "rrqm_s": s_value(rd_merges),
         "wrqm_s": s_value(wr_merges),
         "drqm_s": s_value(dc_merges),
-        "rrqm_pct": _merge_pct(rd_merges, rd_ios),
-        "wrqm_pct": _merge_pct(wr_merges, wr_ios),
-        "drqm_pct": _merge_pct(dc_merges, dc_ios),
+        "rrqm_pct": _merge_pct(rd_merges, rd_ios, long_bits),
+        "wrqm_pct": _merge_pct(wr_merges, wr_ios, long_bits),
+        "drqm_pct": _merge_pct(dc_merges, dc_ios, long_bits),
         "r_await_ms": _per_ios(rd_ticks, rd_ios),
         "w_await_ms": _per_ios(wr_ticks, wr_ios),
         "d_await_ms": _per_ios(dc_ticks, dc_ios),
@@ -245,5 +417,5 @@ def iostat_rates(prev: DiskCounters, curr: DiskCounters, interval_s: float) -> d
         "dareq_sz_kB": _per_ios(dc_sectors, dc_ios) / 2,
         "aqu_sz": s_value(time_in_queue) / 1000.0,
         "util_pct": s_value(io_ticks) / 10.0,
-        "iops": s_value((rd_ios + wr_ios + dc_ios) % _U64),
+        "iops": s_value((rd_ios + wr_ios + dc_ios) % (1 << long_bits)),
     }

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sim.errors import CollectorError
+from sim.protocols import GAP_UNREADABLE
 from storage.collectors.block import BlockDeviceCollector
 from storage.collectors.diskstats import (
     RATE_KEYS,
@@ -242,9 +243,11 @@ def test_collector_on_fake_clock_and_rewritten_file(tmp_path: Path) -> None:
         assert samples[0].values["r_s"] == pytest.approx(100.0)
         assert samples[0].values["w_s"] == 0.0
 
-        stats.write_text(_line("sdb", idle, minor=16) + "\n")  # sda vanished
-        with pytest.raises(CollectorError, match="sda vanished"):
-            await collector.sample(now=107.0)
+        stats.write_text(_line("sdb", idle, minor=16) + "\n")  # sda detached: sdb goes on
+        gone, still = await collector.sample(now=107.0)
+        assert (gone.entity, gone.gap, dict(gone.values)) == ("sda", GAP_UNREADABLE, {})
+        assert "not listed" in gone.detail
+        assert (still.entity, still.gap) == ("sdb", "") and still.values["r_s"] == 0.0
         await collector.stop()
 
     asyncio.run(run())
