@@ -129,7 +129,7 @@ def run(
 
 
 def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: bool) -> int:
-    from sim.console import LiveConsole, print_run_end, summary_tables
+    from sim.console import LiveConsole, print_run_end, print_summary
     from sim.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED, new_event_loop
     from sim.runner import finish_summary, prepare_run
     from sim.slo import completed_exit_code
@@ -185,8 +185,7 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
     else:
         # A log or a pipe gets a width that fits the tables rather than 80 columns.
         out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
-        for table in summary_tables(summary):
-            out.print(table)
+        print_summary(out, summary)
         print_run_end(out, summary)
     status = summary["status"]
     if status == OUTCOME_COMPLETED:

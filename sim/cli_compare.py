@@ -91,7 +91,8 @@ def compare(
         sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
     else:
         _print(result)
-    raise typer.Exit(EXIT_SLO_MISSED if result["verdict"]["call"] == "worse" else EXIT_OK)
+    call = result["verdict"]["call"]
+    raise typer.Exit(EXIT_SLO_MISSED if call in ("worse", "invalid") else EXIT_OK)
 
 
 def _print(result: dict[str, object]) -> None:

@@ -29,6 +29,9 @@ OP_METRICS = {
     "ops_s": ("higher", "max_ops_s_regression_pct"),
     "p50_us": ("lower", "max_p50_regression_pct"),
     "p99_us": ("lower", "max_p99_regression_pct"),
+    # Judged in points of percent, not relative to the baseline: 0 → 0.2 % failed is a change
+    # a relative threshold could never weigh.
+    "error_pct": ("lower", "max_error_pct_increase"),
 }
 DEVICE_METRICS = {
     "device_iops": ("higher", "max_iops_regression_pct"),
@@ -50,6 +53,11 @@ class Thresholds(BaseModel):
     max_await_regression_pct: float | None = Field(default=20.0, ge=0)
     max_iops_regression_pct: float | None = Field(default=None, ge=0)
     max_ios_per_op_regression_pct: float | None = Field(default=None, ge=0)
+    max_error_pct_increase: float | None = Field(
+        default=0.5,
+        ge=0,
+        description="Points of percent by which an operation's error share may rise.",
+    )
     ops: list[str] | None = Field(
         default=None, description="Judge only these operations (default: every common one)."
     )
@@ -121,6 +129,8 @@ def run_figures(bundle: Path, role: str) -> dict[str, Any]:
     measured_s = finite((summary.get("timing") or {}).get("measured_s"))
     total_ops = sum(finite(s.get("count")) or 0.0 for s in operations.values())
     ios_per_op = finite(((analysis or {}).get("io_per_op") or {}).get("device_ios_per_op"))
+    errors = summary.get("errors")
+    errors = errors if isinstance(errors, dict) else {}
     iops = finite(means.get("iops"))
     if ios_per_op is None and iops is not None and measured_s and total_ops:
         ios_per_op = iops * measured_s / total_ops  # from the means when there is no analysis
@@ -132,10 +142,14 @@ def run_figures(bundle: Path, role: str) -> dict[str, Any]:
         "status": summary.get("status"),
         "measured_s": measured_s,
         "ops": {
-            op: {k: finite(stats.get(k)) for k in ("ops_s", "p50_us", "p99_us", "count")}
+            op: {
+                **{k: finite(stats.get(k)) for k in ("ops_s", "p50_us", "p99_us", "count")},
+                "error_pct": _error_pct(stats),
+            }
             for op, stats in operations.items()
             if isinstance(stats, dict)
         },
+        "invalid": errors.get("reason") if errors.get("invalid") else _never_succeeded(operations),
         "device": device,
         "storage": {
             "device_iops": iops,
@@ -151,6 +165,23 @@ def run_figures(bundle: Path, role: str) -> dict[str, Any]:
             "steps": len(load.get("steps") or []),
         },
     }
+
+
+def _error_pct(stats: Mapping[str, Any]) -> float | None:
+    """Failed operations in percent of those issued (completed + failed)."""
+    count, errors = finite(stats.get("count")) or 0.0, finite(stats.get("errors")) or 0.0
+    return round(100 * errors / (count + errors), 3) if count + errors else None
+
+
+def _never_succeeded(operations: Mapping[str, Any]) -> str | None:
+    """For bundles written before the summary had an ``errors`` section: an operation that
+    only failed makes the run invalid (sim.validity's first rule)."""
+    failed = [
+        op
+        for op, stats in sorted(operations.items())
+        if isinstance(stats, dict) and not stats.get("count") and stats.get("errors")
+    ]
+    return "; ".join(f"100 % of {op} failed" for op in failed) or None
 
 
 def _scenario(bundle: Path) -> dict[str, Any]:
@@ -178,8 +209,12 @@ def _row(
         pct = 100 * delta / baseline
     elif delta == 0:
         pct = 0.0
-    # Regression: how much worse, in percent, whichever way "worse" points for this figure.
-    regression = None if pct is None else (pct if better_when == "lower" else -pct)
+    # Regression: how much worse, in percent, whichever way "worse" points for this figure;
+    # in points for a figure that is a percentage already (POINT_METRICS).
+    change_by = delta if metric in POINT_METRICS else pct
+    regression = (
+        None if change_by is None else (change_by if better_when == "lower" else -change_by)
+    )
     judged = threshold is not None and regression is not None
     change = "not judged"
     if judged:
@@ -203,6 +238,11 @@ def _row(
 def describe(row: Mapping[str, Any]) -> str:
     """A judged row in words: ``read p99 +23.4 % (threshold 10 %)``."""
     name = LABELS.get(row["metric"], row["metric"])
+    if row["metric"] in POINT_METRICS:
+        return (
+            f"{row['scope']} {name} {row['delta']:+.3g} points "
+            f"(threshold {row['threshold_pct']:g} points)"
+        )
     return f"{row['scope']} {name} {row['delta_pct']:+.1f} % (threshold {row['threshold_pct']:g} %)"
 
 
@@ -266,13 +306,19 @@ def compare(
     worse = [r for r in rows if r["change"] == "worse"]
     better = [r for r in rows if r["change"] == "better"]
     call = "worse" if worse else "better" if better else "equivalent"
+    decided_by = [describe(r) for r in (worse or better)]
+    invalid = [(role, f["invalid"]) for role, f in (("baseline", base), ("candidate", cand))]
+    if any(reason for _, reason in invalid):
+        # Figures of failed operations say nothing of either storage: no call is made.
+        call = "invalid"
+        decided_by = [f"the {role} run is invalid: {reason}" for role, reason in invalid if reason]
     return {
         "baseline": {k: v for k, v in base.items() if k != "ops"},
         "candidate": {k: v for k, v in cand.items() if k != "ops"},
         "rows": rows,
         "verdict": {
             "call": call,
-            "decided_by": [describe(r) for r in (worse or better)],
+            "decided_by": decided_by,
             "thresholds": limits.model_dump(),
         },
         "notes": notes,
@@ -295,6 +341,8 @@ def fmt(metric: str, value: float | None, *, signed: bool = False) -> str:
         return sign + f"{value:.2f} ms".replace("-", "−")
     if metric == "ios_per_op":
         return sign + short(value)
+    if metric in POINT_METRICS:
+        return sign + f"{value:.3g} %".replace("-", "−")
     return sign + num(value, 1 if metric == "ops_s" else 0)
 
 
@@ -310,7 +358,10 @@ LABELS = {
     "device_iops": "IOPS",
     "await_ms": "await",
     "ios_per_op": "I/Os per op",
+    "error_pct": "errors %",
 }
+#: Figures that are percentages: changes and thresholds in points, not relative.
+POINT_METRICS = frozenset({"error_pct"})
 
 
 def table_rows(result: Mapping[str, Any]) -> list[list[str]]:
@@ -328,7 +379,11 @@ def table_rows(result: Mapping[str, Any]) -> list[list[str]]:
                 fmt(metric, row["candidate"]),
                 fmt(metric, row["delta"], signed=True),
                 fmt_pct(row["delta_pct"]),
-                "–" if threshold is None else f"{threshold:g} %",
+                "–"
+                if threshold is None
+                else f"{threshold:g} pt"
+                if metric in POINT_METRICS
+                else f"{threshold:g} %",
                 row["change"],
             ]
         )
@@ -344,14 +399,17 @@ def render_html(result: Mapping[str, Any]) -> str:
 
     verdict = result["verdict"]
     call = verdict["call"]
-    kind = {"worse": "fail", "better": "pass"}.get(call, "")
+    kind = {"worse": "fail", "invalid": "fail", "better": "pass"}.get(call, "")
     decided = "".join(f"<li>{esc(line)}</li>" for line in verdict["decided_by"])
-    summary = (
-        f'<p class="verdict"><span class="badge {kind}">{esc(call)}</span> The candidate is '
-        f"<strong>{esc(call)}</strong> {'to' if call == 'equivalent' else 'than'} the baseline "
-        "by the thresholds below"
+    sentence = (
+        "No comparison is made: a run whose operations failed measured its errors, not its storage"
+        if call == "invalid"
+        else f"The candidate is <strong>{esc(call)}</strong> "
+        f"{'to' if call == 'equivalent' else 'than'} the baseline by the thresholds below"
         + ("" if call != "equivalent" else " (no judged figure moved beyond its threshold)")
-        + ".</p>"
+    )
+    summary = (
+        f'<p class="verdict"><span class="badge {kind}">{esc(call)}</span> {sentence}.</p>'
         + (f"<ul>{decided}</ul>" if decided else "")
     )
     cells = [

@@ -40,6 +40,7 @@ class LiveConsole:
         self.rows: list[dict[str, Any]] = []
         self.samples: list[Sample] = []
         self.elapsed = 0.0
+        self.interval_s = 1.0
         self._started = time.monotonic()
         self._live: Live | None = None
         self._last_plain = 0.0
@@ -71,13 +72,17 @@ class LiveConsole:
 
     def on_interval(self, interval: Interval, samples: list[Sample]) -> None:
         self.elapsed = interval.t_end
+        self.interval_s = interval.t_end - interval.t_start
         self.rows = list(interval.rows())
         self.samples = samples
         self.progress = ""
         if self._live is None and time.monotonic() - self._last_plain >= PLAIN_LINE_EVERY_S:
             self._last_plain = time.monotonic()
+            seconds = max(interval.t_end - interval.t_start, 1e-9)
             ops = ", ".join(
-                f"{r['op']} {r['ops_s']:.0f}/s p99 {_us(r.get('p99_us'))}" for r in self.rows
+                f"{r['op']} {r['ops_s']:.0f}/s p99 {_us(r.get('p99_us'))}"
+                + (f" errors {r['errors'] / seconds:,.0f}/s" if r["errors"] else "")
+                for r in self.rows
             )
             dev = ", ".join(
                 f"{s.entity} {s.values.get('iops', 0):.0f} IOPS"
@@ -108,15 +113,16 @@ class LiveConsole:
             parts.append(Text(self.progress))
         if self.rows:
             ops = Table(box=None, pad_edge=False)
-            for column in ("op", "ops/s", "p50", "p99", "errors"):
+            for column in ("op", "ops/s", "p50", "p99", "errors/s"):
                 ops.add_column(column, justify="right" if column != "op" else "left")
+            seconds = max(self.interval_s, 1e-9)
             for r in self.rows:
                 ops.add_row(
                     r["op"],
                     f"{r['ops_s']:,.0f}",
                     _us(r.get("p50_us")),
                     _us(r.get("p99_us")),
-                    str(r["errors"]),
+                    f"{r['errors'] / seconds:,.0f}",
                 )
             parts.append(ops)
         block = [s for s in self.samples if s.source == "block"]
@@ -162,6 +168,9 @@ def summary_tables(summary: dict[str, Any]) -> list[Table]:
             str(op.get("errors", 0)),
         )
     tables = [ops]
+    errors = error_table(summary.get("errors") or {})
+    if errors is not None:
+        tables.append(errors)
     block = summary.get("storage", {}).get("block", {})
     if block:
         dev = Table(title="block devices (mean per second, measured window)")
@@ -195,6 +204,60 @@ def summary_tables(summary: dict[str, Any]) -> list[Table]:
     return tables
 
 
+def print_summary(out: Console, summary: dict[str, Any]) -> None:
+    """The final tables of ``dbsim run`` (with or without ``--workers``), after the headline
+    that an invalid run gets before any figure."""
+    headline = invalid_headline(summary)
+    if headline is not None:
+        out.print(headline, style="bold red", highlight=False, markup=False)
+    for table in summary_tables(summary):
+        out.print(table)
+
+
+def error_table(section: dict[str, Any]) -> Table | None:
+    """Failed operations of the measured window by class, with one example each."""
+    rows = [
+        (name, cls, n, entry)
+        for name, entry in (section.get("operations") or {}).items()
+        for cls, n in (entry.get("classes") or {}).items()
+    ]
+    if not rows:
+        return None
+    table = Table(title="errors (measured window)")
+    for column in ("op", "class", "count", "% of issued", "example"):
+        table.add_column(column, justify="right" if column in ("count", "% of issued") else "left")
+    for name, cls, n, entry in rows:
+        example = entry.get("example", "") if cls == entry.get("dominant") else ""
+        table.add_row(name, cls, f"{n:,}", f"{100 * n / max(entry['issued'], 1):.3g}", example)
+    return table
+
+
+def invalid_headline(summary: dict[str, Any]) -> str | None:
+    """The line that goes before every figure of an invalid run."""
+    section = summary.get("errors") or {}
+    if not section.get("invalid"):
+        return None
+    return (
+        "INVALID RUN: the figures below describe failed operations, not the storage "
+        "(the errors table and the error: line say which)"
+    )
+
+
+def mix_line(mix: dict[str, Any], errors: dict[str, Any]) -> str | None:
+    """The mix rule's check, saying what it counted: issued operations, failed or not."""
+    if "exact" not in mix:
+        return None
+    counted = ", ".join(f"{op} {n:,}" for op, n in (mix.get("measured") or {}).items())
+    failed = int(errors.get("errors") or 0)
+    line = (
+        f"mix by the workload's rule: {'exact' if mix['exact'] else 'NOT exact'} over the "
+        f"operations issued ({counted})"
+    )
+    if failed:
+        line += f"; {failed:,} of them failed, so the mix applied to the target was not this"
+    return line
+
+
 def print_run_end(out: Console, summary: dict[str, Any]) -> None:
     """What ``dbsim run`` prints after the tables (with or without ``--workers``): the mix
     rule's check, one line per SLO verdict, a sweep's answer, the bundle and its report."""
@@ -203,11 +266,9 @@ def print_run_end(out: Console, summary: dict[str, Any]) -> None:
     from sim.slo import verdict_line
     from sim.sweep import sweep_line
 
-    mix = summary.get("mix", {})
-    if "exact" in mix:
-        out.print(
-            f"mix by the workload's rule: {'exact' if mix['exact'] else 'NOT exact'} {mix.get('measured')}"
-        )
+    line = mix_line(summary.get("mix") or {}, summary.get("errors") or {})
+    if line is not None:
+        out.print(line, highlight=False, markup=False)
     for verdict in (summary.get("slos") or {}).get("verdicts") or []:
         out.print(verdict_line(verdict), highlight=False, markup=False)
     if summary.get("sweep"):

@@ -28,6 +28,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from sim.errors import SimError, TargetError
@@ -137,6 +138,13 @@ def error_class(exc: BaseException) -> str:
     if isinstance(cause, OSError) and isinstance(errno_code, int) and errno_code in errno.errorcode:
         return errno.errorcode[errno_code]
     return type(cause).__name__
+
+
+def error_message(exc: BaseException) -> str:
+    """An operation's error as one line, masked of secrets (an untranslated driver error may
+    echo its connection string): the example the run's error line and report show."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return redact_known(text)
 
 
 class _StopRequested(Exception):
@@ -514,7 +522,7 @@ class Engine:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                record_error(name, error_class(exc))
+                record_error(name, error_class(exc), partial(error_message, exc))
                 if self.target.is_disconnect(exc):
                     await self._reconnect(index, session)
             else:
@@ -550,7 +558,7 @@ class Engine:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                self.recorder.record_error("connect", error_class(exc))
+                self.recorder.record_error("connect", error_class(exc), partial(error_message, exc))
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RECONNECT_MAX_DELAY_S)
                 continue

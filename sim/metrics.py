@@ -9,7 +9,7 @@ engine calls :meth:`IntervalRecorder.rotate`, which hands the finished interval 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,8 @@ LOWEST_TRACKABLE_US = 1
 HIGHEST_TRACKABLE_US = 3_600_000_000  # one hour
 SIGNIFICANT_DIGITS = 3
 REPORTED_PERCENTILES = (50.0, 95.0, 99.0, 99.9)
+#: An error example is one line for a report, not the driver's whole text.
+MAX_EXAMPLE_CHARS = 300
 
 
 def new_histogram() -> HdrHistogram:
@@ -156,6 +158,8 @@ class IntervalRecorder:
         #: Measured totals per step (None for an unstepped run): load points are scored on them.
         self.step_totals: dict[int | None, dict[str, OpStats]] = {}
         self.clamped = 0
+        #: op -> error class -> the first message seen of it (see :meth:`record_error`).
+        self.error_examples: dict[str, dict[str, str]] = {}
 
     @property
     def pending(self) -> bool:
@@ -186,11 +190,20 @@ class IntervalRecorder:
             stats.exact = exact_percentiles(values)
         self._raw = {}
 
-    def record_error(self, op: str, error_class: str) -> None:
+    def record_error(
+        self, op: str, error_class: str, message: Callable[[], str] | None = None
+    ) -> None:
+        """One failed transaction. ``message`` makes the error's text (already masked of
+        secrets); it is called only for the first error of each operation and class, which
+        is kept as that class's example for the run's error line and report."""
         stats = self._current.get(op)
         if stats is None:
             stats = self._current[op] = OpStats()
         stats.errors[error_class] = stats.errors.get(error_class, 0) + 1
+        if message is not None:
+            examples = self.error_examples.setdefault(op, {})
+            if error_class not in examples:
+                examples[error_class] = message()[:MAX_EXAMPLE_CHARS]
 
     def rotate(
         self, index: int, t_start: float, t_end: float, phase: str, step: int | None

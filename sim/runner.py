@@ -15,7 +15,14 @@ from typing import Any
 
 from sim import registry
 from sim.bundle import BundleWriter, iso, new_bundle_dir, os_reason
-from sim.engine import OUTCOME_FAILED, OUTCOME_INTERRUPTED, Engine, RunResult, Stage
+from sim.engine import (
+    OUTCOME_COMPLETED,
+    OUTCOME_FAILED,
+    OUTCOME_INTERRUPTED,
+    Engine,
+    RunResult,
+    Stage,
+)
 from sim.errors import ConfigError, OutputDirectoryError, ScenarioError, SimError
 from sim.metrics import OpStats, mix_report
 from sim.protocols import Collector, Target, Workload
@@ -23,6 +30,7 @@ from sim.scenario import CollectorSettings, ScenarioBase, resolved_dict
 from sim.slo import unknown_operations
 from sim.sweep import attach as attach_sweep
 from sim.sweep import service_levels
+from sim.validity import error_section, failure_line
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +206,11 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
     engine, bundle, result = run.engine, run.bundle, run.engine.result
     bundle.on_failure = None  # the run is over: a failure now has nothing left to stop
     totals = engine.recorder.totals
+    errors = judge_errors(run.scenario, totals, engine.recorder.error_examples, run.workload)
+    if result.outcome == OUTCOME_COMPLETED and errors["invalid"]:
+        result.outcome = OUTCOME_FAILED
+        result.error = failure_line(errors)
+        result.reason = "measure: invalid run"
     extra = {
         "reason": result.reason,
         "last_state": result.last_state,
@@ -209,6 +222,7 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
             "measured_s": round(result.measured_s, 3),
         },
         "stages": result.stage_log,
+        "errors": errors,
         "outages": outage_windows(result.outages),
         "mix": mix_report(
             run.workload.operations(), totals, run.workload.expected_mix(result.op_ranges)
@@ -258,6 +272,25 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
     )
     _write_report(bundle.path)
     return summary
+
+
+def judge_errors(
+    scenario: ScenarioBase,
+    totals: Mapping[str, OpStats],
+    examples: Mapping[str, Mapping[str, str]],
+    workload_ops: Workload | Mapping[str, float],
+) -> dict[str, Any]:
+    """The summary's ``errors`` section for a finished run (single-process or merged): the
+    measured window's failures against ``load.max_error_pct``, or against the scenario's
+    error SLOs where it has any (see :mod:`sim.validity`)."""
+    ops = workload_ops.operations() if isinstance(workload_ops, Workload) else workload_ops
+    return error_section(
+        totals,
+        examples,
+        judged_ops=set(ops),
+        budget_pct=scenario.load.max_error_pct,
+        budget_by_slo=any(slo.error_pct_max is not None for slo in scenario.slos),
+    )
 
 
 def write_service_levels(
@@ -357,6 +390,7 @@ __all__ = [
     "build_collectors",
     "check_slo_operations",
     "finish_summary",
+    "judge_errors",
     "prepare_run",
     "write_service_levels",
 ]

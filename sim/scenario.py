@@ -39,6 +39,9 @@ ENV_PREFIX = "DBSIM_"
 DEFAULT_DURATION_S = 30.0
 DEFAULT_OUTPUT_DIR = Path("runs")
 MAX_SESSIONS = 4096
+#: load.max_error_pct's default: more failed operations than this and the figures describe
+#: the errors, not the storage.
+DEFAULT_MAX_ERROR_PCT = 1.0
 #: Deepest nesting a scenario may have (its own sections go ~6 deep; collectors.ontap is free
 #: form). Deeper input is a mistake or an attack and would exhaust Python's recursion limit.
 MAX_DEPTH = 32
@@ -131,6 +134,16 @@ class Load(_Model):
         default_factory=list, description="Load points run one after another."
     )
     seed: int | None = Field(default=None, description="Seed for reproducible random choices.")
+    max_error_pct: float = Field(
+        default=DEFAULT_MAX_ERROR_PCT,
+        ge=0,
+        le=100,
+        allow_inf_nan=False,
+        description="Error budget: a run in which any operation's errors (or all operations' "
+        "together) pass this share of what was issued in the measured window ends failed "
+        "(exit 3); an SLO with error_pct_max judges the share instead (exit 1). An operation "
+        "with no success at all always fails the run (docs/bundle.md).",
+    )
     sweep: Sweep | None = Field(
         default=None,
         description="Raise sessions or rate step by step until an SLO breaks (docs/validation.md); "

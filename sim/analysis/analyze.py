@@ -26,6 +26,7 @@ from sim.analysis.verdict import (
     Findings,
     decide,
 )
+from sim.validity import verdict_sentence
 
 SCHEMA = 1
 DEVICE_SERIES = ("iops", "r_await_ms", "w_await_ms", "await_ms", "aqu_sz", "util_pct")
@@ -97,8 +98,28 @@ def analyze_series(series: BundleSeries) -> dict[str, Any]:
             open_loop=ctx.open_loop,
             think=ctx.think,
         ),
-        "verdict": decide(findings(series, ctx, whole_run=True)),
+        "verdict": run_verdict(series.summary, decide(findings(series, ctx, whole_run=True))),
         "segments": segments(series, ctx),
+    }
+
+
+def run_verdict(
+    summary: dict[str, Any], storage_call: dict[str, Any], *, part: bool = False
+) -> dict[str, Any]:
+    """The whole run's verdict: the storage call, unless the run is invalid (its operations
+    failed, see :mod:`sim.validity`) — then no storage call is made, and the evidence the
+    call would have rested on is kept for reference."""
+    errors = mapping(summary, "errors")
+    if not errors.get("invalid"):
+        return storage_call
+    return {
+        "call": "invalid",
+        "summary": "Invalid: no call for this part, the run's operations failed (see the "
+        "verdict above)"
+        if part
+        else verdict_sentence(errors),
+        "evidence": storage_call.get("evidence", []),
+        "storage_call_withheld": storage_call.get("call"),
     }
 
 
@@ -112,6 +133,10 @@ def series_section(
         "ops_s": {op: as_list(f["ops_s"]) for op, f in sorted(series.ops.items())},
         "p50_us": {op: as_list(f["p50_us"], 1) for op, f in sorted(series.ops.items())},
         "p99_us": {op: as_list(f["p99_us"], 1) for op, f in sorted(series.ops.items())},
+        "errors_s": {
+            op: as_list(f["errors"] / np.maximum(series.duration_s, 1e-9), 2)
+            for op, f in sorted(series.ops.items())
+        },
         "device": {
             dev: {name: as_list(figs[name]) for name in DEVICE_SERIES if name in figs}
             for dev, figs in sorted(devices.items())
@@ -334,7 +359,11 @@ def segments(series: BundleSeries, ctx: RunContext) -> list[dict[str, Any]]:
             {
                 "label": label,
                 "intervals": window.n,
-                "verdict": decide(findings(window, ctx, whole_run=False, step=step)),
+                "verdict": run_verdict(
+                    series.summary,
+                    decide(findings(window, ctx, whole_run=False, step=step)),
+                    part=True,
+                ),
                 "p99_us": rounded(stats.nan_median(p99), 1) if p99 is not None else None,
                 "device_iops": rounded(stats.nan_mean(device["iops"]), 3) if device else None,
                 "await_ms": rounded(stats.nan_mean(device["await_ms"])) if device else None,

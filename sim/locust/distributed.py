@@ -128,11 +128,10 @@ def _print(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> None:
         return
     from rich.console import Console
 
-    from sim.console import print_run_end, summary_tables
+    from sim.console import print_run_end, print_summary
 
     out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
-    for table in summary_tables(summary):
-        out.print(table)
+    print_summary(out, summary)
     for worker in (summary.get("distributed") or {}).get("workers", []):
         counts = {op: v["count"] for op, v in worker.get("operations", {}).items()}
         out.print(

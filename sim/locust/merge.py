@@ -34,11 +34,12 @@ from locust.env import Environment
 
 from sim.bundle import BundleWriter, iso, new_bundle_dir
 from sim.locust.packets import Packet, decode_ops, merge_samples, packet_ops, packet_samples
-from sim.locust.summary import distributed_extra, run_status
+from sim.locust.summary import STATUS_COMPLETED, STATUS_FAILED, distributed_extra, run_status
 from sim.metrics import Interval, OpStats
 from sim.protocols import Sample
-from sim.runner import write_service_levels
+from sim.runner import judge_errors, write_service_levels
 from sim.scenario import ScenarioBase, resolved_dict
+from sim.validity import failure_line
 
 log = logging.getLogger(__name__)
 
@@ -309,6 +310,20 @@ class RunMerger:
         status = run_status([w.final for w in workers], self.stopped_by)
         extra = distributed_extra(self, workers)
         totals = self.totals
+        finals = [w.final for w in workers if w.final is not None]
+        examples: dict[str, dict[str, str]] = {}
+        for final in finals:
+            for op, by_class in (final.get("error_examples") or {}).items():
+                for cls, text in by_class.items():
+                    examples.setdefault(op, {}).setdefault(cls, text)
+        requested: dict[str, float] = next(
+            (f["requested_pct"] for f in finals if f.get("requested_pct")), {}
+        )
+        extra["errors"] = judge_errors(self.spec, totals, examples, requested)
+        if status == STATUS_COMPLETED and extra["errors"]["invalid"]:
+            status = STATUS_FAILED
+            extra["error"] = failure_line(extra["errors"])
+            extra["reason"] = "measure: invalid run"
         measured_s = extra["timing"]["measured_s"]
 
         def finish() -> dict[str, Any]:

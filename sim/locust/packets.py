@@ -137,6 +137,7 @@ def final_report(engine: Engine, packets: int) -> dict[str, Any]:
         "warmup_s": result.warmup_s,
         "stages": result.stage_log,
         "totals": encode_ops(engine.recorder.totals),
+        "error_examples": engine.recorder.error_examples,
         "expected_mix": expected,
         "requested_pct": dict(workload.operations()),
         "load": result.load_report,

@@ -150,6 +150,15 @@ def timeseries_figure(
                 log_y=True,
             )
         )
+    errors_s = series.get("errors_s") or {}
+    failing = [op for op in sorted(errors_s) if any(finite(v) for v in errors_s[op])]
+    if failing:
+        panels.append(
+            Panel(
+                "Errors (failed operations/s)",
+                [Series(op, errors_s[op], colors.get(op, PALETTE[0])) for op in failing],
+            )
+        )
     names = devices(series, primary_device)
     figures = series.get("device") or {}
     dev_color = {dev: PALETTE[(i + 2) % len(PALETTE)] for i, dev in enumerate(names)}

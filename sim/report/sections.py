@@ -28,6 +28,7 @@ CALLS = {
     "client-bound": "Client-bound",
     "database-bound": "Database-bound",
     "inconclusive": "Inconclusive",
+    "invalid": "Invalid",
 }
 BLOCK_COLUMNS = (
     ("r/s", "r_s", 1),
@@ -114,6 +115,12 @@ def header(summary: Mapping[str, Any], bundle: Path) -> Safe:
             '<p class="alert"><strong>Partial report.</strong> The run had not ended when this '
             "report was made: it was still in progress, or it was killed before it could write "
             "its totals. The figures cover the intervals written so far.</p>"
+        )
+    elif (summary.get("errors") or {}).get("invalid"):
+        problem = summary.get("error") or "its operations failed"
+        out.append(
+            f'<p class="alert"><strong>Run {esc(status)}:</strong> {esc(problem)}. The figures '
+            "below describe failed operations, not the storage.</p>"
         )
     elif status != "completed":
         problem = summary.get("error") or summary.get("reason") or "the run did not complete"
@@ -250,11 +257,18 @@ def mix(summary: Mapping[str, Any]) -> Safe:
             row.append(num(expected.get(op)))
         rows.append(row)
     parts = [table(headers, rows, caption="Transaction mix")]
+    failed = int((summary.get("errors") or {}).get("errors") or 0)
     if "exact" in data:
         parts.append(
             Safe(
+                f'<p><span class="bad">exact over issued operations, {failed:,} of them '
+                "failed</span>: the sessions issued exactly the workload's rule, but the mix "
+                "the target served was not this.</p>"
+            )
+            if data["exact"] and failed
+            else Safe(
                 '<p><span class="ok">✓ exact</span>: every session ran exactly the '
-                "workload's rule.</p>"
+                "workload's rule (issued operations; none failed).</p>"
             )
             if data["exact"]
             else Safe(

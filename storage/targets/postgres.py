@@ -287,7 +287,11 @@ class PostgresTarget(Target):
                 timeout=s.connect_timeout_s,
                 min_size=0,
                 max_size=POOL_MAX,
-                server_settings={"application_name": APPLICATION_NAME, "search_path": search_path},
+                server_settings={
+                    **s.session_settings,
+                    "application_name": APPLICATION_NAME,
+                    "search_path": search_path,
+                },
             )
             async with self._pool.acquire(timeout=s.connect_timeout_s) as conn:
                 self.server_version = await conn.fetchval("SHOW server_version")

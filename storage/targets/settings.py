@@ -61,6 +61,15 @@ class SqliteSettings(_Settings):
     keep: bool = Field(default=False, description="Keep a temporary database after the run.")
 
 
+#: A PostgreSQL run-time parameter name (``lock_timeout``, ``auto_explain.log_min_duration``).
+SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+#: Settings dbsim sets on every connection, with the field that controls them.
+RESERVED_SETTINGS = {
+    "search_path": "target.schema_name",
+    "application_name": "dbsim's own, so its sessions can be told apart",
+}
+
+
 class PostgresSettings(SecretRef, _Settings):
     """PostgreSQL through asyncpg."""
 
@@ -75,6 +84,24 @@ class PostgresSettings(SecretRef, _Settings):
         default=None, description="Server data directory, for the block collector (local servers)."
     )
     connect_timeout_s: float = Field(default=10.0, gt=0)
+    session_settings: dict[str, str] = Field(
+        default_factory=dict,
+        description="Server settings for every session's connection (e.g. lock_timeout: "
+        "50ms, statement_timeout: 2s, work_mem: 64MB), as with SET; the server rejects "
+        "an unknown one when the run connects.",
+    )
+
+    @field_validator("session_settings")
+    @classmethod
+    def _setting_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not SETTING_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a PostgreSQL setting name")
+            if name.lower() in RESERVED_SETTINGS:
+                raise ValueError(
+                    f"{name} is set by dbsim itself ({RESERVED_SETTINGS[name.lower()]})"
+                )
+        return value
 
     def sql_identifiers(self) -> dict[str, list[str]]:
         # The schema goes into search_path (quoted) and asyncpg's COPY (quoted by asyncpg).
