@@ -2,7 +2,8 @@
 
 Importing this module registers the command on :data:`sim.cli.app` (``sim.cli`` imports it
 at its end). Exit codes: 0 the candidate is not worse (better or equivalent), 1 it is worse
-by the thresholds, 2 bad input (not a bundle, a bad thresholds file or option).
+by the thresholds or a run is invalid (its operations failed: no comparison is made), 2 bad
+input (not a bundle, a bad thresholds file or option).
 """
 
 from __future__ import annotations
@@ -56,6 +57,14 @@ def compare(
             "--max-ios-per-op-regression-pct", min=0.0, help="I/Os per op may rise this much (off)."
         ),
     ] = None,
+    max_error_pct: Annotated[
+        float | None,
+        typer.Option(
+            "--max-error-pct-increase",
+            min=0.0,
+            help="An operation's error share may rise this many points of percent (0.5).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write a self-contained HTML page here.")
@@ -76,6 +85,7 @@ def compare(
             "max_await_regression_pct": max_await,
             "max_iops_regression_pct": max_iops,
             "max_ios_per_op_regression_pct": max_ios_per_op,
+            "max_error_pct_increase": max_error_pct,
         },
     )
     result = compare_runs(baseline, candidate, limits)

@@ -171,7 +171,9 @@ def test_every_operation_failing_is_an_invalid_failed_run(
 
 def _partial(dbsim: Dbsim, loaded: tuple[Path, str], *extra: str) -> tuple[Any, dict[str, Any]]:
     path, table = loaded
-    lock = f'SELECT count(*) FROM (SELECT 1 FROM "{table}" WHERE custid <= {LOCKED_KEYS} FOR UPDATE) x'
+    lock = (
+        f'SELECT count(*) FROM (SELECT 1 FROM "{table}" WHERE custid <= {LOCKED_KEYS} FOR UPDATE) x'
+    )
     with LockHolder(lock):
         return run(dbsim, path, *extra)
 
