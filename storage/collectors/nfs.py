@@ -27,15 +27,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sim.errors import CollectorError
-from sim.protocols import Collector, Sample, Target
+from sim.protocols import GAP_RESET, GAP_UNREADABLE, Collector, Sample, Target, gap_sample
 from sim.registry import CollectorEntry, register_collector
 from storage.collectors.mountstats import (
+    KERNEL_LONG_BITS,
     MOUNTSTATS,
     MountStats,
-    mount_rates,
+    MountstatsFile,
     read_mountstats,
-    same_mount,
 )
+from storage.collectors.nfs_rates import Figures, interval_figures, mount_reset
 from storage.devices import DeviceResolver
 
 SEED_SOURCE = (
@@ -232,8 +233,9 @@ class NfsClientCollector(Collector):
     """nfsiostat's figures for the NFS mount at ``mount_point`` (see the module docstring).
 
     ``mountstats_path`` is read instead of ``/proc/self/mountstats`` (tests rewrite a file);
-    ``tunables`` replaces :func:`read_tunables` in ``describe()``. The interval is the
-    difference of the ``now`` values given to ``start``/``sample``.
+    ``tunables`` replaces :func:`read_tunables` in ``describe()``; ``long_bits`` is the width
+    of the kernel's ``unsigned long`` (this host's by default). The interval is the difference
+    of the ``now`` values given to ``start``/``sample``.
     """
 
     source: ClassVar[str] = "nfs"
@@ -243,34 +245,49 @@ class NfsClientCollector(Collector):
         mount_point: str | Path,
         mountstats_path: Path = MOUNTSTATS,
         tunables: dict[str, int] | None = None,
+        long_bits: int = KERNEL_LONG_BITS,
     ) -> None:
         self.mount_point = os.path.normpath(str(mount_point))
         self.mountstats_path = Path(mountstats_path)
+        self.long_bits = long_bits
         self._tunables = tunables
-        self._prev: MountStats | None = None
+        self._where = f"nfs collector ({self.mount_point})"
+        self._prev: MountStats | None = None  # the baseline: the last readable reading
         self._prev_now: float | None = None
+        self._absent = False  # at _prev_now the mount point was not mounted
         self._last: MountStats | None = None
 
-    def _read(self, what: str) -> MountStats:
-        where = f"nfs collector ({self.mount_point})"
+    def _reading(self, what: str) -> MountstatsFile:
         try:
-            mounts = read_mountstats(self.mountstats_path)
-        except (OSError, ValueError) as exc:
+            return read_mountstats(self.mountstats_path, self.long_bits)
+        except OSError as exc:
             raise CollectorError(
-                f"{where}: cannot read {self.mountstats_path} ({what}): {exc}"
+                f"{self._where}: cannot read {self.mountstats_path} ({what}): {exc}"
             ) from exc
-        stats = mounts.get(self.mount_point)
+
+    def _gone(self, reading: MountstatsFile, verb: str) -> CollectorError:
+        why = f"{self._where}: {verb} (not in {self.mountstats_path})"
+        if reading.orphans:
+            why += f"; unreadable: {reading.orphans[0].detail}"
+        return CollectorError(why)
+
+    def _mount(self, reading: MountstatsFile, what: str) -> MountStats | None:
+        """The mount in ``reading``; None when its section is unreadable. Raises when the
+        mount point is not mounted, or not with NFS."""
+        stats = reading.get(self.mount_point)
         if stats is None:
-            verb = "not mounted" if what != "sample" else "no longer mounted"
-            raise CollectorError(f"{where}: {verb} (not in {self.mountstats_path})")
+            if self.mount_point in reading.unreadable:
+                return None
+            raise self._gone(reading, "not mounted" if what != "sample" else "no longer mounted")
         if not stats.is_nfs:
-            raise CollectorError(f"{where}: a {stats.fstype} mount, not NFS")
+            raise CollectorError(f"{self._where}: a {stats.fstype} mount, not NFS")
         self._last = stats
         return stats
 
     async def start(self, now: float) -> None:
-        self._prev = self._read("baseline")
-        self._prev_now = now
+        # An unreadable section leaves no baseline: the first readable sample takes it.
+        self._prev = self._mount(self._reading("baseline"), "baseline")
+        self._prev_now, self._absent = now, False
 
     async def sample(self, now: float) -> list[Sample]:
         if self._prev_now is None:
@@ -280,27 +297,52 @@ class NfsClientCollector(Collector):
             raise CollectorError(
                 f"nfs collector: clock did not advance ({self._prev_now} -> {now})"
             )
+        reading = self._reading("sample")
         try:
-            curr = self._read("sample")
+            curr = self._mount(reading, "sample")
         except CollectorError:
-            # Unmounted (or unreadable): whatever appears there next is a new mount.
-            self._prev, self._prev_now = None, now
+            if self.mount_point not in reading and reading.orphans:
+                # A header too broken to name its mount point may be this mount's.
+                bad = reading.orphans[0].detail
+                return [self._gap(GAP_UNREADABLE, f"not listed; unreadable: {bad}", now)]
+            # Unmounted: whatever appears there next is a new mount.
+            self._prev, self._prev_now, self._absent = None, now, True
             raise
+        if curr is None:  # the baseline stays: the counters went on
+            return [self._gap(GAP_UNREADABLE, reading.unreadable[self.mount_point].detail, now)]
         prev = self._prev
-        self._prev, self._prev_now = curr, now
-        if prev is None or not same_mount(prev, curr):
+        if prev is None:
             # A mount made since the last reading: its counters all fall within the interval
-            # (age is in whole seconds, hence the 1 s slack). Otherwise take a new baseline.
-            if curr.age_s is None or curr.age_s > interval + 1:
+            # (age is in whole seconds, hence the 1 s slack). Otherwise take a baseline.
+            if not self._absent or curr.age_s is None or curr.age_s > interval + 1:
+                self._prev, self._prev_now, self._absent = curr, now, False
                 return []
-            prev = None
-        per_op, mount = mount_rates(prev, curr, interval)
+        elif mount_reset(prev, curr) is None:
+            missing = [op for op in prev.ops if op not in curr.ops]
+            if missing:  # the kernel lists a mount's ops for as long as it is mounted
+                why = f"op {missing[0]} of the previous reading is missing (a cut read?)"
+                return [self._gap(GAP_UNREADABLE, why, now)]
+        figures = interval_figures(prev, curr, interval)
+        self._prev, self._prev_now, self._absent = curr, now, False  # resets re-baseline too
+        return self._samples(figures, curr, now)
+
+    def _gap(self, gap: str, detail: str, now: float, op: str = "") -> Sample:
+        entity = f"{self.mount_point}:{op}" if op else self.mount_point
+        return gap_sample(self.source, entity, gap, detail, now)
+
+    def _samples(self, figures: Figures, curr: MountStats, now: float) -> list[Sample]:
         meta = {"device": curr.device, "fstype": curr.fstype, "vers": curr.options.get("vers", "")}
-        samples = [Sample(self.source, self.mount_point, mount, t=now, meta=meta)]
+        if figures.mount is None:
+            samples = [self._gap(GAP_RESET, str(figures.reset), now)]
+        else:
+            samples = [Sample(self.source, self.mount_point, figures.mount, t=now, meta=meta)]
         samples.extend(
             Sample(self.source, f"{self.mount_point}:{op}", values, t=now, meta={**meta, "op": op})
-            for op, values in per_op.items()
+            for op, values in figures.ops.items()
             if values["ops_s"] > 0
+        )
+        samples.extend(
+            self._gap(GAP_RESET, str(reset), now, op) for op, reset in figures.op_resets.items()
         )
         return samples
 
@@ -316,9 +358,17 @@ class NfsClientCollector(Collector):
             "load": LOAD,
         }
         try:
-            stats = self._last or self._read("describe")
+            if self._last is not None:
+                stats: MountStats | None = self._last
+            else:
+                reading = self._reading("describe")
+                stats = self._mount(reading, "describe")
+                if stats is None:
+                    bad = reading.unreadable[self.mount_point].detail
+                    raise CollectorError(f"{self._where}: unreadable: {bad}")
         except CollectorError as exc:
             return out | {"error": str(exc), "warnings": []}
+        assert stats is not None
         tunables = self._tunables if self._tunables is not None else read_tunables()
         return out | {
             "device": stats.device,

@@ -33,7 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.collectors.mountstats import counter_delta, mount_rates, read_mountstats
+from storage.collectors.mountstats import read_mountstats
+from storage.collectors.nfs_rates import counter_delta, mount_rates
 
 pytestmark = pytest.mark.integration
 

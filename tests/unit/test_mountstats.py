@@ -8,6 +8,7 @@ arithmetic in a comment, never by running the code under test. kB is 1024 bytes.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import shutil
 from pathlib import Path
@@ -16,16 +17,12 @@ from typing import Any, ClassVar
 import pytest
 
 from sim.errors import CollectorError
-from sim.protocols import Connection, EngineContext, Target
+from sim.protocols import GAP_RESET, Connection, EngineContext, Target
 from storage.collectors.mountstats import (
     EVENT_NAMES,
     OpCounters,
-    counter_delta,
-    mount_rates,
-    op_rates,
     parse_mountstats,
     read_mountstats,
-    same_mount,
 )
 from storage.collectors.nfs import (
     ADVICE,
@@ -33,6 +30,13 @@ from storage.collectors.nfs import (
     auto_nfs,
     option_warnings,
     read_tunables,
+)
+from storage.collectors.nfs_rates import (
+    CounterReset,
+    counter_delta,
+    mount_rates,
+    mount_reset,
+    op_rates,
 )
 from storage.devices import DeviceResolver, ResolvedStorage
 
@@ -118,35 +122,46 @@ def test_parse_mixed_mounts() -> None:
     assert after["/home"].options["vers"] == "4.2"
 
 
-def test_statvers_12_names_readahead() -> None:
-    text = (
-        "device s:/e mounted on /m with fstype nfs statvers=1.2\n"
-        "\tevents:\t" + " ".join(str(i) for i in range(27)) + "\n"
+def nfs_section(
+    *,
+    statvers: str = "1.1",
+    rpc: str = "1.1",
+    events: str = " ".join(["0"] * 27),
+    before_rpc: str = "",
+    after_rpc: str = "",
+    ops: str = "\t        READ: 1 1 0 100 100 0 1 1 0\n",
+) -> str:
+    """A whole NFS section for /m, as the kernel prints it, with the given parts."""
+    return (
+        f"device s:/e mounted on /m with fstype nfs statvers={statvers}\n"
+        "\topts:\trw,vers=3\n\tage:\t10\n"
+        f"{before_rpc}\tevents:\t{events} \n\tbytes:\t0 0 0 0 0 0 0 0 \n"
+        f"\tRPC iostats version: {rpc}  p/v: 100003/3 (nfs)\n"
+        "\txprt:\ttcp 875 0 1 0 0 10 10 0 10 0 1 10 10\n"
+        f"{after_rpc}\tper-op statistics\n{ops}"
     )
+
+
+def test_statvers_12_names_readahead() -> None:
+    text = nfs_section(statvers="1.2", events=" ".join(str(i) for i in range(27)))
     events = parse_mountstats(text)["/m"].events
     assert events["vfsreadahead"] == 9 and "vfsreadpages" not in events
     assert next(iter(events)) == EVENT_NAMES[0]
 
 
 def test_malformed_counter_names_the_line() -> None:
-    text = (
-        "device s:/e mounted on /m with fstype nfs statvers=1.1\n"
-        "\tRPC iostats version: 1.1  p/v: 100003/3 (nfs)\n"
-        "\tper-op statistics\n"
-        "\t        READ: 1 1 0 x 0 0 0 0 0\n"
+    reading = parse_mountstats(nfs_section(ops="\t        READ: 1 1 0 x 0 0 0 0 0\n"))
+    assert "/m" not in reading
+    assert reading.unreadable["/m"].detail == (
+        "line 9: READ: 'x' is not a number the kernel prints: '\\t        READ: 1 1 0 x 0 0 0 0 0'"
     )
-    with pytest.raises(ValueError, match="line 4: READ"):
-        parse_mountstats(text)
 
 
 def test_unknown_lines_are_kept_not_fatal() -> None:
-    text = (
-        "device s:/e mounted on /m with fstype nfs statvers=1.1\n"
-        "\tsunrpc-id:\t2a\n"
-        "\tRPC iostats version: 1.1  p/v: 100003/3 (nfs)\n"
-        "\tremoteports_offset: 0 0\n"
-        "\tper-op statistics\n"
-        "\t          23: 4 4 0 400 400 0 4 4 0\n"
+    text = nfs_section(
+        before_rpc="\tsunrpc-id:\t2a\n",
+        after_rpc="\tremoteports_offset: 0 0\n",
+        ops="\t          23: 4 4 0 400 400 0 4 4 0\n",
     )
     m = parse_mountstats(text)["/m"]
     assert m.lines["sunrpc-id"] == "2a" and m.lines["remoteports_offset"] == "0 0"
@@ -293,15 +308,22 @@ def test_rates_mixed_udp_and_a_new_mount() -> None:
     assert (new_mount["connections"], new_mount["rpc_sends_s"]) == (2.0, 3.6)  # (20 + 16) / 10
 
 
-def test_counter_wrap() -> None:
+def test_counter_wrap_only_where_the_width_allows_it() -> None:
     assert counter_delta(10, 3) == 7
-    assert counter_delta(5, 2**32 - 3) == 8  # a 32-bit unsigned long wrapped
-    assert counter_delta(5, 2**64 - 3) == 8  # a 64-bit one wrapped
-    prev = OpCounters(2**32 - 100, 2**32 - 100, 0, 0, 0, 2**32 - 1, 0, 0, 0)
-    curr = OpCounters(400, 400, 0, 0, 0, 999, 0, 0, 0)
-    values = op_rates(prev, curr, 10)
+    assert counter_delta(5, 2**32 - 3, "lu", long_bits=32) == 8  # a 32-bit unsigned long
+    assert counter_delta(5, 2**32 - 3, "u") == 8  # an unsigned int, on any kernel
+    assert counter_delta(5, 2**32 - 3, "lu", long_bits=64) is None  # 64 bits: a reset
+    assert counter_delta(5, 2**64 - 3, "llu") is None  # unsigned long long: a reset
+    assert counter_delta(-5, 7, "ms") is None  # a signed time that went down: a reset
+    # 32 bits, but losing more than half the range in one interval is a restart, not a wrap.
+    assert counter_delta(5, 1_800_017, "lu", long_bits=32) is None
+    prev = OpCounters(2**32 - 100, 2**32 - 100, 0, 0, 0, 2**20, 0, 0, 0)
+    curr = OpCounters(400, 400, 0, 0, 0, 2**20 + 1000, 0, 0, 0)
+    values = op_rates(prev, curr, 10, long_bits=32)
     assert values["ops_s"] == 50.0  # (400 + 2**32 - (2**32 - 100)) / 10
-    assert values["avg_queue_ms"] == 2.0  # (999 + 1) / 500
+    assert values["avg_queue_ms"] == 2.0  # 1000 / 500
+    with pytest.raises(CounterReset, match=r"op.ops: 4294967196 -> 400"):
+        op_rates(prev, curr, 10, long_bits=64)
 
 
 def test_zero_ops_and_bad_interval() -> None:
@@ -314,13 +336,18 @@ def test_zero_ops_and_bad_interval() -> None:
         op_rates(idle, idle, 0)
 
 
-def test_same_mount() -> None:
+def test_mount_reset() -> None:
     before = snap("nfsv3_nconnect8", "before")["/mnt/netapp"]
     after = snap("nfsv3_nconnect8", "after")["/mnt/netapp"]
-    assert same_mount(before, after)
-    assert not same_mount(after, before)  # age went down: remounted in between
-    other = parse_mountstats("device x:/y mounted on /mnt/netapp with fstype nfs statvers=1.1")
-    assert not same_mount(before, other["/mnt/netapp"])
+    assert mount_reset(before, after) is None
+    assert str(mount_reset(after, before)) == "age: 3610 -> 3600"  # remounted in between
+    other = dataclasses.replace(after, device="x:/y")
+    assert str(mount_reset(before, other)) == "device: 10.1.0.20:/eda_vol -> x:/y"
+    # Age went on, but the counters are the older reading's: they restarted.
+    older = dataclasses.replace(before, age_s=3620)
+    assert str(mount_reset(after, older)) == "events.inoderevalidates: 1872000 -> 1866800"
+    gone = dataclasses.replace(after, age_s=3620, xprts=after.xprts[:7])
+    assert str(mount_reset(after, gone)) == "connections: 8 -> 7"
 
 
 # ----------------------------------------------------------------------------------- collector
@@ -390,16 +417,18 @@ def test_collector_remount_between_readings(tmp_path: Path) -> None:
     shutil.copy(DATA / "nfsv41_errors.after", path)
     collector = NfsClientCollector("/var/lib/postgresql", path)
     run(collector.start(0.0))
-    text = (DATA / "nfsv41_errors.before").read_text()
-    path.write_text(text.replace("age:\t600\n", "age:\t9\n"))  # counters went down: remount
-    samples = run(collector.sample(10.0))
-    read = next(s for s in samples if s.entity.endswith(":READ"))
-    assert read.values["ops_s"] == pytest.approx((2500 * 120 + 17) / 10)  # all since mounting
-    # A remount that the reading cannot place inside the interval only gives a new baseline.
-    shutil.copy(DATA / "nfsv41_errors.after", path)
-    run(collector.start(30.0))
-    path.write_text(text.replace("age:\t600\n", "age:\t500\n"))  # 605 -> 500, 10 s later
-    assert run(collector.sample(40.0)) == []
+    before, after = ((DATA / f"nfsv41_errors.{w}").read_text() for w in ("before", "after"))
+    path.write_text(before.replace("age:\t600\n", "age:\t9\n"))  # remounted 9 s ago
+    # The old mount's calls before the remount are lost to this reading: no rate at all.
+    (gap,) = run(collector.sample(10.0))
+    assert (gap.entity, gap.gap, gap.detail, gap.values) == (
+        "/var/lib/postgresql", GAP_RESET, "age: 605 -> 9", {},
+    )  # fmt: skip
+    # The reset reading is the new baseline: 5 s later the pair's deltas give rates again.
+    path.write_text(after.replace("age:\t605\n", "age:\t14\n"))
+    samples = {s.entity: s for s in run(collector.sample(15.0))}
+    assert not any(s.gap for s in samples.values())
+    assert samples["/var/lib/postgresql:READ"].values["ops_s"] == pytest.approx(500.0)  # 2500/5
 
 
 # ----------------------------------------------------------------------------------- advice
