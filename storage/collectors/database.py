@@ -9,6 +9,11 @@ Per target kind: PostgreSQL (:class:`PostgresStatsCollector`) runs now; Oracle a
 are prepared as SQL constants (:data:`ORACLE_SYSSTAT_SQL`, :data:`SQLSERVER_FILE_STATS_SQL`)
 so their collectors can be added to ``_FACTORIES`` beside it.
 
+Resets: a view whose ``stats_reset`` time moved (``pg_stat_reset()``, ``pg_stat_reset_shared``)
+or a counter that went down (a crash restart) gives a :data:`~sim.protocols.GAP_RESET` sample
+for that interval instead of figures, and the reading becomes the new baseline; see
+:meth:`PostgresStatsCollector.sample`.
+
 Options (``auto(target, options)``): ``table_prefix`` restricts the per-table samples to tables
 whose names start with it (e.g. the SLOB workload's ``table_prefix``); without it every user
 table of the target's schema is sampled.
@@ -18,10 +23,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sim.errors import CollectorError
-from sim.protocols import Collector, Sample, Target, connect_sql
+from sim.protocols import GAP_RESET, Collector, Sample, Target, connect_sql, gap_sample
 from sim.registry import CollectorEntry, register_collector
 from sim.sql import Statement
 
@@ -30,16 +36,43 @@ if TYPE_CHECKING:
 
 SOURCE = "db"
 TABLE_ENTITY_PREFIX = "table:"
+#: Columns holding a view's ``stats_reset`` (seconds since the epoch, 0 for never) are named
+#: ``reset_<view>`` (written out in the SQL below).
+RESET_PREFIX = "reset_"
 #: Above this share of block requests served by the cache, reads did not reach storage.
 CACHE_WARNING_PCT = 50.0
 
 # --------------------------------------------------------------------------- pure arithmetic
 
 
-def counter_delta(prev: float, curr: float) -> float:
-    """``curr - prev`` for a cumulative counter; a counter that went down was reset
-    (``pg_stat_reset``, a table dropped and re-created), so everything since counts."""
-    return curr - prev if curr >= prev else curr
+def first_decrease(
+    prev: Mapping[str, float], curr: Mapping[str, float], counters: Iterable[str]
+) -> str | None:
+    """The first of ``counters`` that went down between two readings, as ``"<counter>: <old>
+    -> <new>"``, or None. PostgreSQL's counters are 64-bit and never wrap: a decrease is a
+    reset (``pg_stat_reset()``, a crash restart), never a difference to turn into a rate."""
+    for name in counters:
+        if curr[name] < prev[name]:
+            return f"{name}: {prev[name]:.0f} -> {curr[name]:.0f}"
+    return None
+
+
+def stats_reset_moved(prev: Mapping[str, float], curr: Mapping[str, float]) -> str | None:
+    """Which view's ``stats_reset`` time changed between two readings (the ``reset_<view>``
+    entries, seconds since the epoch, 0 for never), as ``"<view>.stats_reset: <old> ->
+    <new>"``, or None. A reset that left a counter higher than before (pg_stat_reset() and
+    busy seconds after it) shows here and nowhere else."""
+    for key in sorted(k for k in curr if k.startswith(RESET_PREFIX)):
+        if curr[key] != prev.get(key, curr[key]):
+            view = key.removeprefix(RESET_PREFIX)
+            return f"{view}.stats_reset: {_when(prev[key])} -> {_when(curr[key])}"
+    return None
+
+
+def _when(epoch: float) -> str:
+    if not epoch:
+        return "never"
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
 
 
 def counter_rates(
@@ -48,8 +81,9 @@ def counter_rates(
     interval_s: float,
     names: Mapping[str, str],
 ) -> dict[str, float]:
-    """Per-second rates of the counters in ``names`` (counter -> output key)."""
-    return {out: counter_delta(prev[c], curr[c]) / interval_s for c, out in names.items()}
+    """Per-second rates of the counters in ``names`` (counter -> output key); the caller has
+    made sure none went down (:func:`first_decrease`)."""
+    return {out: (curr[c] - prev[c]) / interval_s for c, out in names.items()}
 
 
 def hit_pct(hits: float, reads: float) -> float:
@@ -141,17 +175,25 @@ PG_TABLE_RATES = _per_s(
 _PG_IO_SUMS = (
     "(SELECT "
     + ", ".join(f"COALESCE(SUM({c}), 0)::float8 AS io_{c}" for c in _PG_IO_COLUMNS)
+    + ", COALESCE(EXTRACT(EPOCH FROM MAX(stats_reset)), 0)::float8 AS reset_pg_stat_io"
     + " FROM pg_stat_io WHERE object = 'relation') AS io"
 )
 
 
 def postgres_database_sql(version_num: int) -> str:
     """One row of cumulative counters for the current database, WAL, checkpointer and
-    background writer (and pg_stat_io from 16 on), in the views of server ``version_num``."""
+    background writer (and pg_stat_io from 16 on), in the views of server ``version_num``,
+    with each view's ``stats_reset`` time (``reset_<view>``)."""
     columns = [f"d.{c}::float8 AS {c}" for c in PG_DATABASE_RATES]
+    columns.append(
+        "COALESCE(EXTRACT(EPOCH FROM d.stats_reset), 0)::float8 AS reset_pg_stat_database"
+    )
     sources = ["pg_stat_database AS d"]
     if version_num >= 140000:  # pg_stat_wal appeared in 14
         columns += ["w.wal_records::float8 AS wal_records", "w.wal_bytes::float8 AS wal_bytes"]
+        columns.append(
+            "COALESCE(EXTRACT(EPOCH FROM w.stats_reset), 0)::float8 AS reset_pg_stat_wal"
+        )
         sources.append("pg_stat_wal AS w")
         if version_num >= 180000:  # 18 moved WAL writes and syncs to pg_stat_io
             columns += [
@@ -163,8 +205,14 @@ def postgres_database_sql(version_num: int) -> str:
         else:
             columns += ["w.wal_write::float8 AS wal_write", "w.wal_sync::float8 AS wal_sync"]
     sources.append("pg_stat_bgwriter AS b")
+    columns.append(
+        "COALESCE(EXTRACT(EPOCH FROM b.stats_reset), 0)::float8 AS reset_pg_stat_bgwriter"
+    )
     if version_num >= 170000:  # 17 split the checkpointer out and dropped buffers_backend
         sources.append("pg_stat_checkpointer AS c")
+        columns.append(
+            "COALESCE(EXTRACT(EPOCH FROM c.stats_reset), 0)::float8 AS reset_pg_stat_checkpointer"
+        )
         columns += [
             "c.buffers_written::float8 AS buffers_checkpoint",
             "b.buffers_clean::float8 AS buffers_clean",
@@ -177,6 +225,7 @@ def postgres_database_sql(version_num: int) -> str:
         columns += [f"b.{c}::float8 AS {c}" for c in (*PG_BGWRITER_RATES, *PG_BGWRITER_DELTAS)]
     if version_num >= 160000:
         columns += [f"io.{c}" for c in PG_IO_RATES]
+        columns.append("io.reset_pg_stat_io")
         sources.append(_PG_IO_SUMS)
     return (
         "SELECT "
@@ -188,6 +237,7 @@ def postgres_database_sql(version_num: int) -> str:
 
 
 PG_TABLES_SQL = """SELECT relname::text AS relname,
+       relid::bigint::float8 AS relid,
        heap_blks_read::float8 AS heap_blks_read,
        heap_blks_hit::float8 AS heap_blks_hit,
        COALESCE(idx_blks_read, 0)::float8 AS idx_blks_read,
@@ -304,7 +354,10 @@ class PostgresStatsCollector(Collector):
         return database, tables
 
     async def sample(self, now: float) -> list[Sample]:
-        """Rates since the previous reading; tables first seen now count from zero.
+        """Rates since the previous reading; tables first seen now count from zero. A view
+        whose ``stats_reset`` moved, or a counter that went down, makes that interval a
+        :data:`~sim.protocols.GAP_RESET` gap for the database (and, for pg_stat_reset(), for
+        every table); a table dropped and re-created (another relid) is a gap of its own.
 
         After losing its connection (the server restarted) the collector reconnects at the
         next sample and takes a fresh baseline (a restart after a crash resets the counters),
@@ -324,26 +377,50 @@ class PostgresStatsCollector(Collector):
                 await self.stop()
             raise
         (prev_db, prev_tables), (db, tables) = self._prev, curr
-        self._prev, self._prev_now = curr, now
-        values = counter_rates(prev_db, db, interval, self._db_rates)
-        for name in PG_BGWRITER_DELTAS:
-            values[name] = counter_delta(prev_db[name], db[name])
-        values["cache_hit_pct"] = hit_pct(
-            counter_delta(prev_db["blks_hit"], db["blks_hit"]),
-            counter_delta(prev_db["blks_read"], db["blks_read"]),
-        )
-        values["interval_s"] = interval
+        self._prev, self._prev_now = curr, now  # after a reset too: the next interval is exact
         assert self.database is not None
-        samples = [Sample(SOURCE, self.database, values, t=now, meta={"kind": "database"})]
-        zero = dict.fromkeys(PG_TABLE_RATES, 0.0)
+        samples = [self._database_sample(prev_db, db, interval, now)]
+        # pg_stat_reset() also zeroes this database's tables, whose counters may not show it.
+        key = RESET_PREFIX + "pg_stat_database"
+        db_reset = None
+        if db[key] != prev_db[key]:
+            db_reset = f"pg_stat_reset(): stats_reset {_when(prev_db[key])} -> {_when(db[key])}"
+        zero = dict.fromkeys(("relid", *PG_TABLE_RATES), 0.0)
         for name in sorted(tables):
-            rates = counter_rates(
-                prev_tables.get(name, zero), tables[name], interval, PG_TABLE_RATES
-            )
-            rates["interval_s"] = interval
             entity = TABLE_ENTITY_PREFIX + name
+            before, after = prev_tables.get(name), tables[name]
+            if before is None:  # created since the last reading: all its counts are new
+                before = zero | {"relid": after["relid"]}
+            broken = db_reset
+            if broken is None and before["relid"] != after["relid"]:
+                broken = f"re-created (relid {before['relid']:.0f} -> {after['relid']:.0f})"
+            broken = broken or first_decrease(before, after, PG_TABLE_RATES)
+            if broken is not None:
+                samples.append(gap_sample(SOURCE, entity, GAP_RESET, broken, now))
+                continue
+            rates = counter_rates(before, after, interval, PG_TABLE_RATES)
+            rates["interval_s"] = interval
             samples.append(Sample(SOURCE, entity, rates, t=now, meta={"kind": "table"}))
         return samples
+
+    def _database_sample(
+        self, prev: dict[str, float], curr: dict[str, float], interval: float, now: float
+    ) -> Sample:
+        """The database's figures, or a reset gap when a view's counters were reset."""
+        assert self.database is not None
+        broken = stats_reset_moved(prev, curr) or first_decrease(
+            prev, curr, [*self._db_rates, *PG_BGWRITER_DELTAS]
+        )
+        if broken is not None:
+            return gap_sample(SOURCE, self.database, GAP_RESET, broken, now)
+        values = counter_rates(prev, curr, interval, self._db_rates)
+        for name in PG_BGWRITER_DELTAS:
+            values[name] = curr[name] - prev[name]
+        values["cache_hit_pct"] = hit_pct(
+            curr["blks_hit"] - prev["blks_hit"], curr["blks_read"] - prev["blks_read"]
+        )
+        values["interval_s"] = interval
+        return Sample(SOURCE, self.database, values, t=now, meta={"kind": "database"})
 
     async def stop(self) -> None:
         """Give the connection back."""

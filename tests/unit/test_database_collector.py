@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
 import os
 from collections.abc import Iterator
 
@@ -17,22 +18,24 @@ import pytest
 import sqlglot
 
 from sim import registry
-from sim.protocols import EngineContext, Sample
+from sim.protocols import GAP_RESET, EngineContext, Sample
 from storage.collectors.database import (
     PostgresStatsCollector,
     auto_db,
     blocks_read_from_means,
     cache_warning,
-    counter_delta,
     counter_rates,
+    first_decrease,
     hit_pct,
     physical_reads_per_op,
     postgres_database_sql,
+    stats_reset_moved,
     table_blocks_read,
 )
 from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings, SqliteSettings
 from storage.targets.sqlite import SqliteTarget
+from tests.support.counters import by_entity, impossible_rates
 
 HOST, PORT = "127.0.0.1", 5432
 OWN_DB = f"dbsim_ut_collector_{os.getpid()}"
@@ -52,13 +55,21 @@ def table_sample(name: str, heap_read: float, idx_read: float, interval: float) 
 # ------------------------------------------------------------------ pure functions
 
 
-def test_counter_delta_treats_a_decrease_as_a_reset() -> None:
-    assert counter_delta(10, 25) == 15
-    assert counter_delta(100, 7) == 7  # pg_stat_reset() or a re-created table
+def test_a_decrease_or_a_moved_stats_reset_is_a_reset_never_a_rate() -> None:
+    before = {"a": 100.0, "b": 5.0, "reset_pg_stat_database": 0.0, "reset_pg_stat_wal": 1.7e9}
+    assert first_decrease(before, before | {"a": 125.0}, ["a", "b"]) is None
+    assert first_decrease(before, before | {"b": 2.0}, ["a", "b"]) == "b: 5 -> 2"
     assert counter_rates({"a": 1, "b": 0}, {"a": 11, "b": 4}, 2.0, {"a": "a_s", "b": "b_s"}) == {
         "a_s": 5.0,
         "b_s": 2.0,
     }
+    assert stats_reset_moved(before, dict(before)) is None
+    # pg_stat_reset() then a busy second: every counter is higher again, only the time says it.
+    after = before | {"a": 900.0, "reset_pg_stat_database": 1764620000.25}
+    assert first_decrease(before, after, ["a", "b"]) is None
+    assert stats_reset_moved(before, after) == (
+        "pg_stat_database.stats_reset: never -> 2025-12-01T20:13:20.250+00:00"
+    )
 
 
 def test_hit_pct_and_the_cache_warning() -> None:
@@ -186,3 +197,91 @@ def test_rates_from_two_readings_of_the_live_server(own_database: str) -> None:
     assert table["heap_blks_hit_s"] + table["heap_blks_read_s"] >= 2 / INTERVAL_S
     assert table["idx_blks_hit_s"] + table["idx_blks_read_s"] >= 1 / INTERVAL_S
     assert table["interval_s"] == INTERVAL_S
+
+
+# ------------------------------------------------------------------ pg_stat_reset() live
+
+RESET_UPDATED_ROWS = UPDATED_ROWS
+
+
+async def _totals(worker: asyncpg.Connection) -> dict[str, float]:
+    """The raw counters behind xact_commit_s and tup_updated_s, as the server has them now."""
+    row = await worker.fetchrow(
+        "SELECT xact_commit::float8 AS xact_commit, tup_updated::float8 AS tup_updated"
+        "  FROM pg_stat_database WHERE datname = current_database()"
+    )
+    assert row is not None
+    return dict(row)
+
+
+async def _across_a_reset(database: str) -> tuple[list[list[Sample]], list[dict[str, float]]]:
+    """Four readings 2 s apart on the fake clock: work, pg_stat_reset() and work, work, the
+    table dropped and re-created. Returns each interval's samples and the raw totals at each
+    reading."""
+    target = PostgresTarget(PostgresSettings(host=HOST, port=PORT, database=database))
+    rounds: list[list[Sample]] = []
+    totals: list[dict[str, float]] = []
+    with concurrent.futures.ThreadPoolExecutor(1) as executor:
+        await target.open(EngineContext(asyncio.get_running_loop(), executor))
+        worker = await asyncpg.connect(host=HOST, port=PORT, user="postgres", database=database)
+        try:
+            await worker.execute(
+                "DROP TABLE IF EXISTS ut_rates; DROP TABLE IF EXISTS other_table;"
+                "CREATE TABLE ut_rates (k int PRIMARY KEY, v text);"
+                f"INSERT INTO ut_rates SELECT g, 'x' FROM generate_series(1, {UPDATED_ROWS}) g"
+            )
+            await worker.execute("SELECT pg_stat_force_next_flush()")
+            collector = PostgresStatsCollector(target, table_prefix="ut_")
+            await collector.start(100.0)
+            totals.append(await _totals(worker))
+
+            async def work(reset: bool = False, recreate: bool = False) -> None:
+                if reset:
+                    await worker.execute("SELECT pg_stat_reset()")
+                if recreate:
+                    await worker.execute(
+                        "DROP TABLE ut_rates; CREATE TABLE ut_rates (k int PRIMARY KEY, v text);"
+                        f"INSERT INTO ut_rates SELECT g, 'x' FROM generate_series(1, {UPDATED_ROWS}) g"
+                    )
+                for _ in range(COMMITS):
+                    await worker.fetchval("SELECT 1")
+                await worker.execute("UPDATE ut_rates SET v = 'y'")
+                await worker.execute("SELECT pg_stat_force_next_flush()")
+
+            for i, step in enumerate(({}, {"reset": True}, {}, {"recreate": True}), start=1):
+                await work(**step)
+                rounds.append(await collector.sample(100.0 + i * INTERVAL_S))
+                totals.append(await _totals(worker))
+            await collector.stop()
+        finally:
+            await worker.execute("DROP TABLE IF EXISTS ut_rates")
+            await worker.close()
+            await target.close()
+    return rounds, totals
+
+
+def test_pg_stat_reset_makes_that_interval_a_gap_and_the_next_exact(own_database: str) -> None:
+    rounds, totals = asyncio.run(_across_a_reset(own_database))
+    before, across, after, recreated = (by_entity(r) for r in rounds)
+    table = "table:ut_rates"
+    assert before[own_database].gap == "" and before[table].gap == ""
+    # The reset interval: no figures for the database or its table, and what was seen.
+    db = across[own_database]
+    assert (db.gap, dict(db.values)) == (GAP_RESET, {})
+    assert db.detail.startswith("pg_stat_database.stats_reset: never -> 20")
+    assert across[table].gap == GAP_RESET and across[table].detail.startswith("pg_stat_reset(): ")
+    # Re-baselined at the reset reading: the next interval is exact again.
+    values = after[own_database].values
+    assert values["tup_updated_s"] == RESET_UPDATED_ROWS / INTERVAL_S
+    expected = (COMMITS + 2) / INTERVAL_S  # 100 SELECTs, the UPDATE, the flush call
+    assert expected <= values["xact_commit_s"] <= expected + OWN_COMMITS_MAX / INTERVAL_S
+    assert after[table].gap == "" and after[table].values["heap_blks_hit_s"] > 0
+    # A table dropped and re-created under the same name is another relation.
+    assert recreated[table].gap == GAP_RESET and "re-created (relid" in recreated[table].detail
+    assert recreated[own_database].gap == ""
+    # No rate anywhere above 10 x the larger reading per second.
+    for samples, (old, new) in zip(rounds, itertools.pairwise(totals), strict=True):
+        for sample in samples:
+            if sample.entity == own_database and not sample.gap:
+                pairs = {f"{k}_s": (old[k], new[k]) for k in old}
+                assert impossible_rates(sample.values, pairs, INTERVAL_S) == {}
