@@ -33,7 +33,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sim.errors import CollectorError, ConfigError, ScenarioError
-from sim.protocols import Collector, Sample, Target
+from sim.protocols import GAP_RESET, GAP_UNREADABLE, Collector, Sample, Target, gap_sample
 from sim.registry import CollectorEntry, register_collector
 from sim.scenario import error_lines
 from sim.secrets import SecretRef, redact, resolve_secret
@@ -44,6 +44,8 @@ IO_TYPES = ("read", "write", "other", "total")
 RAW_GROUPS = {"iops_raw": "iops", "latency_raw": "latency_us", "throughput_raw": "bps"}
 METRIC_GROUPS = {"iops": "iops", "latency": "latency_us", "throughput": "bps"}
 METRIC_OK = (None, "ok", "backfilled_data")  # a backfilled sample is still a real average
+OK = (None, "ok")
+DETAIL_CHARS = 200  # a malformed record is quoted this far in its gap's detail
 
 log = logging.getLogger(__name__)
 _warned_insecure: set[str] = set()
@@ -110,25 +112,63 @@ class Reading:
     status: Any  # "ok", or what went wrong (partial_no_data, negative_delta …)
 
 
-def reading(record: Mapping[str, Any], part_name: str) -> Reading | None:
-    """The ``statistics`` (raw counters) or ``metric`` part of a record; None without IOPS."""
-    part = record.get(part_name)
+class MalformedRecord(ValueError):
+    """An object record whose counters are not what ONTAP documents (a group or an I/O type
+    missing, a value that is not a non-negative number); the message says which field."""
+
+
+def has_part(record: Mapping[str, Any], part_name: str) -> bool:
+    """Whether the record carries a ``statistics`` (raw counters) or ``metric`` part."""
     groups = RAW_GROUPS if part_name == "statistics" else METRIC_GROUPS
-    if not isinstance(part, dict) or not isinstance(part.get(next(iter(groups))), dict):
+    part = record.get(part_name)
+    return isinstance(part, dict) and isinstance(part.get(next(iter(groups))), dict)
+
+
+def reading(record: Mapping[str, Any], part_name: str) -> Reading | None:
+    """The ``statistics`` (raw counters) or ``metric`` part of a record; None without one.
+
+    Every group (``iops_raw``, ``latency_raw``, ``throughput_raw``, or the metric's three) must
+    hold a number for each of read, write, other and total — raw counters as non-negative
+    integers (64-bit, as ONTAP keeps them) — or :class:`MalformedRecord` says what is wrong: a
+    record that lost one figure must not quietly give the others alone.
+    """
+    if not has_part(record, part_name):
         return None
+    part = record[part_name]
+    raw = part_name == "statistics"
+    groups = RAW_GROUPS if raw else METRIC_GROUPS
     figures: dict[str, int | float] = {}
     for group, suffix in groups.items():
         values = part.get(group)
-        for io in IO_TYPES if isinstance(values, dict) else ():
-            value = values.get(io)  # type: ignore[union-attr]
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                figures[f"{io}_{suffix}"] = value  # ints stay ints: bytes outgrow a float's 2**53
+        if not isinstance(values, dict):
+            raise MalformedRecord(f"{part_name}.{group} is missing")
+        for io in IO_TYPES:
+            value = values.get(io)
+            number = (int,) if raw else (int, float)
+            if isinstance(value, bool) or not isinstance(value, number) or value < 0:
+                raise MalformedRecord(f"{part_name}.{group}.{io} is {json.dumps(value)[:40]}")
+            figures[f"{io}_{suffix}"] = value  # ints stay ints: bytes outgrow a float's 2**53
     stamp = part.get("timestamp") if isinstance(part.get("timestamp"), str) else None
     try:
         timestamp = datetime.fromisoformat(stamp).timestamp() if stamp else None
     except ValueError:
         timestamp = None
     return Reading(figures, stamp, timestamp, part.get("status"))
+
+
+def first_decrease(before: Reading, after: Reading) -> str | None:
+    """The first raw counter (as ONTAP names it) that went down between two readings, or the
+    timestamp going back, as ``"<field>: <old> -> <new>"``; None when all moved forward."""
+    stamps = before.timestamp is not None and after.timestamp is not None
+    if stamps and (after.timestamp or 0.0) < (before.timestamp or 0.0):
+        return f"statistics.timestamp: {before.stamp} -> {after.stamp}"
+    names = {suffix: group for group, suffix in RAW_GROUPS.items()}
+    for key, value in after.figures.items():
+        old = before.figures.get(key, value)
+        if value < old:
+            io, suffix = key.split("_", 1)
+            return f"statistics.{names[suffix]}.{io}: {old} -> {value}"
+    return None
 
 
 def rates(before: Reading, after: Reading, interval_s: float) -> dict[str, float]:
@@ -301,7 +341,7 @@ class OntapCollector(Collector):
                 raise client.error(
                     f"{kind} not found: {', '.join(missing) or '*'} (svm {s.svm or 'any'})"
                 )
-            raw = any(reading(r, "statistics") for r in records)
+            raw = any(has_part(r, "statistics") for r in records)
             if s.mode == "statistics" and not raw:
                 raise client.error(f"{kind}s carry no statistics.*_raw counters; try mode: auto")
             self.modes[kind] = "statistics" if first == "statistics" and raw else "metric"
@@ -328,10 +368,31 @@ class OntapCollector(Collector):
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
         return None
 
+    def _gap(self, entity: str, gap: str, reason: str, detail: str, now: float) -> Sample:
+        self._skip(reason)
+        return gap_sample(self.source, entity, gap, detail, now)
+
+    def _parse(
+        self, entity: str, record: dict[str, Any], part: str, now: float
+    ) -> Reading | Sample | None:
+        """The record's reading, or the gap sample it makes: malformed, or a status saying
+        the cluster's figures are incomplete (``partial_no_data`` …). None: no such part."""
+        try:
+            current = reading(record, part)
+        except MalformedRecord as exc:
+            text = json.dumps(record, separators=(",", ":"))[:DETAIL_CHARS]
+            return self._gap(entity, GAP_UNREADABLE, "malformed", f"{exc}: {text}", now)
+        if current is not None and current.status not in (METRIC_OK if part == "metric" else OK):
+            detail = f"{part}.status is {current.status}"
+            return self._gap(entity, GAP_UNREADABLE, f"status_{current.status}", detail, now)
+        return current
+
     def _from_statistics(self, entity: str, record: dict[str, Any], now: float) -> Sample | None:
-        current = reading(record, "statistics")
-        if current is None or current.status not in (None, "ok"):  # partial sums: keep the baseline
-            return self._skip(f"status_{current.status}" if current else "no_raw_counters")
+        current = self._parse(entity, record, "statistics", now)
+        if current is None:
+            return self._skip("no_raw_counters")
+        if isinstance(current, Sample):  # the baseline stays: the next good reading spans it
+            return current
         if entity not in self._prev:
             self._prev[entity] = (current, now)
             return None
@@ -342,17 +403,22 @@ class OntapCollector(Collector):
             interval = now - before_now
         if interval == 0:
             return self._skip("stale_timestamp")  # not refreshed: the next reading spans both
-        self._prev[entity] = (current, now)
-        if interval < 0 or any(v < before.figures.get(k, v) for k, v in current.figures.items()):
-            return self._skip("counter_reset")  # a reset or a takeover, never a real rate
+        self._prev[entity] = (current, now)  # after a reset too: the next interval is exact
+        broken = first_decrease(before, current)
+        if broken is None and interval < 0:
+            broken = f"the engine's clock went back ({before_now} -> {now})"
+        if broken is not None:  # a takeover, a giveback, a counter manager restart
+            return self._gap(entity, GAP_RESET, "counter_reset", broken, now)
         values = rates(before, current, interval)
         meta = _meta(record, "statistics", current) | {"interval_s": f"{interval:g}"}
         return Sample(self.source, entity, values, now, meta)
 
     def _from_metric(self, entity: str, record: dict[str, Any], now: float) -> Sample | None:
-        current = reading(record, "metric")
-        if current is None or current.status not in METRIC_OK:
-            return self._skip(f"status_{current.status}" if current else "no_metric")
+        current = self._parse(entity, record, "metric", now)
+        if current is None:
+            return self._skip("no_metric")
+        if isinstance(current, Sample):
+            return current
         values = {k: float(v) for k, v in current.figures.items()}
         duration = str(_dig(record, "metric", "duration"))
         meta = _meta(record, "metric", current) | {"duration": duration}

@@ -14,7 +14,8 @@ The shapes follow the ONTAP REST API reference on docs.netapp.com:
 Figures and message texts are ours. Counters advance by one fixed *step* on every first-page GET
 of a collection (a GET following a ``next`` link reads the same step), and ``statistics.timestamp``
 advances by ``step_s`` seconds, so a test knows the expected rates exactly. Knobs: ``resets``
-(counters of an entity restart from zero at a step), ``stale_requests`` (the n-th first-page GET
+(counters of an entity restart from zero at a step: a takeover, a giveback, a counter manager
+restart), ``mangle`` (edit one entity's record at one step: a malformed answer), ``stale_requests`` (the n-th first-page GET
 repeats the previous step), ``hang_after`` (later requests never get an answer), ``page_size``,
 ``timestamps`` (leave ``statistics.timestamp`` out), ``fail_with`` (an error answer). TLS:
 :func:`make_tls_files` creates a test CA and a server certificate for 127.0.0.1.
@@ -29,6 +30,7 @@ import shutil
 import ssl
 import subprocess
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -108,6 +110,8 @@ class OntapReplay:
         self.entities = entities
         self.step_s = step_s
         self.resets: dict[str, int] = {}
+        #: (entity name, step) -> an edit of the record served for it at that step.
+        self.mangle: dict[tuple[str, int], Callable[[dict[str, Any]], None]] = {}
         self.stale_requests: set[int] = set()
         self.hang_after: int | None = None
         self.page_size: int | None = None
@@ -200,6 +204,9 @@ class OntapReplay:
         if "metric" in fields:
             metric: dict[str, Any] = entity.metric(self.step_s)
             record["metric"] = metric | {"status": "ok", "duration": "PT15S", "timestamp": stamp}
+        edit = self.mangle.get((entity.name, step))
+        if edit is not None:
+            edit(record)
         return record
 
 
