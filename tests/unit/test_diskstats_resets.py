@@ -9,11 +9,14 @@ next interval is exact again, and that the other devices' figures are those of t
 from __future__ import annotations
 
 import asyncio
+import csv
 import dataclasses
 from pathlib import Path
 
 import pytest
 
+from sim.bundle import BundleWriter
+from sim.metrics import Interval
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Sample
 from storage.collectors.block import BlockDeviceCollector
 from storage.collectors.diskstats import (
@@ -224,3 +227,30 @@ def test_in_flight_is_read_as_the_signed_value_the_kernel_had() -> None:
     parsed = parse_diskstats_line(line, 64)
     assert parsed is not None and parsed.ios_in_progress == -1
     assert parse_diskstats_line(CLEAN_SDB, 64).ios_in_progress == 3  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------ into the bundle
+
+
+def test_the_bundle_marks_the_reset_and_keeps_the_other_devices_rows(tmp_path: Path) -> None:
+    readings = [text("steady.1"), text("reattached.2"), text("reattached.3")]
+    rounds = drive(readings, tmp_path)
+    (tmp_path / "run").mkdir()
+    bundle = BundleWriter(tmp_path / "run", {"name": "resets"})
+    for index, samples in enumerate(rounds):
+        interval = Interval(index, float(index), float(index + 1), "measure", None, {})
+        bundle.on_interval(interval, list(samples.values()))
+    bundle.close()
+    summary = bundle.write_summary("completed")
+    assert summary["resets"] == {"block": {"sdb": {"count": 1, "intervals": [0]}}}
+    assert (
+        "block sdb: reset at interval 0, no rate for that interval (rd_ios: 81234567 -> 17)"
+        in (summary["messages"])
+    )
+    with (tmp_path / "run" / "timeseries" / "block.csv").open() as handle:
+        rows = [(r["interval"], r["entity"], float(r["r_s"])) for r in csv.DictReader(handle)]
+    assert rows == [
+        ("0", "vda", 100.0), ("0", "nvme0n1", 50000.0),
+        ("1", "vda", 300.0), ("1", "sdb", 400.0), ("1", "nvme0n1", 40000.0),
+    ]  # fmt: skip
+    assert summary["storage"]["block"]["sdb"]["r_s"] == 400.0  # the reset costs no mean
