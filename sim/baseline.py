@@ -215,7 +215,7 @@ class BaselineRun:
             ]
         for weight, samples in chosen:
             for sample in samples:
-                if sample.source != "block":
+                if sample.source != "block" or sample.gap:  # a gap has no figures to weigh
                     continue
                 acc = sums.setdefault(sample.entity, {})
                 for key, value in sample.values.items():

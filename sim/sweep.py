@@ -213,7 +213,7 @@ class BreachMonitor:
         for op, stats in interval.ops.items():
             builder.add_op(op, stats.count, stats.error_count, stats.histogram)
         for sample in samples:
-            if sample.source == "block":
+            if sample.source == "block" and not sample.gap:  # a gap has no figures to weigh
                 builder.add_device(sample.entity, sample.values, seconds)
 
     def on_stage(self, stage: Stage, log: dict[str, Any]) -> None:

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from sim.baseline import BaselineRun
 from sim.bundle import BundleWriter
 from sim.metrics import Interval
-from sim.protocols import GAP_RESET, GAP_UNREADABLE, Sample
+from sim.protocols import GAP_RESET, GAP_UNREADABLE, Sample, gap_sample
+from sim.sweep import BreachMonitor
 from storage.collectors.block import BlockDeviceCollector
 from storage.collectors.diskstats import (
     DiskCounters,
@@ -254,3 +256,16 @@ def test_the_bundle_marks_the_reset_and_keeps_the_other_devices_rows(tmp_path: P
         ("1", "vda", 300.0), ("1", "sdb", 400.0), ("1", "nvme0n1", 40000.0),
     ]  # fmt: skip
     assert summary["storage"]["block"]["sdb"]["r_s"] == 400.0  # the reset costs no mean
+
+
+def test_a_gap_weighs_nothing_in_the_baseline_and_sweep_device_means() -> None:
+    good = Sample("block", "vda", {"r_s": 400.0, "iops": 400.0, "r_await_ms": 0.5})
+    gap = gap_sample("block", "vda", GAP_RESET, "rd_ios: 81234567 -> 17")
+    baseline = BaselineRun.__new__(BaselineRun)  # only its sample store is needed here
+    baseline.samples = [(0.0, 1.0, [good]), (1.0, 2.0, [gap])]
+    assert baseline.device_means(0.0, 2.0)["vda"]["r_s"] == 400.0  # not 200: no figures, no time
+    monitor = BreachMonitor(engine=None, slos=[])  # type: ignore[arg-type]
+    for index, sample in enumerate([good, gap]):
+        interval = Interval(index, float(index), float(index + 1), "measure", 0, {})
+        monitor.on_interval(interval, [sample])
+    assert monitor.builders[0].device_seconds["vda"] == 1.0
