@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from sim.errors import SimError, TargetError
 from sim.events import EngineEvents
+from sim.loading import LoadReports, load_and_verify
 from sim.metrics import Interval, IntervalRecorder
 from sim.protocols import Collector, Connection, EngineContext, Target, Workload
 from sim.sampler import CollectorSampler
@@ -166,8 +167,13 @@ class Engine:
         collector_timeout_s: float = 2.0,
         stop_grace_s: float = DEFAULT_STOP_GRACE_S,
         skip_load: bool = False,
+        verify_only: bool = False,
+        load_only: bool = False,
         clock: Callable[[], float] = time.perf_counter,  # for phases, ticks and collectors
     ) -> None:
+        """``skip_load``: use the data as it is (no build, no verification); ``verify_only``:
+        another process loaded it, verify only; ``load_only``: load and verify, then end the
+        run without a session (a distributed run's elected loader)."""
         self.workload = workload
         self.target = target
         self.load = load
@@ -181,6 +187,8 @@ class Engine:
         self._publishing = asyncio.Lock()
         self.stop_grace_s = stop_grace_s
         self.skip_load = skip_load
+        self.verify_only = verify_only
+        self.load_only = load_only
         self.clock = clock
         self.events = EngineEvents()
         self.recorder = IntervalRecorder()
@@ -290,15 +298,23 @@ class Engine:
                     self.result.collector_errors["setup"] = 1
                     self.events.collector_error.fire(source="setup", message=str(exc))
             if not self.skip_load:
-                self._set_state("loading", self.workload.name)
-                self.result.load_report = await self._unless_stopped(
-                    self.workload.load(self._progress)
+                # Under the target's load lock (sim.loading); filled in place, so a failed
+                # verification still records what the load did.
+                reports = LoadReports(self.result.load_report, self.result.verify_report)
+                await self._unless_stopped(
+                    load_and_verify(
+                        self.workload,
+                        self.target,
+                        self._progress,
+                        build=not self.verify_only,
+                        on_state=self._set_state,
+                        reports=reports,
+                    )
                 )
-                self._set_state("verifying", self.workload.name)
-                self.result.verify_report = await self._unless_stopped(self.workload.verify())
-            self._set_state("connecting", f"{self.max_sessions} sessions")
-            self._connections = await self._unless_stopped(self._connect_all(self.max_sessions))
-            await self._run_sessions(self._connections)
+            if not self.load_only:
+                self._set_state("connecting", f"{self.max_sessions} sessions")
+                self._connections = await self._unless_stopped(self._connect_all(self.max_sessions))
+                await self._run_sessions(self._connections)
             if self.result.outcome != OUTCOME_INTERRUPTED:
                 self.result.outcome = OUTCOME_COMPLETED
         except _StopRequested:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -47,6 +49,44 @@ ProgressCallback = Callable[[str, int, int], None]
 
 
 # --------------------------------------------------------------------------- targets
+
+
+#: Who sees the data a target loads (:attr:`Target.data_scope`): only this process (a private
+#: temporary database: every process loads its own), the processes of one host (a local path;
+#: on NFS other hosts may see it too), or everyone who reaches the target (a database server).
+SCOPE_PROCESS = "process"
+SCOPE_HOST = "host"
+SCOPE_SHARED = "shared"
+
+WaitCallback = Callable[[str], None]
+"""``on_wait(what)``: another loader holds ``what``'s load lock; this one waits for it."""
+
+
+@dataclass
+class LoadLock:
+    """The load lock a loader holds (see :meth:`Target.load_lock`), as the bundle records it.
+
+    ``held`` is False when the target has nothing to lock (a private database) or its storage
+    refused (a file system without ``flock``); ``how`` says which, or what was locked."""
+
+    held: bool
+    how: str
+    shared: bool = False
+    waited_s: float = 0.0
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "held": self.held,
+            "how": self.how,
+            "mode": "shared" if self.shared else "exclusive",
+            "waited_s": round(self.waited_s, 3),
+        }
+
+
+@contextlib.asynccontextmanager
+async def no_load_lock(why: str, shared: bool = False) -> AsyncIterator[LoadLock]:
+    """The lock of a target that has none: yields at once."""
+    yield LoadLock(False, f"none: {why}", shared)
 
 
 class Connection(ABC):
@@ -127,6 +167,25 @@ class Target(ABC):
         cause = exc.__cause__ if exc.__cause__ is not None else exc
         return isinstance(cause, ConnectionError | TimeoutError)
 
+    @property
+    def data_scope(self) -> str:
+        """Who sees what this target loads: :data:`SCOPE_SHARED` (default), :data:`SCOPE_HOST`
+        or :data:`SCOPE_PROCESS`. A distributed run elects one loader per scope (one per host
+        for a host's data, none for a process's own)."""
+        return SCOPE_SHARED
+
+    def load_lock(
+        self, key: str, *, shared: bool = False, on_wait: WaitCallback | None = None
+    ) -> AbstractAsyncContextManager[LoadLock]:
+        """Held around a load and its verification (after ``open``), so that two loaders of
+        the same data — two workers, two runs, ``dbsim load`` beside a run — never interleave,
+        whoever started them. ``key`` names the data within the target (the workload's table
+        prefix); ``shared`` for a verification alone (verifiers share, a loader excludes them).
+        Waiting calls ``on_wait`` once and lasts until the holder is done or the caller is
+        cancelled (a stopped run). Default: no lock, for targets whose data no other process
+        can see."""
+        return no_load_lock(f"{self.kind} data is not shared", shared)
+
     @abstractmethod
     def storage_paths(self) -> list[Path]:
         """Local paths whose block devices hold the target's data (may be empty)."""
@@ -193,6 +252,12 @@ class Workload(ABC):
     def default_sessions(self) -> int:
         """Sessions to run when the scenario does not say."""
         return 1
+
+    def load_key(self) -> str:
+        """What names this workload's data within its target, for :meth:`Target.load_lock`:
+        the table prefix where the parameters have one, else the workload's name."""
+        prefix = getattr(self.parameters, "table_prefix", None)
+        return str(prefix) if prefix else self.name
 
     @abstractmethod
     async def load(self, progress: ProgressCallback) -> dict[str, Any]:

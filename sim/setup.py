@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.progress import Progress
 
 from sim.engine import new_event_loop
+from sim.loading import WAITING
+from sim.loading import load_and_verify as locked_load
 from sim.protocols import EngineContext, Target, Workload
 
 T = TypeVar("T")
@@ -37,9 +39,16 @@ def _with_target(target: Target, work: Callable[[], Awaitable[T]]) -> T:
 
 
 def load_and_verify(workload: Workload, target: Target) -> dict[str, Any]:
-    """Build the data if needed (idempotent) with a progress bar on stderr, then verify it."""
-    with Progress(console=Console(stderr=True), transient=True) as bar:
+    """Build the data if needed (idempotent) with a progress bar on stderr, then verify it,
+    under the target's load lock (a run or another ``dbsim load`` loading the same data is
+    waited for, and said so on stderr)."""
+    console = Console(stderr=True)
+    with Progress(console=console, transient=True) as bar:
         tasks: dict[str, Any] = {}
+
+        def on_state(state: str, detail: str) -> None:
+            if detail.startswith(WAITING):
+                console.print(f"dbsim load: {detail}", highlight=False)
 
         def progress(what: str, done: int, total: int) -> None:
             if what not in tasks:
@@ -47,9 +56,8 @@ def load_and_verify(workload: Workload, target: Target) -> dict[str, Any]:
             bar.update(tasks[what], completed=done)
 
         async def work() -> dict[str, Any]:
-            loaded = await workload.load(progress)
-            verified = await workload.verify()
-            return {"load": loaded, "verify": verified, "target": target.describe()}
+            reports = await locked_load(workload, target, progress, on_state=on_state)
+            return {"load": reports.load, "verify": reports.verify, "target": target.describe()}
 
         return _with_target(target, work)
 

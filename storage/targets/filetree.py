@@ -21,12 +21,14 @@ import mmap
 import os
 import random
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from sim.errors import TargetError
-from sim.protocols import Connection, EngineContext, Target
+from sim.protocols import SCOPE_HOST, Connection, EngineContext, LoadLock, Target, WaitCallback
+from storage.targets.locks import directory_lock
 from storage.targets.settings import FileTreeSettings
 
 FsyncPolicy = Literal["none", "close", "each"]
@@ -440,6 +442,24 @@ class FileTreeTarget(Target):
 
     async def connect(self) -> FileSession:
         return FileSession(self, self.context)
+
+    @property
+    def data_scope(self) -> str:
+        return SCOPE_HOST
+
+    def load_lock(
+        self, key: str, *, shared: bool = False, on_wait: WaitCallback | None = None
+    ) -> AbstractAsyncContextManager[LoadLock]:
+        """``flock`` on the root's parent directory, which exists before the first load and
+        holds nothing of the user's that dbsim would create (see storage.targets.locks)."""
+        return directory_lock(
+            self.context,
+            self.root.parent,
+            what=str(self.root),
+            shared=shared,
+            on_wait=on_wait,
+            label="filetree",
+        )
 
     async def close(self) -> None:
         self._context = None

@@ -13,16 +13,27 @@ is resolved from its reference when the target opens and is redacted from every 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, ClassVar
 
 from sim.errors import ConfigError, TargetError
-from sim.protocols import EngineContext, SqlConnection, Statement, Target
+from sim.protocols import (
+    EngineContext,
+    LoadLock,
+    SqlConnection,
+    Statement,
+    Target,
+    WaitCallback,
+    no_load_lock,
+)
 from sim.secrets import redact, resolve_secret
+from storage.targets.locks import lock_id, polled_lock
 from storage.targets.settings import OdbcSettings, SqlServerSettings
 
 UNIXODBC_HINT = "install unixODBC: apt-get install unixodbc"
@@ -73,6 +84,47 @@ def translate_error(exc: Exception, where: str, hide: Callable[[str], str]) -> T
     if state == "IM002" or "can't open lib" in message.lower():
         text += " (the ODBC driver is not installed: `odbcinst -q -d` lists those that are)"
     return TargetError(hide(text))
+
+
+# The dialects' application locks, tried without waiting (storage.targets.locks): per dialect,
+# (try, release) for an exclusive and for a shared lock; the try answers >= 0 (SQL Server's
+# sp_getapplock status) or true (PostgreSQL) when granted. Session-owned, so the lock outlives
+# the transactions of the load and dies with its connection.
+_SQLSERVER_TRY = (
+    "SET NOCOUNT ON; DECLARE @r int; EXEC @r = sp_getapplock @Resource = ?, "
+    "@LockMode = '{mode}', @LockOwner = 'Session', @LockTimeout = 0; SELECT @r"
+)
+APP_LOCKS: dict[str, dict[bool, tuple[str, str]]] = {
+    "sqlserver": {
+        False: (
+            _SQLSERVER_TRY.format(mode="Exclusive"),
+            "EXEC sp_releaseapplock @Resource = ?, @LockOwner = 'Session'",
+        ),
+        True: (
+            _SQLSERVER_TRY.format(mode="Shared"),
+            "EXEC sp_releaseapplock @Resource = ?, @LockOwner = 'Session'",
+        ),
+    },
+    "postgres": {
+        False: ("SELECT pg_try_advisory_lock(?)", "SELECT pg_advisory_unlock(?)"),
+        True: ("SELECT pg_try_advisory_lock_shared(?)", "SELECT pg_advisory_unlock_shared(?)"),
+    },
+}
+
+
+def app_lock_name(dialect: str, database: str, key: str) -> str | int:
+    """What the dialect's application lock is called: PostgreSQL's advisory locks take the
+    same 64-bit number as the asyncpg target's (so both kinds exclude each other), SQL
+    Server's a resource name of at most 255 characters."""
+    if dialect == "postgres":
+        return lock_id("public", key)
+    return f"dbsim-load:{database}:{key}"[:255]
+
+
+def _granted(answer: Any) -> bool:
+    if isinstance(answer, bool):
+        return answer
+    return answer is not None and int(answer) >= 0
 
 
 PSQLODBC_MAX_VARCHAR = 8190
@@ -324,6 +376,68 @@ class PyodbcTarget(Target):
 
     async def close(self) -> None:
         self._password = None
+
+    def load_lock(
+        self, key: str, *, shared: bool = False, on_wait: WaitCallback | None = None
+    ) -> AbstractAsyncContextManager[LoadLock]:
+        """The dialect's application lock (``sp_getapplock``, PostgreSQL's advisory lock) on
+        a connection of its own in autocommit, so the wait holds no transaction open; none for
+        a dialect without one here (Oracle through ODBC: the ``oracle`` kind has DBMS_LOCK)."""
+        if self.dialect not in APP_LOCKS:
+            return no_load_lock(f"no application lock for {self.dialect} through ODBC", shared)
+        return self._app_lock(key, shared, on_wait)
+
+    @contextlib.asynccontextmanager
+    async def _app_lock(
+        self, key: str, shared: bool, on_wait: WaitCallback | None
+    ) -> AsyncIterator[LoadLock]:
+        if self._context is None:
+            raise TargetError(f"{self.kind}: target used before open()")
+        context = self._context
+        try_sql, release_sql = APP_LOCKS[self.dialect][shared]
+        name = app_lock_name(self.dialect, self._settings.database, key)
+        try:
+            raw = await context.run_blocking(self._connect_blocking)
+        except pyodbc.Error as exc:
+            raise translate_error(exc, self._where(), self._hide) from exc
+        raw.autocommit = True
+        mutex = threading.Lock()  # a try still in the pool must finish before the close
+
+        def run(sql: str, answer: bool) -> Any:
+            with mutex:
+                cursor = raw.cursor().execute(sql, [name])
+                row = cursor.fetchone() if answer else None
+                return None if row is None else row[0]
+
+        async def call(what: str, sql: str, answer: bool) -> Any:
+            try:
+                return await context.run_blocking(run, sql, answer)
+            except pyodbc.Error as exc:
+                raise translate_error(exc, f"{self.kind}: load lock: {what}", self._hide) from exc
+
+        async def try_acquire() -> bool:
+            return _granted(await call("try", try_sql, True))
+
+        async def release() -> None:
+            await call("release", release_sql, False)
+
+        def close() -> None:
+            with mutex, contextlib.suppress(pyodbc.Error):
+                raw.close()
+
+        where = f"{self._settings.host}:{self._settings.port}/{self._settings.database}"
+        try:
+            async with polled_lock(
+                try_acquire,
+                release,
+                what=f"{key}* in {where}",
+                how=f"{self.dialect} application lock {name}",
+                shared=shared,
+                on_wait=on_wait,
+            ) as lock:
+                yield lock
+        finally:
+            await context.run_blocking(close)
 
     def is_disconnect(self, exc: BaseException) -> bool:
         """SQLSTATE class 08 (connection exception) or a communication link failure."""

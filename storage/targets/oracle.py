@@ -15,23 +15,36 @@ before they create or drop (workloads.common.TableRegistry).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, ClassVar
 
 import oracledb
 
 from sim.errors import TargetError
-from sim.protocols import EngineContext, SqlConnection, Statement, Target
+from sim.protocols import EngineContext, LoadLock, SqlConnection, Statement, Target, WaitCallback
 from sim.scenario import MAX_SESSIONS
 from sim.secrets import redact, resolve_secret
+from storage.targets.locks import LockUnsupported, lock_id, polled_lock
 from storage.targets.settings import OracleSettings
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 # Every session holds its connection for the whole run and all connect before any starts, so
 # the pool must never make one wait for another: room for the most sessions a scenario allows
 # plus the set-up connections (load, verify, drop).
 POOL_MAX = MAX_SESSIONS + 8
+# DBMS_LOCK: user lock ids run 0 .. 2^30-1; X_MODE 6 excludes, S_MODE 4 shares. REQUEST answers
+# 0 granted, 1 timed out (held by another), 4 already held by this session.
+DBMS_LOCK_ID_BITS = 30
+DBMS_LOCK_X_MODE = 6
+DBMS_LOCK_S_MODE = 4
+DBMS_LOCK_GRANTED = frozenset({0, 4})
+DBMS_LOCK_BUSY = 1
 
 
 def error_text(exc: oracledb.Error) -> str:
@@ -187,6 +200,70 @@ class OracleTarget(Target):
             raise TargetError(self._hide(f"oracle: closing the pool: {error_text(exc)}")) from exc
         finally:
             self._password = None
+
+    def load_lock(
+        self, key: str, *, shared: bool = False, on_wait: WaitCallback | None = None
+    ) -> AbstractAsyncContextManager[LoadLock]:
+        """``DBMS_LOCK.REQUEST`` with a numeric id from the user and ``key`` (no
+        ``ALLOCATE_UNIQUE``: it commits and writes a row), session-held, tried with timeout 0
+        on a pooled connection of its own. A user without EXECUTE on DBMS_LOCK loads without
+        a lock (said in the lock's ``how``)."""
+        return self._dbms_lock(key, shared, on_wait)
+
+    @contextlib.asynccontextmanager
+    async def _dbms_lock(
+        self, key: str, shared: bool, on_wait: WaitCallback | None
+    ) -> AsyncIterator[LoadLock]:
+        if self._pool is None:
+            raise TargetError("oracle: target used before open()")
+        number = lock_id(self.settings.user.upper(), key, bits=DBMS_LOCK_ID_BITS)
+        mode = DBMS_LOCK_S_MODE if shared else DBMS_LOCK_X_MODE
+        pool = self._pool
+        try:
+            raw = await pool.acquire()
+        except oracledb.Error as exc:
+            raise TargetError(self._hide(f"{self._where()}: {error_text(exc)}")) from exc
+        cursor = raw.cursor()
+
+        async def try_acquire() -> bool:
+            try:
+                answer = await cursor.callfunc("DBMS_LOCK.REQUEST", int, [number, mode, 0, False])
+            except oracledb.DatabaseError as exc:
+                text = error_text(exc)
+                if "PLS-00201" in text or "ORA-06550" in text:  # no EXECUTE on DBMS_LOCK
+                    raise LockUnsupported(f"DBMS_LOCK is not available: {text}") from exc
+                raise TargetError(self._hide(f"oracle: load lock: {text}")) from exc
+            if answer in DBMS_LOCK_GRANTED:
+                return True
+            if answer == DBMS_LOCK_BUSY:
+                return False
+            raise TargetError(f"oracle: load lock: DBMS_LOCK.REQUEST answered {answer}")
+
+        async def release() -> None:
+            try:
+                await cursor.callfunc("DBMS_LOCK.RELEASE", int, [number])
+            except oracledb.Error as exc:
+                raise TargetError(self._hide(f"oracle: load lock: {error_text(exc)}")) from exc
+
+        what = f"{key}* of {self.settings.user} at {self.settings.host}:{self.settings.port}"
+        try:
+            async with polled_lock(
+                try_acquire,
+                release,
+                what=what,
+                how=f"DBMS_LOCK {number}",
+                shared=shared,
+                on_wait=on_wait,
+            ) as lock:
+                yield lock
+        finally:
+            try:
+                cursor.close()
+                # Dropped, not given back: a session lock outlives its release call's failure
+                # (or a cancelled try that was granted) as long as the session lives.
+                await pool.drop(raw)
+            except oracledb.Error as exc:
+                log.warning("oracle: load lock connection did not close: %s", error_text(exc))
 
     def storage_paths(self) -> list[Path]:
         directory = self.settings.data_directory

@@ -15,17 +15,20 @@ opened an explicit transaction. Sending a ``COMMIT`` after every update would ad
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, ClassVar
 
 import asyncpg
 
 from sim.errors import TargetError
-from sim.protocols import EngineContext, SqlConnection, Statement, Target
+from sim.protocols import EngineContext, LoadLock, SqlConnection, Statement, Target, WaitCallback
 from sim.scenario import MAX_SESSIONS
 from sim.secrets import redact, resolve_secret
+from storage.targets.locks import lock_id, polled_lock
 from storage.targets.settings import PostgresSettings
 
 _DISCONNECTS: tuple[type[BaseException], ...] = (
@@ -333,6 +336,56 @@ class PostgresTarget(Target):
             pool.terminate()
             if not isinstance(exc, TimeoutError):
                 raise self._error("close", exc) from exc
+
+    def load_lock(
+        self, key: str, *, shared: bool = False, on_wait: WaitCallback | None = None
+    ) -> AbstractAsyncContextManager[LoadLock]:
+        """A session-level advisory lock named by the schema and ``key`` (the table prefix), on
+        a connection of its own held for the load; tried, not waited for (see
+        storage.targets.locks). Giving the connection back releases it in any case (asyncpg's
+        reset runs ``pg_advisory_unlock_all``)."""
+        return self._advisory_lock(key, shared, on_wait)
+
+    @contextlib.asynccontextmanager
+    async def _advisory_lock(
+        self, key: str, shared: bool, on_wait: WaitCallback | None
+    ) -> AsyncIterator[LoadLock]:
+        if self._pool is None:
+            raise TargetError("postgres: target used before open()")
+        schema = self.settings.schema_name
+        number = lock_id(schema, key)
+        suffix = "_shared" if shared else ""
+        try:
+            conn = await self._pool.acquire(timeout=self.settings.connect_timeout_s)
+        except DRIVER_ERRORS as exc:
+            raise self._error("load lock: cannot connect", exc) from exc
+
+        async def try_acquire() -> bool:
+            try:
+                return bool(await conn.fetchval(f"SELECT pg_try_advisory_lock{suffix}($1)", number))
+            except DRIVER_ERRORS as exc:
+                raise self._error("load lock", exc) from exc
+
+        async def release() -> None:
+            try:
+                await conn.fetchval(f"SELECT pg_advisory_unlock{suffix}($1)", number)
+            except DRIVER_ERRORS as exc:
+                raise self._error("load lock: unlock", exc) from exc
+
+        what = f"{key}* in {self._where()} schema {schema}"
+        try:
+            async with polled_lock(
+                try_acquire,
+                release,
+                what=what,
+                how=f"pg_advisory_lock{suffix}({number})",
+                shared=shared,
+                on_wait=on_wait,
+            ) as lock:
+                yield lock
+        finally:
+            with contextlib.suppress(*DRIVER_ERRORS):
+                await self._pool.release(conn)
 
     def _is_local(self) -> bool:
         host = self.settings.host

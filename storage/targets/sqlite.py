@@ -12,11 +12,23 @@ import sqlite3
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, ClassVar
 
 from sim.errors import TargetError
-from sim.protocols import EngineContext, SqlConnection, Statement, Target
+from sim.protocols import (
+    SCOPE_HOST,
+    SCOPE_PROCESS,
+    EngineContext,
+    LoadLock,
+    SqlConnection,
+    Statement,
+    Target,
+    WaitCallback,
+    no_load_lock,
+)
+from storage.targets.locks import directory_lock
 from storage.targets.settings import SqliteSettings
 
 DEFAULT_DB_NAME = "dbsim.sqlite"
@@ -124,6 +136,27 @@ class SqliteTarget(Target):
         if self._tempdir is not None and not self.settings.keep:
             shutil.rmtree(self._tempdir, ignore_errors=True)
             self._tempdir = None
+
+    @property
+    def data_scope(self) -> str:
+        # Without a path, every process gets its own temporary database.
+        return SCOPE_PROCESS if self.settings.path is None else SCOPE_HOST
+
+    def load_lock(
+        self, key: str, *, shared: bool = False, on_wait: WaitCallback | None = None
+    ) -> AbstractAsyncContextManager[LoadLock]:
+        """``flock`` on the database's directory (storage.targets.locks says why not on the
+        file); none for a private temporary database."""
+        if self._tempdir is not None or self.path is None or self._context is None:
+            return no_load_lock("a private temporary database", shared)
+        return directory_lock(
+            self._context,
+            self.path.parent,
+            what=str(self.path),
+            shared=shared,
+            on_wait=on_wait,
+            label="sqlite",
+        )
 
     def storage_paths(self) -> list[Path]:
         return [self.path.parent] if self.path is not None else []
