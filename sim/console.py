@@ -87,7 +87,7 @@ class LiveConsole:
             dev = ", ".join(
                 f"{s.entity} {s.values.get('iops', 0):.0f} IOPS"
                 for s in samples
-                if s.source == "block"
+                if s.source == "block" and not s.gap
             )
             self.err.print(
                 f"[dim]{interval.t_end:6.0f}s {interval.phase}[/dim] {ops} {dev}", highlight=False
@@ -125,7 +125,7 @@ class LiveConsole:
                     f"{r['errors'] / seconds:,.0f}",
                 )
             parts.append(ops)
-        block = [s for s in self.samples if s.source == "block"]
+        block = [s for s in self.samples if s.source == "block" and not s.gap]
         if block:
             dev = Table(box=None, pad_edge=False)
             for column in ("device", "r/s", "w/s", "IOPS", "r_await", "w_await", "%util"):

@@ -84,7 +84,18 @@ def interval_packet(
         "step": interval.step,
         "wall0": wall0,
         "host": hostname(),
-        "samples": [[s.source, s.entity, dict(s.values), dict(s.meta)] for s in samples],
+        # A gap (sim.protocols.Sample.gap) travels as two more fields, so the master's bundle
+        # records the reset or unreadable entity as a single-process run's does.
+        "samples": [
+            [
+                s.source,
+                s.entity,
+                dict(s.values),
+                dict(s.meta),
+                *((s.gap, s.detail) if s.gap else ()),
+            ]
+            for s in samples
+        ],
     }
     if interval.measured:
         packet["lat"] = {name: batch_from_stats(s).to_wire() for name, s in interval.ops.items()}
@@ -108,10 +119,13 @@ def packet_ops(packet: Packet) -> dict[str, OpStats]:
 
 
 def packet_samples(packet: Packet) -> list[Sample]:
-    return [
-        Sample(str(source), str(entity), dict(values), packet["t1"], dict(meta))
-        for source, entity, values, meta in packet["samples"]
-    ]
+    out = []
+    for source, entity, values, meta, *gap in packet["samples"]:
+        kind, detail = (str(gap[0]), str(gap[1])) if len(gap) == 2 else ("", "")
+        out.append(
+            Sample(str(source), str(entity), dict(values), packet["t1"], dict(meta), kind, detail)
+        )
+    return out
 
 
 def final_report(engine: Engine, packets: int) -> dict[str, Any]:
@@ -166,12 +180,20 @@ def merge_samples(by_worker: Iterable[tuple[int, str, Sequence[Sample]]]) -> lis
             key = (sample.source, entity)
             if owner == index:
                 merged[key] = Sample(
-                    sample.source, entity, dict(sample.values), sample.t, sample.meta
+                    sample.source,
+                    entity,
+                    dict(sample.values),
+                    sample.t,
+                    sample.meta,
+                    sample.gap,
+                    sample.detail,
                 )
                 continue
+            if sample.gap:
+                continue  # another worker's gap in a view already taken: nothing to add
             # Another worker's view of the same host: only its own process's figures add up.
             existing = merged.get(key)
-            if existing is None:
+            if existing is None or existing.gap:
                 continue
             values = dict(existing.values)
             for figure in PER_PROCESS_FIGURES & set(sample.values):

@@ -106,3 +106,20 @@ def test_the_bundle_counts_gaps_and_writes_no_row_for_them(tmp_path: Path) -> No
     assert [r.split(",")[1] for r in rows[1:]] == ["0", "1"]  # interval 3: only the gap
     assert summary["storage"]["block"]["vda"]["samples"] == 2
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["resets"]
+
+
+def test_gaps_travel_from_workers_to_the_master() -> None:
+    from sim.locust.packets import interval_packet, merge_samples, packet_samples
+
+    samples = [
+        gap_sample("block", "vda", GAP_RESET, "reads: 500 -> 3"),
+        Sample("host", "node", {"cpu_busy_pct": 50.0, "process_cpu_pct": 10.0}),
+    ]
+    packet = interval_packet(_interval(4), samples, wall0=0.0, with_histograms=False)
+    back = packet_samples(json.loads(json.dumps(packet)))
+    assert [(s.source, s.gap, s.detail) for s in back] == [
+        ("block", GAP_RESET, "reads: 500 -> 3"),
+        ("host", "", ""),
+    ]
+    merged = merge_samples([(0, "h", back), (1, "h", back)])
+    assert {(s.source, s.gap) for s in merged} == {("block", GAP_RESET), ("host", "")}
