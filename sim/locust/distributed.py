@@ -20,7 +20,7 @@ from typing import Any
 import gevent
 import gevent.event
 
-from sim.errors import EXIT_RUN_FAILED, ConfigError
+from sim.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, ConfigError
 from sim.locust.app import (
     LOOPBACK,
     default_users,
@@ -109,6 +109,11 @@ def run_distributed(
         return _signal_code(received) or EXIT_SIGINT
     if summary.get("error"):
         sys.stderr.write(f"error: {summary['error']}\n")
+    phase = controller.load_phase
+    if phase is not None and phase.exit_code == EXIT_BAD_INPUT:
+        # The load was refused before anything ran (a foreign object in the way): bad input,
+        # as a single-process run says it.
+        return EXIT_BAD_INPUT
     return EXIT_RUN_FAILED
 
 

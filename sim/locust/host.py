@@ -63,9 +63,16 @@ PacketListener = Callable[[Packet], None]
 FinalListener = Callable[[dict[str, Any]], None]
 
 
-def build_engine(scenario: ScenarioBase, *, skip_load: bool = False) -> Engine:
+def build_engine(
+    scenario: ScenarioBase,
+    *,
+    skip_load: bool = False,
+    verify_only: bool = False,
+    load_only: bool = False,
+) -> Engine:
     """An engine for ``scenario`` without a bundle (a worker's): what ``prepare_run`` builds,
-    minus the bundle directory, which is the master's."""
+    minus the bundle directory, which is the master's. ``load_only``: the elected loader's
+    job (sim.locust.loading), which samples no collector."""
     target = build_target(scenario)
     workload = build_workload(scenario, target)
     settings = scenario.collectors
@@ -75,11 +82,15 @@ def build_engine(scenario: ScenarioBase, *, skip_load: bool = False) -> Engine:
         workload,
         target,
         scenario.load,
-        collector_factory=lambda t: build_collectors(settings, t, options),
+        collector_factory=None if load_only else lambda t: build_collectors(settings, t, options),
         interval_s=settings.interval_s,
         collector_timeout_s=settings.timeout_s,
         skip_load=skip_load,
+        verify_only=verify_only,
+        load_only=load_only,
     )
+    if load_only:
+        return engine
     if any(stage.lab for stage in engine.stages):
         attach_lab(engine)
     return engine
@@ -122,9 +133,19 @@ class EngineHost:
         """Whether a run is being prepared or is running (a new one cannot start)."""
         return self._greenlet is not None and not self._greenlet.dead
 
-    def start(self, scenario: ScenarioBase, run_id: str, *, skip_load: bool = False) -> None:
+    def start(
+        self,
+        scenario: ScenarioBase,
+        run_id: str,
+        *,
+        skip_load: bool = False,
+        verify_only: bool = False,
+        load_only: bool = False,
+    ) -> None:
         """Prepare and start a run (returns at once; the work happens in a greenlet).
-        ``skip_load``: use the data as loaded (``dbsim run --skip-load``)."""
+        ``skip_load``: use the data as loaded (``dbsim run --skip-load``); ``verify_only``:
+        another worker loaded it; ``load_only``: load and verify it for the others (a worker
+        only, see build_engine)."""
         if self.active:
             raise RuntimeError("a run is already active in this process")
         self.run_id = run_id
@@ -134,7 +155,8 @@ class EngineHost:
         self.packets = self.fed_operations = 0
         self._queue.clear()
         self._stop_reason = None
-        self._greenlet = gevent.spawn(self._run, scenario, skip_load)
+        modes = {"skip_load": skip_load, "verify_only": verify_only, "load_only": load_only}
+        self._greenlet = gevent.spawn(self._run, scenario, modes)
 
     def stop(self, reason: str) -> None:
         """Ask the run to stop gracefully (safe at any moment, even before it started)."""
@@ -151,10 +173,10 @@ class EngineHost:
 
     # ------------------------------------------------------------------ hub side
 
-    def _run(self, scenario: ScenarioBase, skip_load: bool) -> None:
+    def _run(self, scenario: ScenarioBase, modes: dict[str, bool]) -> None:
         pool = gevent.get_hub().threadpool
         try:
-            engine = pool.apply(self._prepare, (scenario, skip_load))
+            engine = pool.apply(self._prepare, (scenario, modes))
         except SimError as exc:
             self._finish_failed(str(exc))
             return
@@ -209,14 +231,14 @@ class EngineHost:
 
     # ------------------------------------------------------------------ native threads
 
-    def _prepare(self, scenario: ScenarioBase, skip_load: bool) -> Engine:
+    def _prepare(self, scenario: ScenarioBase, modes: dict[str, bool]) -> Engine:
         """Build the engine (gevent's thread pool: bundle creation writes and fsyncs)."""
         if self.role == ROLE_LOCAL:
-            self.prepared = prepare_run(scenario, skip_load=skip_load)
+            self.prepared = prepare_run(scenario, skip_load=modes["skip_load"])
             self.bundle = self.prepared.bundle.path
             engine = self.prepared.engine
         else:
-            engine = build_engine(scenario, skip_load=skip_load)
+            engine = build_engine(scenario, **modes)
         engine.events.state.add_listener(self._on_state)
         engine.events.interval.add_listener(self._on_interval)
         return engine

@@ -1,10 +1,13 @@
 """``MasterController``: the Locust master's side of dbsim (``--workers N``, ``--distributed``).
 
-When Locust has placed every user, the master sends each worker that got users a
-``dbsim_start`` message — the scenario, validated here, and the total user count — and merges
-what comes back into one bundle (:class:`~sim.locust.merge.RunMerger`). Locust's stop first
-sends ``dbsim_stop`` to the workers' engines and waits (bounded) for the merged bundle; a run
-that ends by itself stops Locust. See :mod:`sim.locust.roles` for the other roles.
+When Locust has placed every user, the master has the run's data loaded once — by elected
+workers, one after another (:class:`~sim.locust.loading.LoadPhase`) — then sends each worker
+that got users a ``dbsim_start`` message — the scenario, validated here, the total user count
+and ``verify_only`` when the data was loaded for it — and merges what comes back into one
+bundle (:class:`~sim.locust.merge.RunMerger`). Locust's stop first sends ``dbsim_stop`` to the
+workers' engines and waits (bounded) for the merged bundle; a run that ends by itself stops
+Locust, and so does a worker's failure (the others would measure a run already failed). See
+:mod:`sim.locust.roles` for the other roles.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ from locust.env import Environment
 
 from sim.errors import SimError
 from sim.locust.form import scenario_from_options
+from sim.locust.loading import LoadPhase, elect_loaders
 from sim.locust.merge import RunMerger
 from sim.locust.roles import (
     MSG_FINAL,
+    MSG_LOADED,
     MSG_START,
     MSG_STOP,
     REPORT_KEY,
@@ -33,6 +38,7 @@ from sim.locust.roles import (
     stop_runner,
 )
 from sim.protocols import Sample
+from sim.runner import build_target
 from sim.scenario import ScenarioBase
 
 log = logging.getLogger(__name__)
@@ -57,9 +63,11 @@ class MasterController(Controller):
         #: Why the next stop happens (the web UI's Stop, or what ``run --workers`` was sent).
         self.stop_reason = STOP_REASON
         self.merger: RunMerger | None = None
+        self.load_phase: LoadPhase | None = None
         runner = environment.runner
         assert runner is not None
         runner.register_message(MSG_FINAL, self._final)
+        runner.register_message(MSG_LOADED, self._loaded)
         events = environment.events
         events.spawning_complete.add_listener(self._spawned)
         events.worker_report.add_listener(self._report)
@@ -98,6 +106,13 @@ class MasterController(Controller):
             return
         run_id = uuid.uuid4().hex[:12]
         index = {cid: runner.get_worker_index(cid) for cid in workers}  # type: ignore[attr-defined]
+        try:
+            # Only built, never opened: who sees the data it loads decides who loads it.
+            scope = build_target(scenario).data_scope
+        except SimError as exc:
+            log.error("cannot start: %s", exc)
+            stop_runner(self.environment)
+            return
         self.notes = []
         try:
             self.merger = RunMerger(
@@ -112,18 +127,47 @@ class MasterController(Controller):
             log.error("cannot start: %s", exc)
             stop_runner(self.environment)
             return
-        data = self.merger.scenario
-        for cid in sorted(workers, key=index.__getitem__):
+        loaders = [] if self.skip_load else elect_loaders(index, scope)
+        self.load_phase = None
+        if not loaders:
+            self._start_workers(verify_only=False)
+            return
+        self.load_phase = LoadPhase(
+            self.environment,
+            self.merger,
+            loaders,
+            scope,
+            on_ready=lambda: self._start_workers(verify_only=True),
+        )
+        self.load_phase.begin()
+
+    def _start_workers(self, *, verify_only: bool) -> None:
+        """``dbsim_start`` to every worker of the run; ``verify_only``: the data was loaded
+        for them (by the load phase), they verify it and start."""
+        merger = self.merger
+        runner = self.environment.runner
+        assert merger is not None and runner is not None
+        if merger.finished or merger.stopped_by is not None:
+            return  # stopped while loading: nothing to start
+        total = sum(w.sessions for w in merger.workers.values())
+        for worker in sorted(merger.workers.values(), key=lambda w: w.index):
             runner.send_message(
                 MSG_START,
                 {
-                    "run_id": run_id,
-                    "scenario": data,
+                    "run_id": merger.run_id,
+                    "scenario": merger.scenario,
                     "users_total": total,
                     "skip_load": self.skip_load,
+                    "verify_only": verify_only,
                 },
-                client_id=cid,
+                client_id=worker.client_id,
             )
+
+    def _loaded(self, environment: Environment, msg: Any, **_: Any) -> None:
+        phase = self.load_phase
+        merger = self._merger_for(msg.data.get("run"))
+        if phase is not None and merger is not None and phase.merger is merger:
+            phase.on_loaded(msg.node_id, msg.data.get("final") or {})
 
     def _merger_for(self, run_id: Any) -> RunMerger | None:
         merger = self.merger
@@ -144,7 +188,14 @@ class MasterController(Controller):
             return
         for packet in msg.data.get("packets") or []:
             merger.on_packet(msg.node_id, packet)
-        merger.on_final(msg.node_id, msg.data["final"])
+        final = msg.data["final"]
+        merger.on_final(msg.node_id, final)
+        worker = merger.workers.get(msg.node_id)
+        running = [w for w in merger.workers.values() if w.final is None and w.lost is None]
+        if final.get("outcome") == "failed" and worker is not None and running:
+            # The run has failed: stop the others now rather than measure it to the end.
+            self.stop_reason = f"worker {worker.index} failed: {final.get('error') or '?'}"
+            stop_runner(self.environment)
 
     def _heartbeat(self, client_id: str, timestamp: float, **_: Any) -> None:
         if self.merger is not None:

@@ -120,6 +120,8 @@ class RunMerger:
         self.measured_s = 0.0
         self.latest_samples: list[Sample] = []
         self.stopped_by: str | None = None
+        #: What the run's loaders did (sim.locust.loading), for the summary; None: no loaders.
+        self.loading: dict[str, Any] | None = None
         self._deadline: float | None = None
         self._pool = ThreadPool(1)  # one native thread: bundle writes in order, off the hub
         output = self.scenario.get("output") or {}
@@ -201,6 +203,12 @@ class RunMerger:
                 self.totals.setdefault(name, OpStats()).merge(stats)
         note = f"worker {worker.index}: interval {packet['i']} arrived late; counted in totals only"
         self._write(self._writer.add_message, note)
+
+    def set_state(self, state: str) -> None:
+        """A state of the run before its first interval (``loading``), into the bundle."""
+        if state != self.state:
+            self.state = state
+            self._write(self._writer.on_state, state)
 
     def stop_requested(self, reason: str) -> None:
         """The run is being stopped: wait at most FINAL_WAIT_S for the final reports."""

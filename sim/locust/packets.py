@@ -144,6 +144,9 @@ def final_report(engine: Engine, packets: int) -> dict[str, Any]:
         "outcome": result.outcome,
         "reason": result.reason,
         "error": result.error,
+        # 2 when the error is a refusal (a foreign object in the way): bad input, as for a
+        # single-process run (getattr: the field is newer than some engines' results).
+        "error_exit_code": getattr(result, "error_exit_code", None),
         "last_state": result.last_state,
         "sessions": result.sessions,
         "sessions_started_wall": result.sessions_started_wall,

@@ -6,7 +6,9 @@
   user, it sends each worker that got users a ``dbsim_start`` message (the scenario, validated
   there, and the total user count); it merges what comes back into one bundle
   (:class:`~sim.locust.merge.RunMerger`) and stops Locust when the run is over.
-* :class:`WorkerController` (``dbsim worker``): on ``dbsim_start`` it runs an engine with the
+* :class:`WorkerController` (``dbsim worker``): on ``dbsim_load`` (the master elected it to
+  load the run's data, :mod:`sim.locust.loading`) it runs a load-only engine and answers
+  ``dbsim_loaded`` with its final report; on ``dbsim_start`` it runs an engine with the
   users Locust placed on this worker and its share of any target rate; it ships each interval
   on Locust's worker-report channel (``report_to_master``) and its final report as a
   ``dbsim_final`` message (which carries any interval not yet shipped, so none is lost to
@@ -43,6 +45,8 @@ log = logging.getLogger(__name__)
 MSG_START = "dbsim_start"
 MSG_FINAL = "dbsim_final"
 MSG_STOP = "dbsim_stop"
+MSG_LOAD = "dbsim_load"
+MSG_LOADED = "dbsim_loaded"
 REPORT_KEY = "dbsim"
 STOP_REASON = "stopped from Locust"
 #: How long Locust's stop waits for the run's bundle (the web UI polls while it waits, so the
@@ -50,6 +54,9 @@ STOP_REASON = "stopped from Locust"
 STOP_WAIT_S = 60.0
 #: One line per finished worker run on stderr (tests and people compare it with the bundle).
 WORKER_REPORT_PREFIX = "dbsim-worker-report "
+#: How long ``dbsim_start`` waits for this worker's load-only engine to wind down after it
+#: answered ``dbsim_loaded`` (it answers from inside the run's last callback).
+LOAD_HANDOVER_S = 10.0
 
 RunFinished = Callable[[dict[str, Any]], None]
 
@@ -151,6 +158,8 @@ class WorkerController(Controller):
         self.environment = environment
         self.notes = []
         self.run_id: str | None = None
+        #: Whether the run in the host is a load-only job (its end answers dbsim_loaded).
+        self.loading = False
         self.outbox: list[Packet] = []
         self.host = EngineHost(
             environment, role=ROLE_WORKER, on_packet=self.outbox.append, on_final=self._final
@@ -159,6 +168,7 @@ class WorkerController(Controller):
         assert runner is not None
         runner.register_message(MSG_START, self._start)
         runner.register_message(MSG_STOP, self._stop)
+        runner.register_message(MSG_LOAD, self._load)
         events = environment.events
         events.report_to_master.add_listener(self._report)
         events.test_stopping.add_listener(lambda **_: self.host.stop("stopped by the master"))
@@ -167,6 +177,8 @@ class WorkerController(Controller):
         data = msg.data
         runner = self.environment.runner
         assert runner is not None
+        if self.host.active and not self.loading and data.get("run_id") == self.run_id:
+            self.host.wait(LOAD_HANDOVER_S)  # this run's load job, just answered: let it end
         if self.host.active:  # still finishing the previous run: refuse, so the master won't wait
             error = f"worker busy with run {self.run_id}"
             final = {"outcome": "failed", "error": error, "packets": 0}
@@ -186,7 +198,31 @@ class WorkerController(Controller):
         except SimError as exc:
             self._send_final({"outcome": "failed", "error": str(exc), "packets": 0})
             return
-        self.host.start(scenario, self.run_id, skip_load=bool(data.get("skip_load")))
+        self.host.start(
+            scenario,
+            self.run_id,
+            skip_load=bool(data.get("skip_load")),
+            verify_only=bool(data.get("verify_only")),
+        )
+
+    def _load(self, environment: Environment, msg: Any, **_: Any) -> None:
+        """The master elected this worker to load the run's data (sim.locust.loading)."""
+        data = msg.data
+        runner = self.environment.runner
+        assert runner is not None
+        run_id = str(data.get("run_id"))
+        if self.host.active:
+            final = {"outcome": "failed", "error": f"worker busy with run {self.run_id}"}
+            runner.send_message(MSG_LOADED, {"run": run_id, "final": final})
+            return
+        self.run_id = run_id
+        self.loading = True
+        try:
+            scenario = validate(data["scenario"])
+        except SimError as exc:
+            self._final({"outcome": "failed", "error": str(exc), "packets": 0})
+            return
+        self.host.start(scenario, run_id, load_only=True)
 
     def _stop(self, environment: Environment, msg: Any, **_: Any) -> None:
         if msg.data.get("run") == self.run_id:
@@ -198,6 +234,12 @@ class WorkerController(Controller):
             self.outbox.clear()
 
     def _final(self, final: dict[str, Any]) -> None:
+        if self.loading:  # the load job's end: the master starts the run (or ends it) on this
+            self.loading = False
+            runner = self.environment.runner
+            assert runner is not None
+            runner.send_message(MSG_LOADED, {"run": self.run_id, "final": final})
+            return
         self._send_final(final)
         counts = {}
         for name, item in (final.get("totals") or {}).items():

@@ -76,6 +76,23 @@ def mix_section(
     return mix_report(_first(finals, "requested_pct", {}), merger.totals, summed)
 
 
+def loading_section(merger: RunMerger, finals: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``distributed.loading``: who loaded and what (sim.locust.loading), and ``loads``, every
+    build pass the run made — the loaders' plus any engine that loaded rather than verified
+    (all of them when the target's data is private to each process)."""
+    section = dict(merger.loading or {"scope": None, "loaders": []})
+    section.pop("load", None)
+    section.pop("verify", None)
+    engines = sum(
+        1
+        for f in finals
+        if f.get("load") and not f["load"].get("verify_only") and not f.get("load_job")
+    )
+    section["loads"] = len(section["loaders"]) + engines
+    section["engine_loads"] = engines
+    return section
+
+
 def _worker_row(worker: WorkerRun) -> dict[str, Any]:
     final = worker.final or {}
     return {
@@ -123,8 +140,9 @@ def distributed_extra(merger: RunMerger, workers: Sequence[WorkerRun]) -> dict[s
         "mix": mix_section(merger, finals, complete=not lost and len(finals) == len(workers)),
         "workload": {
             "name": (merger.scenario.get("workload") or {}).get("name"),
-            "load": _first(finals, "load", {}),
-            "verify": _first(finals, "verify", {}),
+            # The loader's report where one loaded for everyone (the engines only verified).
+            "load": (merger.loading or {}).get("load") or _first(finals, "load", {}),
+            "verify": _first(finals, "verify", {}) or (merger.loading or {}).get("verify", {}),
         },
         "target": _first(finals, "target", {}),
         "collectors": _first(finals, "collectors", []),
@@ -146,6 +164,7 @@ def distributed_extra(merger: RunMerger, workers: Sequence[WorkerRun]) -> dict[s
                 }
                 for w in lost
             ],
+            "loading": loading_section(merger, finals),
             "locust_requests": {
                 name: entry.num_requests for (name, _), entry in sorted(stats.entries.items())
             },
