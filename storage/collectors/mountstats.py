@@ -173,6 +173,8 @@ def _parse_section(
                 unescape(where["mount"]) if where else None,
                 lineno, line, "cut short (no newline at the end of the file)",
             )  # fmt: skip
+    if header_line[:1] in (" ", "\t"):
+        return Unreadable(None, first, header_line, "a mount's lines without their header")
     header = _HEADER.fullmatch(header_line)
     if header is None:
         where = _MOUNT_ONLY.search(header_line)
@@ -217,11 +219,12 @@ def parse_mountstats(text: str, long_bits: int = KERNEL_LONG_BITS) -> Mountstats
     for lineno, line in enumerate(rows, 1):
         if not line.strip() and lineno != cut:  # a cut may leave only a line's indent
             continue
-        if line[:1] in (" ", "\t"):
-            if sections:
-                sections[-1].append((lineno, line))
-            elif not orphans:
-                orphans.append(Unreadable(None, lineno, line, "a mount's line before any header"))
+        body = line[:1] in (" ", "\t")
+        # The kernel prints "opts:" right under an NFS header: anywhere else, a header was
+        # lost, and these lines must not be read as the previous mount's.
+        lost = bool(sections) and len(sections[-1]) > 1 and line.lstrip().startswith("opts:")
+        if body and sections and not lost:
+            sections[-1].append((lineno, line))
         else:
             sections.append([(lineno, line)])
     mounts: dict[str, MountStats] = {}
@@ -229,6 +232,11 @@ def parse_mountstats(text: str, long_bits: int = KERNEL_LONG_BITS) -> Mountstats
     for lines in sections:
         parsed = _parse_section(lines, cut, long_bits)
         key = parsed.mount_point
+        if isinstance(parsed, MountStats) and not parsed.is_nfs and len(lines) > 1:
+            # Only NFS prints lines under its header: these belong to a mount whose own
+            # header was lost; the mount above them is fine.
+            lineno, line = lines[1]
+            orphans.append(Unreadable(None, lineno, line, "a mount's lines without their header"))
         if key is None:
             assert isinstance(parsed, Unreadable)
             orphans.append(parsed)

@@ -31,6 +31,7 @@ prints for its version.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -96,9 +97,11 @@ _RPC = re.compile(
     r"RPC iostats version: (?P<vers>[0-9]+\.[0-9]+)  p/v: (?P<pv>[0-9]+/[0-9]+) \(\S+\)"
 )
 _KEY = re.compile(r"[A-Za-z0-9_-]+")
+_OP_LINE = re.compile(r"([A-Za-z0-9_-]+): ((?:0|[1-9][0-9]{0,19})(?: (?:0|[1-9][0-9]{0,19}))*)")
 _UNSIGNED = re.compile(r"0|[1-9][0-9]{0,19}")
 _SIGNED = re.compile(r"0|-?[1-9][0-9]{0,18}")
 _BITS = {"u": 32, "llu": 64, "ms": 64}
+_U64 = 1 << 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,9 +162,21 @@ class NfsSection:
         self.ops: dict[str, OpCounters] = {}
         self.lines: dict[str, str] = {}
         self.in_ops = False
+        self.op_count = 0
+        self.limits: list[int] = []
 
     def numbers(self, words: list[str], kinds: list[Kind], what: str) -> list[int]:
-        try:
+        # The common case (only unsigned fields, all well formed) in a few C-level passes:
+        # this runs for every op of every mount, every interval.
+        limits = [1 << _BITS.get(k, self.long_bits) for k in kinds]
+        if "ld" not in kinds and all(map(_UNSIGNED.fullmatch, words)):
+            values = list(map(int, words))
+            if len(values) == len(limits) and not any(map(operator.ge, values, limits)):
+                return [
+                    v - _U64 if k == "ms" and v >> 63 else v
+                    for v, k in zip(values, kinds, strict=True)
+                ]
+        try:  # one number at a time, to say which is wrong
             return [read_number(w, k, self.long_bits) for w, k in zip(words, kinds, strict=True)]
         except ValueError as exc:
             raise ValueError(f"{what}: {exc}") from None
@@ -173,6 +188,8 @@ class NfsSection:
             if self.rpc is None:
                 raise ValueError("'per-op statistics' before the 'RPC iostats version' line")
             self.in_ops = True
+            self.op_count = OP_FIELD_COUNTS.get(self.rpc["vers"], 0)  # 0: checked one by one
+            self.limits = [1 << _BITS.get(k, self.long_bits) for _, k in OP_FIELDS]
         elif stripped.startswith("RPC iostats version:"):
             self.rpc_line(stripped)
         else:
@@ -240,6 +257,19 @@ class NfsSection:
         return Xprt(proto, named, tuple(values[len(spec) :]))
 
     def op_line(self, stripped: str) -> None:
+        fast = _OP_LINE.fullmatch(stripped)
+        if fast is not None and fast[1] not in self.ops:
+            # The common case, in a few C-level passes: this runs for every op of every mount,
+            # every interval; anything unusual takes the checks below, which say what is wrong.
+            values = list(map(int, fast[2].split(" ")))
+            if len(values) == self.op_count and not any(map(operator.ge, values, self.limits)):
+                ops, trans, timeouts, sent, recv, queue, rtt, execute = values[:8]
+                queue, rtt, execute = (v - _U64 if v >> 63 else v for v in (queue, rtt, execute))
+                errors = values[8] if len(values) > 8 else None
+                self.ops[fast[1]] = OpCounters(
+                    ops, trans, timeouts, sent, recv, queue, rtt, execute, errors
+                )
+                return
         name, sep, rest = stripped.partition(":")
         words = rest.split()
         if not sep or not _KEY.fullmatch(name) or not rest.startswith(" "):

@@ -24,13 +24,8 @@ from storage.collectors.mountstats import (
     parse_mountstats,
     read_mountstats,
 )
-from storage.collectors.nfs import (
-    ADVICE,
-    NfsClientCollector,
-    auto_nfs,
-    option_warnings,
-    read_tunables,
-)
+from storage.collectors.nfs import NfsClientCollector, auto_nfs
+from storage.collectors.nfs_advice import ADVICE, option_warnings, read_tunables
 from storage.collectors.nfs_rates import (
     CounterReset,
     counter_delta,
