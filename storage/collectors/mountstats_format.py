@@ -166,17 +166,7 @@ class NfsSection:
         self.limits: list[int] = []
 
     def numbers(self, words: list[str], kinds: list[Kind], what: str) -> list[int]:
-        # The common case (only unsigned fields, all well formed) in a few C-level passes:
-        # this runs for every op of every mount, every interval.
-        limits = [1 << _BITS.get(k, self.long_bits) for k in kinds]
-        if "ld" not in kinds and all(map(_UNSIGNED.fullmatch, words)):
-            values = list(map(int, words))
-            if len(values) == len(limits) and not any(map(operator.ge, values, limits)):
-                return [
-                    v - _U64 if k == "ms" and v >> 63 else v
-                    for v, k in zip(values, kinds, strict=True)
-                ]
-        try:  # one number at a time, to say which is wrong
+        try:
             return [read_number(w, k, self.long_bits) for w, k in zip(words, kinds, strict=True)]
         except ValueError as exc:
             raise ValueError(f"{what}: {exc}") from None

@@ -459,3 +459,13 @@ def test_a_lost_header_does_not_give_its_lines_to_the_mount_above(tmp_path: Path
     )
     reading = parse_mountstats(under_tmpfs)
     assert reading["/run"].fstype == "tmpfs" and reading.orphans[0].line == "\tage:\t3"
+
+
+def test_unreadable_at_start_takes_the_first_readable_reading_as_baseline(tmp_path: Path) -> None:
+    broken = edit(MIXED_BEFORE, "/scratch", lambda s: s.replace("\tbytes:\t", "\tbytes:\t-"))
+    pair = Pair(tmp_path, "/scratch", broken)  # starts: the mount is there, only unreadable
+    assert "unreadable: line " in pair.collector.describe()["error"]
+    assert pair.sample(MIXED_BEFORE, 5.0) == {}  # the baseline, no figures yet
+    read = pair.sample(MIXED_AFTER, 15.0)["/scratch:READ"].values
+    assert read["ops_s"] == pytest.approx(10.0)  # 100 READ in the 10 s since the baseline
+    assert pair.collector.describe()["fstype"] == "nfs"
