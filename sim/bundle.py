@@ -47,6 +47,7 @@ import yaml
 from sim import __version__
 from sim.errors import OutputDirectoryError
 from sim.metrics import Interval, OpStats
+from sim.nofollow import replace_file
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Sample
 
 SCHEMA_VERSION = 1
@@ -87,18 +88,13 @@ def atomic_write(path: Path, text: str) -> None:
     On any failure (a full disk mid-write, a directory made read-only) the previous ``path``
     is untouched, because the rename never happened, and the temporary file is removed, so a
     full disk is not left fuller and the bundle holds no stray ``.tmp``. The error propagates.
+
+    The temporary file is created with ``O_EXCL|O_NOFOLLOW`` (:mod:`sim.nofollow`): a stale
+    one is removed only if it is a regular file, and a link planted at that name is refused
+    (:class:`~sim.nofollow.UnsafeEntryError`, an OSError) instead of written through.
     """
     tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    replace_file(str(path), text.encode("utf-8"), str(tmp))
 
 
 def iso(ts: float | None) -> str | None:

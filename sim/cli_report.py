@@ -46,7 +46,16 @@ def report(
     if not is_bundle(run_dir):
         reason = "no such directory" if not run_dir.exists() else "no summary.json in it"
         raise ConfigError(f"report: {run_dir} is not a run bundle ({reason})")
-    path, problem = write_report(run_dir)
+    try:
+        path, problem = write_report(run_dir)
+    except OSError as exc:
+        # Nothing was replaced (atomic_write renames last); exit 2, like an output directory
+        # that cannot hold a bundle: a link planted at a temporary name, a read-only bundle.
+        from sim.bundle import os_reason
+
+        raise ConfigError(
+            f"report: cannot write {exc.filename or run_dir}: {os_reason(exc)}"
+        ) from exc
     if problem:
         sys.stderr.write(f"warning: report without analysis: {problem}\n")
     sys.stdout.write(f"{path}\n")

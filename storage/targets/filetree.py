@@ -20,13 +20,15 @@ import errno
 import mmap
 import os
 import random
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from sim.errors import TargetError
+from sim.errors import OwnershipError, TargetError
+from sim.nofollow import DIR_FLAGS, NEW_FILE_FLAGS, kind_of
 from sim.protocols import SCOPE_HOST, Connection, EngineContext, LoadLock, Target, WaitCallback
 from storage.targets.locks import directory_lock
 from storage.targets.settings import FileTreeSettings
@@ -36,6 +38,9 @@ DIRECT_ALIGN_BYTES = 4096  # O_DIRECT alignment that every Linux file system acc
 DEFAULT_TRANSFER_BYTES = 65536
 FILE_MODE = 0o644
 O_DIRECT: int = getattr(os, "O_DIRECT", 0)
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Directory descriptors a session keeps open (a front-end tree has 11 directories).
+DIR_FD_CACHE = 16
 MOUNTS = Path("/proc/self/mounts")
 
 
@@ -113,10 +118,37 @@ class _Buffers:
             self.write_map.close()
 
 
+@dataclass(frozen=True)
+class TreeGuard:
+    """What a session may touch, as the workload recorded it when it built the tree.
+
+    ``root``: the target's root (absolute, as the paths a session is given start with) and the
+    inode dbsim recorded for it; ``dirs``: every directory a session works in, absolute path →
+    inode; ``files``: every file a session writes in place, absolute path → inode. A directory
+    is opened (once, then kept in a small cache) relative to its parent with ``O_NOFOLLOW`` and
+    must be on the root's device with its recorded inode; a file written in place must be the
+    recorded inode with one link. Files and directories a session creates itself are made with
+    ``O_EXCL`` / ``mkdir`` inside those directories and need no record.
+    """
+
+    root: str
+    root_ino: int
+    dirs: Mapping[str, int]
+    files: Mapping[str, int]
+
+
 class FileSession(Connection):
     """One session's handle on the tree: each method is one operation, one pool hop.
 
     ``bytes_read`` / ``bytes_written`` count the payload moved by this session.
+
+    No operation follows a link: every path is opened relative to a descriptor of its parent
+    directory (``openat``/``fstatat``/``unlinkat`` … with ``O_NOFOLLOW``), and the parents were
+    themselves opened component by component from the root, so neither a file nor a directory
+    swapped for a symbolic link is ever gone through. A file written in place is checked after
+    its open (``fstat``, no extra path lookup): one link, and with a :class:`TreeGuard` the
+    recorded inode. Before touching anything the session refuses with an
+    :class:`~sim.errors.OwnershipError` naming the object.
     """
 
     def __init__(self, target: FileTreeTarget, context: EngineContext) -> None:
@@ -129,6 +161,13 @@ class FileSession(Connection):
         self._rotation = 0
         self._cleanups: list[Callable[[], None]] = []
         self._cursors: list[StreamCursor] = []
+        self._root_path = os.fspath(target.root)
+        self._guard: TreeGuard | None = None
+        self._root_fd: int | None = None
+        self._root_dev = 0
+        # Directory descriptors by absolute path, oldest first; bounded (DIR_FD_CACHE) because
+        # a tree may have thousands of directories and every session holds its own.
+        self._dir_fds: dict[str, int] = {}
 
     # ------------------------------------------------------------------ set-up
 
@@ -141,6 +180,13 @@ class FileSession(Connection):
         self._buffers = _Buffers(size)
         self._buffers.fill(options.seed)
         self.options = options
+
+    def guard(self, guard: TreeGuard | None) -> None:
+        """Work only in ``guard``'s directories and write only its files (None: anywhere
+        under the root, still never through a link or into a hard-linked file)."""
+        if guard is not None and guard.root != self._root_path:
+            raise TargetError(f"filetree: guard for {guard.root}, session on {self._root_path}")
+        self._guard = guard
 
     def at_close(self, cleanup: Callable[[], None]) -> None:
         """Run the blocking ``cleanup`` (in the pool) when the session closes; its errors are
@@ -169,39 +215,189 @@ class FileSession(Connection):
         except OSError as exc:
             raise os_error(exc, what, path) from exc
 
+    # ------------------------------------------------------------------ where (blocking)
+
+    def _root(self) -> int:
+        if self._root_fd is None:
+            # The configured path itself may be a link (a mount's alias); everything below it
+            # is opened without following any.
+            fd = os.open(self._root_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            info = os.fstat(fd)
+            if self._guard is not None and info.st_ino != self._guard.root_ino:
+                os.close(fd)
+                raise OwnershipError(
+                    f"filetree: {self._root_path} is not the directory dbsim built the tree "
+                    f"in (inode {info.st_ino}, recorded {self._guard.root_ino}); refusing"
+                )
+            self._root_fd, self._root_dev = fd, info.st_dev
+        return self._root_fd
+
+    def _dir(self, path: str) -> int:
+        """A descriptor of directory ``path``, opened component by component from the root."""
+        fd = self._dir_fds.get(path)
+        if fd is not None:
+            return fd
+        if path == self._root_path:
+            return self._root()
+        guard = self._guard
+        expected = guard.dirs.get(path) if guard is not None else None
+        if guard is not None and expected is None:
+            raise OwnershipError(
+                f"filetree: {path} is not a directory dbsim recorded; refusing to work in it"
+            )
+        if not path.startswith(self._root_path + "/"):
+            raise OwnershipError(f"filetree: {path} is outside {self._root_path}; refusing")
+        parent, _, name = path.rpartition("/")
+        fd = os.open(name, DIR_FLAGS, dir_fd=self._dir(parent))
+        info = os.fstat(fd)
+        if info.st_dev != self._root_dev or (expected is not None and info.st_ino != expected):
+            os.close(fd)
+            raise OwnershipError(
+                f"filetree: {path} is not the directory dbsim made (device {info.st_dev}, "
+                f"inode {info.st_ino}); refusing to work in it"
+            )
+        if len(self._dir_fds) >= DIR_FD_CACHE:
+            os.close(self._dir_fds.pop(next(iter(self._dir_fds))))
+        self._dir_fds[path] = fd
+        return fd
+
+    def _at(self, path: str) -> tuple[int, str]:
+        """(descriptor of the parent directory, last name): what every ``*at`` call takes."""
+        parent, _, name = path.rpartition("/")
+        return self._dir(parent), name
+
+    def _check_written(self, fd: int, path: str, info: os.stat_result | None = None) -> None:
+        """Before the first byte is written in place: one link and, guarded, our inode."""
+        info = info or os.fstat(fd)
+        if info.st_nlink != 1:
+            raise OwnershipError(
+                f"filetree: {path} has {info.st_nlink} hard links (dbsim makes one); "
+                f"refusing to write to it"
+            )
+        guard = self._guard
+        if guard is not None and guard.files.get(path) != info.st_ino:
+            raise OwnershipError(
+                f"filetree: {path} is not the file dbsim wrote (inode {info.st_ino}); "
+                f"refusing to write to it"
+            )
+
+    def _open_written(self, path: str, flags: int) -> int:
+        fd_dir, name = self._at(path)
+        fd = os.open(name, self._flags(flags | os.O_NOFOLLOW | os.O_CLOEXEC), dir_fd=fd_dir)
+        try:
+            self._check_written(fd, path)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _open_read(self, path: str) -> int:
+        fd_dir, name = self._at(path)
+        return os.open(name, self._flags(READ_FLAGS), dir_fd=fd_dir)
+
+    def _close_dirs(self) -> None:
+        fds, self._dir_fds = list(self._dir_fds.values()), {}
+        if self._root_fd is not None:
+            fds.append(self._root_fd)
+            self._root_fd = None
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def remove_now(self, path: str, directory: bool = False) -> None:
+        """Blocking (for ``at_close`` clean-ups): remove a file or an empty directory this
+        session made, by name in its parent (``unlinkat`` never follows a link)."""
+        fd, name = self._at(path)
+        with contextlib.suppress(FileNotFoundError):
+            if directory:
+                os.rmdir(name, dir_fd=fd)
+            else:
+                os.unlink(name, dir_fd=fd)
+
     # ------------------------------------------------------------------ metadata
 
     async def stat(self, path: str) -> os.stat_result:
-        result: os.stat_result = await self._do("stat", path, os.stat, path)
+        result: os.stat_result = await self._do("stat", path, self._stat, path)
         return result
+
+    def _stat(self, path: str) -> os.stat_result:
+        fd, name = self._at(path)
+        return os.stat(name, dir_fd=fd, follow_symlinks=False)
 
     async def access(self, path: str, mode: int = os.R_OK | os.W_OK) -> bool:
         """Existence and permission check; False (not an error) when access is denied."""
-        return bool(await self._do("access", path, os.access, path, mode))
+        return bool(await self._do("access", path, self._access, path, mode))
+
+    def _access(self, path: str, mode: int) -> bool:
+        fd, name = self._at(path)
+        return os.access(name, mode, dir_fd=fd, follow_symlinks=False)
 
     async def chmod(self, path: str, mode: int) -> None:
-        await self._do("chmod", path, os.chmod, path, mode)
+        await self._do("chmod", path, self._chmod, path, mode)
+
+    def _chmod(self, path: str, mode: int) -> None:
+        # Linux has no lchmod: an O_PATH descriptor (no open on the server, a lookup) pins the
+        # inode, fstat checks it, and chmod through /proc/self/fd changes that inode only.
+        fd_dir, name = self._at(path)
+        fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd_dir)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise OwnershipError(
+                    f"filetree: {path} is {kind_of(info.st_mode)}, not a file dbsim made; "
+                    f"refusing to chmod it"
+                )
+            self._check_written(fd, path, info)
+            os.chmod(f"/proc/self/fd/{fd}", mode)
+        finally:
+            os.close(fd)
 
     async def mkdir(self, path: str) -> None:
-        await self._do("mkdir", path, os.mkdir, path)
+        await self._do("mkdir", path, self._mkdir, path)
+
+    def _mkdir(self, path: str) -> None:
+        fd, name = self._at(path)
+        os.mkdir(name, dir_fd=fd)
 
     async def rmdir(self, path: str) -> None:
-        await self._do("rmdir", path, os.rmdir, path)
+        await self._do("rmdir", path, self.remove_now, path, True)
 
     async def replace_dir(self, old: str | None, new: str) -> None:
         """``rmdir old`` (when given) then ``mkdir new``, in one hop: a bounded ring of scratch
         directories."""
-        await self._do("mkdir", new, _replace_dir, old, new)
+        await self._do("mkdir", new, self._replace_dir, old, new)
+
+    def _replace_dir(self, old: str | None, new: str) -> None:
+        if old is not None:
+            # Already gone (removed by hand)? The ring goes on.
+            self.remove_now(old, directory=True)
+        self._mkdir(new)
 
     async def unlink(self, path: str) -> None:
-        await self._do("unlink", path, os.unlink, path)
+        await self._do("unlink", path, self.remove_now, path)
 
     async def rename(self, src: str, dst: str) -> None:
-        await self._do("rename", src, os.rename, src, dst)
+        await self._do("rename", src, self._rename, src, dst)
+
+    def _rename(self, src: str, dst: str) -> None:
+        src_fd, src_name = self._at(src)
+        dst_fd, dst_name = self._at(dst)
+        os.rename(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
 
     async def readdir(self, path: str) -> int:
         """List a directory (``scandir``, names only); returns the number of entries."""
-        return int(await self._do("readdir", path, _count_entries, path))
+        return int(await self._do("readdir", path, self._count_entries, path))
+
+    def _count_entries(self, path: str) -> int:
+        # Opened afresh (not the cached descriptor), as a listing client does: on NFS the open
+        # revalidates the directory.
+        fd_dir, name = self._at(path)
+        fd = os.open(name, DIR_FLAGS, dir_fd=fd_dir)
+        try:
+            with os.scandir(fd) as entries:
+                return sum(1 for _ in entries)
+        finally:
+            os.close(fd)
 
     # ------------------------------------------------------------------ data
 
@@ -213,7 +409,8 @@ class FileSession(Connection):
         return n
 
     def _create(self, path: str, source: memoryview | None) -> int:
-        fd = os.open(path, self._flags(os.O_WRONLY | os.O_CREAT | os.O_EXCL), FILE_MODE)
+        fd_dir, name = self._at(path)
+        fd = os.open(name, self._flags(NEW_FILE_FLAGS), FILE_MODE, dir_fd=fd_dir)
         try:
             n = os.pwrite(fd, source, 0) if source is not None else 0
             if self.options.fsync != "none":
@@ -231,7 +428,7 @@ class FileSession(Connection):
     def _read_file(self, path: str) -> int:
         chunk = self.options.transfer_size_bytes
         target = [self._bufs().read_view[:chunk]]
-        fd = os.open(path, self._flags(os.O_RDONLY))
+        fd = self._open_read(path)
         try:
             total = 0
             while True:
@@ -243,15 +440,18 @@ class FileSession(Connection):
             os.close(fd)
 
     async def write_file(self, path: str, size_bytes: int) -> int:
-        """Rewrite a whole file (``O_TRUNC``) in transfer-size calls; returns the bytes written."""
+        """Rewrite a whole file in transfer-size calls; returns the bytes written."""
         n = int(await self._do("write", path, self._write_file, path, size_bytes))
         self.bytes_written += n
         return n
 
     def _write_file(self, path: str, size_bytes: int) -> int:
         chunk = self.options.transfer_size_bytes
-        fd = os.open(path, self._flags(os.O_WRONLY | os.O_CREAT | os.O_TRUNC), FILE_MODE)
+        # Truncated after the check, not by O_TRUNC at open: a hard link planted in the file's
+        # place must not lose its contents before it is recognised.
+        fd = self._open_written(path, os.O_WRONLY)
         try:
+            os.ftruncate(fd, 0)
             done = 0
             while done < size_bytes:
                 done += os.pwrite(fd, self._source(min(chunk, size_bytes - done)), done)
@@ -270,7 +470,7 @@ class FileSession(Connection):
         return n
 
     def _pread(self, path: str, offset: int, length: int) -> int:
-        fd = os.open(path, self._flags(os.O_RDONLY))
+        fd = self._open_read(path)
         try:
             return os.preadv(fd, [self._bufs().read_view[:length]], offset)
         finally:
@@ -283,7 +483,7 @@ class FileSession(Connection):
         return n
 
     def _pwrite(self, path: str, offset: int, source: memoryview) -> int:
-        fd = os.open(path, self._flags(os.O_WRONLY))
+        fd = self._open_written(path, os.O_WRONLY)
         try:
             n = os.pwrite(fd, source, offset)
             if self.options.fsync != "none":
@@ -301,9 +501,12 @@ class FileSession(Connection):
         return n
 
     def _append(self, path: str, source: memoryview, max_bytes: int) -> int:
-        fd = os.open(path, self._flags(os.O_WRONLY))
+        fd_dir, name = self._at(path)
+        fd = os.open(name, self._flags(os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC), dir_fd=fd_dir)
         try:
-            end = os.fstat(fd).st_size
+            info = os.fstat(fd)  # the size was needed anyway: the check costs nothing more
+            self._check_written(fd, path, info)
+            end = info.st_size
             if end + len(source) > max_bytes:
                 os.ftruncate(fd, 0)
                 end = 0
@@ -333,8 +536,10 @@ class FileSession(Connection):
 
     def _stream(self, cursor: StreamCursor, length: int, source: memoryview | None) -> int:
         if cursor.fd is None:
-            flags = os.O_WRONLY if cursor.write else os.O_RDONLY
-            cursor.fd = os.open(cursor.path, self._flags(flags))
+            if cursor.write:
+                cursor.fd = self._open_written(cursor.path, os.O_WRONLY)
+            else:
+                cursor.fd = self._open_read(cursor.path)
             self._cursors.append(cursor)
         length = min(length, cursor.size_bytes - cursor.offset)
         if source is not None:
@@ -370,24 +575,12 @@ class FileSession(Connection):
         cleanups, self._cleanups = self._cleanups, []
         cursors, self._cursors = list(self._cursors), []
         try:
-            await self._run(_close_all, cursors, cleanups)
+            # The directories last: the clean-ups remove by name in them.
+            await self._run(_close_all, cursors, [*cleanups, self._close_dirs])
         finally:
             if self._buffers is not None:
                 self._buffers.release()
                 self._buffers = None
-
-
-def _replace_dir(old: str | None, new: str) -> None:
-    if old is not None:
-        # Already gone (removed by hand)? The ring goes on.
-        with contextlib.suppress(FileNotFoundError):
-            os.rmdir(old)
-    os.mkdir(new)
-
-
-def _count_entries(path: str) -> int:
-    with os.scandir(path) as entries:
-        return sum(1 for _ in entries)
 
 
 def _close_all(cursors: list[StreamCursor], cleanups: list[Callable[[], None]]) -> None:
@@ -398,7 +591,7 @@ def _close_all(cursors: list[StreamCursor], cleanups: list[Callable[[], None]]) 
             cursor.fd = None
     for cleanup in cleanups:
         # Best effort: the next verify reports what is left.
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, OwnershipError):
             cleanup()
 
 

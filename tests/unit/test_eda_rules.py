@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import random
 import re
 from collections import Counter
@@ -225,6 +226,12 @@ def test_claim_refuses_a_non_empty_directory_without_marker(tmp_path: Path) -> N
 
 
 def test_a_marker_naming_paths_outside_the_root_is_refused(tmp_path: Path) -> None:
+    root = [tmp_path.stat().st_dev, tmp_path.stat().st_ino]
+    marker = {"owner": "dbsim", "version": layout.MARKER_VERSION, "id": "ab" * 16, "root": root}
+    (tmp_path / layout.MARKER).write_text(json.dumps({**marker, "trees": {"../../etc": {}}}))
+    with pytest.raises(OwnershipError, match="lists unexpected tree names"):
+        layout.drop_all(tmp_path)
+    # Without the id (written by hand) it is refused before its names are even read.
     (tmp_path / layout.MARKER).write_text('{"owner": "dbsim", "trees": {"../../etc": {}}}')
-    with pytest.raises(OwnershipError, match="unexpected tree names"):
+    with pytest.raises(OwnershipError, match="carries no dbsim tree id"):
         layout.drop_all(tmp_path)

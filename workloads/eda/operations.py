@@ -31,7 +31,6 @@ stays the same from run to run.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import secrets
@@ -282,13 +281,12 @@ class FrontendSession(EdaSession):
         await self.fs.readdir(self._pick(self.dirs))
 
     def _cleanup(self) -> None:
-        """Blocking, at close: remove what this session created."""
+        """Blocking, at close: remove what this session created (by name in the session's
+        own directory descriptors: never through a link)."""
         for path in (*self.created_empty, *self.created_data):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            self.fs.remove_now(path)
         for path in self.scratch:
-            with contextlib.suppress(FileNotFoundError):
-                os.rmdir(path)
+            self.fs.remove_now(path, directory=True)
 
 
 class BackendSession(EdaSession):

@@ -2,16 +2,20 @@
 
 Under the target's root, one tree per process of each job set::
 
-    <root>/.dbsim-tree                     JSON: owner, fingerprint and state of every tree
+    <root>/.dbsim-tree                     JSON: owner, id, root identity, every tree's state
+    <root>/EDA_FRONTEND-001-1/.dbsim-dir       JSON: the id, and the inode of each dir_NN
+    <root>/EDA_FRONTEND-001-1/dir_00/.dbsim-dir    … and of each file in it
     <root>/EDA_FRONTEND-001-1/dir_00/file_00   16 KiB data files
     <root>/EDA_FRONTEND-001-1/dir_00/empty_00  empty files (access, chmod, append)
     <root>/EDA_BACKEND-001-1/dir_00/file_00    10 MiB data files
 
 Ownership: dbsim writes only into a root that is empty or carries its marker, and refuses
-(before writing a byte) a non-empty directory without one. It rebuilds only trees the marker
-records, and drop removes only those, then the marker, then the root if dbsim created it.
-Names read back from the marker are checked against :data:`TREE_NAME`, so a hand-edited
-marker can never point a removal outside the root.
+(before writing a byte) a non-empty directory without one. The marker carries a random id
+and the root's identity, every directory dbsim makes a record of what it made there
+(:mod:`workloads.eda.ownership`); load, verify and drop check both, and every entry's
+inode, before they write or remove anything, and never open through a link. Names read back
+from the marker are checked against :data:`TREE_NAME`, so a hand-edited marker can never
+point a removal outside the root.
 
 Every function here is blocking: the workload runs them in the engine's thread pool.
 """
@@ -19,27 +23,41 @@ Every function here is blocking: the workload runs them in the engine's thread p
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import re
-import shutil
+import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.errors import OwnershipError, WorkloadError
+from sim.errors import OwnershipError
+from sim.nofollow import NEW_FILE_FLAGS, UnsafeEntryError, clear_stale, replace_file
+from workloads.eda import ownership
+from workloads.eda.ownership import (
+    CREATED_PREFIX,
+    DIR_RECORD,
+    ID_PATTERN,
+    SCRATCH_PREFIX,
+    check_entry,
+    encode,
+    new_record,
+    open_checked,
+    read_json,
+    read_record,
+    refuse,
+    write_record,
+)
 from workloads.eda.parameters import BACKEND, FRONTEND, EdaParameters
 
 MARKER = ".dbsim-tree"
 MARKER_OWNER = "dbsim"
-MARKER_VERSION = 1
+MARKER_TMP = f"{MARKER}.tmp"
+MARKER_VERSION = 2  # 2: an id and the root's identity; every directory holds a record
 STATE_LOADING = "loading"
 STATE_LOADED = "loaded"
 TREE_NAME = re.compile(r"EDA_(FRONTEND|BACKEND)-[0-9]{3,}-[0-9]+")
-#: Names sessions give the files and directories they create (removed when they close).
-CREATED_PREFIX = "new_"
-SCRATCH_PREFIX = "scratch_"
 WRITE_CHUNK_BYTES = 1024 * 1024
 
 
@@ -136,109 +154,268 @@ def job_set_rate_ops_s(p: EdaParameters) -> float:
     return sum(p.of(c).process_rate_ops_s * p.of(c).processes_per_job_set for c in p.components())
 
 
+# --------------------------------------------------------------------------- the root
+
+
+@contextlib.contextmanager
+def opened_root(root: Path) -> Iterator[tuple[int, os.stat_result]]:
+    """The root directory's descriptor and identity. The configured path may itself be a link
+    (an alias of a mount); nothing below it is ever opened through one."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield fd, os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def root_identity(root: Path) -> list[int]:
+    """``[device, inode]`` of the root, as the marker and every record carry it."""
+    with opened_root(root) as (_, info):
+        return [info.st_dev, info.st_ino]
+
+
+def _check_root(root: Path, info: os.stat_result, marker: dict[str, Any]) -> None:
+    recorded = marker.get("root")
+    if recorded is not None and recorded[1] != info.st_ino:
+        raise refuse(
+            str(root / MARKER),
+            f"was written for another directory (inode {recorded[1]}, this one is "
+            f"{info.st_ino}): a copy or a hand-made marker",
+            f"touch {root}",
+        )
+
+
 # --------------------------------------------------------------------------- the marker
 
 
 def read_marker(root: Path) -> dict[str, Any] | None:
     """The root's marker, or None when there is none; OwnershipError when one exists but is
-    not dbsim's (or cannot be read)."""
-    path = root / MARKER
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    not dbsim's for this very directory (no id, another root's, unreadable, a link)."""
+    with opened_root(root) as (fd, info):
+        return _read_marker(root, fd, info)
+
+
+def _read_marker(root: Path, fd: int, info: os.stat_result) -> dict[str, Any] | None:
+    path = str(root / MARKER)
+    marker = read_json(MARKER, fd, path)
+    if marker is None:
         return None
-    try:
-        marker = json.loads(text)
-    except ValueError:
-        marker = None
     if not isinstance(marker, dict) or marker.get("owner") != MARKER_OWNER:
-        raise OwnershipError(f"{path} is not a dbsim marker; refusing to touch {root}")
+        raise refuse(path, "is not a dbsim marker", f"touch {root}")
+    if not ID_PATTERN.fullmatch(str(marker.get("id"))) or marker.get("version") != MARKER_VERSION:
+        raise refuse(
+            path,
+            "carries no dbsim tree id (written by hand, or by an older dbsim that recorded "
+            "none: remove those trees by hand and load again)",
+            f"touch {root}",
+        )
+    recorded = marker.get("root")
+    if recorded is not None and not (
+        isinstance(recorded, list)
+        and len(recorded) == 2
+        and all(isinstance(x, int) for x in recorded)
+    ):
+        raise refuse(path, "records no root identity", f"touch {root}")
+    _check_root(root, info, marker)
     trees = marker.setdefault("trees", {})
     if not isinstance(trees, dict) or not all(TREE_NAME.fullmatch(str(n)) for n in trees):
-        raise OwnershipError(f"{path}: unexpected tree names; refusing to touch {root}")
+        raise refuse(path, "lists unexpected tree names", f"touch {root}")
     return marker
 
 
 def write_marker(root: Path, marker: dict[str, Any]) -> None:
-    """Replace the marker atomically (a crash leaves the old one or the new one)."""
-    tmp = root / f"{MARKER}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(marker, handle, indent=1, sort_keys=True)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, root / MARKER)
+    """Replace the marker atomically (a crash leaves the old one or the new one), through a
+    temporary file created with ``O_EXCL|O_NOFOLLOW``: a link planted there is refused."""
+    with opened_root(root) as (fd, info):
+        _check_root(root, info, marker)
+        _write_marker(root, fd, marker)
+
+
+def _write_marker(root: Path, fd: int, marker: dict[str, Any]) -> None:
+    _clear_marker_tmp(root, fd)
+    replace_file(MARKER, encode(marker), MARKER_TMP, fd)
+
+
+def _clear_marker_tmp(root: Path, fd: int) -> None:
+    """A regular leftover ``.dbsim-tree.tmp`` is removed; a link (or anything else) refused."""
+    try:
+        clear_stale(MARKER_TMP, fd)
+    except UnsafeEntryError as exc:
+        why = str(exc.strerror).split(";")[0]
+        raise refuse(str(root / MARKER_TMP), why, "write through it") from exc
 
 
 def claim(root: Path, trees: list[ProcessTree]) -> dict[str, Any]:
     """Check ownership before anything is written; return the marker to build under.
 
-    Refuses a non-empty root without a marker and a planned tree's name that exists in the
-    root but is not recorded in the marker (a stranger's directory of the same name).
+    Refuses a non-empty root without a marker, a marker that is not dbsim's for this root,
+    a planned tree's name that exists in the root but is not recorded in the marker (a
+    stranger's directory of the same name) and a link at the marker's temporary name.
     """
     if root.exists() and not root.is_dir():
         raise OwnershipError(f"{root} exists and is not a directory; refusing to touch it")
-    marker = read_marker(root) if root.is_dir() else None
-    if marker is None:
-        if root.is_dir() and any(root.iterdir()):
-            raise OwnershipError(
-                f"{root} is not empty and has no {MARKER} marker: dbsim did not create it; "
-                f"refusing to write there (use an empty or new directory)"
-            )
-        return {
-            "owner": MARKER_OWNER,
-            "workload": "eda",
-            "version": MARKER_VERSION,
-            "created_root": not root.exists(),
-            "trees": {},
-        }
-    for tree in trees:
-        if tree.name not in marker["trees"] and os.path.lexists(root / tree.name):
-            raise OwnershipError(
-                f"{root / tree.name} exists but is not recorded in {root / MARKER}; "
-                f"refusing to touch it"
-            )
-    return marker
+    if not root.is_dir():
+        return _new_marker(created_root=True)
+    with opened_root(root) as (fd, info):
+        marker = _read_marker(root, fd, info)
+        _clear_marker_tmp(root, fd)
+        if marker is None:
+            with os.scandir(fd) as scan:
+                if next(iter(scan), None) is not None:
+                    raise OwnershipError(
+                        f"{root} is not empty and has no {MARKER} marker: dbsim did not create "
+                        f"it; refusing to write there (use an empty or new directory)"
+                    )
+            return _new_marker(created_root=False)
+        for tree in trees:
+            if tree.name not in marker["trees"] and _exists(tree.name, fd):
+                raise OwnershipError(
+                    f"{root / tree.name} exists but is not recorded in {root / MARKER}; "
+                    f"refusing to touch it"
+                )
+        return marker
+
+
+def _new_marker(created_root: bool) -> dict[str, Any]:
+    return {
+        "owner": MARKER_OWNER,
+        "workload": "eda",
+        "version": MARKER_VERSION,
+        "id": secrets.token_hex(16),
+        "created_root": created_root,
+        "root": None,  # filled in once the root exists (the build creates it)
+        "trees": {},
+    }
+
+
+def _exists(name: str, dir_fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- checking
 
 
-def check_tree(root: Path, tree: ProcessTree, max_empty_bytes: int) -> list[str]:
-    """Problems with a built tree (empty list: fine), by one ``stat`` per file: every data file
+@dataclass
+class TreeCheck:
+    """What :func:`check_tree` found: damage (rebuild it), identities (guard its session)."""
+
+    problems: list[str]
+    dirs: dict[str, int]
+    files: dict[str, int]
+    root_ino: int
+
+
+def _base(
+    root: Path, fd: int, info: os.stat_result, name: str, marker: dict[str, Any]
+) -> int | None:
+    """The tree directory ``name`` opened and checked against the marker (None: missing)."""
+    where = str(root / name)
+    ino = marker["trees"].get(name, {}).get("dir")
+    entry = os.stat(name, dir_fd=fd, follow_symlinks=False) if _exists(name, fd) else None
+    if entry is None:
+        return None
+    if ino is None:  # recorded before its directory existed (a load cut short): its record decides
+        ino = entry.st_ino
+    check_entry(fd, name, where, True, ino, info.st_dev)
+    base = open_checked(fd, name, where, ino, info.st_dev)
+    try:
+        record = read_record(base, where, marker)
+    except BaseException:
+        os.close(base)
+        raise
+    if record.get("tree") != name:
+        os.close(base)
+        raise refuse(where, f"is recorded as tree {record.get('tree')!r}")
+    return base
+
+
+def check_tree(
+    root: Path, tree: ProcessTree, max_empty_bytes: int, marker: dict[str, Any]
+) -> TreeCheck:
+    """Identity first (refused with OwnershipError: a link, a hard link, a stranger's inode),
+    then damage as problems (empty list: fine), by one ``fstatat`` per entry: every data file
     at its size, every empty file present and no larger than ``max_empty_bytes`` (appends
     grow them up to that)."""
-    base = root / tree.name
     problems: list[str] = []
-    for rel in tree.data_files():
-        size = _size(base / rel)
-        if size != tree.file_size_bytes:
-            problems.append(f"{base / rel}: {_describe(size)}, expected {tree.file_size_bytes}")
-    for rel in tree.empty_files():
-        size = _size(base / rel)
-        if size is None or size > max_empty_bytes:
-            problems.append(f"{base / rel}: {_describe(size)}, expected <= {max_empty_bytes}")
-    return problems
+    result = TreeCheck(problems, {}, {}, 0)
+    with opened_root(root) as (fd, info):
+        _check_root(root, info, marker)
+        result.root_ino = info.st_ino
+        dev = info.st_dev
+        base = _base(root, fd, info, tree.name, marker)
+        where = root / tree.name
+        if base is None:
+            problems.append(f"{where}: missing")
+            return result
+        try:
+            result.dirs[str(where)] = os.fstat(base).st_ino
+            dirs = read_record(base, str(where), marker)["entries"]
+            sizes = [(f, tree.file_size_bytes, True) for f in tree.data_files()]
+            sizes += [(f, max_empty_bytes, False) for f in tree.empty_files()]
+            by_dir: dict[str, list[tuple[str, int, bool]]] = {}
+            for rel, size, exact in sizes:
+                d, _, name = rel.partition("/")
+                by_dir.setdefault(d, []).append((name, size, exact))
+            for d in tree.dir_names():
+                _check_dir(base, where, d, dirs, by_dir.get(d, []), marker, dev, result)
+        finally:
+            os.close(base)
+    return result
+
+
+def _check_dir(
+    base: int,
+    where: Path,
+    d: str,
+    dirs: dict[str, Any],
+    files: list[tuple[str, int, bool]],
+    marker: dict[str, Any],
+    dev: int,
+    result: TreeCheck,
+) -> None:
+    path = where / d
+    if d not in dirs:
+        raise refuse(str(path), f"is not recorded in {where}/{DIR_RECORD}")
+    if check_entry(base, d, str(path), True, dirs[d], dev) is None:
+        result.problems.append(f"{path}: missing")
+        return
+    fd = open_checked(base, d, str(path), dirs[d], dev)
+    try:
+        result.dirs[str(path)] = dirs[d]
+        entries = read_record(fd, str(path), marker)["entries"]
+        for name, size, exact in files:
+            if name not in entries:
+                raise refuse(str(path / name), f"is not recorded in {path}/{DIR_RECORD}")
+            found = check_entry(fd, name, str(path / name), False, entries[name], dev)
+            got = None if found is None else found.st_size
+            if got is None or (got != size if exact else got > size):
+                want = size if exact else f"<= {size}"
+                result.problems.append(f"{path / name}: {_describe(got)}, expected {want}")
+            result.files[str(path / name)] = entries[name]
+    finally:
+        os.close(fd)
 
 
 def leftovers(root: Path, tree: ProcessTree) -> int:
     """Files and directories sessions created and did not remove (a killed run leaves some)."""
     count = 0
-    for d in tree.dir_names():
-        try:
-            with os.scandir(root / tree.name / d) as entries:
-                count += sum(
-                    1 for e in entries if e.name.startswith((CREATED_PREFIX, SCRATCH_PREFIX))
-                )
-        except FileNotFoundError:
-            continue
+    with opened_root(root) as (fd, _):
+        for d in tree.dir_names():
+            try:
+                with (
+                    ownership.opened_dir(tree.name, fd) as base,
+                    ownership.opened_dir(d, base) as dfd,
+                    os.scandir(dfd) as scan,
+                ):
+                    prefixes = (CREATED_PREFIX, SCRATCH_PREFIX)
+                    count += sum(1 for e in scan if e.name.startswith(prefixes))
+            except FileNotFoundError:
+                continue
     return count
-
-
-def _size(path: Path) -> int | None:
-    try:
-        return os.stat(path).st_size
-    except FileNotFoundError:
-        return None
 
 
 def _describe(size: int | None) -> str:
@@ -248,16 +425,37 @@ def _describe(size: int | None) -> str:
 # --------------------------------------------------------------------------- building
 
 
-def prepare_tree(root: Path, tree: ProcessTree) -> None:
-    """Remove an earlier (recorded, so ours) copy of the tree and create its directories."""
-    base = root / tree.name
-    if os.path.lexists(base):
-        remove_tree(root, tree.name)
-    base.mkdir()
-    for d in tree.dir_names():
-        (base / d).mkdir()
-    for rel in tree.empty_files():
-        (base / rel).touch()
+def prepare_tree(root: Path, tree: ProcessTree, marker: dict[str, Any]) -> int:
+    """Remove an earlier (recorded, so ours) copy of the tree, then create its directories,
+    its files (empty, ``O_EXCL``) and every directory's record of their inodes; returns the
+    tree directory's inode. Data is written afterwards into these very inodes."""
+    with opened_root(root) as (fd, info):
+        _check_root(root, info, marker)
+        if _exists(tree.name, fd):
+            _remove(root, fd, info, tree.name, marker)
+        os.mkdir(tree.name, dir_fd=fd)
+        with ownership.opened_dir(tree.name, fd) as base:
+            dirs: dict[str, int] = {}
+            names: dict[str, list[str]] = {}
+            for rel in (*tree.data_files(), *tree.empty_files()):
+                d, _, name = rel.partition("/")
+                names.setdefault(d, []).append(name)
+            for d in tree.dir_names():
+                os.mkdir(d, dir_fd=base)
+                with ownership.opened_dir(d, base) as dfd:
+                    dirs[d] = os.fstat(dfd).st_ino
+                    entries = {name: _create_empty(name, dfd) for name in names.get(d, [])}
+                    write_record(dfd, new_record(marker, tree.name, entries))
+            write_record(base, new_record(marker, tree.name, dirs))
+            return os.fstat(base).st_ino
+
+
+def _create_empty(name: str, dir_fd: int) -> int:
+    fd = os.open(name, NEW_FILE_FLAGS, 0o644, dir_fd=dir_fd)
+    try:
+        return os.fstat(fd).st_ino
+    finally:
+        os.close(fd)
 
 
 def content(seed: int, tree: ProcessTree, index: int, size: int) -> bytes:
@@ -266,11 +464,21 @@ def content(seed: int, tree: ProcessTree, index: int, size: int) -> bytes:
     return random.Random(f"{seed}:{tree.name}:{index}").randbytes(min(size, WRITE_CHUNK_BYTES))
 
 
-def write_data_file(path: Path, size: int, pattern: bytes) -> int:
-    """Write ``size`` bytes of ``pattern`` (repeated) to a new file and ``fdatasync`` it, so
-    the tree is on stable storage before anything is measured; returns the bytes written."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def write_data_file(root: Path, rel: str, ino: int, size: int, pattern: bytes) -> int:
+    """Write ``size`` bytes of ``pattern`` (repeated) into the file ``rel`` (``tree/dir/file``)
+    that :func:`prepare_tree` created as inode ``ino``, and ``fdatasync`` it, so the tree is
+    on stable storage before anything is measured; returns the bytes written."""
+    tree, d, name = rel.split("/")
+    with (
+        opened_root(root) as (rfd, _),
+        ownership.opened_dir(tree, rfd) as base,
+        ownership.opened_dir(d, base) as dfd,
+    ):
+        fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
     try:
+        info = os.fstat(fd)
+        if info.st_ino != ino or info.st_nlink != 1:
+            raise refuse(str(root / rel), "is not the file dbsim just created", "write to it")
         view = memoryview(pattern)
         done = 0
         while done < size:
@@ -285,33 +493,47 @@ def write_data_file(path: Path, size: int, pattern: bytes) -> int:
 # --------------------------------------------------------------------------- dropping
 
 
-def remove_tree(root: Path, name: str) -> None:
-    """Remove ``root/name`` — only a tree name, only a real directory (never a link)."""
-    if not TREE_NAME.fullmatch(name):
-        raise WorkloadError(f"refusing to remove {root / name}: not an EDA tree name")
-    path = root / name
-    if path.is_symlink():
-        path.unlink()
-        return
-    shutil.rmtree(path)
+def _remove(root: Path, fd: int, info: os.stat_result, name: str, marker: dict[str, Any]) -> None:
+    """Remove tree ``name``: checked whole first, then removed entry by entry, checked again."""
+    if not TREE_NAME.fullmatch(name) or name not in marker["trees"]:
+        raise refuse(str(root / name), "is not an EDA tree the marker records", "remove it")
+    for delete in (False, True):
+        base = _base(root, fd, info, name, marker)
+        if base is None:
+            return
+        try:
+            ownership.sweep(base, str(root / name), marker, info.st_dev, delete)
+        finally:
+            os.close(base)
+    os.rmdir(name, dir_fd=fd)
 
 
 def drop_all(root: Path) -> list[str]:
     """Remove every tree the marker records, then the marker, then the root when dbsim created
-    it and nothing else is left; returns the trees removed (none without a marker)."""
+    it and nothing else is left; returns the trees removed (none without a marker). Every
+    tree is checked before the first one is removed."""
     if not root.is_dir():
         return []
-    marker = read_marker(root)
-    if marker is None:
-        return []
-    removed = []
-    for name in sorted(marker["trees"]):
-        if os.path.lexists(root / name):
-            remove_tree(root, name)
-        del marker["trees"][name]
-        write_marker(root, marker)  # a crash part-way leaves a marker that lists the rest
-        removed.append(name)
-    (root / MARKER).unlink()
+    with opened_root(root) as (fd, info):
+        marker = _read_marker(root, fd, info)
+        if marker is None:
+            return []
+        _clear_marker_tmp(root, fd)
+        names = sorted(marker["trees"])
+        for name in names:  # the check pass over every tree: nothing removed yet
+            base = _base(root, fd, info, name, marker)
+            if base is not None:
+                try:
+                    ownership.sweep(base, str(root / name), marker, info.st_dev, False)
+                finally:
+                    os.close(base)
+        removed = []
+        for name in names:
+            _remove(root, fd, info, name, marker)
+            del marker["trees"][name]
+            _write_marker(root, fd, marker)  # a crash part-way leaves a marker listing the rest
+            removed.append(name)
+        os.unlink(MARKER, dir_fd=fd)
     if marker.get("created_root"):
         # Something else lives there now? Then the root stays.
         with contextlib.suppress(OSError):

@@ -18,10 +18,10 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from sim.errors import ConfigError, WorkloadError
+from sim.errors import ConfigError, MissingDataError, SimError, WorkloadError
 from sim.protocols import Connection, ProgressCallback, Target, Workload
 from sim.sql import Statement
-from storage.targets.filetree import FileSession, FileTreeTarget
+from storage.targets.filetree import FileSession, FileTreeTarget, TreeGuard
 from workloads.eda import tree as layout
 from workloads.eda.operations import EdaSession, count_dealt, deck_base, new_session
 from workloads.eda.parameters import EdaParameters
@@ -48,6 +48,8 @@ class EdaWorkload(Workload):
         self.trees = layout.plan(self.p)
         self.sessions: dict[int, EdaSession] = {}
         self._session_seeds: dict[int, int] = {}
+        #: Per tree, what its session may touch (filled by verify / check_loaded).
+        self._guards: dict[str, TreeGuard] = {}
 
     # ------------------------------------------------------------------ mix and rates
 
@@ -126,6 +128,7 @@ class EdaWorkload(Workload):
         # Ownership first: nothing is written before this has passed.
         marker = await run("check", root, layout.claim, root, self.trees)
         recorded: dict[str, Any] = marker["trees"]
+        max_empty = self._max_empty_bytes()
 
         async def reusable(tree: layout.ProcessTree) -> bool:
             entry = recorded.get(tree.name)
@@ -133,10 +136,10 @@ class EdaWorkload(Workload):
                 return False
             if entry.get("fingerprint") != tree.fingerprint(self.p.seed):
                 return False
-            problems = await run(
-                "stat", root / tree.name, layout.check_tree, root, tree, self._max_empty_bytes()
+            check = await run(
+                "stat", root / tree.name, layout.check_tree, root, tree, max_empty, marker
             )
-            return not problems
+            return not check.problems
 
         reuse = await self._each(self.trees, reusable)
         build = [t for t, ok in zip(self.trees, reuse, strict=True) if not ok]
@@ -157,6 +160,8 @@ class EdaWorkload(Workload):
         root, run = self.root, self.tree_target.run
         if not root.exists():
             await run("mkdir", root, root.mkdir)
+        if marker.get("root") is None:
+            marker["root"] = await run("stat", root, layout.root_identity, root)
         for tree in build:
             marker["trees"][tree.name] = {
                 "fingerprint": tree.fingerprint(self.p.seed),
@@ -165,19 +170,41 @@ class EdaWorkload(Workload):
         # Recorded as loading before a byte of them is written: a failed build is ours to
         # rebuild next time, never a stranger's directory.
         await run("write", root / layout.MARKER, layout.write_marker, root, marker)
-        await self._each(build, lambda t: run("mkdir", root / t.name, layout.prepare_tree, root, t))
-        jobs = [(t, i, rel) for t in build for i, rel in enumerate(t.data_files())]
+        inodes = await self._each(
+            build, lambda t: run("mkdir", root / t.name, layout.prepare_tree, root, t, marker)
+        )
+        for tree, ino in zip(build, inodes, strict=True):
+            marker["trees"][tree.name]["dir"] = ino
+        await run("write", root / layout.MARKER, layout.write_marker, root, marker)
+        checks = await self._each(
+            build,
+            lambda t: run("stat", root / t.name, layout.check_tree, root, t, 0, marker),
+        )
+        jobs = [
+            (t, i, rel, check.files[str(root / t.name / rel)])
+            for t, check in zip(build, checks, strict=True)
+            for i, rel in enumerate(t.data_files())
+        ]
         what = f"build {root}"
         done = 0
         progress(what, 0, len(jobs))
 
-        async def write(job: tuple[layout.ProcessTree, int, str]) -> None:
+        async def write(job: tuple[layout.ProcessTree, int, str, int]) -> None:
             nonlocal done
-            tree, index, rel = job
+            tree, index, rel, ino = job
             size = tree.file_size_bytes
             pattern = layout.content(self.p.seed, tree, index, size)
             path = root / tree.name / rel
-            await run("write", path, layout.write_data_file, path, size, pattern)
+            await run(
+                "write",
+                path,
+                layout.write_data_file,
+                root,
+                f"{tree.name}/{rel}",
+                ino,
+                size,
+                pattern,
+            )
             done += 1
             progress(what, done, len(jobs))
 
@@ -187,27 +214,56 @@ class EdaWorkload(Workload):
         await run("write", root / layout.MARKER, layout.write_marker, root, marker)
 
     async def verify(self) -> dict[str, Any]:
-        """Every planned tree recorded as loaded, every file present at its size."""
+        """Every planned tree recorded as loaded, every file dbsim's (its inode, one link, no
+        link on the way) and at its size."""
+        return await self._inspect(WorkloadError, "load the trees first", "")
+
+    async def check_loaded(self) -> dict[str, Any]:
+        """``run --skip-load``: the trees exist, carry dbsim's marker and records, and every
+        file is the one dbsim made — one ``fstatat`` per file, no data read. Missing or not
+        loaded: a ConfigError (exit 2) naming it and the command that builds it; a stranger's
+        object: an OwnershipError (exit 2)."""
+        return await self._inspect(
+            MissingDataError,
+            "build them with `dbsim load <scenario>`, or run without --skip-load",
+            "--skip-load: ",
+        )
+
+    async def _inspect(self, error: type[SimError], remedy: str, lead: str) -> dict[str, Any]:
+        """verify and check_loaded: the marker, then every tree's identity and files; missing
+        or unloaded data raises ``error`` (``lead`` + what + ``remedy``)."""
         root, run = self.root, self.tree_target.run
+        if not root.is_dir():
+            raise error(f"{lead}{root}: no EDA trees there ({remedy})")
         marker = await run("read", root / layout.MARKER, layout.read_marker, root)
         if marker is None:
-            raise WorkloadError(f"{root}: no {layout.MARKER} marker; load the trees first")
-        not_loaded = [
-            t.name
-            for t in self.trees
-            if marker["trees"].get(t.name, {}).get("state") != layout.STATE_LOADED
-        ]
+            raise error(
+                f"{lead}{root} has no {layout.MARKER} marker: dbsim built no trees there ({remedy})"
+            )
+        not_loaded = []
+        for t in self.trees:
+            entry = marker["trees"].get(t.name, {})
+            if entry.get("state") != layout.STATE_LOADED:
+                not_loaded.append(t.name)
+            elif entry.get("fingerprint") != t.fingerprint(self.p.seed):
+                not_loaded.append(f"{t.name} (loaded with other parameters)")
         if not_loaded:
-            raise WorkloadError(f"{root}: tree(s) not loaded: {', '.join(not_loaded[:5])}")
+            more = f" (and {len(not_loaded) - 5} more)" if len(not_loaded) > 5 else ""
+            names = ", ".join(not_loaded[:5])
+            raise error(f"{lead}{root}: tree(s) not loaded: {names}{more} ({remedy})")
         max_empty = self._max_empty_bytes()
-        problems = await self._each(
+        checks: list[layout.TreeCheck] = await self._each(
             self.trees,
-            lambda t: run("stat", root / t.name, layout.check_tree, root, t, max_empty),
+            lambda t: run("stat", root / t.name, layout.check_tree, root, t, max_empty, marker),
         )
-        flat = [line for lines in problems for line in lines]
+        flat = [line for check in checks for line in check.problems]
         if flat:
             more = f" (and {len(flat) - 3} more)" if len(flat) > 3 else ""
-            raise WorkloadError(f"{len(flat)} file(s) wrong: {'; '.join(flat[:3])}{more}")
+            raise error(f"{lead}{len(flat)} file(s) wrong: {'; '.join(flat[:3])}{more} ({remedy})")
+        self._guards = {
+            tree.name: TreeGuard(str(root), check.root_ino, check.dirs, check.files)
+            for tree, check in zip(self.trees, checks, strict=True)
+        }
         extra = await self._each(
             self.trees, lambda t: run("scan", root / t.name, layout.leftovers, root, t)
         )
@@ -241,6 +297,7 @@ class EdaWorkload(Workload):
             )
         tree = self.trees[index]
         paths = layout.tree_of(self.root, tree)
+        connection.guard(self._guards.get(tree.name))
         session = new_session(self.p, tree, paths, connection, seed)
         self.sessions[index] = session
         self._session_seeds[index] = seed
