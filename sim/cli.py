@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import shutil
 import signal
 import sys
 import traceback
@@ -178,6 +179,9 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
         # late second Ctrl-C would kill us with a traceback while printing. Finish quietly.
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_IGN)
+    refused = _refused_before_start(engines[0].result if engines else None, summary)
+    if refused is not None:
+        return refused
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
     elif quiet:
@@ -198,6 +202,26 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
     if summary.get("error"):
         _error(str(summary["error"]))
     return EXIT_RUN_FAILED
+
+
+def _refused_before_start(result: Any, summary: dict[str, Any]) -> int | None:
+    """Exit 2, leaving no bundle, when the run was refused before any session started: a
+    foreign object in the way, or the data missing under ``--skip-load``. That is bad input,
+    like a wrong scenario, and is fixed the same way (another prefix, ``dbsim load``); the
+    bundle directory was made a moment ago for this run alone and holds no measurement, so it
+    is removed as a refused output directory is (sim.runner.prepare_run)."""
+    from sim.engine import OUTCOME_FAILED
+
+    if (
+        result is None
+        or summary.get("status") != OUTCOME_FAILED
+        or result.error_exit_code != EXIT_BAD_INPUT
+        or result.sessions_started_wall is not None
+    ):
+        return None
+    shutil.rmtree(summary["bundle"], ignore_errors=True)
+    _error(str(result.error))
+    return EXIT_BAD_INPUT
 
 
 class _Null:

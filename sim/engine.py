@@ -129,6 +129,9 @@ class RunResult:
     #: Per session: index of its first measured transaction and one past its last.
     op_ranges: list[tuple[int, int]] = field(default_factory=list)
     error: str | None = None
+    #: The exit code the error asks for (``SimError.exit_code``): 2 for bad input — a foreign
+    #: object refused, the data missing under --skip-load — found before any session started.
+    error_exit_code: int | None = None
 
 
 def error_class(exc: BaseException) -> str:
@@ -311,6 +314,13 @@ class Engine:
                         reports=reports,
                     )
                 )
+            else:
+                # --skip-load still checks, cheaply and before any session connects, that the
+                # data is there and dbsim's (MissingDataError / OwnershipError: exit 2).
+                self._set_state("checking", self.workload.name)
+                self.result.load_report.update(
+                    await self._unless_stopped(self.workload.check_loaded())
+                )
             if not self.load_only:
                 self._set_state("connecting", f"{self.max_sessions} sessions")
                 self._connections = await self._unless_stopped(self._connect_all(self.max_sessions))
@@ -322,6 +332,7 @@ class Engine:
         except SimError as exc:
             self.result.outcome = OUTCOME_FAILED
             self.result.error = str(exc)
+            self.result.error_exit_code = exc.exit_code
             self.result.reason = f"{self.result.last_state}: {exc}"
         except Exception as exc:  # a bug or an untranslated driver error: still finish the bundle
             log.exception("run failed")

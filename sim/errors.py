@@ -4,7 +4,8 @@
 
     SimError                      anything dbsim reports to the user as a one-line message
     ├── ConfigError               the scenario, the CLI arguments or the environment are wrong
-    │   └── ScenarioError         validation failed; carries one line per invalid field
+    │   ├── ScenarioError         validation failed; carries one line per invalid field
+    │   └── MissingDataError      --skip-load, but the workload's objects are not loaded
     ├── WorkloadError             a workload cannot set up, load, verify or run
     │   └── OwnershipError        an object exists that dbsim did not create; refusing to touch it
     ├── TargetError               the database or file tree cannot be reached or used
@@ -44,6 +45,11 @@ class ScenarioError(ConfigError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
+
+
+class MissingDataError(ConfigError):
+    """``dbsim run --skip-load`` found the workload's objects missing, half-loaded or loaded
+    with other parameters; nothing ran. The message names them and ``dbsim load``."""
 
 
 class WorkloadError(SimError):

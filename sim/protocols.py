@@ -50,7 +50,6 @@ ProgressCallback = Callable[[str, int, int], None]
 
 # --------------------------------------------------------------------------- targets
 
-
 #: Who sees the data a target loads (:attr:`Target.data_scope`): only this process (a private
 #: temporary database: every process loads its own), the processes of one host (a local path;
 #: on NFS other hosts may see it too), or everyone who reaches the target (a database server).
@@ -267,6 +266,13 @@ class Workload(ABC):
     @abstractmethod
     async def verify(self) -> dict[str, Any]:
         """Check the loaded data against the workload's rules; raise WorkloadError if wrong."""
+
+    async def check_loaded(self) -> dict[str, Any]:
+        """``dbsim run --skip-load``: check, cheaply and without writing, that every object
+        the sessions will touch exists, is dbsim's and is loaded as this configuration needs;
+        raise MissingDataError (naming what is missing and ``dbsim load``) or OwnershipError.
+        Returns facts for the bundle. Default: nothing to check."""
+        return {"skipped": True}
 
     def session_weights(self, sessions: int) -> list[float] | None:
         """Relative open-loop rates of sessions 0..sessions-1 (EDA: a front-end process asks

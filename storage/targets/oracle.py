@@ -10,7 +10,7 @@ Binds are *named* (``:lo``); a connection turns the positional parameters it is 
 dict by ``statement.param_names`` (a name used three times in the SQL is one entry).
 
 DDL needs no IF [NOT] EXISTS (Oracle has it only from 23ai): workloads check the catalogue
-before they create or drop (workloads.common.TableRegistry).
+before they create or drop (workloads.ownership.TableRegistry).
 """
 
 from __future__ import annotations

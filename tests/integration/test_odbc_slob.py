@@ -105,7 +105,7 @@ def workload(prefix: str, **params: Any) -> tuple[OdbcSlob, OdbcTarget]:
 
 def test_load_puts_one_row_in_each_block(prefix: str) -> None:
     report = load_and_verify(*workload(prefix))
-    table = f"{prefix}1_cf1"
+    table = f"{prefix}_1_cf1"
     assert report["verify"]["tables"] == [
         {"table": table, "rows": ROWS, "max_key": ROWS, "blocks": ROWS, "max_rows_per_block": 1}
     ]
@@ -142,7 +142,7 @@ def test_a_run_keeps_the_exact_mix_and_commits_its_updates(prefix: str) -> None:
     }
     # Committed: a connection of our own sees every session's values (the engine's
     # connections are closed, and closing rolls back whatever was not committed).
-    rows = _sql(f"SELECT c2, c20 FROM {prefix}1_cf1 WHERE c2 LIKE '0000%'")
+    rows = _sql(f"SELECT c2, c20 FROM {prefix}_1_cf1 WHERE c2 LIKE '0000%'")
     assert rows, "no committed update is visible"
     assert all(len(c2) == 128 and c2 == c20 for c2, c20 in rows)
     assert {c2[:6] for c2, _ in rows} == {"000000", "000001", "000002", "000003"}
@@ -150,19 +150,19 @@ def test_a_run_keeps_the_exact_mix_and_commits_its_updates(prefix: str) -> None:
 
 def test_drop_removes_only_what_dbsim_created(prefix: str) -> None:
     load_and_verify(*workload(prefix, scan_pct=10))
-    _sql(f"CREATE TABLE {prefix}9_cf1 (mine TEXT)")  # the user's, despite the prefix
-    assert drop_objects(*workload(prefix)) == [f"{prefix}1_cf1", f"{prefix}1_cf2"]
-    assert _tables(prefix) == {f"{prefix}9_cf1"}
+    _sql(f"CREATE TABLE {prefix}_9_cf1 (mine TEXT)")  # the user's, despite the prefix
+    assert drop_objects(*workload(prefix)) == [f"{prefix}_1_cf1", f"{prefix}_1_cf2"]
+    assert _tables(prefix) == {f"{prefix}_9_cf1"}
     assert _sql("SELECT COUNT(*) FROM dbsim_objects WHERE name LIKE ?", f"{prefix}%") == [(0,)]
 
 
 def test_a_foreign_table_of_the_same_name_is_refused_and_untouched(prefix: str) -> None:
-    _sql(f"CREATE TABLE {prefix}1_cf1 (precious TEXT)")
-    _sql(f"INSERT INTO {prefix}1_cf1 VALUES ('keep me')")
-    with pytest.raises(OwnershipError, match=f"{prefix}1_cf1 exists but was not created by dbsim"):
+    _sql(f"CREATE TABLE {prefix}_1_cf1 (precious TEXT)")
+    _sql(f"INSERT INTO {prefix}_1_cf1 VALUES ('keep me')")
+    with pytest.raises(OwnershipError, match=f"{prefix}_1_cf1 exists but was not created by dbsim"):
         load_and_verify(*workload(prefix))
     assert drop_objects(*workload(prefix)) == []
-    assert _sql(f"SELECT precious FROM {prefix}1_cf1") == [("keep me",)]
+    assert _sql(f"SELECT precious FROM {prefix}_1_cf1") == [("keep me",)]
 
 
 # --------------------------------------------------------------------------- secrets

@@ -113,7 +113,7 @@ def test_reads_per_statement_match_work_unit_on_data_larger_than_the_cache() -> 
     out = asyncio.run(_run(prefix))
     result = out["result"]
     assert result.outcome == "completed", result.error
-    assert out["dropped"] == [f"{prefix}1_cf1"]
+    assert out["dropped"] == [f"{prefix}_1_cf1"]
     assert out["report"]["tables"][0]["built"] is True
     reads = out["reads"]
     assert reads is not None and reads.error_count == 0

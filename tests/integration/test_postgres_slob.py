@@ -100,7 +100,7 @@ def loaded() -> Iterator[str]:
 
 def test_load_gives_one_row_per_block_scattered_keys_and_is_idempotent() -> None:
     prefix = f"pl{RUN}"
-    table = f"{prefix}1_cf1"
+    table = f"{prefix}_1_cf1"
     try:
         report = load_and_verify(*workload(prefix))
         assert report["load"]["tables"][0] == {"table": table, "rows": ROWS, "built": True}
@@ -141,7 +141,7 @@ def test_load_gives_one_row_per_block_scattered_keys_and_is_idempotent() -> None
 
 def test_a_foreign_table_of_the_same_name_is_never_touched() -> None:
     prefix = f"pf{RUN}"
-    table = f"{prefix}1_cf1"
+    table = f"{prefix}_1_cf1"
     sql(f"CREATE TABLE {table} (precious text)")
     try:
         sql(f"INSERT INTO {table} VALUES ('keep me')")
@@ -177,7 +177,7 @@ def test_run_mix_follows_the_rule_exactly(
 @pytest.mark.parametrize("redo", ["LITE", "HEAVY"])
 def test_updates_change_the_redo_stress_columns(redo: str) -> None:
     prefix = f"pu{redo[0].lower()}{RUN}"
-    table = f"{prefix}1_cf1"
+    table = f"{prefix}_1_cf1"
     columns = ", ".join(f"c{i}" for i in range(2, 21))
     try:
         slob, target = workload(prefix, update_pct=100, redo_stress=redo)

@@ -32,7 +32,7 @@ def test_load_gives_one_row_per_page_and_a_scattered_key_order(tmp_path: Path) -
     report = load_and_verify(*workload(db))
     table = report["verify"]["tables"][0]
     assert table == {
-        "table": "slob1_cf1",
+        "table": "slob_1_cf1",
         "rows": ROWS,
         "max_key": ROWS,
         "blocks": ROWS,
@@ -42,13 +42,13 @@ def test_load_gives_one_row_per_page_and_a_scattered_key_order(tmp_path: Path) -
         assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
         # Physical order is a permutation: neighbouring keys are far apart in rowid order.
         keys = [
-            k for (k,) in conn.execute("SELECT custid FROM slob1_cf1 ORDER BY rowid LIMIT 1000")
+            k for (k,) in conn.execute("SELECT custid FROM slob_1_cf1 ORDER BY rowid LIMIT 1000")
         ]
         assert sorted(keys) != keys
         adjacent = sum(1 for a, b in itertools.pairwise(keys) if abs(a - b) == 1)
         assert adjacent < 10
         index = conn.execute(
-            "SELECT sql FROM sqlite_master WHERE name = 'slob1_cf1_custid'"
+            "SELECT sql FROM sqlite_master WHERE name = 'slob_1_cf1_custid'"
         ).fetchone()[0]
         assert "UNIQUE" not in index.upper()
 
@@ -59,30 +59,30 @@ def test_second_load_reuses_the_data(tmp_path: Path) -> None:
     assert load_and_verify(*workload(db))["load"]["tables"][0]["built"] is False
     # A different size is ours to rebuild.
     rebuilt = load_and_verify(*workload(db, scale="100M"))
-    assert rebuilt["load"]["tables"][0] == {"table": "slob1_cf1", "rows": 12800, "built": True}
+    assert rebuilt["load"]["tables"][0] == {"table": "slob_1_cf1", "rows": 12800, "built": True}
 
 
 def test_a_foreign_table_of_the_same_name_is_never_touched(tmp_path: Path) -> None:
     db = tmp_path / "shared.sqlite"
     with sqlite3.connect(db) as conn:
-        conn.execute("CREATE TABLE slob1_cf1 (precious TEXT)")
-        conn.execute("INSERT INTO slob1_cf1 VALUES ('keep me')")
-    with pytest.raises(OwnershipError, match="slob1_cf1 exists but was not created by dbsim"):
+        conn.execute("CREATE TABLE slob_1_cf1 (precious TEXT)")
+        conn.execute("INSERT INTO slob_1_cf1 VALUES ('keep me')")
+    with pytest.raises(OwnershipError, match="slob_1_cf1 exists but was not created by dbsim"):
         load_and_verify(*workload(db))
     assert drop_objects(*workload(db)) == []
     with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT precious FROM slob1_cf1").fetchall() == [("keep me",)]
+        assert conn.execute("SELECT precious FROM slob_1_cf1").fetchall() == [("keep me",)]
 
 
 def test_drop_removes_only_what_dbsim_created(tmp_path: Path) -> None:
     db = tmp_path / "mixed.sqlite"
     load_and_verify(*workload(db, scan_pct=10))
     with sqlite3.connect(db) as conn:
-        conn.execute("CREATE TABLE slob9_cf1 (mine TEXT)")  # the user's, despite the prefix
-    assert drop_objects(*workload(db)) == ["slob1_cf1", "slob1_cf2"]
+        conn.execute("CREATE TABLE slob_9_cf1 (mine TEXT)")  # the user's, despite the prefix
+    assert drop_objects(*workload(db)) == ["slob_1_cf1", "slob_1_cf2"]
     with sqlite3.connect(db) as conn:
         names = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert "slob9_cf1" in names and "slob1_cf1" not in names and "slob1_cf2" not in names
+    assert "slob_9_cf1" in names and "slob_1_cf1" not in names and "slob_1_cf2" not in names
 
 
 @pytest.mark.parametrize(
@@ -134,7 +134,7 @@ def test_updates_write_session_and_loop_specific_values(tmp_path: Path) -> None:
     engine = Engine(slob, target, Load(loops_per_session=20, sessions=2))
     asyncio.run(engine.run())
     with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT c2, c3, c20 FROM slob1_cf1 WHERE c2 LIKE '0000%'").fetchall()
+        rows = conn.execute("SELECT c2, c3, c20 FROM slob_1_cf1 WHERE c2 LIKE '0000%'").fetchall()
     assert rows, "no row carries an update value"
     assert all(len(c2) == 128 and c2 == c3 == c20 for c2, c3, c20 in rows)
     assert len({c2[:20] for c2, _, _ in rows}) > 20  # values differ per session and loop

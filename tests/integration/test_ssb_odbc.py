@@ -103,7 +103,7 @@ def built(prefix: str, **load: Any) -> tuple[SsbWorkload, Target, Any]:
 @pytest.fixture
 def prefix() -> Iterator[str]:
     """A table prefix of this test's own; whatever it loaded is dropped afterwards."""
-    name = f"o{uuid.uuid4().hex[:8]}_"
+    name = f"o{uuid.uuid4().hex[:8]}"
     try:
         yield name
     finally:
@@ -133,7 +133,7 @@ def test_load_in_default_batches_completes_with_every_row(
 
     assert report["load"]["built"] is True
     assert [(t["table"], t["rows"]) for t in report["verify"]["tables"]] == [
-        (f"{prefix}{n}", rows) for n in range(1, TABLES + 1)
+        (f"{prefix}_{n}", rows) for n in range(1, TABLES + 1)
     ]
     sizes = [batch] * (rows // batch) + [rows % batch]
     assert batches == [(n, True) for n in sizes * TABLES]
@@ -141,7 +141,7 @@ def test_load_in_default_batches_completes_with_every_row(
     for n in range(1, TABLES + 1):
         [counted] = sql(
             f"SELECT COUNT(*), COUNT(DISTINCT custid), MIN(custid), MAX(custid), {lengths} "
-            f"FROM {prefix}{n}"
+            f"FROM {prefix}_{n}"
         )
         assert counted == (rows, rows, 1, rows) + (TEXT_WIDTH,) * (2 * len(TEXT_COLUMNS))
 
@@ -149,7 +149,7 @@ def test_load_in_default_batches_completes_with_every_row(
 def test_a_short_run_keeps_the_exact_mix_and_commits(prefix: str) -> None:
     ssb, target, parsed = built(prefix, duration_s=RUN_S, warmup_s=0.3, seed=7)
     load_and_verify(ssb, target)
-    before = dict(sql(f"SELECT custid, c1 FROM {prefix}1"))
+    before = dict(sql(f"SELECT custid, c1 FROM {prefix}_1"))
     engine = Engine(ssb, target, parsed.load)
     asyncio.run(engine.run())
     assert engine.result.outcome == "completed", engine.result.error
@@ -161,7 +161,7 @@ def test_a_short_run_keeps_the_exact_mix_and_commits(prefix: str) -> None:
         "read": counts.get("read", 0),
         "update": counts.get("update", 0),
     }
-    after = dict(sql(f"SELECT custid, c1 FROM {prefix}1"))
+    after = dict(sql(f"SELECT custid, c1 FROM {prefix}_1"))
     assert after.keys() == before.keys()
     assert any(after[k] != before[k] for k in before), "no committed update is visible"
     assert {len(v) for v in after.values()} == {TEXT_WIDTH}
@@ -170,18 +170,18 @@ def test_a_short_run_keeps_the_exact_mix_and_commits(prefix: str) -> None:
 def test_drop_removes_only_dbsims_tables(prefix: str) -> None:
     ssb, target, _ = built(prefix)
     load_and_verify(ssb, target)
-    sql(f"CREATE TABLE {prefix}9 (mine TEXT)")  # the user's, despite the prefix
+    sql(f"CREATE TABLE {prefix}_9 (mine TEXT)")  # the user's, despite the prefix
     try:
-        assert drop_objects(*built(prefix)[:2]) == [f"{prefix}1", f"{prefix}2"]
+        assert drop_objects(*built(prefix)[:2]) == [f"{prefix}_1", f"{prefix}_2"]
         left = sql(
             "SELECT table_name FROM information_schema.tables "
             "WHERE table_schema = current_schema() AND table_name LIKE ?",
             f"{prefix}%",
         )
-        assert left == [(f"{prefix}9",)]
+        assert left == [(f"{prefix}_9",)]
         assert sql("SELECT COUNT(*) FROM dbsim_objects WHERE name LIKE ?", f"{prefix}%") == [(0,)]
     finally:
-        sql(f"DROP TABLE IF EXISTS {prefix}9")
+        sql(f"DROP TABLE IF EXISTS {prefix}_9")
 
 
 def test_later_batches_take_non_ascii_and_overlong_text(prefix: str) -> None:

@@ -62,7 +62,7 @@ def server() -> None:
 @pytest.fixture
 def prefix() -> Iterator[str]:
     """A table prefix of this test's own; whatever it loaded is dropped afterwards."""
-    name = f"t{uuid.uuid4().hex[:8]}_"
+    name = f"t{uuid.uuid4().hex[:8]}"
     try:
         yield name
     finally:
@@ -101,7 +101,7 @@ def test_load_gives_one_whole_row_per_heap_page_and_reloads_idempotently(prefix:
     report = load_and_verify(*workload(prefix))
     assert report["load"]["built"] is True
     assert report["verify"]["tables"][1] == {
-        "table": f"{prefix}2",
+        "table": f"{prefix}_2",
         "rows": ROWS,
         "max_key": ROWS,
         "unique_index": True,
@@ -110,53 +110,53 @@ def test_load_gives_one_whole_row_per_heap_page_and_reloads_idempotently(prefix:
         "max_rows_per_block": 1,
     }
     # Key order on disk, and nothing moved out of line: the TOAST table stays empty.
-    blocks = [r[0] for r in sql(f"SELECT (ctid::text::point)[0] FROM {prefix}1 ORDER BY custid")]
+    blocks = [r[0] for r in sql(f"SELECT (ctid::text::point)[0] FROM {prefix}_1 ORDER BY custid")]
     assert blocks == sorted(blocks)
     toast = sql(
-        "SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE relname = $1", f"{prefix}1"
+        "SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE relname = $1", f"{prefix}_1"
     )
     assert toast[0][0] == 0
-    before = c1_by_key(f"{prefix}1")
+    before = c1_by_key(f"{prefix}_1")
     again = load_and_verify(*workload(prefix))
-    assert again["load"]["built"] is False and c1_by_key(f"{prefix}1") == before
+    assert again["load"]["built"] is False and c1_by_key(f"{prefix}_1") == before
 
 
 def test_a_foreign_table_is_never_touched(prefix: str) -> None:
-    sql(f"CREATE TABLE {prefix}2 (precious TEXT)")
+    sql(f"CREATE TABLE {prefix}_2 (precious TEXT)")
     try:
-        sql(f"INSERT INTO {prefix}2 VALUES ('keep me')")
-        with pytest.raises(OwnershipError, match=f"{prefix}2 exists but was not created by dbsim"):
+        sql(f"INSERT INTO {prefix}_2 VALUES ('keep me')")
+        with pytest.raises(OwnershipError, match=f"{prefix}_2 exists but was not created by dbsim"):
             load_and_verify(*workload(prefix))
-        assert not sql("SELECT 1 FROM pg_class WHERE relname = $1", f"{prefix}1")
+        assert not sql("SELECT 1 FROM pg_class WHERE relname = $1", f"{prefix}_1")
         assert drop_objects(*workload(prefix)) == []
-        assert [r[0] for r in sql(f"SELECT precious FROM {prefix}2")] == ["keep me"]
+        assert [r[0] for r in sql(f"SELECT precious FROM {prefix}_2")] == ["keep me"]
     finally:
-        sql(f"DROP TABLE IF EXISTS {prefix}2")
+        sql(f"DROP TABLE IF EXISTS {prefix}_2")
 
 
 def test_drop_removes_only_the_registered_tables(prefix: str) -> None:
     load_and_verify(*workload(prefix))
-    sql(f"CREATE TABLE {prefix}9 (mine TEXT)")
+    sql(f"CREATE TABLE {prefix}_9 (mine TEXT)")
     try:
-        assert drop_objects(*workload(prefix)) == [f"{prefix}1", f"{prefix}2"]
+        assert drop_objects(*workload(prefix)) == [f"{prefix}_1", f"{prefix}_2"]
         names = {
             r[0] for r in sql("SELECT relname FROM pg_class WHERE relname LIKE $1", prefix + "%")
         }
-        assert f"{prefix}9" in names and f"{prefix}1" not in names
+        assert f"{prefix}_9" in names and f"{prefix}_1" not in names
     finally:
-        sql(f"DROP TABLE IF EXISTS {prefix}9")
+        sql(f"DROP TABLE IF EXISTS {prefix}_9")
 
 
 def test_pinned_sessions_exact_mix_and_committed_updates(prefix: str) -> None:
     ssb, target = workload(prefix, read_pct=70, rows_select=20)
     load_and_verify(ssb, target)
-    before = {n: c1_by_key(f"{prefix}{n}") for n in (1, 2)}
+    before = {n: c1_by_key(f"{prefix}_{n}") for n in (1, 2)}
     counts = run(ssb, target, loops_per_session=40, sessions=5, seed=3)
     assert counts == {"read": 5 * 28, "update": 5 * 12}
     for n, pinned in ((1, {0, 2, 4}), (2, {1, 3})):
-        after = c1_by_key(f"{prefix}{n}")
+        after = c1_by_key(f"{prefix}_{n}")
         changed = [v for k, v in after.items() if v != before[n][k]]
-        assert changed, f"no committed update in {prefix}{n}"
+        assert changed, f"no committed update in {prefix}_{n}"
         matches = [UPDATED.match(v) for v in changed]
         assert all(matches)
         assert {int(m.group(1)) for m in matches if m} == pinned

@@ -117,13 +117,13 @@ def test_a_foreign_table_of_the_same_name_is_never_touched(tmp_path: Path) -> No
 def test_drop_removes_only_what_this_workload_and_prefix_created(tmp_path: Path) -> None:
     db = tmp_path / "mixed.sqlite"
     load_and_verify(*workload(db))
-    load_and_verify(*workload(db, table_prefix="user_big_", tables=1))
+    load_and_verify(*workload(db, table_prefix="user_big", tables=1))
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE user_9 (mine TEXT)")  # the user's, despite the prefix
     assert drop_objects(*workload(db)) == ["user_1", "user_2"]
     assert {"user_9", "user_big_1"} <= tables_in(db)
     assert not {"user_1", "user_2"} & tables_in(db)
-    assert drop_objects(*workload(db, table_prefix="user_big_")) == ["user_big_1"]
+    assert drop_objects(*workload(db, table_prefix="user_big")) == ["user_big_1"]
     assert drop_objects(*workload(db)) == []
 
 

@@ -1296,8 +1296,10 @@ class FakeSqlTarget:
 
 @settings(max_examples=40, **SETTINGS)
 @given(
-    prefix=st.sampled_from(SQL_KEYWORDS)
-    | st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,11}", fullmatch=True),
+    # Lower case only: table_prefix refuses upper case (workloads.naming: catalogues that fold
+    # case would make SLOB and slob name the same tables).
+    prefix=st.sampled_from([k.lower() for k in SQL_KEYWORDS])
+    | st.from_regex(r"[a-z][a-z0-9_]{0,11}", fullmatch=True),
     workload_name=st.sampled_from(["slob", "ssb"]),
     dialect=st.sampled_from(sorted(DIALECT_TARGET)),
     count=st.integers(1, 999),
@@ -1306,7 +1308,7 @@ def test_accepted_identifiers_reach_sql_only_quoted(
     prefix: str, workload_name: str, dialect: str, count: int
 ) -> None:
     """Every name a scenario makes passes the rules and appears in SQL only as the dialect's
-    preparer quotes it (keywords and mixed case included); and the statements still parse."""
+    preparer quotes it (keywords included); and the statements still parse."""
     entry = registry.workload(workload_name)
     target: Any = FakeSqlTarget(dialect)
     counts = (
@@ -1390,6 +1392,8 @@ SQL_INTERPOLATION_ALLOWED = {
     ): "module constants",
     ("storage/collectors/database.py", "',\\n       '.join(columns)"): "module constants",
     ("storage/collectors/database.py", "',\\n       '.join(sources)"): "module constants",
+    ("workloads/ownership.py", "MARKER_PREFIX"): "a module constant",
+    ("workloads/ownership.py", "token"): "checked to be 32 hex digits just before",
 }
 SQL_WORD = re.compile(
     r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|TRUNCATE|GRANT|EXEC|MERGE|FROM|WHERE|TABLE|INDEX|SCHEMA)\b|search_path"

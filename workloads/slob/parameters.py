@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from workloads.naming import TABLE_PREFIX_HELP, TABLE_PREFIX_PATTERN, index_of, numbered
+
 MIN_ROWS = 10_000
 #: custid is an INTEGER column: 32-bit signed in PostgreSQL and SQL Server.
 MAX_ROWS = 2**31 - 1
@@ -81,8 +83,8 @@ class SlobParameters(BaseModel):
     )
     table_prefix: str = Field(
         default="slob",
-        pattern=r"^[A-Za-z][A-Za-z0-9_]{0,15}$",
-        description="Tables are <prefix><n>_cf1.",
+        pattern=TABLE_PREFIX_PATTERN,
+        description=f"Tables are <prefix>_<n>_cf1: {TABLE_PREFIX_HELP}.",
     )
     load_batch_rows: int = Field(default=2000, ge=1, le=100_000)
     # ge=0: numpy seeds only from non-negative integers; a negative one failed mid-load.
@@ -140,11 +142,12 @@ class SlobParameters(BaseModel):
 
     def sql_identifiers(self) -> dict[str, list[str]]:
         """The longest names made from ``table_prefix`` (the highest schema number): tables
-        ``<prefix><n>_cf1`` / ``_cf2`` and cf1's index ``<table>_custid`` (workload.py and
-        schema.py build them the same way). The scenario checks them against the target's
-        identifier rules before anything connects."""
-        last = f"{self.table_prefix}{self.schemas}"
-        return {"table_prefix": [f"{last}_cf1", f"{last}_cf2", f"{last}_cf1_custid"]}
+        ``<prefix>_<n>_cf1`` / ``_cf2`` and cf1's index ``<table>_custid`` (workload.py and
+        schema.py build them the same way, with workloads.naming). The scenario checks them
+        against the target's identifier rules before anything connects."""
+        cf1 = numbered(self.table_prefix, self.schemas, "_cf1")
+        cf2 = numbered(self.table_prefix, self.schemas, "_cf2")
+        return {"table_prefix": [cf1, cf2, index_of(cf1)]}
 
     @property
     def update_columns(self) -> list[str]:

@@ -19,6 +19,7 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 
 from sim.sql import Statement, quote_identifier
 from workloads.common import compile_ddl
+from workloads.naming import index_of
 
 TEXT_COLUMNS = tuple(f"c{i}" for i in range(2, 21))
 TEXT_WIDTH = 128
@@ -71,7 +72,7 @@ def slob_table(name: str, dialect: str, block_size_bytes: int, *, indexed: bool)
         kwargs["info"] = {ORACLE_PCTFREE_KEY: ORACLE_PCTFREE}
     table = Table(name, MetaData(), *columns, **kwargs)
     if indexed:
-        Index(f"{name}_custid", table.c.custid)
+        Index(index_of(name), table.c.custid)
     return table
 
 

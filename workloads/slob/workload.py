@@ -11,7 +11,6 @@ become a full scan of ``cf2``.
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -31,15 +30,14 @@ from sim.protocols import (
 )
 from sim.sql import Catalogue, Statement
 from workloads.common import (
-    REGISTRY_STATEMENTS,
-    REGISTRY_TABLE,
-    TableRegistry,
     bind,
     bind_order,
     catalog_name,
     drop_statement,
     insert_statement,
 )
+from workloads.naming import like_prefix, numbered, owned_pattern
+from workloads.ownership import TableRegistry
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.schema import (
     TEXT_COLUMNS,
@@ -51,16 +49,18 @@ from workloads.slob.schema import (
 
 SQL_DIR = Path(__file__).parent / "sql"
 WORKLOAD_NAME = "slob"
-STATEMENTS = REGISTRY_STATEMENTS | {
-    "read",
-    "update_lite",
-    "update_heavy",
-    "scan",
-    "count_rows",
-    "max_key",
-    "blocks_used",
-    "max_rows_per_block",
-}
+STATEMENTS = frozenset(
+    {
+        "read",
+        "update_lite",
+        "update_heavy",
+        "scan",
+        "count_rows",
+        "max_key",
+        "blocks_used",
+        "max_rows_per_block",
+    }
+)
 
 
 def takes_this_op(index: int, pct: int) -> bool:
@@ -87,15 +87,16 @@ class SlobWorkload(Workload):
             raise WorkloadError(f"slob runs on SQL targets, not {target.kind}")
         # Fails here, before anything runs, if a dialect lacks a statement.
         self.catalogue = Catalogue.load(SQL_DIR, target.dialect, required=STATEMENTS)
-        self.registry = TableRegistry(WORKLOAD_NAME, self.catalogue, target.paramstyle)
+        self.registry = TableRegistry(WORKLOAD_NAME, target.dialect, target.paramstyle)
 
     # ------------------------------------------------------------------ naming
 
     def table_name(self, schema: int) -> str:
-        return f"{self.p.table_prefix}{schema}_cf1"
+        """``<prefix>_<schema>_cf1`` (workloads.naming: no two scenarios share a name)."""
+        return numbered(self.p.table_prefix, schema, "_cf1")
 
     def scan_table_name(self, schema: int) -> str:
-        return f"{self.p.table_prefix}{schema}_cf2"
+        return numbered(self.p.table_prefix, schema, "_cf2")
 
     def render(self, name: str, **identifiers: str) -> Statement:
         return self.catalogue.render(name, self.target.paramstyle, **identifiers)
@@ -173,8 +174,8 @@ class SlobWorkload(Workload):
         dialect = self.target.dialect
         table = slob_table(name, dialect, self.p.block_size_bytes, indexed=role == "cf1")
         statements = create_statements(table, dialect)
-        await conn.execute(statements[0])  # the table; indexes after the data (faster load)
-        await conn.commit()
+        # The table (with dbsim's marker and identity); indexes after the data (faster load).
+        await self.registry.create_table(conn, name, statements[0])
         insert = insert_statement(table, dialect, self.target.paramstyle)
         await self._insert_rows(conn, insert, name, rows, schema, progress)
         for statement in statements[1:]:
@@ -216,6 +217,19 @@ class SlobWorkload(Workload):
             done += len(batch)
             progress(what, done, rows)
 
+    async def check_loaded(self) -> dict[str, Any]:
+        """``--skip-load``: every table the sessions will touch is dbsim's and loaded with
+        this configuration's fingerprint (no data is read)."""
+        wanted = {
+            name: self._fingerprint(role, rows) for _, role, name, rows in self._planned_tables()
+        }
+        conn = await connect_sql(self.target)
+        try:
+            tables = await self.registry.check_loaded(conn, wanted)
+        finally:
+            await conn.close()
+        return {"skipped": True, "tables": tables}
+
     # ------------------------------------------------------------------ verify and drop
 
     async def verify(self) -> dict[str, Any]:
@@ -256,11 +270,11 @@ class SlobWorkload(Workload):
         return report
 
     async def drop(self) -> list[str]:
-        """Drop this configuration's registered tables (``<prefix><n>_cf1`` / ``_cf2``) only."""
-        pattern = re.compile(re.escape(self.p.table_prefix) + r"[1-9][0-9]*_cf[12]")
+        """Drop this prefix's registered tables (``<prefix>_<n>_cf1`` / ``_cf2``) only."""
+        pattern = owned_pattern(self.p.table_prefix, "_cf[12]")
         conn = await connect_sql(self.target)
         try:
-            names = await self.registry.owned(conn, self.p.table_prefix, pattern)
+            names = await self.registry.owned(conn, like_prefix(self.p.table_prefix), pattern)
             return await self.registry.drop(conn, sorted(names))
         finally:
             await conn.close()
@@ -269,12 +283,12 @@ class SlobWorkload(Workload):
         dialect = self.target.dialect
         cf1 = slob_table(self.table_name(1), dialect, self.p.block_size_bytes, indexed=True)
         cf2 = slob_table(self.scan_table_name(1), dialect, self.p.block_size_bytes, indexed=False)
-        ddl = self.registry.inventory()
+        ddl = self.registry.inventory(cf1.name)
         for table in (cf1, cf2):
             ddl += create_statements(table, dialect)
             ddl.append(insert_statement(table, dialect, self.target.paramstyle))
             ddl.append(drop_statement(table.name, dialect))
-        identifiers = {"table": cf1.name, "scan_table": cf2.name, "registry": REGISTRY_TABLE}
+        identifiers = {"table": cf1.name, "scan_table": cf2.name}
         dml = []
         for name in sorted(self.catalogue.statements):
             fields = self.catalogue.template_fields(name)

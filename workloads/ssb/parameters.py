@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from workloads.common import parse_size_bytes
+from workloads.naming import TABLE_PREFIX_HELP, TABLE_PREFIX_PATTERN, index_of, numbered
 
 #: The original sizes its tables for one row per 8 KB page (SQL Server's page size).
 PAGE_BYTES = 8192
@@ -19,7 +20,7 @@ MIN_ROWS_PER_TABLE = 100
 DEFAULT_DATABASE_SIZE = "1G"
 DEFAULT_TABLES = 4
 DEFAULT_READ_PCT = 80
-DEFAULT_TABLE_PREFIX = "user_"
+DEFAULT_TABLE_PREFIX = "user"  # tables user_1..user_N, as the original names them
 #: custid is an INTEGER column: 32-bit signed in PostgreSQL and SQL Server.
 MAX_ROWS_PER_TABLE = 2**31 - 1
 
@@ -54,8 +55,8 @@ class SsbParameters(BaseModel):
     )
     table_prefix: str = Field(
         default=DEFAULT_TABLE_PREFIX,
-        pattern=r"^[A-Za-z][A-Za-z0-9_]{0,15}$",
-        description="Tables are <prefix>1..<prefix>N.",
+        pattern=TABLE_PREFIX_PATTERN,
+        description=f"Tables are <prefix>_1..<prefix>_N: {TABLE_PREFIX_HELP}.",
     )
     load_batch_rows: int = Field(
         default=500, ge=1, le=100_000, description="Rows per insert batch (≈7.4 KB each)."
@@ -101,11 +102,11 @@ class SsbParameters(BaseModel):
 
     def sql_identifiers(self) -> dict[str, list[str]]:
         """The longest names made from ``table_prefix`` (the highest table number): the table
-        ``<prefix><n>`` and its index ``<table>_custid`` (workload.py and schema.py build them
-        the same way). The scenario checks them against the target's identifier rules before
+        ``<prefix>_<n>`` and its index ``<table>_custid`` (workload.py and schema.py build them
+        the same way, with workloads.naming). The scenario checks them against the target's identifier rules before
         anything connects."""
-        last = f"{self.table_prefix}{self.tables}"
-        return {"table_prefix": [last, f"{last}_custid"]}
+        last = numbered(self.table_prefix, self.tables)
+        return {"table_prefix": [last, index_of(last)]}
 
     @property
     def database_size_bytes(self) -> int:

@@ -1,6 +1,6 @@
 """SSB-like tables as SQLAlchemy Core objects, compiled to DDL per dialect.
 
-``<prefix>N``: an integer key ``custid`` plus twenty text columns ``c1..c20`` of 370
+``<prefix>_N``: an integer key ``custid`` plus twenty text columns ``c1..c20`` of 370
 characters, about 7.4 KB a row, with a unique index on the key. Two such rows do not fit an
 8 KB page, so every row gets a page of its own:
 
@@ -21,6 +21,8 @@ from typing import Any
 
 from sqlalchemy import Column, Index, Integer, MetaData, String, Table
 
+from workloads.naming import index_of
+
 KEY_COLUMN = "custid"
 TEXT_COLUMNS = tuple(f"c{i}" for i in range(1, 21))
 TEXT_WIDTH = 370
@@ -32,7 +34,7 @@ POSTGRES_TOAST_TUPLE_TARGET = 8160
 
 def index_name(table_name: str) -> str:
     """The unique index on ``custid`` of ``table_name``."""
-    return f"{table_name}_custid"
+    return index_of(table_name)
 
 
 def ssb_table(name: str, dialect: str) -> Table:

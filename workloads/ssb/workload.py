@@ -15,7 +15,6 @@ by the next read, and its tables that were sometimes never loaded.
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -35,9 +34,6 @@ from sim.protocols import (
 )
 from sim.sql import Catalogue, Statement
 from workloads.common import (
-    REGISTRY_STATEMENTS,
-    REGISTRY_TABLE,
-    TableRegistry,
     bind,
     bind_order,
     catalog_name,
@@ -45,22 +41,26 @@ from workloads.common import (
     drop_statement,
     insert_statement,
 )
+from workloads.naming import like_prefix, numbered, owned_pattern
+from workloads.ownership import TableRegistry
 from workloads.ssb.parameters import PAGE_BYTES, SsbParameters
 from workloads.ssb.schema import ALL_COLUMNS, TEXT_COLUMNS, TEXT_WIDTH, index_name, ssb_table
 
 SQL_DIR = Path(__file__).parent / "sql"
 WORKLOAD_NAME = "ssb"
-STATEMENTS = REGISTRY_STATEMENTS | {
-    "read_range",
-    "read_point",
-    "update",
-    "count_rows",
-    "max_key",
-    "unique_index",
-    "block_size",
-    "blocks_used",
-    "max_rows_per_block",
-}
+STATEMENTS = frozenset(
+    {
+        "read_range",
+        "read_point",
+        "update",
+        "count_rows",
+        "max_key",
+        "unique_index",
+        "block_size",
+        "blocks_used",
+        "max_rows_per_block",
+    }
+)
 #: Bump when the loaded data changes shape, so older tables are rebuilt.
 LAYOUT_VERSION = 1
 CYCLE = 10
@@ -113,14 +113,14 @@ class SsbWorkload(Workload):
         self.dialect = target.dialect
         # Fails here, before anything runs, if a dialect lacks a statement.
         self.catalogue = Catalogue.load(SQL_DIR, self.dialect, required=STATEMENTS)
-        self.registry = TableRegistry(WORKLOAD_NAME, self.catalogue, target.paramstyle)
-        self._own_names = re.compile(re.escape(self.p.table_prefix) + r"[1-9][0-9]*")
+        self.registry = TableRegistry(WORKLOAD_NAME, self.dialect, target.paramstyle)
+        self._own_names = owned_pattern(self.p.table_prefix)
 
     # ------------------------------------------------------------------ naming and mix
 
     def table_name(self, number: int) -> str:
-        """Table ``number`` (1-based): ``<prefix><number>``."""
-        return f"{self.p.table_prefix}{number}"
+        """Table ``number`` (1-based): ``<prefix>_<number>`` (workloads.naming)."""
+        return numbered(self.p.table_prefix, number)
 
     def render(self, name: str, **identifiers: str) -> Statement:
         return self.catalogue.render(name, self.target.paramstyle, **identifiers)
@@ -183,8 +183,7 @@ class SsbWorkload(Workload):
             return {"table": name, "rows": rows, "built": False}
         table = ssb_table(name, self.dialect)
         create_table, *create_indexes = create_statements(table, self.dialect)
-        await conn.execute(create_table)
-        await conn.commit()
+        await self.registry.create_table(conn, name, create_table)  # with dbsim's marker
         insert = insert_statement(table, self.dialect, self.target.paramstyle)
         await self._insert_rows(conn, insert, name, number, progress)
         for statement in create_indexes:  # after the data: one sort instead of N inserts
@@ -220,6 +219,17 @@ class SsbWorkload(Workload):
             await conn.bulk_insert(insert, table_name, insert.param_names, batch)
             await conn.commit()
             progress(what, last - 1, rows)
+
+    async def check_loaded(self) -> dict[str, Any]:
+        """``--skip-load``: every table the sessions will touch is dbsim's and loaded with
+        this configuration's fingerprint (no data is read)."""
+        wanted = {self.table_name(n): self._fingerprint() for n in range(1, self.p.tables + 1)}
+        conn = await connect_sql(self.target)
+        try:
+            tables = await self.registry.check_loaded(conn, wanted)
+        finally:
+            await conn.close()
+        return {"skipped": True, "tables": tables}
 
     # ------------------------------------------------------------------ verify and drop
 
@@ -280,21 +290,23 @@ class SsbWorkload(Workload):
         """Drop every table this workload registered under ``table_prefix`` (any count)."""
         conn = await connect_sql(self.target)
         try:
-            names = await self.registry.owned(conn, self.p.table_prefix, self._own_names)
-            prefix = len(self.p.table_prefix)
-            return await self.registry.drop(conn, sorted(names, key=lambda n: int(n[prefix:])))
+            like = like_prefix(self.p.table_prefix)
+            names = await self.registry.owned(conn, like, self._own_names)
+            return await self.registry.drop(
+                conn, sorted(names, key=lambda n: int(n.rsplit("_", 1)[-1]))
+            )
         finally:
             await conn.close()
 
     def statement_inventory(self) -> list[Statement]:
         table = ssb_table(self.table_name(1), self.dialect)
         ddl = [
-            *self.registry.inventory(),
+            *self.registry.inventory(table.name),
             *create_statements(table, self.dialect),
             insert_statement(table, self.dialect, self.target.paramstyle),
             drop_statement(table.name, self.dialect),
         ]
-        identifiers = {"table": table.name, "registry": REGISTRY_TABLE}
+        identifiers = {"table": table.name}
         return ddl + [self.render(n, **identifiers) for n in sorted(self.catalogue.statements)]
 
     # ------------------------------------------------------------------ sessions

@@ -1,4 +1,4 @@
--- SLOB-like statements. {table}/{scan_table}/{registry} are identifiers (quoted per dialect);
+-- SLOB-like statements. {table}/{scan_table} are identifiers (quoted per dialect);
 -- :name are bind parameters. Per-dialect files override statements by name.
 
 -- name: read
@@ -23,26 +23,8 @@ SELECT COUNT(*) FROM {table}
 -- name: max_key
 SELECT MAX(custid) FROM {table}
 
--- name: table_exists
-!dialect-specific
-
 -- name: blocks_used
 !dialect-specific
 
 -- name: max_rows_per_block
 !dialect-specific
-
--- name: registry_get
-SELECT fingerprint FROM {registry} WHERE name = :name
-
--- name: registry_put
-INSERT INTO {registry} (name, workload, fingerprint) VALUES (:name, :workload, :fingerprint)
-
--- name: registry_set
-UPDATE {registry} SET fingerprint = :fingerprint WHERE name = :name
-
--- name: registry_delete
-DELETE FROM {registry} WHERE name = :name
-
--- name: registry_names
-SELECT name FROM {registry} WHERE workload = :workload AND name LIKE :pattern

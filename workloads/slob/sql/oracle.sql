@@ -4,12 +4,7 @@
 -- these two parts, so the pair still names exactly one block in either kind of tablespace.
 -- Unquoted names (all lower case here) are stored upper case; mixed-case names are quoted.
 -- Every other statement in default.sql is valid Oracle SQL as it stands (no AS before a
--- table alias, no LIMIT, no boolean literals), so only these three are overridden.
-
--- name: table_exists
-SELECT COUNT(*) FROM user_tables
- WHERE table_name = (SELECT CASE WHEN n = LOWER(n) THEN UPPER(n) ELSE n END
-                       FROM (SELECT :tname AS n FROM dual))
+-- table alias, no LIMIT, no boolean literals), so only these two are overridden.
 
 -- name: blocks_used
 SELECT COUNT(*) FROM (

@@ -8,9 +8,6 @@
 -- sys.fn_PhysLocCracker(%%physloc%%); that token does not parse in the contract tests' parser.)
 -- Every other statement in default.sql is valid T-SQL as it stands.
 
--- name: table_exists
-SELECT COUNT(*) FROM sys.tables WHERE name = :tname AND schema_id = SCHEMA_ID()
-
 -- name: blocks_used
 SELECT COUNT(*)
   FROM sys.tables AS t

@@ -1,4 +1,4 @@
--- SSB-like statements. {table}/{registry} are identifiers (quoted per dialect); :name are bind
+-- SSB-like statements. {table} is an identifier (quoted per dialect); :name are bind
 -- parameters. Per-dialect files override statements by name; "!dialect-specific" must be.
 
 -- name: read_range
@@ -16,9 +16,6 @@ SELECT COUNT(*) FROM {table}
 -- name: max_key
 SELECT MAX(custid) FROM {table}
 
--- name: table_exists
-!dialect-specific
-
 -- name: unique_index
 !dialect-specific
 
@@ -30,18 +27,3 @@ SELECT MAX(custid) FROM {table}
 
 -- name: max_rows_per_block
 !dialect-specific
-
--- name: registry_get
-SELECT fingerprint FROM {registry} WHERE name = :name
-
--- name: registry_put
-INSERT INTO {registry} (name, workload, fingerprint) VALUES (:name, :workload, :fingerprint)
-
--- name: registry_set
-UPDATE {registry} SET fingerprint = :fingerprint WHERE name = :name
-
--- name: registry_delete
-DELETE FROM {registry} WHERE name = :name
-
--- name: registry_names
-SELECT name FROM {registry} WHERE workload = :workload AND name LIKE :pattern

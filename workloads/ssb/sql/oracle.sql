@@ -1,9 +1,6 @@
 -- Oracle: the data dictionary's USER_ views (names as stored: unquoted names upper-cased);
 -- a row's block is (relative file number, block number) of its ROWID.
 
--- name: table_exists
-SELECT COUNT(*) FROM user_tables WHERE table_name = :tname
-
 -- name: unique_index
 SELECT COUNT(*) FROM user_indexes
  WHERE table_name = :tname AND index_name = :iname AND uniqueness = 'UNIQUE'

@@ -1,9 +1,5 @@
 -- PostgreSQL: a row's heap block is the first half of its ctid (block, offset).
 
--- name: table_exists
-SELECT COUNT(*) FROM information_schema.tables
- WHERE table_schema = current_schema() AND table_name = :tname
-
 -- name: unique_index
 SELECT COUNT(*)
   FROM pg_index AS x

@@ -1,9 +1,6 @@
 -- SQLite: catalogue in sqlite_master and the pragma table functions; page accounting from the
 -- dbstat virtual table (one row per page: a leaf page per row, no overflow pages).
 
--- name: table_exists
-SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = :tname
-
 -- name: unique_index
 SELECT COUNT(*) FROM pragma_index_list(:tname) WHERE name = :iname AND "unique" = 1
 

@@ -7,9 +7,6 @@
 -- 2017 and older, but that token does not parse in the contract tests' parser.) Pages are
 -- always 8 KB.
 
--- name: table_exists
-SELECT COUNT(*) FROM sys.tables WHERE name = :tname AND schema_id = SCHEMA_ID()
-
 -- name: unique_index
 SELECT COUNT(*)
   FROM sys.tables AS t

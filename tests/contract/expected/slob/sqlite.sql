@@ -1,13 +1,33 @@
 -- CreateTable binds=-
-CREATE TABLE dbsim_objects (
+CREATE TABLE dbsim_objects (/* dbsim:00000000000000000000000000000000 */
 	name VARCHAR(128) NOT NULL, 
 	workload VARCHAR(32) NOT NULL, 
 	fingerprint TEXT NOT NULL, 
 	PRIMARY KEY (name)
 );
 
+-- object_identity binds=tname
+SELECT type || '|' || COALESCE(rootpage, '') || '||' || COALESCE(sql, '')
+  FROM sqlite_master
+ WHERE name = ? COLLATE NOCASE;
+
+-- registry_delete binds=name
+DELETE FROM dbsim_objects WHERE name = ?;
+
+-- registry_get binds=name
+SELECT fingerprint FROM dbsim_objects WHERE name = ?;
+
+-- registry_names binds=workload,pattern
+SELECT name FROM dbsim_objects WHERE workload = ? AND name LIKE ?;
+
+-- registry_put binds=name,workload,fingerprint
+INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (?, ?, ?);
+
+-- registry_set binds=fingerprint,name
+UPDATE dbsim_objects SET fingerprint = ? WHERE name = ?;
+
 -- CreateTable binds=-
-CREATE TABLE slob1_cf1 (
+CREATE TABLE slob_1_cf1 (
 	custid INTEGER NOT NULL, 
 	c2 VARCHAR(128), 
 	c3 VARCHAR(128), 
@@ -32,16 +52,16 @@ CREATE TABLE slob1_cf1 (
 );
 
 -- CreateIndex binds=-
-CREATE INDEX slob1_cf1_custid ON slob1_cf1 (custid);
+CREATE INDEX slob_1_cf1_custid ON slob_1_cf1 (custid);
 
--- insert_slob1_cf1 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20,pad
-INSERT INTO slob1_cf1 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, pad) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+-- insert_slob_1_cf1 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20,pad
+INSERT INTO slob_1_cf1 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, pad) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- DropTable binds=-
-DROP TABLE slob1_cf1;
+DROP TABLE slob_1_cf1;
 
 -- CreateTable binds=-
-CREATE TABLE slob1_cf2 (
+CREATE TABLE slob_1_cf2 (
 	custid INTEGER NOT NULL, 
 	c2 VARCHAR(128), 
 	c3 VARCHAR(128), 
@@ -65,54 +85,36 @@ CREATE TABLE slob1_cf2 (
 	pad TEXT
 );
 
--- insert_slob1_cf2 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20,pad
-INSERT INTO slob1_cf2 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, pad) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+-- insert_slob_1_cf2 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20,pad
+INSERT INTO slob_1_cf2 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, pad) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- DropTable binds=-
-DROP TABLE slob1_cf2;
+DROP TABLE slob_1_cf2;
 
 -- blocks_used binds=tname
 SELECT COUNT(*) FROM dbstat WHERE name = ? AND pagetype = 'leaf';
 
 -- count_rows binds=-
-SELECT COUNT(*) FROM slob1_cf1;
+SELECT COUNT(*) FROM slob_1_cf1;
 
 -- max_key binds=-
-SELECT MAX(custid) FROM slob1_cf1;
+SELECT MAX(custid) FROM slob_1_cf1;
 
 -- max_rows_per_block binds=tname
 SELECT MAX(ncell) FROM dbstat WHERE name = ? AND pagetype = 'leaf';
 
 -- read binds=lo,hi
-SELECT COUNT(c2) FROM slob1_cf1 WHERE custid > ? AND custid < ?;
-
--- registry_delete binds=name
-DELETE FROM dbsim_objects WHERE name = ?;
-
--- registry_get binds=name
-SELECT fingerprint FROM dbsim_objects WHERE name = ?;
-
--- registry_names binds=workload,pattern
-SELECT name FROM dbsim_objects WHERE workload = ? AND name LIKE ?;
-
--- registry_put binds=name,workload,fingerprint
-INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (?, ?, ?);
-
--- registry_set binds=fingerprint,name
-UPDATE dbsim_objects SET fingerprint = ? WHERE name = ?;
+SELECT COUNT(c2) FROM slob_1_cf1 WHERE custid > ? AND custid < ?;
 
 -- scan binds=-
-SELECT COUNT(c2) FROM slob1_cf2;
-
--- table_exists binds=tname
-SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?;
+SELECT COUNT(c2) FROM slob_1_cf2;
 
 -- update_heavy binds=v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,lo,hi
-UPDATE slob1_cf1
+UPDATE slob_1_cf1
    SET c2 = ?, c3 = ?, c4 = ?, c5 = ?, c6 = ?, c7 = ?, c8 = ?, c9 = ?, c10 = ?,
        c11 = ?, c12 = ?, c13 = ?, c14 = ?, c15 = ?, c16 = ?, c17 = ?, c18 = ?,
        c19 = ?, c20 = ?
  WHERE custid > ? AND custid < ?;
 
 -- update_lite binds=v,v,lo,hi
-UPDATE slob1_cf1 SET c2 = ?, c20 = ? WHERE custid > ? AND custid < ?;
+UPDATE slob_1_cf1 SET c2 = ?, c20 = ? WHERE custid > ? AND custid < ?;

@@ -6,8 +6,29 @@ CREATE TABLE dbsim_objects (
 	PRIMARY KEY (name)
 );
 
+-- object_identity binds=tname
+SELECT CONCAT(CASE o.type WHEN 'U' THEN 'table' ELSE LOWER(o.type_desc) END,
+              '|', o.object_id, '|', CONVERT(VARCHAR(23), o.create_date, 126), '|')
+  FROM sys.objects AS o
+ WHERE o.name = ? AND o.schema_id = SCHEMA_ID();
+
+-- registry_delete binds=name
+DELETE FROM dbsim_objects WHERE name = ?;
+
+-- registry_get binds=name
+SELECT fingerprint FROM dbsim_objects WHERE name = ?;
+
+-- registry_names binds=workload,pattern
+SELECT name FROM dbsim_objects WHERE workload = ? AND name LIKE ?;
+
+-- registry_put binds=name,workload,fingerprint
+INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (?, ?, ?);
+
+-- registry_set binds=fingerprint,name
+UPDATE dbsim_objects SET fingerprint = ? WHERE name = ?;
+
 -- CreateTable binds=-
-CREATE TABLE slob1_cf1 (
+CREATE TABLE slob_1_cf1 (
 	custid INTEGER NOT NULL, 
 	c2 VARCHAR(128) NULL, 
 	c3 VARCHAR(128) NULL, 
@@ -32,16 +53,16 @@ CREATE TABLE slob1_cf1 (
 );
 
 -- CreateIndex binds=-
-CREATE INDEX slob1_cf1_custid ON slob1_cf1 (custid);
+CREATE INDEX slob_1_cf1_custid ON slob_1_cf1 (custid);
 
--- insert_slob1_cf1 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20
-INSERT INTO slob1_cf1 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+-- insert_slob_1_cf1 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20
+INSERT INTO slob_1_cf1 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- DropTable binds=-
-DROP TABLE slob1_cf1;
+DROP TABLE slob_1_cf1;
 
 -- CreateTable binds=-
-CREATE TABLE slob1_cf2 (
+CREATE TABLE slob_1_cf2 (
 	custid INTEGER NOT NULL, 
 	c2 VARCHAR(128) NULL, 
 	c3 VARCHAR(128) NULL, 
@@ -65,11 +86,11 @@ CREATE TABLE slob1_cf2 (
 	filler CHAR(5000) NOT NULL DEFAULT ''
 );
 
--- insert_slob1_cf2 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20
-INSERT INTO slob1_cf2 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+-- insert_slob_1_cf2 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20
+INSERT INTO slob_1_cf2 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- DropTable binds=-
-DROP TABLE slob1_cf2;
+DROP TABLE slob_1_cf2;
 
 -- blocks_used binds=tname
 SELECT COUNT(*)
@@ -80,10 +101,10 @@ SELECT COUNT(*)
    AND pa.is_allocated = 1 AND pg.page_type = 1 AND pg.slot_count > 0;
 
 -- count_rows binds=-
-SELECT COUNT(*) FROM slob1_cf1;
+SELECT COUNT(*) FROM slob_1_cf1;
 
 -- max_key binds=-
-SELECT MAX(custid) FROM slob1_cf1;
+SELECT MAX(custid) FROM slob_1_cf1;
 
 -- max_rows_per_block binds=tname
 SELECT MAX(pg.slot_count)
@@ -94,35 +115,17 @@ SELECT MAX(pg.slot_count)
    AND pa.is_allocated = 1 AND pg.page_type = 1;
 
 -- read binds=lo,hi
-SELECT COUNT(c2) FROM slob1_cf1 WHERE custid > ? AND custid < ?;
-
--- registry_delete binds=name
-DELETE FROM dbsim_objects WHERE name = ?;
-
--- registry_get binds=name
-SELECT fingerprint FROM dbsim_objects WHERE name = ?;
-
--- registry_names binds=workload,pattern
-SELECT name FROM dbsim_objects WHERE workload = ? AND name LIKE ?;
-
--- registry_put binds=name,workload,fingerprint
-INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (?, ?, ?);
-
--- registry_set binds=fingerprint,name
-UPDATE dbsim_objects SET fingerprint = ? WHERE name = ?;
+SELECT COUNT(c2) FROM slob_1_cf1 WHERE custid > ? AND custid < ?;
 
 -- scan binds=-
-SELECT COUNT(c2) FROM slob1_cf2;
-
--- table_exists binds=tname
-SELECT COUNT(*) FROM sys.tables WHERE name = ? AND schema_id = SCHEMA_ID();
+SELECT COUNT(c2) FROM slob_1_cf2;
 
 -- update_heavy binds=v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,lo,hi
-UPDATE slob1_cf1
+UPDATE slob_1_cf1
    SET c2 = ?, c3 = ?, c4 = ?, c5 = ?, c6 = ?, c7 = ?, c8 = ?, c9 = ?, c10 = ?,
        c11 = ?, c12 = ?, c13 = ?, c14 = ?, c15 = ?, c16 = ?, c17 = ?, c18 = ?,
        c19 = ?, c20 = ?
  WHERE custid > ? AND custid < ?;
 
 -- update_lite binds=v,v,lo,hi
-UPDATE slob1_cf1 SET c2 = ?, c20 = ? WHERE custid > ? AND custid < ?;
+UPDATE slob_1_cf1 SET c2 = ?, c20 = ? WHERE custid > ? AND custid < ?;

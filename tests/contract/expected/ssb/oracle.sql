@@ -6,6 +6,34 @@ CREATE TABLE dbsim_objects (
 	PRIMARY KEY (name)
 );
 
+-- CommentOnTable binds=-
+COMMENT ON TABLE dbsim_objects IS 'dbsim:00000000000000000000000000000000';
+
+-- CommentOnTable binds=-
+COMMENT ON TABLE user_1 IS 'dbsim:00000000000000000000000000000000';
+
+-- object_identity binds=tname
+SELECT LOWER(o.object_type) || '|' || TO_CHAR(o.object_id)
+       || '|' || TO_CHAR(o.created, 'YYYYMMDDHH24MISS') || '|' || c.comments
+  FROM user_objects o
+  LEFT JOIN user_tab_comments c ON c.table_name = o.object_name AND o.object_type = 'TABLE'
+ WHERE o.object_name = :tname;
+
+-- registry_delete binds=name
+DELETE FROM dbsim_objects WHERE name = :name;
+
+-- registry_get binds=name
+SELECT fingerprint FROM dbsim_objects WHERE name = :name;
+
+-- registry_names binds=workload,pattern
+SELECT name FROM dbsim_objects WHERE workload = :workload AND name LIKE :pattern;
+
+-- registry_put binds=name,workload,fingerprint
+INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (:name, :workload, :fingerprint);
+
+-- registry_set binds=fingerprint,name
+UPDATE dbsim_objects SET fingerprint = :fingerprint WHERE name = :name;
+
 -- CreateTable binds=-
 CREATE TABLE user_1 (
 	custid INTEGER NOT NULL, 
@@ -67,24 +95,6 @@ SELECT COUNT(c1) FROM user_1 WHERE custid = :s;
 
 -- read_range binds=s,e
 SELECT COUNT(c1) FROM user_1 WHERE custid BETWEEN :s AND :e;
-
--- registry_delete binds=name
-DELETE FROM dbsim_objects WHERE name = :name;
-
--- registry_get binds=name
-SELECT fingerprint FROM dbsim_objects WHERE name = :name;
-
--- registry_names binds=workload,pattern
-SELECT name FROM dbsim_objects WHERE workload = :workload AND name LIKE :pattern;
-
--- registry_put binds=name,workload,fingerprint
-INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (:name, :workload, :fingerprint);
-
--- registry_set binds=fingerprint,name
-UPDATE dbsim_objects SET fingerprint = :fingerprint WHERE name = :name;
-
--- table_exists binds=tname
-SELECT COUNT(*) FROM user_tables WHERE table_name = :tname;
 
 -- unique_index binds=tname,iname
 SELECT COUNT(*) FROM user_indexes

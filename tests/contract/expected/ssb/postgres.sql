@@ -6,6 +6,48 @@ CREATE TABLE dbsim_objects (
 	PRIMARY KEY (name)
 );
 
+-- CommentOnTable binds=-
+COMMENT ON TABLE dbsim_objects IS 'dbsim:00000000000000000000000000000000';
+
+-- CommentOnTable binds=-
+COMMENT ON TABLE user_1 IS 'dbsim:00000000000000000000000000000000';
+
+-- object_identity binds=tname
+SELECT CASE c.relkind::text
+         WHEN 'r' THEN 'table'
+         WHEN 'v' THEN 'view'
+         WHEN 'm' THEN 'materialized view'
+         WHEN 'f' THEN 'foreign table'
+         WHEN 'p' THEN 'partitioned table'
+         WHEN 'i' THEN 'index'
+         WHEN 'I' THEN 'partitioned index'
+         WHEN 'S' THEN 'sequence'
+         WHEN 'c' THEN 'composite type'
+         ELSE 'relation of kind ' || c.relkind::text
+       END
+       || '|' || c.oid::text
+       || '|' || COALESCE(t.xmin::text, '')
+       || '|' || COALESCE(obj_description(c.oid, 'pg_class'), '')
+  FROM pg_class AS c
+  JOIN pg_namespace AS n ON n.oid = c.relnamespace
+  LEFT JOIN pg_type AS t ON t.oid = c.reltype
+ WHERE n.nspname = current_schema() AND c.relname = $1;
+
+-- registry_delete binds=name
+DELETE FROM dbsim_objects WHERE name = $1;
+
+-- registry_get binds=name
+SELECT fingerprint FROM dbsim_objects WHERE name = $1;
+
+-- registry_names binds=workload,pattern
+SELECT name FROM dbsim_objects WHERE workload = $1 AND name LIKE $2;
+
+-- registry_put binds=name,workload,fingerprint
+INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES ($1, $2, $3);
+
+-- registry_set binds=fingerprint,name
+UPDATE dbsim_objects SET fingerprint = $1 WHERE name = $2;
+
 -- CreateTable binds=-
 CREATE TABLE user_1 (
 	custid INTEGER NOT NULL, 
@@ -61,25 +103,6 @@ SELECT COUNT(c1) FROM user_1 WHERE custid = $1;
 
 -- read_range binds=s,e
 SELECT COUNT(c1) FROM user_1 WHERE custid BETWEEN $1 AND $2;
-
--- registry_delete binds=name
-DELETE FROM dbsim_objects WHERE name = $1;
-
--- registry_get binds=name
-SELECT fingerprint FROM dbsim_objects WHERE name = $1;
-
--- registry_names binds=workload,pattern
-SELECT name FROM dbsim_objects WHERE workload = $1 AND name LIKE $2;
-
--- registry_put binds=name,workload,fingerprint
-INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES ($1, $2, $3);
-
--- registry_set binds=fingerprint,name
-UPDATE dbsim_objects SET fingerprint = $1 WHERE name = $2;
-
--- table_exists binds=tname
-SELECT COUNT(*) FROM information_schema.tables
- WHERE table_schema = current_schema() AND table_name = $1;
 
 -- unique_index binds=tname,iname
 SELECT COUNT(*)

@@ -1,10 +1,30 @@
 -- CreateTable binds=-
-CREATE TABLE dbsim_objects (
+CREATE TABLE dbsim_objects (/* dbsim:00000000000000000000000000000000 */
 	name VARCHAR(128) NOT NULL, 
 	workload VARCHAR(32) NOT NULL, 
 	fingerprint TEXT NOT NULL, 
 	PRIMARY KEY (name)
 );
+
+-- object_identity binds=tname
+SELECT type || '|' || COALESCE(rootpage, '') || '||' || COALESCE(sql, '')
+  FROM sqlite_master
+ WHERE name = ? COLLATE NOCASE;
+
+-- registry_delete binds=name
+DELETE FROM dbsim_objects WHERE name = ?;
+
+-- registry_get binds=name
+SELECT fingerprint FROM dbsim_objects WHERE name = ?;
+
+-- registry_names binds=workload,pattern
+SELECT name FROM dbsim_objects WHERE workload = ? AND name LIKE ?;
+
+-- registry_put binds=name,workload,fingerprint
+INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (?, ?, ?);
+
+-- registry_set binds=fingerprint,name
+UPDATE dbsim_objects SET fingerprint = ? WHERE name = ?;
 
 -- CreateTable binds=-
 CREATE TABLE user_1 (
@@ -60,24 +80,6 @@ SELECT COUNT(c1) FROM user_1 WHERE custid = ?;
 
 -- read_range binds=s,e
 SELECT COUNT(c1) FROM user_1 WHERE custid BETWEEN ? AND ?;
-
--- registry_delete binds=name
-DELETE FROM dbsim_objects WHERE name = ?;
-
--- registry_get binds=name
-SELECT fingerprint FROM dbsim_objects WHERE name = ?;
-
--- registry_names binds=workload,pattern
-SELECT name FROM dbsim_objects WHERE workload = ? AND name LIKE ?;
-
--- registry_put binds=name,workload,fingerprint
-INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (?, ?, ?);
-
--- registry_set binds=fingerprint,name
-UPDATE dbsim_objects SET fingerprint = ? WHERE name = ?;
-
--- table_exists binds=tname
-SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?;
 
 -- unique_index binds=tname,iname
 SELECT COUNT(*) FROM pragma_index_list(?) WHERE name = ? AND "unique" = 1;

@@ -6,6 +6,27 @@ CREATE TABLE dbsim_objects (
 	PRIMARY KEY (name)
 );
 
+-- object_identity binds=tname
+SELECT CONCAT(CASE o.type WHEN 'U' THEN 'table' ELSE LOWER(o.type_desc) END,
+              '|', o.object_id, '|', CONVERT(VARCHAR(23), o.create_date, 126), '|')
+  FROM sys.objects AS o
+ WHERE o.name = ? AND o.schema_id = SCHEMA_ID();
+
+-- registry_delete binds=name
+DELETE FROM dbsim_objects WHERE name = ?;
+
+-- registry_get binds=name
+SELECT fingerprint FROM dbsim_objects WHERE name = ?;
+
+-- registry_names binds=workload,pattern
+SELECT name FROM dbsim_objects WHERE workload = ? AND name LIKE ?;
+
+-- registry_put binds=name,workload,fingerprint
+INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (?, ?, ?);
+
+-- registry_set binds=fingerprint,name
+UPDATE dbsim_objects SET fingerprint = ? WHERE name = ?;
+
 -- CreateTable binds=-
 CREATE TABLE user_1 (
 	custid INTEGER NOT NULL, 
@@ -70,24 +91,6 @@ SELECT COUNT(c1) FROM user_1 WHERE custid = ?;
 
 -- read_range binds=s,e
 SELECT COUNT(c1) FROM user_1 WHERE custid BETWEEN ? AND ?;
-
--- registry_delete binds=name
-DELETE FROM dbsim_objects WHERE name = ?;
-
--- registry_get binds=name
-SELECT fingerprint FROM dbsim_objects WHERE name = ?;
-
--- registry_names binds=workload,pattern
-SELECT name FROM dbsim_objects WHERE workload = ? AND name LIKE ?;
-
--- registry_put binds=name,workload,fingerprint
-INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (?, ?, ?);
-
--- registry_set binds=fingerprint,name
-UPDATE dbsim_objects SET fingerprint = ? WHERE name = ?;
-
--- table_exists binds=tname
-SELECT COUNT(*) FROM sys.tables WHERE name = ? AND schema_id = SCHEMA_ID();
 
 -- unique_index binds=tname,iname
 SELECT COUNT(*)
