@@ -87,9 +87,10 @@ def translate_error(exc: Exception, where: str, hide: Callable[[str], str]) -> T
 
 
 # The dialects' application locks, tried without waiting (storage.targets.locks): per dialect,
-# (try, release) for an exclusive and for a shared lock; the try answers >= 0 (SQL Server's
-# sp_getapplock status) or true (PostgreSQL) when granted. Session-owned, so the lock outlives
-# the transactions of the load and dies with its connection.
+# (try, release) for an exclusive and for a shared lock; the try answers an integer, >= 0 when
+# granted (SQL Server's sp_getapplock status; PostgreSQL's boolean turned into one, as psqlODBC
+# returns booleans as the text '1'/'0'). Session-owned, so the lock outlives the transactions
+# of the load and dies with its connection.
 _SQLSERVER_TRY = (
     "SET NOCOUNT ON; DECLARE @r int; EXEC @r = sp_getapplock @Resource = ?, "
     "@LockMode = '{mode}', @LockOwner = 'Session', @LockTimeout = 0; SELECT @r"
@@ -106,8 +107,14 @@ APP_LOCKS: dict[str, dict[bool, tuple[str, str]]] = {
         ),
     },
     "postgres": {
-        False: ("SELECT pg_try_advisory_lock(?)", "SELECT pg_advisory_unlock(?)"),
-        True: ("SELECT pg_try_advisory_lock_shared(?)", "SELECT pg_advisory_unlock_shared(?)"),
+        False: (
+            "SELECT CASE WHEN pg_try_advisory_lock(?) THEN 0 ELSE -1 END",
+            "SELECT pg_advisory_unlock(?)",
+        ),
+        True: (
+            "SELECT CASE WHEN pg_try_advisory_lock_shared(?) THEN 0 ELSE -1 END",
+            "SELECT pg_advisory_unlock_shared(?)",
+        ),
     },
 }
 
@@ -122,8 +129,6 @@ def app_lock_name(dialect: str, database: str, key: str) -> str | int:
 
 
 def _granted(answer: Any) -> bool:
-    if isinstance(answer, bool):
-        return answer
     return answer is not None and int(answer) >= 0
 
 
