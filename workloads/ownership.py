@@ -34,93 +34,32 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-from sqlalchemy import Column, MetaData, String, Table, Text
-from sqlalchemy.schema import CreateTable
 
 from sim.errors import MissingDataError, OwnershipError, TargetError, WorkloadError
 from sim.protocols import SqlConnection
-from sim.sql import Catalogue, Statement, quote_identifier
-from workloads.common import bind, catalog_name, compile_ddl, drop_statement
-
-REGISTRY_TABLE = "dbsim_objects"
-#: The workload column of the registry's own row.
-REGISTRY_OWNER = "dbsim"
-SQL_DIR = Path(__file__).parent / "registry_sql"
-STATEMENTS = frozenset(
-    {
-        "object_identity",
-        "registry_get",
-        "registry_put",
-        "registry_set",
-        "registry_delete",
-        "registry_names",
-    }
+from sim.sql import Catalogue, Statement
+from workloads.common import bind, catalog_name, drop_statement
+from workloads.identity import (
+    FIX_HINT,
+    MARKED_DIALECTS,
+    REGISTRY_OWNER,
+    REGISTRY_TABLE,
+    SAMPLE_TOKEN,
+    SQL_DIR,
+    STATE_LOADED,
+    STATE_LOADING,
+    STATEMENTS,
+    CatalogObject,
+    create_registry_statement,
+    describe,
+    mark_statements,
+    marked_create,
+    mismatch,
+    new_token,
+    registry_table,
 )
-STATE_LOADING = "loading"
-STATE_LOADED = "loaded"
-FINGERPRINT_CHARS = 2000
-#: Dialects where dbsim writes its token onto the object itself.
-MARKED_DIALECTS = frozenset({"postgres", "oracle", "sqlite"})
-MARKER_PREFIX = "dbsim:"
-_TOKEN = re.compile(r"[0-9a-f]{32}")
-_MARKER = re.compile(re.escape(MARKER_PREFIX) + r"([0-9a-f]{32})")
-#: The token the statement inventory shows (contract tests need a fixed text).
-SAMPLE_TOKEN = "0" * 32
-FIX_HINT = (
-    "if it is dbsim's after all, drop it yourself and delete its row from "
-    f"{REGISTRY_TABLE}; otherwise choose another workload.parameters.table_prefix"
-)
-
-
-def new_token() -> str:
-    """A fresh random token (128 bits, hex)."""
-    return secrets.token_hex(16)
-
-
-@dataclass(frozen=True)
-class CatalogObject:
-    """One catalogue entry of a name: its kind, its identity and the token it carries."""
-
-    kind: str
-    ident: str
-    token: str | None
-
-    @classmethod
-    def parse(cls, text: Any) -> CatalogObject:
-        """From ``object_identity``'s ``kind|stable|version|marker`` text."""
-        kind, stable, version, marker = ([*str(text).split("|", 3), "", "", ""])[:4]
-        found = _MARKER.search(marker)
-        return cls(kind.strip().lower(), f"{stable}:{version}", found.group(1) if found else None)
-
-
-def describe(found: Sequence[CatalogObject]) -> str:
-    """``table``, ``view``, ``table and materialized view`` … for a message."""
-    return " and ".join(sorted({o.kind for o in found})) or "object"
-
-
-def registry_table() -> Table:
-    """Objects dbsim created: the only ones it will ever write to or drop."""
-    # Oracle would make Text a CLOB (fetched as a LOB locator) and SQL Server the deprecated
-    # TEXT type; a record is a short JSON object, so a bounded VARCHAR serves both.
-    fingerprint = Text().with_variant(String(FINGERPRINT_CHARS), "oracle", "mssql")
-    return Table(
-        REGISTRY_TABLE,
-        MetaData(),
-        Column("name", String(128), primary_key=True),
-        Column("workload", String(32), nullable=False),
-        Column("fingerprint", fingerprint, nullable=False),
-    )
-
-
-def create_registry_statement(dialect: str) -> Statement:
-    """Plain CREATE TABLE of the registry: :meth:`TableRegistry.ensure` checks first."""
-    return compile_ddl(CreateTable(registry_table()), dialect)
 
 
 class TableRegistry:
@@ -145,34 +84,12 @@ class TableRegistry:
 
     # ------------------------------------------------------------------ statements
 
-    def mark_statements(self, name: str, token: str) -> list[Statement]:
-        """What writes ``token`` onto the table ``name`` after its CREATE (none on SQLite,
-        where :meth:`marked_create` puts it in the CREATE text, nor on SQL Server)."""
-        if not _TOKEN.fullmatch(token):
-            raise WorkloadError(f"not a dbsim token: {token!r}")
-        if self.dialect not in ("postgres", "oracle"):
-            return []
-        # A literal, not a bind: neither dialect takes parameters in COMMENT; the token is hex.
-        sql = f"COMMENT ON TABLE {quote_identifier(self.dialect, name)} IS '{MARKER_PREFIX}{token}'"
-        return [Statement("CommentOnTable", sql, ())]
-
-    def marked_create(self, create: Statement, token: str) -> Statement:
-        """``create`` with the token inside its parentheses on SQLite (kept in sqlite_master)."""
-        if self.dialect != "sqlite":
-            return create
-        if not _TOKEN.fullmatch(token):
-            raise WorkloadError(f"not a dbsim token: {token!r}")
-        head, paren, rest = create.sql.partition("(")
-        if not paren:
-            raise WorkloadError(f"{create.name}: no column list to mark")
-        return Statement(create.name, f"{head}(/* {MARKER_PREFIX}{token} */{rest}", ())
-
     def inventory(self, sample_table: str | None = None) -> list[Statement]:
         """The registry's DDL and DML, and how a table (``sample_table``) gets its token."""
-        create = self.marked_create(create_registry_statement(self.dialect), SAMPLE_TOKEN)
-        statements = [create, *self.mark_statements(REGISTRY_TABLE, SAMPLE_TOKEN)]
+        create = marked_create(self.dialect, create_registry_statement(self.dialect), SAMPLE_TOKEN)
+        statements = [create, *mark_statements(self.dialect, REGISTRY_TABLE, SAMPLE_TOKEN)]
         if sample_table is not None:
-            statements += self.mark_statements(sample_table, SAMPLE_TOKEN)
+            statements += mark_statements(self.dialect, sample_table, SAMPLE_TOKEN)
         return statements + [self._render(n) for n in sorted(self.catalogue.statements)]
 
     # ------------------------------------------------------------------ reading
@@ -222,40 +139,13 @@ class TableRegistry:
                 "of a dbsim older than this check)"
             )
         else:
-            problem = self._mismatch(found, record, REGISTRY_OWNER)
+            problem = mismatch(found, record, REGISTRY_OWNER, self.marked)
         if problem:
             raise OwnershipError(
                 f"{REGISTRY_TABLE} exists but is not dbsim's registry: {problem}; refusing to "
                 f"use it: move it away or use another schema"
             )
         return True
-
-    def _mismatch(
-        self, found: Sequence[CatalogObject], record: Mapping[str, Any], owner: str
-    ) -> str | None:
-        """Why the existing object ``found`` is not the one ``record`` describes (None: it is)."""
-        if [o.kind for o in found] != ["table"]:
-            return f"dbsim's table is gone and a {describe(found)} has its name"
-        obj = found[0]
-        if record.get("workload") != owner:
-            return f"it belongs to the dbsim workload {record.get('workload')}, not {owner}"
-        token = record.get("token")
-        if not isinstance(token, str):
-            return "its registry row has no identity (written by a dbsim older than this check)"
-        if self.marked and obj.token != token:
-            return (
-                "it lacks the dbsim marker recorded for it (dropped and re-created outside dbsim?)"
-            )
-        ident = record.get("ident")
-        if ident is None:
-            # Created by dbsim (it carries the token) before the identity was recorded.
-            return None if self.marked else "dbsim never recorded its identity"
-        if ident != obj.ident:
-            return (
-                f"its catalogue identity is {obj.ident}, not {ident} as recorded "
-                f"(dropped and re-created outside dbsim?)"
-            )
-        return None
 
     def _refuse(
         self, name: str, found: Sequence[CatalogObject], record: Mapping[str, Any] | None
@@ -266,7 +156,7 @@ class TableRegistry:
                 f"{describe(found)} {name} exists but was not created by dbsim; refusing to "
                 f"touch it (choose another workload.parameters.table_prefix)"
             )
-        problem = self._mismatch(found, record, self.workload)
+        problem = mismatch(found, record, self.workload, self.marked)
         if problem:
             raise OwnershipError(
                 f"{name} is not the table dbsim created: {problem}; refusing to touch it "
@@ -298,8 +188,10 @@ class TableRegistry:
             return
         token = new_token()
         try:
-            await conn.execute(self.marked_create(create_registry_statement(self.dialect), token))
-            for statement in self.mark_statements(REGISTRY_TABLE, token):
+            await conn.execute(
+                marked_create(self.dialect, create_registry_statement(self.dialect), token)
+            )
+            for statement in mark_statements(self.dialect, REGISTRY_TABLE, token):
                 await conn.execute(statement)
             await conn.commit()
         except TargetError:
@@ -366,8 +258,8 @@ class TableRegistry:
         if record is None or record.get("state") != STATE_LOADING:
             raise WorkloadError(f"{name}: create_table() without begin_load()")
         token = str(record.get("token"))
-        await conn.execute(self.marked_create(create, token))
-        for statement in self.mark_statements(name, token):
+        await conn.execute(marked_create(self.dialect, create, token))
+        for statement in mark_statements(self.dialect, name, token):
             await conn.execute(statement)
         found = await self.catalog(conn, name)
         # Just created, in this transaction where DDL is transactional: it must be one table

@@ -244,9 +244,10 @@ def test_skip_load_never_updates_a_foreign_slob_table(db: Db) -> None:
 
 def test_skip_load_never_updates_a_foreign_ssb_table(db: Db) -> None:
     before = db.victim("user_1", "c1 VARCHAR(370)")
-    engine = run(ssb(db, read_pct=0, tables=1), skip_load=True)
-    refused_before_sessions(engine, "user_1 exists but was not created by dbsim")
-    assert db.checksum("user_1") == before
+    for skip_load in (True, False):  # a run that loads refuses the same way, before loading
+        engine = run(ssb(db, read_pct=0, tables=1), skip_load=skip_load)
+        refused_before_sessions(engine, "user_1 exists but was not created by dbsim")
+        assert db.checksum("user_1") == before
 
 
 def test_a_table_recreated_by_someone_else_is_not_dbsims(db: Db) -> None:

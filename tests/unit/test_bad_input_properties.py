@@ -1392,8 +1392,8 @@ SQL_INTERPOLATION_ALLOWED = {
     ): "module constants",
     ("storage/collectors/database.py", "',\\n       '.join(columns)"): "module constants",
     ("storage/collectors/database.py", "',\\n       '.join(sources)"): "module constants",
-    ("workloads/ownership.py", "MARKER_PREFIX"): "a module constant",
-    ("workloads/ownership.py", "token"): "checked to be 32 hex digits just before",
+    ("workloads/identity.py", "MARKER_PREFIX"): "a module constant",
+    ("workloads/identity.py", "token"): "checked to be 32 hex digits just before",
 }
 SQL_WORD = re.compile(
     r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|TRUNCATE|GRANT|EXEC|MERGE|FROM|WHERE|TABLE|INDEX|SCHEMA)\b|search_path"

@@ -14,12 +14,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from sim.errors import WorkloadError
 from sim.sql import DIALECTS, quote_identifier
 from storage.targets.settings import SqliteSettings
 from storage.targets.sqlite import SqliteTarget
 from workloads.common import catalog_name
+from workloads.identity import (
+    CatalogObject,
+    create_registry_statement,
+    mark_statements,
+    marked_create,
+)
 from workloads.naming import TABLE_PREFIX_PATTERN, numbered, owned_pattern
-from workloads.ownership import CatalogObject, TableRegistry
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.schema import slob_table
 from workloads.slob.workload import SlobWorkload
@@ -154,15 +160,14 @@ def test_catalogue_rows_parse_into_kind_identity_and_token() -> None:
 
 def test_the_marker_goes_inside_the_create_text_on_sqlite_and_into_a_comment_elsewhere() -> None:
     token = "0123456789abcdef" * 2
-    sqlite = TableRegistry("slob", "sqlite", "qmark")
-    from workloads.ownership import create_registry_statement
-
-    marked = sqlite.marked_create(create_registry_statement("sqlite"), token)
+    marked = marked_create("sqlite", create_registry_statement("sqlite"), token)
     assert marked.sql.startswith(f"CREATE TABLE dbsim_objects (/* dbsim:{token} */")
-    assert sqlite.mark_statements("slob_1_cf1", token) == []
-    pg = TableRegistry("slob", "postgres", "numeric_dollar")
-    [comment] = pg.mark_statements("slob_1_cf1", token)
+    assert marked_create("postgres", create_registry_statement("postgres"), token).sql == (
+        create_registry_statement("postgres").sql
+    )
+    assert mark_statements("sqlite", "slob_1_cf1", token) == []
+    [comment] = mark_statements("postgres", "slob_1_cf1", token)
     assert comment.sql == f"COMMENT ON TABLE slob_1_cf1 IS 'dbsim:{token}'"
-    assert TableRegistry("slob", "sqlserver", "qmark").mark_statements("t", token) == []
-    with pytest.raises(Exception, match="not a dbsim token"):
-        pg.mark_statements("slob_1_cf1", "x'; DROP TABLE victim; --")
+    assert mark_statements("sqlserver", "t", token) == []
+    with pytest.raises(WorkloadError, match="not a dbsim token"):
+        mark_statements("postgres", "slob_1_cf1", "x'; DROP TABLE victim; --")
