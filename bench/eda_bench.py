@@ -122,10 +122,20 @@ def build(root: Path, params: EdaParameters) -> EdaWorkload:
     return workload
 
 
-def dbsim(root: Path, params: EdaParameters, sessions: int, seconds: float) -> dict[str, Any]:
-    """A closed-loop run: ops/s, MiB/s, mean latency and client CPU per op."""
+def dbsim(
+    root: Path, params: EdaParameters, sessions: int, seconds: float, runner: str = "auto"
+) -> dict[str, Any]:
+    """A closed-loop run: ops/s, MiB/s, mean latency and client CPU per op. ``runner``:
+    ``load.session_runner`` (threads: a thread per session; loop: a pool hop per operation)."""
     workload = EdaWorkload(params, FileTreeTarget(FileTreeSettings(path=root)))
-    load = Load(mode="closed", sessions=sessions, duration_s=seconds, warmup_s=0.5, seed=1)
+    load = Load(
+        mode="closed",
+        sessions=sessions,
+        duration_s=seconds,
+        warmup_s=0.5,
+        seed=1,
+        session_runner=runner,
+    )
     engine = Engine(workload, workload.target, load, skip_load=True)
     marks: dict[str, Any] = {}
 

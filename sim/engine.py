@@ -39,6 +39,12 @@ from sim.protocols import Collector, Connection, EngineContext, Target, Workload
 from sim.sampler import CollectorSampler
 from sim.scenario import Load, Step
 from sim.secrets import redact_known
+from sim.session_threads import (
+    RUNNER_LOOP,
+    RUNNER_THREADS,
+    ThreadedSessions,
+    offers_blocking_calls,
+)
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +135,8 @@ class RunResult:
     #: Per session: index of its first measured transaction and one past its last.
     op_ranges: list[tuple[int, int]] = field(default_factory=list)
     error: str | None = None
+    #: How the sessions ran (sim.session_threads): ``threads`` or ``event loop``.
+    session_runner: str = ""
     #: The exit code the error asks for (``SimError.exit_code``): 2 for bad input — a foreign
     #: object refused, the data missing under --skip-load — found before any session started.
     error_exit_code: int | None = None
@@ -225,6 +233,7 @@ class Engine:
             raise ValueError(f"{workload.name}: session_weights must give each session a share > 0")
         self._weights = list(weights or [1.0] * self.max_sessions)
         self._first_measured: list[int] = []
+        self._threaded: ThreadedSessions | None = None
         self._active_changed: asyncio.Event | None = None
         self._t0 = 0.0
 
@@ -407,10 +416,7 @@ class Engine:
         self.result.sessions_started_wall = time.time()
         self._enter_stage(self.stages[0], self._t0)
         # All sessions were connected above; they start together now (the SLOB barrier).
-        tasks = [
-            asyncio.create_task(self._session(i, s), name=f"session-{i}")
-            for i, s in enumerate(sessions)
-        ]
+        tasks = self._start_sessions(sessions)
         ticker = asyncio.create_task(self._ticker(), name="ticker")
         try:
             await self._run_stages(tasks)
@@ -424,6 +430,8 @@ class Engine:
                 for task in pending:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
+            if self._threaded is not None and not await self._threaded.join(POOL_DRAIN_S):
+                log.warning("session calls still running %.0f s after the stop", POOL_DRAIN_S)
             self._ticker_done = True
             if self._tick_sleep is not None:
                 self._tick_sleep.cancel()
@@ -461,6 +469,34 @@ class Engine:
         assert self._active_changed is not None
         self._active_changed.set()
         self._active_changed = asyncio.Event()
+        if self._threaded is not None:
+            self._threaded.wake()
+
+    def _sessions_held(self) -> contextlib.AbstractContextManager[None]:
+        """Session threads record nothing inside this (a stage boundary): see
+        sim.session_threads. Coroutine sessions need nothing: they run on this loop."""
+        return self._threaded.held() if self._threaded is not None else contextlib.nullcontext()
+
+    def _start_sessions(self, sessions: list[Any]) -> list[asyncio.Task[None]]:
+        """One task per session: a coroutine on this loop, or a thread of its own when every
+        session makes blocking calls and ``load.session_runner`` allows it."""
+        wanted = self.load.session_runner
+        threads = wanted != "loop" and all(offers_blocking_calls(s) for s in sessions)
+        if wanted == "threads" and not threads:
+            log.warning(
+                "load.session_runner threads: this workload and target have no "
+                "blocking sessions; running them on the event loop"
+            )
+        self.result.session_runner = RUNNER_THREADS if threads and sessions else RUNNER_LOOP
+        if self.result.session_runner == RUNNER_THREADS:
+            assert self._loop is not None
+            self._threaded = ThreadedSessions(self, sessions)
+            self.recorder.attach(self._threaded.recorders)
+            return self._threaded.start(self._loop)
+        return [
+            asyncio.create_task(self._session(i, s), name=f"session-{i}")
+            for i, s in enumerate(sessions)
+        ]
 
     async def _run_stages(self, tasks: list[asyncio.Task[None]]) -> None:
         assert self._stop_event is not None
@@ -471,8 +507,9 @@ class Engine:
                 if index > 0:
                     # A stage boundary closes the interval early, and the next stage starts
                     # before anything else can run.
-                    closed = self._close_interval(stage_ends=True)
-                    self._enter_stage(stage, self.clock())
+                    with self._sessions_held():
+                        closed = self._close_interval(stage_ends=True)
+                        self._enter_stage(stage, self.clock())
                     if closed is not None:
                         await self._publish(closed, sample=not self._is_fragment(closed))
                 waiters: set[asyncio.Future[Any]] = {all_done, stop}

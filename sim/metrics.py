@@ -160,11 +160,18 @@ class IntervalRecorder:
         self.clamped = 0
         #: op -> error class -> the first message seen of it (see :meth:`record_error`).
         self.error_examples: dict[str, dict[str, str]] = {}
+        #: Recorders of sessions that run on their own threads (sim.session_threads), folded
+        #: into each interval with the loop's own records.
+        self._threads: list[Any] = []
+
+    def attach(self, recorders: Iterable[Any]) -> None:
+        """Fold these session threads' recorders (``ThreadRecorder``) into every interval."""
+        self._threads = list(recorders)
 
     @property
     def pending(self) -> bool:
         """Whether the current interval holds anything yet."""
-        return bool(self._current) or bool(self._raw)
+        return bool(self._current) or bool(self._raw) or any(r.pending for r in self._threads)
 
     def record(self, op: str, latency_us: int) -> None:
         """One completed transaction's latency (on the engine's hot path: keep it tiny)."""
@@ -173,9 +180,34 @@ class IntervalRecorder:
             raw = self._raw[op] = array("q")
         raw.append(latency_us)
 
+    def _take_threads(self) -> None:
+        """Move what the session threads recorded since the last interval into this one."""
+        for recorder in self._threads:
+            with recorder.lock:
+                raw, errors = recorder.take()
+                examples = recorder.examples
+                for op, by_class in examples.items():
+                    mine = self.error_examples.setdefault(op, {})
+                    for cls, text in by_class.items():
+                        mine.setdefault(cls, text)
+            for op, values in raw.items():
+                held = self._raw.get(op)
+                if held is None:
+                    self._raw[op] = values
+                else:
+                    held.extend(values)
+            for op, by_class in errors.items():
+                stats = self._current.get(op)
+                if stats is None:
+                    stats = self._current[op] = OpStats()
+                for cls, n in by_class.items():
+                    stats.errors[cls] = stats.errors.get(cls, 0) + n
+
     def _fold(self) -> None:
         """Move the raw latencies into the interval's histograms: one histogram update per
         distinct value rather than per transaction."""
+        if self._threads:
+            self._take_threads()
         for op, raw in self._raw.items():
             stats = self._current.get(op)
             if stats is None:

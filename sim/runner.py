@@ -27,6 +27,7 @@ from sim.errors import ConfigError, OutputDirectoryError, ScenarioError, SimErro
 from sim.metrics import OpStats, mix_report
 from sim.protocols import Collector, Target, Workload
 from sim.scenario import CollectorSettings, ScenarioBase, resolved_dict
+from sim.session_threads import RUNNER_DESCRIPTIONS
 from sim.slo import unknown_operations
 from sim.sweep import attach as attach_sweep
 from sim.sweep import service_levels
@@ -216,6 +217,10 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
         "last_state": result.last_state,
         "error": result.error,
         "sessions": result.sessions,
+        "session_runner": {
+            "runner": result.session_runner,
+            "means": RUNNER_DESCRIPTIONS.get(result.session_runner, ""),
+        },
         "timing": {
             "sessions_started_at": iso(result.sessions_started_wall),
             "warmup_s": round(result.warmup_s, 3),

@@ -134,6 +134,13 @@ class Load(_Model):
         default_factory=list, description="Load points run one after another."
     )
     seed: int | None = Field(default=None, description="Seed for reproducible random choices.")
+    session_runner: Literal["auto", "threads", "loop"] = Field(
+        default="auto",
+        description="How sessions run: auto (each on its own OS thread when the workload's "
+        "sessions make blocking calls — file trees, SQLite, ODBC — else coroutines on the "
+        "event loop), threads, or loop (always coroutines; blocking calls through a pool). "
+        "The summary names the one used (session_runner).",
+    )
     max_error_pct: float = Field(
         default=DEFAULT_MAX_ERROR_PCT,
         ge=0,

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from sim.errors import OwnershipError, TargetError
 from sim.nofollow import DIR_FLAGS, NEW_FILE_FLAGS, kind_of
@@ -43,6 +43,8 @@ READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 DIR_FD_CACHE = 16
 MOUNTS = Path("/proc/self/mounts")
 
+
+T = TypeVar("T")
 
 def os_error_message(exc: OSError, what: str, path: str | os.PathLike[str]) -> str:
     """One line: ``filetree: <what> <path>: ENOSPC (No space left on device)``."""
@@ -138,9 +140,13 @@ class TreeGuard:
 
 
 class FileSession(Connection):
-    """One session's handle on the tree: each method is one operation, one pool hop.
+    """One session's handle on the tree: each public method is one operation, a blocking call.
 
-    ``bytes_read`` / ``bytes_written`` count the payload moved by this session.
+    A session on its own thread (sim.session_threads) calls them in place; a session on the
+    event loop hands each to the engine's pool with :meth:`call`. Either way an ``OSError``
+    comes out as a one-line :class:`~sim.errors.TargetError` naming the errno and the path.
+    ``bytes_read`` / ``bytes_written`` count the payload moved by this session (each session
+    runs one operation at a time, so they need no lock).
 
     No operation follows a link: every path is opened relative to a descriptor of its parent
     directory (``openat``/``fstatat``/``unlinkat`` … with ``O_NOFOLLOW``), and the parents were
@@ -208,10 +214,16 @@ class FileSession(Connection):
         self._rotation = (self._rotation + DIRECT_ALIGN_BYTES) % bufs.size
         return bufs.write_view[self._rotation : self._rotation + length]
 
-    async def _do(self, what: str, path: str, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(*args)`` in the pool: one hop per operation, OSError translated."""
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """One of this session's operations in the engine's pool (one hop)."""
+        result: T = await self._run(fn, *args)
+        return result
+
+    @staticmethod
+    def _do(what: str, path: str, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` with its OSError translated (one line naming ``what`` and ``path``)."""
         try:
-            return await self._run(fn, *args)
+            return fn(*args)
         except OSError as exc:
             raise os_error(exc, what, path) from exc
 
@@ -316,24 +328,23 @@ class FileSession(Connection):
 
     # ------------------------------------------------------------------ metadata
 
-    async def stat(self, path: str) -> os.stat_result:
-        result: os.stat_result = await self._do("stat", path, self._stat, path)
-        return result
+    def stat(self, path: str) -> os.stat_result:
+        return self._do("stat", path, self._stat, path)
 
     def _stat(self, path: str) -> os.stat_result:
         fd, name = self._at(path)
         return os.stat(name, dir_fd=fd, follow_symlinks=False)
 
-    async def access(self, path: str, mode: int = os.R_OK | os.W_OK) -> bool:
+    def access(self, path: str, mode: int = os.R_OK | os.W_OK) -> bool:
         """Existence and permission check; False (not an error) when access is denied."""
-        return bool(await self._do("access", path, self._access, path, mode))
+        return self._do("access", path, self._access, path, mode)
 
     def _access(self, path: str, mode: int) -> bool:
         fd, name = self._at(path)
         return os.access(name, mode, dir_fd=fd, follow_symlinks=False)
 
-    async def chmod(self, path: str, mode: int) -> None:
-        await self._do("chmod", path, self._chmod, path, mode)
+    def chmod(self, path: str, mode: int) -> None:
+        self._do("chmod", path, self._chmod, path, mode)
 
     def _chmod(self, path: str, mode: int) -> None:
         # Linux has no lchmod: an O_PATH descriptor (no open on the server, a lookup) pins the
@@ -352,20 +363,20 @@ class FileSession(Connection):
         finally:
             os.close(fd)
 
-    async def mkdir(self, path: str) -> None:
-        await self._do("mkdir", path, self._mkdir, path)
+    def mkdir(self, path: str) -> None:
+        self._do("mkdir", path, self._mkdir, path)
 
     def _mkdir(self, path: str) -> None:
         fd, name = self._at(path)
         os.mkdir(name, dir_fd=fd)
 
-    async def rmdir(self, path: str) -> None:
-        await self._do("rmdir", path, self.remove_now, path, True)
+    def rmdir(self, path: str) -> None:
+        self._do("rmdir", path, self.remove_now, path, True)
 
-    async def replace_dir(self, old: str | None, new: str) -> None:
-        """``rmdir old`` (when given) then ``mkdir new``, in one hop: a bounded ring of scratch
-        directories."""
-        await self._do("mkdir", new, self._replace_dir, old, new)
+    def replace_dir(self, old: str | None, new: str) -> None:
+        """``rmdir old`` (when given) then ``mkdir new``, as one operation: a bounded ring of
+        scratch directories."""
+        self._do("mkdir", new, self._replace_dir, old, new)
 
     def _replace_dir(self, old: str | None, new: str) -> None:
         if old is not None:
@@ -373,20 +384,20 @@ class FileSession(Connection):
             self.remove_now(old, directory=True)
         self._mkdir(new)
 
-    async def unlink(self, path: str) -> None:
-        await self._do("unlink", path, self.remove_now, path)
+    def unlink(self, path: str) -> None:
+        self._do("unlink", path, self.remove_now, path)
 
-    async def rename(self, src: str, dst: str) -> None:
-        await self._do("rename", src, self._rename, src, dst)
+    def rename(self, src: str, dst: str) -> None:
+        self._do("rename", src, self._rename, src, dst)
 
     def _rename(self, src: str, dst: str) -> None:
         src_fd, src_name = self._at(src)
         dst_fd, dst_name = self._at(dst)
         os.rename(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
 
-    async def readdir(self, path: str) -> int:
+    def readdir(self, path: str) -> int:
         """List a directory (``scandir``, names only); returns the number of entries."""
-        return int(await self._do("readdir", path, self._count_entries, path))
+        return self._do("readdir", path, self._count_entries, path)
 
     def _count_entries(self, path: str) -> int:
         # Opened afresh (not the cached descriptor), as a listing client does: on NFS the open
@@ -401,10 +412,10 @@ class FileSession(Connection):
 
     # ------------------------------------------------------------------ data
 
-    async def create(self, path: str, data_bytes: int = 0) -> int:
+    def create(self, path: str, data_bytes: int = 0) -> int:
         """Create a new file (``O_CREAT|O_EXCL``), optionally with ``data_bytes`` of data."""
         source = self._source(data_bytes) if data_bytes else None
-        n = int(await self._do("create", path, self._create, path, source))
+        n = self._do("create", path, self._create, path, source)
         self.bytes_written += n
         return n
 
@@ -419,9 +430,9 @@ class FileSession(Connection):
         finally:
             os.close(fd)
 
-    async def read_file(self, path: str) -> int:
+    def read_file(self, path: str) -> int:
         """Read a whole file in transfer-size calls; returns the bytes read."""
-        n = int(await self._do("read", path, self._read_file, path))
+        n = self._do("read", path, self._read_file, path)
         self.bytes_read += n
         return n
 
@@ -439,9 +450,9 @@ class FileSession(Connection):
         finally:
             os.close(fd)
 
-    async def write_file(self, path: str, size_bytes: int) -> int:
+    def write_file(self, path: str, size_bytes: int) -> int:
         """Rewrite a whole file in transfer-size calls; returns the bytes written."""
-        n = int(await self._do("write", path, self._write_file, path, size_bytes))
+        n = self._do("write", path, self._write_file, path, size_bytes)
         self.bytes_written += n
         return n
 
@@ -463,9 +474,9 @@ class FileSession(Connection):
         finally:
             os.close(fd)
 
-    async def pread(self, path: str, offset: int, length: int) -> int:
+    def pread(self, path: str, offset: int, length: int) -> int:
         """Open, read ``length`` bytes at ``offset``, close."""
-        n = int(await self._do("read", path, self._pread, path, offset, length))
+        n = self._do("read", path, self._pread, path, offset, length)
         self.bytes_read += n
         return n
 
@@ -476,9 +487,9 @@ class FileSession(Connection):
         finally:
             os.close(fd)
 
-    async def pwrite(self, path: str, offset: int, length: int) -> int:
+    def pwrite(self, path: str, offset: int, length: int) -> int:
         """Open, write ``length`` bytes at ``offset`` (in place), close."""
-        n = int(await self._do("write", path, self._pwrite, path, offset, self._source(length)))
+        n = self._do("write", path, self._pwrite, path, offset, self._source(length))
         self.bytes_written += n
         return n
 
@@ -492,11 +503,11 @@ class FileSession(Connection):
         finally:
             os.close(fd)
 
-    async def append(self, path: str, length: int, max_bytes: int) -> int:
+    def append(self, path: str, length: int, max_bytes: int) -> int:
         """Write ``length`` bytes at the end of the file; a file that would pass ``max_bytes``
         is truncated to empty first, so appends never grow the tree without bound."""
         source = self._source(length)
-        n = int(await self._do("append", path, self._append, path, source, max_bytes))
+        n = self._do("append", path, self._append, path, source, max_bytes)
         self.bytes_written += n
         return n
 
@@ -519,12 +530,12 @@ class FileSession(Connection):
 
     # ------------------------------------------------------------------ streams
 
-    async def stream(self, cursor: StreamCursor, length: int) -> int:
+    def stream(self, cursor: StreamCursor, length: int) -> int:
         """The next ``length`` bytes of ``cursor``'s file, read or written at its offset;
         opens the file on the first transfer and closes it on the last."""
         source = self._source(length) if cursor.write else None
         try:
-            n = int(await self._run(self._stream, cursor, length, source))
+            n = self._stream(cursor, length, source)
         except OSError as exc:
             self._forget(cursor)
             raise os_error(exc, "write" if cursor.write else "read", cursor.path) from exc

@@ -82,7 +82,7 @@ def test_a_hard_link_swapped_in_mid_run_is_refused_by_every_writing_op(tmp_path:
     empty = root / "EDA_FRONTEND-001-1" / "dir_00" / "empty_00"
 
     async def body(session: FrontendSession, fs: FileSession) -> list[str]:
-        await fs.pwrite(str(data), 0, 4096)  # fine before the swap
+        await fs.call(fs.pwrite, str(data), 0, 4096)  # fine before the swap
         for path, target in ((data, victim), (empty, victim)):
             path.unlink()
             os.link(target, path)
@@ -94,7 +94,7 @@ def test_a_hard_link_swapped_in_mid_run_is_refused_by_every_writing_op(tmp_path:
             lambda: fs.chmod(str(empty), 0o600),
         ):
             with pytest.raises(OwnershipError) as caught:
-                await op()
+                await fs.call(op)
             messages.append(str(caught.value))
         return messages
 
@@ -117,9 +117,9 @@ def test_a_directory_swapped_for_a_symlink_mid_run_is_never_entered(tmp_path: Pa
         os.rename(tree / "dir_01", tmp_path / "aside")
         (tree / "dir_01").symlink_to(foreign)
         with pytest.raises(TargetError) as caught:
-            await fs.pwrite(str(tree / "dir_01" / "file_00"), 0, 4096)
+            await fs.call(fs.pwrite, str(tree / "dir_01" / "file_00"), 0, 4096)
         with pytest.raises(TargetError):
-            await fs.create(str(tree / "dir_01" / "new_x"), 4096)
+            await fs.call(fs.create, str(tree / "dir_01" / "new_x"), 4096)
         return str(caught.value)
 
     message = with_session(root, body)
@@ -137,7 +137,7 @@ def test_a_file_replaced_by_another_regular_file_mid_run_is_not_written(tmp_path
         (tmp_path / "mine").write_bytes(b"m" * size)
         os.replace(tmp_path / "mine", data)
         with pytest.raises(OwnershipError) as caught:
-            await fs.write_file(str(data), size)
+            await fs.call(fs.write_file, str(data), size)
         assert data.read_bytes() == b"m" * size  # not even truncated
         return str(caught.value)
 

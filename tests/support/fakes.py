@@ -5,6 +5,8 @@ coordinated omission), not any database; database behaviour is tested against re
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -58,6 +60,9 @@ class TimedTarget(Target):
         self.closed = 0
         self.running = asyncio.Event()
         self.running.set()
+        # The same switch for sessions on their own threads (serve_blocking).
+        self.running_blocking = threading.Event()
+        self.running_blocking.set()
 
     async def serve(self) -> None:
         self.calls += 1
@@ -67,9 +72,20 @@ class TimedTarget(Target):
         if self.fail_every and call % self.fail_every == 0:
             raise ConnectionResetError("injected failure")
 
+    def serve_blocking(self) -> None:
+        """``serve`` as a blocking call, for sessions on their own threads."""
+        self.calls += 1  # under the GIL; a lost count would only blur fail_every
+        call = self.calls
+        self.running_blocking.wait()
+        time.sleep(self.service_s)
+        if self.fail_every and call % self.fail_every == 0:
+            raise ConnectionResetError("injected failure")
+
     async def stall_for(self, seconds: float) -> None:
         self.running.clear()
+        self.running_blocking.clear()
         await asyncio.sleep(seconds)
+        self.running_blocking.set()
         self.running.set()
 
     async def open(self, context: EngineContext) -> None:
@@ -90,6 +106,8 @@ class TimedTarget(Target):
 
 class PingParameters(BaseModel):
     sessions: int = 4
+    #: Offer blocking calls (``next_call``), so the engine may run sessions on threads.
+    blocking: bool = False
 
 
 PING = Statement(name="ping", sql="SELECT 1", param_names=())
@@ -104,6 +122,14 @@ class PingSession:
 
     def replace_connection(self, connection: SqlConnection) -> None:  # type: ignore[override]
         self.conn = connection
+
+
+class BlockingPingSession(PingSession):
+    """The same operation as a blocking call (sim.session_threads)."""
+
+    def next_call(self) -> tuple[str, Any]:
+        assert isinstance(self.conn, TimedConnection)
+        return "ping", self.conn.target.serve_blocking
 
 
 class PingWorkload(Workload):
@@ -130,7 +156,10 @@ class PingWorkload(Workload):
         return [PING]
 
     def new_session(self, index: int, connection: SqlConnection, seed: int) -> PingSession:
-        return PingSession(connection)
+        assert isinstance(self.parameters, PingParameters)
+        return (
+            BlockingPingSession(connection) if self.parameters.blocking else PingSession(connection)
+        )
 
     async def drop(self) -> list[str]:
         return []

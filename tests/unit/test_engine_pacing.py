@@ -12,12 +12,30 @@ from sim.metrics import Interval
 from sim.scenario import Load
 from tests.support.fakes import PingParameters, PingWorkload, TimedTarget
 
+#: Every test runs twice: sessions as coroutines on the loop, and on their own threads
+#: (sim.session_threads) — the pacing, phase and counting rules are the same for both.
+RUNNERS = ("loop", "threads")
+_runner = {"blocking": False}
+
+
+@pytest.fixture(autouse=True, params=RUNNERS)
+def runner(request: pytest.FixtureRequest) -> str:
+    _runner["blocking"] = request.param == "threads"
+    return str(request.param)
+
 
 def make_engine(load: Load, target: TimedTarget | None = None, sessions: int = 4) -> Engine:
     target = target or TimedTarget()
-    return Engine(
-        PingWorkload(PingParameters(sessions=sessions), target), target, load, interval_s=0.5
-    )
+    params = PingParameters(sessions=sessions, blocking=_runner["blocking"])
+    engine = Engine(PingWorkload(params, target), target, load, interval_s=0.5)
+    return engine
+
+
+def test_the_runner_is_the_one_asked_for_and_is_named(runner: str) -> None:
+    engine = make_engine(Load(duration_s=0.6))
+    run(engine)
+    assert engine.result.session_runner == ("threads" if runner == "threads" else "event loop")
+    assert engine.recorder.totals["ping"].count > 0
 
 
 def run(engine: Engine, *extra: object) -> None:
@@ -90,10 +108,14 @@ class StampingTarget(TimedTarget):
         await super().serve()
         self.done_at.append(time.perf_counter())
 
+    def serve_blocking(self) -> None:
+        super().serve_blocking()
+        self.done_at.append(time.perf_counter())
+
 
 @pytest.mark.parametrize("warmup_s", [0.5, 0.505, 0.52, 0.6])
 def test_every_completion_lands_in_the_interval_and_phase_it_happened_in(
-    warmup_s: float,
+    warmup_s: float, runner: str
 ) -> None:
     """Warm-ups ending on a tick, a hair after one, 20 ms after one (inside the leftover a
     tick merges into the next interval) and mid-interval. Once, the warm-up's last
@@ -105,18 +127,27 @@ def test_every_completion_lands_in_the_interval_and_phase_it_happened_in(
     engine.events.interval.add_listener(lambda interval, samples: intervals.append(interval))
     run(engine)
     t0 = engine._t0
-    # Each interval holds exactly the completions stamped inside its own window.
+    # A session thread stamps its completion inside the call and records it a microsecond
+    # later, outside the target: a boundary can fall between the two, moving that operation
+    # to the next interval — together with its phase (sim.session_threads.held), so the
+    # totals and the mix stay exact. On the loop the two happen without a yield in between.
+    slack = 4 if runner == "threads" else 0  # one operation per session at most
     for interval in intervals:
         inside = sum(1 for t in target.done_at if t0 + interval.t_start < t <= t0 + interval.t_end)
         held = interval.ops["ping"].count if "ping" in interval.ops else 0
-        assert held == inside, (interval.index, interval.phase, held, inside)
+        assert abs(held - inside) <= slack, (interval.index, interval.phase, held, inside)
     assert [i.index for i in intervals] == list(range(len(intervals)))
     # The warm-up's last interval closes at the boundary (the stage log's times are rounded).
     boundary = t0 + max(i.t_end for i in intervals if i.phase == "warmup")
     before = sum(1 for t in target.done_at if t < boundary)
     after = len(target.done_at) - before
-    assert engine.recorder.warmup_totals["ping"].count == before > 0
-    assert engine.recorder.totals["ping"].count == after > 0
+    warmup, measured = (
+        engine.recorder.warmup_totals["ping"].count,
+        engine.recorder.totals["ping"].count,
+    )
+    assert abs(warmup - before) <= slack and warmup > 0
+    assert warmup + measured == len(target.done_at) and measured > 0
+    after = measured
     # The engine's own account of what it measured (the mix rule's input) agrees.
     assert sum(end - first for first, end in engine.result.op_ranges) == after
     # No fragment of a few ms at the boundary: a tick due just before it is left to it.
@@ -187,7 +218,7 @@ class WeightedPing(PingWorkload):
 def test_open_loop_rates_follow_session_weights_and_are_logged_per_stage() -> None:
     target = TimedTarget()
     engine = Engine(
-        WeightedPing(PingParameters(sessions=3), target),
+        WeightedPing(PingParameters(sessions=3, blocking=_runner["blocking"]), target),
         target,
         Load(mode="open", rate_ops_s=500, duration_s=2),
         interval_s=0.5,

@@ -6,7 +6,8 @@ the mix exactly and any range of operations can be recounted afterwards
 (:func:`count_dealt`). Within a deck, the create/unlink/unlink2 cards are re-dealt so that
 every create comes before every removal: a removal always finds a file its session made.
 
-**Operations** (one transaction each, timed as one latency):
+**Operations** (one transaction each, timed as one latency; each is a blocking call, made in
+place on the session's own thread or handed to the pool from the event loop):
 
 * front-end — ``stat`` (any file), ``access`` (an empty file, read+write permission),
   ``chmod`` (an empty file, alternating 0644/0664), ``mkdir`` (a scratch directory; once the
@@ -136,7 +137,8 @@ class EdaSession:
         self.rng = random.Random(f"eda-ops:{p.seed}:{session_seed}")
         self.bytes_by_op: dict[str, int] = dict.fromkeys(component.mix, 0)
         self.dealt: dict[str, int] = dict.fromkeys(component.mix, 0)
-        self.ops: dict[str, Callable[[], Awaitable[None]]] = {}
+        #: Operation name -> its blocking call (one transaction each).
+        self.ops: dict[str, Callable[[], None]] = {}
         self.dirs: list[str] = list(paths["dirs"])
         self.data: list[str] = list(paths["data"])
         self.empty: list[str] = list(paths["empty"])
@@ -147,10 +149,17 @@ class EdaSession:
         fs.configure(self.io, max(self.p.block_size_bytes, self.p.transfer_size_bytes))
         self.fs = fs
 
-    def next_transaction(self) -> tuple[str, Awaitable[Any]]:
+    def next_call(self) -> tuple[str, Callable[[], None]]:
+        """The next operation as a blocking call: made in place by a session on its own
+        thread (sim.session_threads), the engine's default for file trees."""
         name = self.deck.next()
         self.dealt[name] += 1
-        return name, self.ops[name]()
+        return name, self.ops[name]
+
+    def next_transaction(self) -> tuple[str, Awaitable[Any]]:
+        """The same, for a session on the event loop: the call goes through the pool."""
+        name, call = self.next_call()
+        return name, self.fs.call(call)
 
     def replace_connection(self, connection: Connection) -> None:
         """Carry on over a new file session after the engine reconnected: the old one's
@@ -212,25 +221,25 @@ class FrontendSession(EdaSession):
     def _offset(self) -> int:
         return self.rng.randrange(self.blocks_per_file) * self.block
 
-    async def stat(self) -> None:
-        await self.fs.stat(self._pick(self.any_file))
+    def stat(self) -> None:
+        self.fs.stat(self._pick(self.any_file))
 
-    async def access(self) -> None:
-        await self.fs.access(self._pick(self.empty))
+    def access(self) -> None:
+        self.fs.access(self._pick(self.empty))
 
-    async def chmod(self) -> None:
+    def chmod(self) -> None:
         self.chmods += 1
-        await self.fs.chmod(self._pick(self.empty), CHMOD_MODES[self.chmods & 1])
+        self.fs.chmod(self._pick(self.empty), CHMOD_MODES[self.chmods & 1])
 
-    async def mkdir(self) -> None:
+    def mkdir(self) -> None:
         self.dirs_made += 1
         parent = self.dirs[self.dirs_made % len(self.dirs)]
         path = os.path.join(parent, f"{SCRATCH_PREFIX}{self.token}_{self.dirs_made:06d}")
         old = self.scratch.popleft() if len(self.scratch) >= SCRATCH_RING else None
-        await self.fs.replace_dir(old, path)
+        self.fs.replace_dir(old, path)
         self.scratch.append(path)
 
-    async def create(self) -> None:
+    def create(self) -> None:
         n = self.created
         self.created = n + 1
         empty_first, data_end, creates = self._create_kinds
@@ -239,46 +248,44 @@ class FrontendSession(EdaSession):
         with_data = empty_first <= rank < data_end
         parent = self.dirs[n % len(self.dirs)]
         path = os.path.join(parent, f"{CREATED_PREFIX}{self.token}_{n:08d}")
-        written = await self.fs.create(path, self.block if with_data else 0)
+        written = self.fs.create(path, self.block if with_data else 0)
         self.bytes_by_op["create"] += written
         (self.created_data if with_data else self.created_empty).append(path)
 
-    async def unlink(self) -> None:
-        await self._remove(self.created_empty, "unlink")
+    def unlink(self) -> None:
+        self._remove(self.created_empty, "unlink")
 
-    async def unlink2(self) -> None:
-        await self._remove(self.created_data, "unlink2")
+    def unlink2(self) -> None:
+        self._remove(self.created_data, "unlink2")
 
-    async def _remove(self, queue: deque[str], name: str) -> None:
+    def _remove(self, queue: deque[str], name: str) -> None:
         if not queue:
             raise WorkloadError(f"{name}: no file of this session to remove (a create failed)")
-        await self.fs.unlink(queue.popleft())
+        self.fs.unlink(queue.popleft())
 
-    async def write_file(self) -> None:
-        self.bytes_by_op["write_file"] += await self.fs.write_file(
-            self._pick(self.data), self.file_size
-        )
+    def write_file(self) -> None:
+        self.bytes_by_op["write_file"] += self.fs.write_file(self._pick(self.data), self.file_size)
 
-    async def read_file(self) -> None:
-        self.bytes_by_op["read_file"] += await self.fs.read_file(self._pick(self.data))
+    def read_file(self) -> None:
+        self.bytes_by_op["read_file"] += self.fs.read_file(self._pick(self.data))
 
-    async def random_read(self) -> None:
-        self.bytes_by_op["random_read"] += await self.fs.pread(
+    def random_read(self) -> None:
+        self.bytes_by_op["random_read"] += self.fs.pread(
             self._pick(self.data), self._offset(), self.block
         )
 
-    async def random_write(self) -> None:
-        self.bytes_by_op["random_write"] += await self.fs.pwrite(
+    def random_write(self) -> None:
+        self.bytes_by_op["random_write"] += self.fs.pwrite(
             self._pick(self.data), self._offset(), self.block
         )
 
-    async def append(self) -> None:
-        self.bytes_by_op["append"] += await self.fs.append(
+    def append(self) -> None:
+        self.bytes_by_op["append"] += self.fs.append(
             self._pick(self.empty), self.block, self.file_size
         )
 
-    async def readdir(self) -> None:
-        await self.fs.readdir(self._pick(self.dirs))
+    def readdir(self) -> None:
+        self.fs.readdir(self._pick(self.dirs))
 
     def _cleanup(self) -> None:
         """Blocking, at close: remove what this session created (by name in the session's
@@ -314,14 +321,14 @@ class BackendSession(EdaSession):
             at = (at + 1) % len(self.data)  # never stream the file the other pass is on
         return at
 
-    async def seq_read(self) -> None:
-        self.bytes_by_op["seq_read"] += await self.fs.stream(self.reader, self.transfer)
+    def seq_read(self) -> None:
+        self.bytes_by_op["seq_read"] += self.fs.stream(self.reader, self.transfer)
         if self.reader.done:
             self.read_at = self._next(self.read_at, self.write_at)
             self.reader = StreamCursor(self.data[self.read_at], self.size, write=False)
 
-    async def seq_write(self) -> None:
-        self.bytes_by_op["seq_write"] += await self.fs.stream(self.writer, self.transfer)
+    def seq_write(self) -> None:
+        self.bytes_by_op["seq_write"] += self.fs.stream(self.writer, self.transfer)
         if self.writer.done:
             self.write_at = self._next(self.write_at, self.read_at)
             self.writer = StreamCursor(self.data[self.write_at], self.size, write=True)
