@@ -95,9 +95,27 @@ class Connection(ABC):
     async def close(self) -> None: ...
 
 
+class BlockingSql(ABC):
+    """A SQL connection's hot-path statements as blocking calls, for workload sessions that
+    run on their own threads (sim.session_threads). Offered by drivers that block anyway
+    (sqlite3, pyodbc); asyncio drivers (asyncpg, python-oracledb) have none. Errors are the
+    connection's own (TargetError wrapping the driver's)."""
+
+    @abstractmethod
+    def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:
+        """Run a query and return the first column of the first row."""
+
+    @abstractmethod
+    def execute_committed(self, statement: Statement, params: Sequence[Any] = ()) -> int:
+        """Run a statement and commit it; return the affected row count."""
+
+
 class SqlConnection(Connection):
     """One session's connection to a SQL target. Parameters are positional, in the
     order of ``statement.param_names``."""
+
+    #: The same connection's statements as blocking calls, where the driver blocks.
+    blocking: BlockingSql | None = None
 
     @abstractmethod
     async def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:

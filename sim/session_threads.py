@@ -252,8 +252,11 @@ def _settle(done: asyncio.Future[None], exc: BaseException | None) -> None:
 
 
 def offers_blocking_calls(session: Any) -> bool:
-    """Whether a workload session can run on its own thread (it has ``next_call``)."""
-    return callable(getattr(session, "next_call", None))
+    """Whether a workload session can run on its own thread: it has ``next_call`` and, where
+    that depends on its connection (a SQL session on asyncpg has none), says it is ready."""
+    return callable(getattr(session, "next_call", None)) and bool(
+        getattr(session, "blocking_ready", True)
+    )
 
 
 __all__ = [

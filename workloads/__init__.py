@@ -6,7 +6,7 @@
 
 ``common.py`` holds what they share: size parsing, DDL helpers and bind ordering;
 ``naming.py`` how tables are named (``<prefix>_<n>…``, so no two scenarios share a name);
-``ownership.py`` the ``dbsim_objects`` registry that records what dbsim created, with each
+``ownership.py`` the ``dbsim_registry`` registry that records what dbsim created, with each
 object's catalogue identity, checked before every write and drop (``registry_sql/``).
 
 Each workload folder holds its parameter model, its schema and loader, its transactions and a

@@ -7,7 +7,7 @@
   checked first (the registry's ``object_identity`` statement).
 * Binds: :func:`bind_order` maps a statement's bind parameters onto a fixed argument order
   (dialects may name a parameter twice or in another order).
-* Ownership: :mod:`workloads.ownership` (the ``dbsim_objects`` registry and the identity
+* Ownership: :mod:`workloads.ownership` (the ``dbsim_registry`` registry and the identity
   checks every write path makes); table names: :mod:`workloads.naming`.
 """
 

@@ -18,7 +18,9 @@ from sim.errors import WorkloadError
 from sim.sql import Statement, quote_identifier
 from workloads.common import compile_ddl
 
-REGISTRY_TABLE = "dbsim_objects"
+#: Named anew when ownership became identity-checked: the registry of an older dbsim
+#: (dbsim_objects) is never read, so it is not adopted and does not block the new one.
+REGISTRY_TABLE = "dbsim_registry"
 #: The workload column of the registry's own row.
 REGISTRY_OWNER = "dbsim"
 SQL_DIR = Path(__file__).parent / "registry_sql"
@@ -128,7 +130,7 @@ def mismatch(
         return f"it belongs to the dbsim workload {record.get('workload')}, not {owner}"
     token = record.get("token")
     if not isinstance(token, str):
-        return "its registry row has no identity (written by a dbsim older than this check)"
+        return "its registry row has no identity (written by hand, or copied)"
     if marked and obj.token != token:
         return "it lacks the dbsim marker recorded for it (dropped and re-created outside dbsim?)"
     ident = record.get("ident")

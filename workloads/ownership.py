@@ -1,6 +1,6 @@
 """Ownership as identity: dbsim writes to and drops only objects it can show it created.
 
-The registry table ``dbsim_objects`` (name, workload, fingerprint) holds one row per object
+The registry table ``dbsim_registry`` (name, workload, fingerprint) holds one row per object
 dbsim created. Its ``fingerprint`` column is a JSON record: the workload, the parameters that
 shape the data, the load state, a random *token* and the object's *identity* in the target's
 catalogue. An object is dbsim's only when all of these hold:
@@ -17,7 +17,7 @@ catalogue. An object is dbsim's only when all of these hold:
   name gets a new identity and no token, so it is refused, not taken for dbsim's.
 
 The registry is checked the same way on every use: it carries its own token and has a first
-row, under its own name, recording its own identity. A table named ``dbsim_objects`` that
+row, under its own name, recording its own identity. A table named ``dbsim_registry`` that
 lacks them (someone else's, or a copy) is refused, never adopted or written.
 
 Every write path (load, ``run`` with or without ``--skip-load``, drop) goes through
@@ -63,7 +63,7 @@ from workloads.identity import (
 
 
 class TableRegistry:
-    """The tables one workload created, recorded with their identities in ``dbsim_objects``.
+    """The tables one workload created, recorded with their identities in ``dbsim_registry``.
 
     Methods take the connection to use and commit their own work. A workload calls, in order:
     :meth:`ensure`, :meth:`check_ownership` for every table it plans (before loading any),
@@ -135,8 +135,7 @@ class TableRegistry:
             problem = (
                 f"it is a {describe(found)}"
                 if describe(found) != "table"
-                else "it has no identity row (someone else's table, a copy, or the registry "
-                "of a dbsim older than this check)"
+                else "it has no identity row (someone else's table, or a copy)"
             )
         else:
             problem = mismatch(found, record, REGISTRY_OWNER, self.marked)

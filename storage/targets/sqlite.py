@@ -20,6 +20,7 @@ from sim.errors import TargetError
 from sim.protocols import (
     SCOPE_HOST,
     SCOPE_PROCESS,
+    BlockingSql,
     EngineContext,
     LoadLock,
     SqlConnection,
@@ -44,15 +45,18 @@ class SqliteConnection(SqlConnection):
         # in sqlite3 during a load interrupted by SIGINT).
         self._lock = threading.Lock()
 
-    def _locked(self, fn: Callable[..., Any], *args: Any) -> Any:
-        with self._lock:
-            return fn(*args)
+        self.blocking = _SqliteBlocking(self)
 
-    async def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    def _now(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` on the driver's connection, one at a time, its error translated."""
         try:
-            return await self._run(self._locked, fn, *args)
+            with self._lock:
+                return fn(*args)
         except sqlite3.Error as exc:
             raise TargetError(f"sqlite: {what}: {exc}") from exc
+
+    async def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        return await self._run(self._now, what, fn, *args)
 
     def _scalar(self, sql: str, params: Sequence[Any]) -> Any:
         row = self._raw.execute(sql, params).fetchone()
@@ -63,6 +67,11 @@ class SqliteConnection(SqlConnection):
 
     def _execute(self, sql: str, params: Sequence[Any]) -> int:
         return self._raw.execute(sql, params).rowcount
+
+    def _execute_committed(self, sql: str, params: Sequence[Any]) -> int:
+        rows = self._raw.execute(sql, params).rowcount
+        self._raw.commit()
+        return rows
 
     async def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:
         return await self._call(statement.name, self._scalar, statement.sql, params)
@@ -84,6 +93,23 @@ class SqliteConnection(SqlConnection):
 
     async def close(self) -> None:
         await self._call("close", self._raw.close)
+
+
+class _SqliteBlocking(BlockingSql):
+    """A session thread's statements on its connection, made in place."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: SqliteConnection) -> None:
+        self._conn = conn
+
+    def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:
+        conn = self._conn
+        return conn._now(statement.name, conn._scalar, statement.sql, params)
+
+    def execute_committed(self, statement: Statement, params: Sequence[Any] = ()) -> int:
+        conn = self._conn
+        return int(conn._now(statement.name, conn._execute_committed, statement.sql, params))
 
 
 class SqliteTarget(Target):

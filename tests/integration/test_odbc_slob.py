@@ -91,8 +91,8 @@ def prefix(driver: None) -> Iterator[str]:
     yield name
     for table in _tables(name):
         _sql(f'DROP TABLE IF EXISTS "{table}"')
-    if _sql("SELECT to_regclass('dbsim_objects')") != [(None,)]:
-        _sql("DELETE FROM dbsim_objects WHERE name LIKE ?", f"{name}%")
+    if _sql("SELECT to_regclass('dbsim_registry')") != [(None,)]:
+        _sql("DELETE FROM dbsim_registry WHERE name LIKE ?", f"{name}%")
 
 
 def workload(prefix: str, **params: Any) -> tuple[OdbcSlob, OdbcTarget]:
@@ -153,7 +153,7 @@ def test_drop_removes_only_what_dbsim_created(prefix: str) -> None:
     _sql(f"CREATE TABLE {prefix}_9_cf1 (mine TEXT)")  # the user's, despite the prefix
     assert drop_objects(*workload(prefix)) == [f"{prefix}_1_cf1", f"{prefix}_1_cf2"]
     assert _tables(prefix) == {f"{prefix}_9_cf1"}
-    assert _sql("SELECT COUNT(*) FROM dbsim_objects WHERE name LIKE ?", f"{prefix}%") == [(0,)]
+    assert _sql("SELECT COUNT(*) FROM dbsim_registry WHERE name LIKE ?", f"{prefix}%") == [(0,)]
 
 
 def test_a_foreign_table_of_the_same_name_is_refused_and_untouched(prefix: str) -> None:

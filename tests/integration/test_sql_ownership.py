@@ -206,7 +206,7 @@ def test_skip_load_without_the_tables_stops_before_any_session_naming_them(db: D
     error = refused_before_sessions(engine, "missing user_1, user_2", "dbsim load")
     assert engine.result.last_state == "checking", error
     # Nothing was written: not even the registry.
-    assert "dbsim_objects" not in db.names() and "user_1" not in db.names()
+    assert "dbsim_registry" not in db.names() and "user_1" not in db.names()
 
 
 def test_skip_load_finds_loaded_data_and_runs(db: Db) -> None:
@@ -226,7 +226,7 @@ def test_skip_load_finds_loaded_data_and_runs(db: Db) -> None:
 def test_a_half_loaded_table_is_not_used_with_skip_load(db: Db) -> None:
     load_and_verify(*ssb(db))
     db.sql(
-        "UPDATE dbsim_objects SET fingerprint = replace(fingerprint, '\"loaded\"', '\"loading\"')"
+        "UPDATE dbsim_registry SET fingerprint = replace(fingerprint, '\"loaded\"', '\"loading\"')"
         " WHERE name = 'user_2'"
     )
     refused_before_sessions(run(ssb(db), skip_load=True), "user_2 (its load did not finish)")
@@ -315,42 +315,42 @@ def test_a_view_standing_in_for_a_dropped_dbsim_table_is_refused(db: Db) -> None
 
 
 def test_a_lookalike_registry_is_refused_not_adopted(db: Db) -> None:
-    """Someone's table named dbsim_objects, even with a row claiming their table for ssb."""
+    """Someone's table named dbsim_registry, even with a row claiming their table for ssb."""
     db.sql(
-        "CREATE TABLE dbsim_objects (name VARCHAR(128) PRIMARY KEY, workload VARCHAR(32), "
+        "CREATE TABLE dbsim_registry (name VARCHAR(128) PRIMARY KEY, workload VARCHAR(32), "
         "fingerprint TEXT)"
     )
     claim = (
         '{"columns": 20, "layout": 1, "load_seed": 1, "rows": 100, "state": "loaded", '
         '"text_width": 370, "workload": "ssb"}'
     )
-    db.sql(f"INSERT INTO dbsim_objects VALUES ('user_1', 'ssb', '{claim}')")
+    db.sql(f"INSERT INTO dbsim_registry VALUES ('user_1', 'ssb', '{claim}')")
     victim = db.victim("user_1", "c1 VARCHAR(370)")
-    registry = db.checksum("dbsim_objects")
+    registry = db.checksum("dbsim_registry")
     for attempt in (lambda: load_and_verify(*ssb(db)), lambda: drop_objects(*ssb(db))):
         with pytest.raises(
-            OwnershipError, match="dbsim_objects exists but is not dbsim's registry"
+            OwnershipError, match="dbsim_registry exists but is not dbsim's registry"
         ):
             attempt()
     engine = run(ssb(db, read_pct=0, tables=1), skip_load=True)
-    refused_before_sessions(engine, "dbsim_objects exists but is not dbsim's registry")
-    assert db.checksum("user_1") == victim and db.checksum("dbsim_objects") == registry
+    refused_before_sessions(engine, "dbsim_registry exists but is not dbsim's registry")
+    assert db.checksum("user_1") == victim and db.checksum("dbsim_registry") == registry
 
 
 def test_a_copy_of_dbsims_registry_is_not_dbsims_registry(db: Db) -> None:
     load_and_verify(*ssb(db, tables=1))
-    db.sql("ALTER TABLE dbsim_objects RENAME TO registry_saved")
-    db.sql("CREATE TABLE dbsim_objects AS SELECT * FROM registry_saved")
-    copy = db.checksum("dbsim_objects")
+    db.sql("ALTER TABLE dbsim_registry RENAME TO registry_saved")
+    db.sql("CREATE TABLE dbsim_registry AS SELECT * FROM registry_saved")
+    copy = db.checksum("dbsim_registry")
     with pytest.raises(OwnershipError, match="is not dbsim's registry"):
         load_and_verify(*ssb(db, tables=1))
-    assert db.checksum("dbsim_objects") == copy
+    assert db.checksum("dbsim_registry") == copy
 
 
 def test_a_view_named_like_the_registry_is_refused(db: Db) -> None:
-    db.victim("dbsim_objects", "workload VARCHAR(32), fingerprint TEXT", view_of="someones")
+    db.victim("dbsim_registry", "workload VARCHAR(32), fingerprint TEXT", view_of="someones")
     before = db.checksum("someones")
-    with pytest.raises(OwnershipError, match="dbsim_objects exists but is not dbsim's registry"):
+    with pytest.raises(OwnershipError, match="dbsim_registry exists but is not dbsim's registry"):
         load_and_verify(*ssb(db, tables=1))
     assert db.checksum("someones") == before
 
@@ -439,5 +439,5 @@ def test_through_psqlodbc_the_same_checks_hold() -> None:
         assert odbc.sql(f"SELECT c1 FROM {table}") == [("precious",)]
     finally:
         odbc.sql(f"DROP TABLE IF EXISTS {table}")
-        odbc.sql(f"DELETE FROM dbsim_objects WHERE name = '{table}'")
+        odbc.sql(f"DELETE FROM dbsim_registry WHERE name = '{table}'")
         drop_objects(*odbc.built(prefix)[:2])

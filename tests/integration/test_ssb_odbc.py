@@ -179,7 +179,7 @@ def test_drop_removes_only_dbsims_tables(prefix: str) -> None:
             f"{prefix}%",
         )
         assert left == [(f"{prefix}_9",)]
-        assert sql("SELECT COUNT(*) FROM dbsim_objects WHERE name LIKE ?", f"{prefix}%") == [(0,)]
+        assert sql("SELECT COUNT(*) FROM dbsim_registry WHERE name LIKE ?", f"{prefix}%") == [(0,)]
     finally:
         sql(f"DROP TABLE IF EXISTS {prefix}_9")
 

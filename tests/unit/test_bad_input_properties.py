@@ -303,9 +303,9 @@ def bad_value(leaf: Leaf) -> st.SearchStrategy[Any]:
 
 FORBIDDEN_CHARS = [*"\"';` -.$#@/\\()*=,\n\t", "é", "ß", "名", "Ω", "\u200b", "🙂", "\x00"]
 SQL_INJECTIONS = [
-    'x"; DROP TABLE dbsim_objects; --',
+    'x"; DROP TABLE dbsim_registry; --',
     "slob' OR '1'='1",
-    "t1; DELETE FROM dbsim_objects",
+    "t1; DELETE FROM dbsim_registry",
     "a/*comment*/b",
     "x]; DROP TABLE y; --",
     "select * from",

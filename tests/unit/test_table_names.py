@@ -161,7 +161,7 @@ def test_catalogue_rows_parse_into_kind_identity_and_token() -> None:
 def test_the_marker_goes_inside_the_create_text_on_sqlite_and_into_a_comment_elsewhere() -> None:
     token = "0123456789abcdef" * 2
     marked = marked_create("sqlite", create_registry_statement("sqlite"), token)
-    assert marked.sql.startswith(f"CREATE TABLE dbsim_objects (/* dbsim:{token} */")
+    assert marked.sql.startswith(f"CREATE TABLE dbsim_registry (/* dbsim:{token} */")
     assert marked_create("postgres", create_registry_statement("postgres"), token).sql == (
         create_registry_statement("postgres").sql
     )

@@ -11,7 +11,8 @@ become a full scan of ``cf2``.
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -326,6 +327,7 @@ class SlobSession:
         self.p = p
         self.index = index
         self.conn = conn
+        self.blocking = conn.blocking
         self.rng = random.Random(seed)
         self.ops = 0
         self.reads = 0
@@ -361,8 +363,30 @@ class SlobSession:
 
     def replace_connection(self, connection: Connection) -> None:
         self.conn = sql_connection(connection)
+        self.blocking = self.conn.blocking
+
+    @property
+    def blocking_ready(self) -> bool:
+        """Whether :meth:`next_call` can be used: the driver blocks (sqlite3, pyodbc)."""
+        return self.blocking is not None
 
     def next_transaction(self) -> tuple[str, Awaitable[Any]]:
+        name, statement, params = self._next()
+        if name == "update":
+            return name, self._update(statement, params)
+        return name, self.conn.scalar(statement, params)
+
+    def next_call(self) -> tuple[str, Callable[[], Any]]:
+        """The same operation as a blocking call (sim.session_threads)."""
+        name, statement, params = self._next()
+        blocking = self.blocking
+        assert blocking is not None
+        if name == "update":
+            return name, partial(blocking.execute_committed, statement, params)
+        return name, partial(blocking.scalar, statement, params)
+
+    def _next(self) -> tuple[str, Statement, tuple[Any, ...]]:
+        """The next operation of the mix: its name, statement and parameters."""
         i = self.ops
         self.ops = loop = i + 1
         statements = self.hot if self.hot_every and loop % self.hot_every == 0 else self.own
@@ -373,16 +397,14 @@ class SlobSession:
             # A value unique to this session and loop, 128 characters like the column.
             value = f"{self.index:06d}.{loop:012d}.".ljust(TEXT_WIDTH, _FILL[loop % 26])
             args = (value, lo, hi)
-            return "update", self._update(
-                statements.update, tuple(args[k] for k in self.update_bind)
-            )
+            return "update", statements.update, tuple(args[k] for k in self.update_bind)
         j = self.reads
         self.reads = j + 1
         if self.scan_pct and takes_this_op(j, self.scan_pct):
-            return "scan", self.conn.scalar(statements.scan)
+            return "scan", statements.scan, ()
         if self.read_in_order:
-            return "read", self.conn.scalar(statements.read, (lo, hi))
-        return "read", self.conn.scalar(statements.read, (hi, lo))
+            return "read", statements.read, (lo, hi)
+        return "read", statements.read, (hi, lo)
 
     async def _update(self, statement: Statement, params: tuple[Any, ...]) -> None:
         await self.conn.execute(statement, params)

@@ -15,7 +15,8 @@ by the next read, and its tables that were sometimes never loaded.
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -344,6 +345,7 @@ class SsbSession:
         p = workload.p
         self.index = index
         self.conn = conn
+        self.blocking = conn.blocking
         self.rng = random.Random(seed)
         self.table = workload.table_name(table_for_session(index, p.tables))
         self.read = workload.render(
@@ -361,16 +363,38 @@ class SsbSession:
 
     def replace_connection(self, connection: Connection) -> None:
         self.conn = sql_connection(connection)
+        self.blocking = self.conn.blocking
+
+    @property
+    def blocking_ready(self) -> bool:
+        """Whether :meth:`next_call` can be used: the driver blocks (sqlite3, pyodbc)."""
+        return self.blocking is not None
 
     def next_transaction(self) -> tuple[str, Awaitable[Any]]:
+        name, params = self._next()
+        if name == "read":
+            return name, self.conn.scalar(self.read, params)
+        return name, self._update(params)
+
+    def next_call(self) -> tuple[str, Callable[[], Any]]:
+        """The same operation as a blocking call (sim.session_threads)."""
+        name, params = self._next()
+        blocking = self.blocking
+        assert blocking is not None
+        if name == "read":
+            return name, partial(blocking.scalar, self.read, params)
+        return name, partial(blocking.execute_committed, self.update, params)
+
+    def _next(self) -> tuple[str, tuple[Any, ...]]:
+        """The next operation of the ten-operation cycle and its parameters."""
         i = self.ops
         self.ops = i + 1
         s = self.rng.randrange(1, self.rows)
         if is_read(i, self.read_pct):
             read = (s, min(s + self.rows_select, self.rows))
-            return "read", self.conn.scalar(self.read, tuple(read[k] for k in self.read_bind))
+            return "read", tuple(read[k] for k in self.read_bind)
         update = (self.values.next(), s, min(s + self.rows_update, self.rows))
-        return "update", self._update(tuple(update[k] for k in self.update_bind))
+        return "update", tuple(update[k] for k in self.update_bind)
 
     async def _update(self, params: tuple[Any, ...]) -> None:
         await self.conn.execute(self.update, params)

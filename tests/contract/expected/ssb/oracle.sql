@@ -1,5 +1,5 @@
 -- CreateTable binds=-
-CREATE TABLE dbsim_objects (
+CREATE TABLE dbsim_registry (
 	name VARCHAR2(128 CHAR) NOT NULL, 
 	workload VARCHAR2(32 CHAR) NOT NULL, 
 	fingerprint VARCHAR2(2000 CHAR) NOT NULL, 
@@ -7,7 +7,7 @@ CREATE TABLE dbsim_objects (
 );
 
 -- CommentOnTable binds=-
-COMMENT ON TABLE dbsim_objects IS 'dbsim:00000000000000000000000000000000';
+COMMENT ON TABLE dbsim_registry IS 'dbsim:00000000000000000000000000000000';
 
 -- CommentOnTable binds=-
 COMMENT ON TABLE user_1 IS 'dbsim:00000000000000000000000000000000';
@@ -20,19 +20,19 @@ SELECT LOWER(o.object_type) || '|' || TO_CHAR(o.object_id)
  WHERE o.object_name = :tname;
 
 -- registry_delete binds=name
-DELETE FROM dbsim_objects WHERE name = :name;
+DELETE FROM dbsim_registry WHERE name = :name;
 
 -- registry_get binds=name
-SELECT fingerprint FROM dbsim_objects WHERE name = :name;
+SELECT fingerprint FROM dbsim_registry WHERE name = :name;
 
 -- registry_names binds=workload,pattern
-SELECT name FROM dbsim_objects WHERE workload = :workload AND name LIKE :pattern;
+SELECT name FROM dbsim_registry WHERE workload = :workload AND name LIKE :pattern;
 
 -- registry_put binds=name,workload,fingerprint
-INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (:name, :workload, :fingerprint);
+INSERT INTO dbsim_registry (name, workload, fingerprint) VALUES (:name, :workload, :fingerprint);
 
 -- registry_set binds=fingerprint,name
-UPDATE dbsim_objects SET fingerprint = :fingerprint WHERE name = :name;
+UPDATE dbsim_registry SET fingerprint = :fingerprint WHERE name = :name;
 
 -- CreateTable binds=-
 CREATE TABLE user_1 (

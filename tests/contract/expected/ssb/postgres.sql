@@ -1,5 +1,5 @@
 -- CreateTable binds=-
-CREATE TABLE dbsim_objects (
+CREATE TABLE dbsim_registry (
 	name VARCHAR(128) NOT NULL, 
 	workload VARCHAR(32) NOT NULL, 
 	fingerprint TEXT NOT NULL, 
@@ -7,7 +7,7 @@ CREATE TABLE dbsim_objects (
 );
 
 -- CommentOnTable binds=-
-COMMENT ON TABLE dbsim_objects IS 'dbsim:00000000000000000000000000000000';
+COMMENT ON TABLE dbsim_registry IS 'dbsim:00000000000000000000000000000000';
 
 -- CommentOnTable binds=-
 COMMENT ON TABLE user_1 IS 'dbsim:00000000000000000000000000000000';
@@ -34,19 +34,19 @@ SELECT CASE c.relkind::text
  WHERE n.nspname = current_schema() AND c.relname = $1;
 
 -- registry_delete binds=name
-DELETE FROM dbsim_objects WHERE name = $1;
+DELETE FROM dbsim_registry WHERE name = $1;
 
 -- registry_get binds=name
-SELECT fingerprint FROM dbsim_objects WHERE name = $1;
+SELECT fingerprint FROM dbsim_registry WHERE name = $1;
 
 -- registry_names binds=workload,pattern
-SELECT name FROM dbsim_objects WHERE workload = $1 AND name LIKE $2;
+SELECT name FROM dbsim_registry WHERE workload = $1 AND name LIKE $2;
 
 -- registry_put binds=name,workload,fingerprint
-INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES ($1, $2, $3);
+INSERT INTO dbsim_registry (name, workload, fingerprint) VALUES ($1, $2, $3);
 
 -- registry_set binds=fingerprint,name
-UPDATE dbsim_objects SET fingerprint = $1 WHERE name = $2;
+UPDATE dbsim_registry SET fingerprint = $1 WHERE name = $2;
 
 -- CreateTable binds=-
 CREATE TABLE user_1 (

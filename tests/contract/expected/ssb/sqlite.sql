@@ -1,5 +1,5 @@
 -- CreateTable binds=-
-CREATE TABLE dbsim_objects (/* dbsim:00000000000000000000000000000000 */
+CREATE TABLE dbsim_registry (/* dbsim:00000000000000000000000000000000 */
 	name VARCHAR(128) NOT NULL, 
 	workload VARCHAR(32) NOT NULL, 
 	fingerprint TEXT NOT NULL, 
@@ -12,19 +12,19 @@ SELECT type || '|' || COALESCE(rootpage, '') || '||' || COALESCE(sql, '')
  WHERE name = ? COLLATE NOCASE;
 
 -- registry_delete binds=name
-DELETE FROM dbsim_objects WHERE name = ?;
+DELETE FROM dbsim_registry WHERE name = ?;
 
 -- registry_get binds=name
-SELECT fingerprint FROM dbsim_objects WHERE name = ?;
+SELECT fingerprint FROM dbsim_registry WHERE name = ?;
 
 -- registry_names binds=workload,pattern
-SELECT name FROM dbsim_objects WHERE workload = ? AND name LIKE ?;
+SELECT name FROM dbsim_registry WHERE workload = ? AND name LIKE ?;
 
 -- registry_put binds=name,workload,fingerprint
-INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (?, ?, ?);
+INSERT INTO dbsim_registry (name, workload, fingerprint) VALUES (?, ?, ?);
 
 -- registry_set binds=fingerprint,name
-UPDATE dbsim_objects SET fingerprint = ? WHERE name = ?;
+UPDATE dbsim_registry SET fingerprint = ? WHERE name = ?;
 
 -- CreateTable binds=-
 CREATE TABLE user_1 (

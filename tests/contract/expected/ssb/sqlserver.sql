@@ -1,5 +1,5 @@
 -- CreateTable binds=-
-CREATE TABLE dbsim_objects (
+CREATE TABLE dbsim_registry (
 	name VARCHAR(128) NOT NULL, 
 	workload VARCHAR(32) NOT NULL, 
 	fingerprint VARCHAR(2000) NOT NULL, 
@@ -13,19 +13,19 @@ SELECT CONCAT(CASE o.type WHEN 'U' THEN 'table' ELSE LOWER(o.type_desc) END,
  WHERE o.name = ? AND o.schema_id = SCHEMA_ID();
 
 -- registry_delete binds=name
-DELETE FROM dbsim_objects WHERE name = ?;
+DELETE FROM dbsim_registry WHERE name = ?;
 
 -- registry_get binds=name
-SELECT fingerprint FROM dbsim_objects WHERE name = ?;
+SELECT fingerprint FROM dbsim_registry WHERE name = ?;
 
 -- registry_names binds=workload,pattern
-SELECT name FROM dbsim_objects WHERE workload = ? AND name LIKE ?;
+SELECT name FROM dbsim_registry WHERE workload = ? AND name LIKE ?;
 
 -- registry_put binds=name,workload,fingerprint
-INSERT INTO dbsim_objects (name, workload, fingerprint) VALUES (?, ?, ?);
+INSERT INTO dbsim_registry (name, workload, fingerprint) VALUES (?, ?, ?);
 
 -- registry_set binds=fingerprint,name
-UPDATE dbsim_objects SET fingerprint = ? WHERE name = ?;
+UPDATE dbsim_registry SET fingerprint = ? WHERE name = ?;
 
 -- CreateTable binds=-
 CREATE TABLE user_1 (
