@@ -30,6 +30,7 @@ from sim.errors import (
 )
 from sim.scenario import ScenarioBase, _parse_value, json_schema, resolve, resolved_dict
 from sim.secrets import install_log_redaction, redact_known
+from sim.workers import parse_workers, plan_workers
 
 app = typer.Typer(
     name="dbsim",
@@ -92,12 +93,14 @@ def run(
         bool, typer.Option("--json", help="Print the summary as JSON on stdout.")
     ] = False,
     workers: Annotated[
-        int,
+        str,
         typer.Option(
             "--workers",
-            help="Run through Locust's master/worker mode with N local worker processes.",
+            help="Run through Locust's master/worker mode with N local worker processes; "
+            "auto: as many as a file workload needs to not be bound by one process's CPU "
+            "(0, the default: one process, no Locust).",
         ),
-    ] = 0,
+    ] = "0",
 ) -> None:
     """Run a scenario and write its bundle."""
     overrides = _overrides(
@@ -110,15 +113,25 @@ def run(
         },
     )
     resolved = resolve(scenario, overrides)
-    if workers < 0:
-        raise ConfigError(f"--workers: {workers} is not a number of worker processes")
-    if workers > 0:
+    count = parse_workers(workers)
+    if count is None:
+        from sim.runner import build_target, build_workload
+
+        sessions = resolved.load.sessions or (
+            build_workload(resolved, build_target(resolved)).default_sessions()
+        )
+        plan = plan_workers(resolved, sessions)
+        count = plan.workers
+        sys.stderr.write(
+            f"dbsim: --workers auto: {count or 'no'} worker processes ({plan.reason})\n"
+        )
+    if count > 0:
         # Imported only here: sim.locust monkey-patches the process with gevent.
         from sim.locust.distributed import run_distributed
 
         code = run_distributed(
             resolved,
-            workers=workers,
+            workers=count,
             quiet=quiet,
             as_json=as_json,
             debug=_debug,
