@@ -20,6 +20,7 @@ from typing import Any
 
 import gevent
 from locust.env import Environment
+from locust.runners import STATE_RUNNING
 
 from sim.errors import SimError
 from sim.locust.form import scenario_from_options
@@ -43,6 +44,9 @@ from sim.scenario import ScenarioBase
 
 log = logging.getLogger(__name__)
 
+#: How long the start waits for the workers' reports of the users Locust placed on them.
+REPORTS_WAIT_S = 60.0
+
 
 class MasterController(Controller):
     """A MasterRunner: starts the workers' engines and merges their intervals."""
@@ -64,6 +68,7 @@ class MasterController(Controller):
         self.stop_reason = STOP_REASON
         self.merger: RunMerger | None = None
         self.load_phase: LoadPhase | None = None
+        self._awaiting: gevent.Greenlet | None = None
         runner = environment.runner
         assert runner is not None
         runner.register_message(MSG_FINAL, self._final)
@@ -78,20 +83,43 @@ class MasterController(Controller):
     def running(self) -> bool:
         return self.merger is not None and not self.merger.finished
 
-    def _spawned(self, user_count: int) -> None:
+    def _placed(self) -> dict[str, int]:
+        """Users per worker, as the workers reported them."""
         runner = self.environment.runner
         assert runner is not None
+        return {
+            client.id: sum(client.user_classes_count.values())
+            for client in runner.clients.values()  # type: ignore[attr-defined]
+        }
+
+    def _spawned(self, user_count: int) -> None:
         if self.running:
             self.notes.append(
                 f"users changed to {user_count} during the run: each worker keeps its sessions "
                 "until the next start"
             )
             return
-        placed = {
-            client.id: sum(client.user_classes_count.values())
-            for client in runner.clients.values()  # type: ignore[attr-defined]
-        }
-        workers = {cid: users for cid, users in placed.items() if users > 0}
+        if sum(self._placed().values()) < user_count:
+            # Locust fires this after a bounded wait for the workers' reports of their users;
+            # on a loaded host they come later (seen: "no worker has users", and a run that
+            # never started). Wait for them, bounded, rather than start without them.
+            if self._awaiting is None or self._awaiting.dead:
+                self._awaiting = gevent.spawn(self._when_reported, user_count)
+            return
+        self._begin()
+
+    def _when_reported(self, user_count: int) -> None:
+        deadline = time.monotonic() + REPORTS_WAIT_S
+        while sum(self._placed().values()) < user_count and time.monotonic() < deadline:
+            gevent.sleep(0.2)
+        runner = self.environment.runner
+        if runner is not None and runner.state == STATE_RUNNING and not self.running:
+            self._begin()
+
+    def _begin(self) -> None:
+        runner = self.environment.runner
+        assert runner is not None
+        workers = {cid: users for cid, users in self._placed().items() if users > 0}
         total = sum(workers.values())
         if not workers:
             log.error("cannot start: no worker has users")

@@ -35,19 +35,22 @@ PG = {"kind": "postgres", "host": "127.0.0.1", "port": 5432, "user": "postgres",
 MEASURE = ["--sessions", "4", "--duration", "2", "--warmup", "0"]
 
 
-def _env(tmp: Path) -> dict[str, str]:
+def _env(tmp: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DBSIM_")}
+    env.update(extra)
     env["TMPDIR"] = str(tmp)
     env.update(GEVENT_MONITOR_THREAD_ENABLE="true", GEVENT_MAX_BLOCKING_TIME="0.1")
     return env
 
 
-def _dbsim(tmp: Path, *args: str, timeout: float = RUN_TIMEOUT_S) -> tuple[int, str, str]:
+def _dbsim(
+    tmp: Path, *args: str, timeout: float = RUN_TIMEOUT_S, **env: str
+) -> tuple[int, str, str]:
     """``python -m sim.locust ARGS`` (the ``dbsim`` command) to its end, bounded."""
     proc = subprocess.run(
         [sys.executable, "-m", "sim.locust", *args],
         cwd=tmp,
-        env=_env(tmp),
+        env=_env(tmp, **env),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -73,10 +76,10 @@ def _worker_sums(stderr: str) -> dict[str, int]:
     return {op: n for op, n in sums.items() if n}
 
 
-def _run_once(tmp: Path, scenario: Path, out: Path) -> dict[str, Any]:
+def _run_once(tmp: Path, scenario: Path, out: Path, **env: str) -> dict[str, Any]:
     """One distributed run on data not loaded yet: exit 0, one load, exact merged counts."""
     rc, stdout, stderr = _dbsim(
-        tmp, "run", str(scenario), "--workers", "2", "-o", str(out), "--json"
+        tmp, "run", str(scenario), "--workers", "2", "-o", str(out), "--json", **env
     )
     assert rc == 0, stderr[-4000:]
     assert hub_blocks_in_dbsim(stderr) == [], stderr[-4000:]
@@ -121,6 +124,25 @@ def test_fresh_sqlite_file_loaded_once_in_a_row(tmp_path: Path) -> None:
         summary = _run_once(work, scenario, work / "runs")
         assert [t["built"] for t in summary["workload"]["load"]["tables"]] == [True]
         assert summary["workload"]["verify"]["tables"][0]["rows"] == 10240
+
+
+def test_the_start_waits_for_late_reports_of_placed_users(tmp_path: Path) -> None:
+    """On a loaded host Locust fired "spawning complete" before the workers had reported
+    their users (its wait for them is bounded), the master saw no worker with users and the
+    run never started (seen in the ten-in-a-row loop). Locust's wait set to 0 makes that
+    happen every time: the master now waits for the reports itself."""
+    scenario = _scenario(
+        tmp_path / "s.json",
+        {"kind": "sqlite", "path": str(tmp_path / "shared.sqlite")},
+        {"name": "slob"},
+        duration_s=2,
+        sessions=4,
+        warmup_s=0,
+    )
+    summary = _run_once(
+        tmp_path, scenario, tmp_path / "runs", LOCUST_WAIT_FOR_WORKERS_REPORT_AFTER_RAMP_UP="0"
+    )
+    assert summary["sessions"] == 4
 
 
 # --------------------------------------------------------------------------- PostgreSQL
