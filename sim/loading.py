@@ -5,16 +5,17 @@ elected loader (:mod:`sim.locust.loading`) share: the build (``workload.load``, 
 and its verification happen inside :meth:`~sim.protocols.Target.load_lock`, exclusive, so two
 loaders of one target never interleave whoever started them; a verification alone
 (``build=False``: another process loaded) holds the lock shared, so verifiers run together but
-never while a loader builds.
+never while a loader builds. Also here, free of Locust: which workers of a distributed run load
+(:func:`elect_loaders`, used by :mod:`sim.locust.loading`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.protocols import ProgressCallback, Target, Workload
+from sim.protocols import SCOPE_HOST, SCOPE_PROCESS, ProgressCallback, Target, Workload
 
 StateCallback = Callable[[str, str], None]
 """``on_state(state, detail)``: "loading" / "verifying", and what is being waited for."""
@@ -67,3 +68,34 @@ async def load_and_verify(
         state(STATE_VERIFYING, workload.name)
         reports.verify.update(await workload.verify())
     return reports
+
+
+# --------------------------------------------------------------------------- distributed runs
+
+
+def host_of(client_id: str) -> str:
+    """The host a Locust worker runs on: its client id is ``<hostname>_<uuid hex>``."""
+    return client_id.rsplit("_", 1)[0]
+
+
+def elect_loaders(workers: Mapping[str, int], scope: str) -> list[str]:
+    """The client ids that load, in the order they load: ``workers`` maps client id → worker
+    index. ``shared``: the lowest index; ``host``: the lowest index on each host; ``process``:
+    nobody (every engine loads its own private data)."""
+    ordered = sorted(workers, key=workers.__getitem__)
+    if scope == SCOPE_PROCESS or not ordered:
+        return []
+    if scope == SCOPE_HOST:
+        first: dict[str, str] = {}
+        for cid in ordered:
+            first.setdefault(host_of(cid), cid)
+        return list(first.values())
+    return ordered[:1]
+
+
+def built_anything(report: Mapping[str, Any]) -> bool:
+    """Whether a workload's load report says it built something: a true (or non-empty)
+    ``built`` at the top (SSB, EDA's list of trees) or in any of its ``tables`` (SLOB)."""
+    if report.get("built"):
+        return True
+    return any(isinstance(t, Mapping) and t.get("built") for t in report.get("tables") or [])

@@ -25,48 +25,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import gevent
 from locust.env import Environment
 
+from sim.loading import built_anything, host_of
 from sim.locust.merge import RunMerger
 from sim.locust.roles import MSG_LOAD
 
 log = logging.getLogger(__name__)
 
-WATCH_S = 0.5
+WATCH_S = 0.5  # how often the load phase looks for a lost loader
 OUTCOME_COMPLETED = "completed"
 OUTCOME_FAILED = "failed"
-
-
-def host_of(client_id: str) -> str:
-    """The host a Locust worker runs on: its client id is ``<hostname>_<uuid hex>``."""
-    return client_id.rsplit("_", 1)[0]
-
-
-def elect_loaders(workers: Mapping[str, int], scope: str) -> list[str]:
-    """The client ids that load, in the order they load: ``workers`` maps client id → worker
-    index. ``shared``: the lowest index; ``host``: the lowest index on each host; ``process``:
-    nobody (every engine loads its own private data)."""
-    ordered = sorted(workers, key=workers.__getitem__)
-    if scope == "process" or not ordered:
-        return []
-    if scope == "host":
-        first: dict[str, str] = {}
-        for cid in ordered:
-            first.setdefault(host_of(cid), cid)
-        return list(first.values())
-    return ordered[:1]
-
-
-def built_anything(report: Mapping[str, Any]) -> bool:
-    """Whether a workload's load report says it built something: a true (or non-empty)
-    ``built`` at the top (SSB, EDA's list of trees) or in any of its ``tables`` (SLOB)."""
-    if report.get("built"):
-        return True
-    return any(isinstance(t, Mapping) and t.get("built") for t in report.get("tables") or [])
 
 
 class LoadPhase:

@@ -23,8 +23,9 @@ from locust.env import Environment
 from locust.runners import STATE_RUNNING
 
 from sim.errors import SimError
+from sim.loading import elect_loaders
 from sim.locust.form import scenario_from_options
-from sim.locust.loading import LoadPhase, elect_loaders
+from sim.locust.loading import LoadPhase
 from sim.locust.merge import RunMerger
 from sim.locust.roles import (
     MSG_FINAL,
