@@ -268,3 +268,82 @@ def test_a_failed_load_stops_the_run_with_the_loaders_error(tmp_path: Path) -> N
         f"not started: worker {loader['index']} did not load (failed)"
     ]
     assert summary["distributed"]["loading"]["loads"] == 1
+
+
+def test_sigint_during_the_load_stops_every_worker(tmp_path: Path) -> None:
+    """The loader waits for a lock another loader holds (this test); SIGINT to the master
+    then ends the run at once: exit 130, status interrupted, no engine measured anything."""
+    import asyncio
+    import concurrent.futures
+    import signal
+    import time
+
+    from sim.protocols import EngineContext
+    from storage.targets.settings import SqliteSettings
+    from storage.targets.sqlite import SqliteTarget
+
+    db = tmp_path / "shared.sqlite"
+    scenario = _scenario(
+        tmp_path / "s.json",
+        {"kind": "sqlite", "path": str(db)},
+        {"name": "slob"},
+        duration_s=30,
+        sessions=4,
+        warmup_s=0,
+    )
+    out = tmp_path / "runs"
+    workers_2 = ["--workers", "2", "-o", str(out), "-q"]
+
+    def wait_for_loading(proc: subprocess.Popen[str]) -> None:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, "the master exited early"
+            for path in out.glob("*/summary.json"):
+                try:
+                    if json.loads(path.read_text(encoding="utf-8")).get("state") == "loading":
+                        return
+                except ValueError:
+                    pass
+            time.sleep(0.2)
+        pytest.fail("the run never reached its load phase")
+
+    async def main() -> tuple[int, str, float]:
+        target = SqliteTarget(SqliteSettings(path=db))
+        executor = concurrent.futures.ThreadPoolExecutor(1)
+        await target.open(EngineContext(asyncio.get_running_loop(), executor))
+        try:
+            async with target.load_lock("slob"):
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "sim.locust", "run", str(scenario), *workers_2],
+                    cwd=tmp_path,
+                    env=_env(tmp_path),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                try:
+                    await asyncio.to_thread(wait_for_loading, proc)
+                    await asyncio.sleep(1.0)  # the loader is in its wait for the lock now
+                    sent = time.monotonic()
+                    proc.send_signal(signal.SIGINT)
+                    _, stderr = await asyncio.to_thread(proc.communicate, None, 60)
+                    return proc.returncode, stderr, time.monotonic() - sent
+                finally:
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.communicate(timeout=30)
+        finally:
+            await target.close()
+            executor.shutdown()
+
+    code, stderr, took_s = asyncio.run(main())
+    assert code == 130, stderr[-4000:]
+    assert took_s < 30, took_s
+    assert REPORT_PREFIX not in stderr
+    (bundle,) = [p for p in out.iterdir() if p.is_dir()]
+    summary = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
+    assert summary["status"] == "interrupted" and summary["intervals_written"] == 0
+    (loader,) = summary["distributed"]["loading"]["loaders"]
+    assert loader["outcome"] == "interrupted"
+    assert not db.exists() or db.stat().st_size == 0  # nothing was built
