@@ -147,7 +147,7 @@ def main() -> int:
         "target": args.target,
         "times": args.times,
         "ok": ok,
-        "median_wall_s": statistics.median(r["wall_s"] for r in rows),
+        "median_wall_s": round(statistics.median(r["wall_s"] for r in rows), 2),
         "attempts": rows,
     }
     (RESULTS / f"load_once-{args.target}.json").write_text(json.dumps(out, indent=2) + "\n")
