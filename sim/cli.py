@@ -8,6 +8,7 @@ Tracebacks appear only with ``--debug``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import shutil
@@ -28,6 +29,7 @@ from sim.errors import (
     ConfigError,
     SimError,
 )
+from sim.safeio import strict_json
 from sim.scenario import ScenarioBase, _parse_value, json_schema, resolve, resolved_dict
 from sim.secrets import install_log_redaction, redact_known
 from sim.workers import parse_workers, plan_workers
@@ -62,7 +64,7 @@ def _overrides(sets: list[str] | None, **named: Any) -> list[tuple[str, Any]]:
         if "=" not in item:
             raise ConfigError(f"--set {item}: expected FIELD=VALUE, e.g. load.sessions=8")
         key, _, value = item.partition("=")
-        pairs.append((key.strip(), _parse_value(value)))
+        pairs.append((key.strip(), _parse_value(value, f"--set {key.strip()}")))
     pairs.extend((key, value) for key, value in named.items() if value is not None)
     return pairs
 
@@ -196,7 +198,7 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
     if refused is not None:
         return refused
     if as_json:
-        sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
+        sys.stdout.write(strict_json(summary) + "\n")  # what summary.json holds
     elif quiet:
         sys.stdout.write(summary["bundle"] + "\n")
     else:
@@ -330,6 +332,10 @@ def _print_traceback() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the Typer app and turns every failure into lines and an exit code."""
+    # A name with a non-UTF-8 byte (a surrogate, to Python) printed on stdout raised
+    # UnicodeEncodeError mid-output: shown escaped instead, as stderr already does.
+    with contextlib.suppress(AttributeError, ValueError):
+        sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     try:
         # standalone_mode=False: errors come back to us as exceptions, Exit codes as values.
         code = app(args=argv, standalone_mode=False)

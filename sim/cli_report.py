@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -40,12 +41,10 @@ def report(
 ) -> None:
     """Analyse a run bundle again, write its analysis.json and report.html; prints the
     report's path."""
+    from sim.bundle_files import read_summary
     from sim.report import write_report
-    from sim.report.data import is_bundle
 
-    if not is_bundle(run_dir):
-        reason = "no such directory" if not run_dir.exists() else "no summary.json in it"
-        raise ConfigError(f"report: {run_dir} is not a run bundle ({reason})")
+    read_summary(run_dir, label="report: ")  # not a bundle, unreadable, a field's wrong type
     try:
         path, problem = write_report(run_dir)
     except OSError as exc:
@@ -73,12 +72,16 @@ def runs(
         raise ConfigError(
             f"runs: {directory} is not a directory (pass the output.directory of your runs)"
         )
+    problems: list[str] = []
     rows = [
-        run_row(path) for path in sorted(directory.iterdir()) if (path / "summary.json").exists()
+        run_row(path, problems)
+        for path in sorted(directory.iterdir())
+        if os.path.lexists(path / "summary.json")
     ]
     rows.sort(key=lambda r: (r["started_at"] or "", r["run"]), reverse=True)
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        _bad_bundles(problems)
         return
     from rich.console import Console
     from rich.table import Table
@@ -119,19 +122,30 @@ def runs(
             r["verdict"] or "-",
         )
     out.print(table)
+    _bad_bundles(problems)
 
 
-def run_row(bundle: Path) -> dict[str, Any]:
-    """One bundle as a row of ``dbsim runs``; an unreadable summary gives status ``unreadable``."""
+def _bad_bundles(problems: list[str]) -> None:
+    """After the listing: the bundles that could not be read are bad input (exit 2), each
+    named with its file and field, while the good ones are still listed."""
+    if problems:
+        raise ConfigError("\n".join(problems))
+
+
+def run_row(bundle: Path, problems: list[str] | None = None) -> dict[str, Any]:
+    """One bundle as a row of ``dbsim runs``; an unreadable summary gives status
+    ``unreadable`` and its first problem line is added to ``problems``."""
+    from sim.bundle_files import read_summary
+
     row: dict[str, Any] = dict.fromkeys(RUN_COLUMNS)
     row["run"] = bundle.name
     row["path"] = str(bundle)
     try:
-        summary = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
-        if not isinstance(summary, dict):
-            raise ValueError("not a JSON object")
-    except (OSError, ValueError) as exc:
+        summary = read_summary(bundle)
+    except ConfigError as exc:
         log.debug("runs: %s: %s", bundle, exc)
+        if problems is not None:
+            problems.append(str(exc).splitlines()[0])
         row["status"] = "unreadable"
         return row
     scenario = summary.get("scenario") or {}

@@ -107,15 +107,9 @@ def size_command(
 
 def workload_from_bundle(run_dir: Path, device: str | None) -> Workload:
     """The measured window's block-device means of ``run_dir`` as a Workload."""
-    summary_path = run_dir / "summary.json"
-    if not run_dir.is_dir():
-        raise ConfigError(f"size: {run_dir} is not a run bundle (no such directory)")
-    try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"size: {run_dir} is not a run bundle (no summary.json in it)") from exc
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"size: {summary_path} cannot be read: {exc}") from exc
+    from sim.bundle_files import read_summary
+
+    summary = read_summary(run_dir, label="size: ")  # bounded, checked against its schema
     return workload_from_summary(summary, device, run_dir.name)
 
 

@@ -18,10 +18,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sim.bundle_files import read_analysis, read_summary
+from sim.bundle_files import read_scenario as bundle_scenario
 from sim.errors import ConfigError, ScenarioError, SimError
+from sim.safeio import MAX_SCENARIO_BYTES, InputLimitError, load_yaml, read_text_file
 from sim.slo import combined_await_ms, finite, format_value
 
 #: metric → (scope kind, which direction is better, threshold field, unit)
@@ -68,12 +70,15 @@ def load_thresholds(path: Path | None, overrides: Mapping[str, Any] | None = Non
     command-line options) on top; a bad file or value is a :class:`ConfigError`."""
     data: dict[str, Any] = {}
     if path is not None:
+        # Bounded (sim.safeio): /dev/zero here ran out of memory, a FIFO blocked.
+        text = read_text_file(path, what="thresholds file", max_bytes=MAX_SCENARIO_BYTES)
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+            loaded = load_yaml(text, what=str(path))
+        except InputLimitError:
+            raise
+        except ConfigError as exc:
+            where = str(exc).removeprefix(f"{path}:")
+            raise ConfigError(f"{path}: not valid YAML: line {where.lstrip()}") from None
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"{path}: thresholds are a mapping, got {type(loaded).__name__}")
         data.update(loaded or {})
@@ -90,29 +95,16 @@ def load_thresholds(path: Path | None, overrides: Mapping[str, Any] | None = Non
 # --------------------------------------------------------------------------- one run
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    import json
-
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def run_figures(bundle: Path, role: str) -> dict[str, Any]:
     """What a comparison needs of one bundle; :class:`ConfigError` when it is not a run
     bundle or holds no measured operations (a failed run)."""
-    summary = _read_json(bundle / "summary.json") if bundle.is_dir() else None
-    if summary is None:
-        reason = "no such directory" if not bundle.exists() else "no readable summary.json"
-        raise ConfigError(f"{role}: {bundle} is not a run bundle ({reason})")
+    summary = read_summary(bundle, label=f"{role}: ")  # bounded, checked against its schema
     operations = summary.get("operations")
     if not isinstance(operations, dict) or not operations:
         raise ConfigError(
             f"{role}: {bundle} has no measured operations (status {summary.get('status')!r})"
         )
-    analysis = _read_json(bundle / "analysis.json")
+    analysis = read_analysis(bundle)
     if analysis is None or analysis.get("schema") != 1:
         try:
             from sim.analysis import analyze_bundle
@@ -186,10 +178,9 @@ def _never_succeeded(operations: Mapping[str, Any]) -> str | None:
 
 def _scenario(bundle: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load((bundle / "scenario.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        return bundle_scenario(bundle) or {}
+    except ConfigError:
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 # --------------------------------------------------------------------------- comparison

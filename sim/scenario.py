@@ -18,7 +18,6 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -29,8 +28,8 @@ from pydantic import (
     model_validator,
 )
 
-from sim import registry
-from sim.errors import ScenarioError
+from sim import registry, safeio
+from sim.errors import ConfigError, ScenarioError
 from sim.secrets import LITERAL_SECRET_KEYS
 from sim.slo import Slo
 from sim.sweep import Sweep
@@ -38,7 +37,13 @@ from sim.sweep import Sweep
 ENV_PREFIX = "DBSIM_"
 DEFAULT_DURATION_S = 30.0
 DEFAULT_OUTPUT_DIR = Path("runs")
+#: Most sessions one process runs. Measured at 4,096 (docs/safety.md, "Input"): SQLite, two
+#: file descriptors and about 0.15 MiB plus target.cache_size_kib of memory per session
+#: (7.5 GiB RSS at the default 2 MiB cache); PostgreSQL refuses at connect time the sessions
+#: beyond the server's max_connections, with the figures.
 MAX_SESSIONS = 4096
+#: Most load.steps (a sweep's included).
+MAX_STEPS = 10_000
 #: load.max_error_pct's default: more failed operations than this and the figures describe
 #: the errors, not the storage.
 DEFAULT_MAX_ERROR_PCT = 1.0
@@ -106,7 +111,10 @@ class Load(_Model):
         default=None,
         ge=1,
         le=MAX_SESSIONS,
-        description="Concurrent sessions (workload default if unset).",
+        description=f"Concurrent sessions (workload default if unset; at most {MAX_SESSIONS:,}). "
+        "Each SQLite session holds its own page cache (target.cache_size_kib) and two file "
+        "descriptors; on PostgreSQL, sessions beyond the server's max_connections (less the "
+        "connections in use) are refused when they connect.",
     )
     duration_s: float = Field(
         default=DEFAULT_DURATION_S, gt=0, description="Measured time after warm-up."
@@ -131,7 +139,11 @@ class Load(_Model):
         default=None, description="Closed-loop think time between transactions (SLOB THINK_TM)."
     )
     steps: list[Step] = Field(
-        default_factory=list, description="Load points run one after another."
+        default_factory=list,
+        max_length=MAX_STEPS,
+        description=f"Load points run one after another (at most {MAX_STEPS:,}: every step is "
+        "a stage of summary.json's stage log and of the analysis; 10,000 steps cost dbsim "
+        "about 40 s of its own time).",
     )
     seed: int | None = Field(default=None, description="Seed for reproducible random choices.")
     session_runner: Literal["auto", "threads", "loop"] = Field(
@@ -387,59 +399,49 @@ def error_lines(exc: ValidationError) -> list[str]:
 # --------------------------------------------------------------------------- loading
 
 
-class _ScenarioLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing nesting deeper than :data:`MAX_DEPTH` while composing.
-
-    PyYAML composes recursively: "[[[[…" a few hundred deep exhausted the stack (RecursionError,
-    exit 3), at a depth that depended on how deep the caller's stack already was."""
-
-    _depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self._depth > MAX_DEPTH:
-            raise yaml.composer.ComposerError(
-                None,
-                None,
-                f"nested more than {MAX_DEPTH} levels deep",
-                self.peek_event().start_mark,
-            )
-        self._depth += 1
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
+def load_yaml(text: str, what: str = "(text)", *, marks: bool = True) -> Any:
+    """YAML text as plain data by :func:`sim.safeio.load_yaml` (core tags only, duplicate keys
+    refused, nesting, expansion and numbers bounded)."""
+    return safeio.load_yaml(
+        text, what=what, max_depth=MAX_DEPTH, max_values=MAX_VALUES, marks=marks
+    )
 
 
-def load_yaml(text: str) -> Any:
-    """YAML text as plain data (safe tags only, nesting bounded)."""
-    return yaml.load(text, Loader=_ScenarioLoader)
+#: A top-level key that looks like one of these is a scenario section (or a typo of one);
+#: a file none of whose keys does is not a scenario, and its keys are not printed back.
+_SECTION_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,40}$")
 
 
 def read_scenario_file(path: Path) -> dict[str, Any]:
+    """The scenario file's mapping. Only a regular UTF-8 file below
+    :data:`sim.safeio.MAX_SCENARIO_BYTES` is read (a FIFO or ``/dev/zero`` is refused before
+    a byte is read); a file that is not a mapping of sections is refused without showing its
+    content (``dbsim validate /etc/shadow`` printed the file's lines as unknown keys)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError([f"{path}: no such scenario file"]) from None
-    except UnicodeDecodeError as exc:
-        # A ValueError, not an OSError: it escaped as "unexpected" with exit 3.
-        raise ScenarioError([f"{path}: not UTF-8 text (byte {exc.start})"]) from None
-    except OSError as exc:
-        raise ScenarioError([f"{path}: cannot read: {exc.strerror}"]) from None
-    try:
-        data = load_yaml(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        problem = getattr(exc, "problem", None) or "not valid YAML"
-        raise ScenarioError([f"{where}: {problem}"]) from None
-    except RecursionError:  # cannot happen with the bounded loader; kept as a last guard
-        raise ScenarioError([f"{path}: nested more than {MAX_DEPTH} levels deep"]) from None
+        text = safeio.read_text_file(
+            path, what="scenario file", max_bytes=safeio.MAX_SCENARIO_BYTES
+        )
+        data = load_yaml(text, what=str(path))
+    except ScenarioError:
+        raise
+    except ConfigError as exc:  # one type for every scenario problem, as callers expect
+        raise ScenarioError(str(exc).splitlines()) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ScenarioError(
             [f"{path}: a scenario is a mapping of sections, got {type(data).__name__}"]
         )
+    sections = set(ScenarioBase.model_fields) | {"target", "workload"}
+    if data and not any(isinstance(k, str) and k in sections for k in data):
+        strange = sum(1 for k in data if not (isinstance(k, str) and _SECTION_LIKE.match(k)))
+        if strange:
+            raise ScenarioError(
+                [
+                    f"{path}: not a scenario: none of its {len(data)} top-level keys is a "
+                    f"section ({', '.join(sorted(sections))}); its content is not shown"
+                ]
+            )
     return data
 
 
@@ -458,11 +460,15 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any, origin: str) -> Non
     node[keys[-1]] = value
 
 
-def _parse_value(text: str) -> Any:
+def _parse_value(text: str, origin: str = "value") -> Any:
+    """A ``--set`` or ``DBSIM_*`` value: YAML, or the text itself when it is not YAML (which
+    the field then refuses). A bound it exceeds (a number of 5,000 digits, deep nesting, a
+    duplicate key, a tag) is refused here, naming ``origin``."""
     try:
-        return load_yaml(text)
-    except (yaml.YAMLError, RecursionError):
-        # Not YAML (or nested past the stack): the text itself, which the field then refuses.
+        return load_yaml(text, what=origin, marks=False)
+    except safeio.InputLimitError:
+        raise
+    except ConfigError:
         return text
 
 
@@ -475,7 +481,7 @@ def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, Any]]:
             continue
         dotted = key[len(ENV_PREFIX) :].lower().replace("__", ".")
         if dotted.split(".")[0] in sections:
-            found.append((dotted, _parse_value(raw)))
+            found.append((dotted, _parse_value(raw, f"environment {key}")))
     return found
 
 
@@ -507,14 +513,52 @@ def validate(data: dict[str, Any]) -> ScenarioBase:
         # (collectors.ontap) passed validation and crashed writing the bundle, non-text keys
         # gave paths like ``load[1]`` for ``yes:``, a NUL in a path failed only at mkdir.
         raise ScenarioError(shape)
+    secrets, data = literal_secrets(data)
     try:
         scenario = scenario_model().model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(error_lines(exc)) from None
+        raise ScenarioError(secrets + error_lines(exc)) from None
+    if secrets:
+        raise ScenarioError(secrets)
     problems = combination_problems(scenario)
     if problems:
         raise ScenarioError(problems)
     return scenario
+
+
+def _is_secret_key(key: str) -> bool:
+    name = key.lower()
+    return name in LITERAL_SECRET_KEYS or name.endswith(tuple(f"_{k}" for k in LITERAL_SECRET_KEYS))
+
+
+def literal_secrets(data: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """Literal secrets anywhere in the scenario (``collectors.ontap.password`` is free form and
+    passed ``validate``, which printed it): one line per key, never its value, and the data
+    without them, so the rest is still validated and reported."""
+    lines: list[str] = []
+
+    def strip(node: Any, path: str) -> Any:
+        if isinstance(node, dict):
+            kept = {}
+            for key, value in node.items():
+                if isinstance(key, str) and _is_secret_key(key):
+                    lines.append(
+                        f"{_child(path, key)}: a literal {key} is not accepted; name an "
+                        "environment variable with password_env or a file with password_file"
+                    )
+                    continue
+                kept[key] = strip(value, _child(path, key))
+            return kept
+        if isinstance(node, list):
+            return [strip(value, _child(path, i)) for i, value in enumerate(node)]
+        return node
+
+    # Recursive, but only after shape_problems bounded the depth to MAX_DEPTH.
+    stripped = strip(data, "")
+    return lines, stripped if lines else data
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _child(path: str, key: str | int) -> str:
@@ -540,6 +584,10 @@ def shape_problems(data: Any) -> list[str]:
         if isinstance(node, str):
             if "\x00" in node:
                 problems.append(f"{where}: contains a NUL character")
+            if _SURROGATE.search(node):
+                # A non-UTF-8 byte of a command-line argument or an environment variable
+                # (Python keeps it as a surrogate): it cannot be written into the bundle.
+                problems.append(f"{where}: contains a byte that is not UTF-8 text")
             continue
         if not isinstance(node, dict | list):
             continue

@@ -24,6 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from sim.errors import ConfigError
+from sim.safeio import MAX_SECRET_BYTES, read_text_file
 
 LITERAL_SECRET_KEYS = ("password", "passwd", "secret", "token")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -67,13 +68,20 @@ def resolve_secret(ref: SecretRef, what: str) -> str | None:
             )
         return _remember(value)
     if ref.password_file:
-        try:
-            value = ref.password_file.read_text(encoding="utf-8").splitlines()[0].strip()
-        except (OSError, IndexError) as exc:
+        # Through sim.safeio: a FIFO hung here (ignoring SIGTERM), /dev/zero filled memory,
+        # a bad byte escaped as a traceback. Its messages name the path, never the content.
+        text = read_text_file(
+            ref.password_file,
+            what="password file",
+            max_bytes=MAX_SECRET_BYTES,
+            label=f"{what}.password_file: ",
+        )
+        lines = text.splitlines()
+        if not lines:
             raise ConfigError(
-                f"{what}.password_file: cannot read {ref.password_file}: {exc}"
-            ) from exc
-        return _remember(value)
+                f"{what}.password_file: {ref.password_file}: empty (the password is its first line)"
+            )
+        return _remember(lines[0].strip())
     return None
 
 

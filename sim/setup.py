@@ -43,7 +43,9 @@ def load_and_verify(workload: Workload, target: Target) -> dict[str, Any]:
     under the target's load lock (a run or another ``dbsim load`` loading the same data is
     waited for, and said so on stderr)."""
     console = Console(stderr=True)
-    with Progress(console=console, transient=True) as bar:
+    # Not on a pipe or a file: there the bar draws nothing but a stray blank line, which
+    # came before the one error line of a target that cannot be opened.
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
         tasks: dict[str, Any] = {}
 
         def on_state(state: str, detail: str) -> None:

@@ -15,18 +15,19 @@ they are left out (see :data:`SHORT_INTERVAL_FRACTION`) unless nothing else is l
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
+from sim import bundle_files
 from sim.analysis.stats import FloatArray
 from sim.bundle import OPS_COLUMNS, SAMPLE_PREFIX_COLUMNS
-from sim.errors import BundleError
+from sim.bundle_files import read_summary
+from sim.errors import BundleError, ConfigError
+from sim.safeio import open_text_stream
 
 MEASURED_PHASE = "measure"
 OPS_FILE = "ops.csv"
@@ -100,7 +101,8 @@ def number(text: str | None) -> float:
 def read_rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
     """A CSV file's rows; BundleError when it cannot be read or lacks ``required`` columns."""
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
+        # Not open(): a FIFO planted as a time series would block the reader for ever.
+        with open_text_stream(path, what="time series") as handle:
             reader = csv.DictReader(handle)
             missing = [c for c in required if c not in (reader.fieldnames or [])]
             if missing:
@@ -108,6 +110,8 @@ def read_rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
                     f"{path}: not a dbsim time series (no column {', '.join(missing)})"
                 )
             return list(reader)
+    except ConfigError as exc:
+        raise BundleError(str(exc)) from None
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise BundleError(f"{path}: cannot read: {exc}") from exc
 
@@ -121,27 +125,20 @@ def row_key(row: dict[str, str]) -> Key | None:
 
 
 def read_json_object(path: Path) -> dict[str, Any]:
-    """A JSON file holding an object; BundleError otherwise."""
+    """A bundle's summary.json (``path``), read bounded and checked against its schema
+    (:func:`sim.bundle_files.read_summary`); BundleError otherwise."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise BundleError(f"{path.parent}: not a run bundle (no {path.name})") from exc
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise BundleError(f"{path}: cannot read: {exc}") from exc
-    if not isinstance(data, dict):
-        raise BundleError(f"{path}: not a dbsim summary (not a JSON object)")
-    return data
+        return read_summary(path.parent)
+    except ConfigError as exc:
+        raise BundleError(str(exc).splitlines()[0]) from None
 
 
 def read_scenario(path: Path) -> dict[str, Any]:
     """The resolved scenario; an absent file is an empty scenario, a damaged one an error."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise BundleError(f"{path}: cannot read: {str(exc).splitlines()[0]}") from exc
-    return data if isinstance(data, dict) else {}
+        return bundle_files.read_scenario(path.parent) or {}
+    except ConfigError as exc:
+        raise BundleError(str(exc).splitlines()[0]) from None
 
 
 def nominal_interval_s(scenario: dict[str, Any]) -> float:

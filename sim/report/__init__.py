@@ -15,16 +15,13 @@ end of every run, and a run's figures must not be lost to a plotting problem.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sim.bundle import atomic_write
-from sim.errors import SimError
+from sim.errors import ConfigError, SimError
 from sim.report import charts, findings, sections
 from sim.report.data import (
     load_analysis_file,
@@ -35,6 +32,7 @@ from sim.report.data import (
 )
 from sim.report.markup import Safe, esc, num, page, section, table, us
 from sim.report.scales import finite
+from sim.safeio import load_yaml, strict_json
 
 REPORT_NAME = "report.html"
 ANALYSIS_NAME = "analysis.json"
@@ -72,7 +70,7 @@ def write_report(bundle: Path) -> tuple[Path, str | None]:
         except SimError as exc:
             problem = str(exc)
     if analysis is not None:
-        text = json.dumps(analysis, indent=2, default=str) + "\n"
+        text = strict_json(analysis) + "\n"
         atomic_write(bundle / ANALYSIS_NAME, text)
     else:
         (bundle / ANALYSIS_NAME).unlink(missing_ok=True)
@@ -113,8 +111,8 @@ def _guarded(anchor: str, name: str, build: Callable[[], str]) -> str:
 def _scenario(bundle: Path) -> tuple[str | None, dict[str, Any]]:
     text = read_text(bundle / "scenario.yaml")
     try:
-        data = yaml.safe_load(text) if text else None
-    except yaml.YAMLError:
+        data = load_yaml(text, what="scenario.yaml") if text else None
+    except ConfigError:  # damaged, or past a bound (sim.safeio): shown as text only
         data = None
     return text, data if isinstance(data, dict) else {}
 

@@ -8,12 +8,13 @@ client's measurement can be two decades apart, and both must stay readable.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from sim.baseline import busiest_device
 from sim.bundle import atomic_write
+from sim.bundle_files import read_json_file
+from sim.errors import ConfigError
 from sim.report import sections
 from sim.report.data import load_summary
 from sim.report.draw import AXIS, GRID, PALETTE, legend, line, svg_open, text
@@ -139,7 +140,9 @@ def points_table(points: list[dict[str, Any]], rows: dict[str, dict[str, Any]]) 
 
 def render_html(bundle: Path) -> str:
     summary = load_summary(bundle)
-    baseline = json.loads((bundle / "baseline.json").read_text(encoding="utf-8"))
+    baseline = read_json_file(bundle / "baseline.json", what="baseline.json")
+    if not isinstance(baseline, dict):
+        raise ConfigError(f"{bundle / 'baseline.json'}: not a JSON object")
     points = baseline.get("points") or []
     comparison = baseline.get("comparison") or {}
     rows = {r["id"]: r for r in comparison.get("rows", [])}

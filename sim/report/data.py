@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import csv
 import itertools
-import json
 import math
 import statistics
 from pathlib import Path
 from typing import Any
 
+from sim import bundle_files
+from sim.bundle_files import read_analysis, read_summary
 from sim.errors import ConfigError
+from sim.safeio import load_json, open_text_stream
 
 DEVICE_FIGURES = ("iops", "r_await_ms", "w_await_ms", "aqu_sz", "util_pct")
 HOST_FIGURES = ("cpu_busy_pct", "process_cpu_pct")
@@ -29,41 +31,27 @@ def is_bundle(path: Path) -> bool:
 
 
 def load_summary(bundle: Path) -> dict[str, Any]:
-    """The bundle's summary.json; a missing or unreadable one is a :class:`ConfigError`."""
-    if not is_bundle(bundle):
-        raise ConfigError(f"{bundle} is not a run bundle (no summary.json)")
-    try:
-        data = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{bundle / 'summary.json'}: cannot read: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{bundle / 'summary.json'}: not a JSON object")
-    return data
+    """The bundle's summary.json, read bounded and checked against its schema
+    (:func:`sim.bundle_files.read_summary`); anything else is a :class:`ConfigError`."""
+    return read_summary(bundle)
 
 
 def load_analysis_file(bundle: Path) -> dict[str, Any] | None:
-    """``analysis.json`` when the bundle has one, else None."""
-    path = bundle / "analysis.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    """``analysis.json`` when the bundle has a readable, well-typed one, else None."""
+    return read_analysis(bundle)
 
 
 def read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+    """A bundle's text file (bounded, regular files only); None when it cannot be read."""
+    return bundle_files.read_text(path, what=path.name)
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
-    """A bundle CSV as dicts; [] when it is missing or unreadable."""
+    """A bundle CSV as dicts; [] when it is missing, unreadable or not a regular file."""
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
+        with open_text_stream(path, what=path.name) as handle:
             return list(csv.DictReader(handle))
-    except OSError:
+    except (OSError, ConfigError, UnicodeDecodeError, csv.Error):
         return []
 
 
@@ -202,8 +190,8 @@ def measured_histograms(bundle: Path) -> dict[str, list[tuple[float, float, int]
     if text is None:
         return {}
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = load_json(text, what="histograms/measured.json")
+    except ConfigError:
         return {}
     out: dict[str, list[tuple[float, float, int]]] = {}
     for op, entry in sorted(data.items()) if isinstance(data, dict) else []:

@@ -19,6 +19,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -248,6 +249,54 @@ class PostgresConnection(SqlConnection):
             raise self._error("close", exc) from exc
 
 
+@dataclass(frozen=True)
+class ConnectionRoom:
+    """How many connections the server could still take from dbsim when it connected."""
+
+    max_connections: int
+    reserved: int
+    in_use: int
+    superuser: bool
+
+    @property
+    def free(self) -> int:
+        # The connection that measured this is in use but goes back to the pool (+1); only a
+        # superuser may take the superuser_reserved_connections.
+        reserved = 0 if self.superuser else self.reserved
+        return max(self.max_connections - reserved - self.in_use + 1, 0)
+
+    def describe(self) -> str:
+        reserved = "" if self.superuser else f" - {self.reserved} reserved for superusers"
+        return (
+            f"the server had room for {self.free} connections from dbsim (max_connections "
+            f"{self.max_connections}{reserved} - {self.in_use} in use); lower load.sessions "
+            "(dbsim also uses one for the db collector) or raise max_connections"
+        )
+
+
+async def connection_room(conn: Any) -> ConnectionRoom | None:
+    """The server's connection figures, or None when they cannot be read (then nothing is
+    refused ahead: the server's own refusal stands)."""
+    try:
+        row = await conn.fetchrow(
+            "SELECT current_setting('max_connections')::int AS max_connections, "
+            "current_setting('superuser_reserved_connections')::int AS reserved, "
+            "(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')"
+            "::int AS in_use, "
+            "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser"
+        )
+    except asyncpg.PostgresError:
+        return None
+    if row is None:
+        return None
+    return ConnectionRoom(
+        int(row["max_connections"]),
+        int(row["reserved"]),
+        int(row["in_use"]),
+        bool(row["superuser"]),
+    )
+
+
 class PostgresTarget(Target):
     """A PostgreSQL server reached with asyncpg; settings in :class:`PostgresSettings`."""
 
@@ -263,6 +312,10 @@ class PostgresTarget(Target):
         self.shared_buffers: str | None = None
         #: The server's own ``data_directory`` (superusers and pg_read_all_settings only).
         self.server_data_directory: Path | None = None
+        #: Connections the server had room for at open() (None: unknown) and how many
+        #: connect() holds now: sessions beyond the room are refused with the figures.
+        self.connection_room: ConnectionRoom | None = None
+        self._held = 0
 
     def _where(self) -> str:
         s = self.settings
@@ -303,6 +356,7 @@ class PostgresTarget(Target):
                     self.server_data_directory = Path(await conn.fetchval("SHOW data_directory"))
                 except asyncpg.InsufficientPrivilegeError:
                     self.server_data_directory = None  # not a superuser: that is fine
+                self.connection_room = await connection_room(conn)
         except DRIVER_ERRORS as exc:
             await self._terminate()
             raise self._error("cannot connect", exc) from exc
@@ -311,13 +365,23 @@ class PostgresTarget(Target):
         """A session's connection: one pooled connection, held until ``close()``."""
         if self._pool is None:
             raise TargetError("postgres: target used before open()")
+        room = self.connection_room
+        if room is not None and self._held >= room.free:
+            # Past max_connections the server answers "too many clients" or, with thousands
+            # of sessions connecting at once, not at all (a TimeoutError after minutes).
+            raise TargetError(f"postgres: connection {self._held + 1} refused: {room.describe()}")
+        self._held += 1
         try:
             conn = await self._pool.acquire(timeout=self.settings.connect_timeout_s)
         except DRIVER_ERRORS as exc:
+            self._held -= 1
             raise self._error("cannot open a session connection", exc) from exc
-        return PostgresConnection(
-            conn, self._pool.release, self.settings.schema_name, self._secrets
-        )
+        return PostgresConnection(conn, self._release, self.settings.schema_name, self._secrets)
+
+    async def _release(self, conn: Any) -> None:
+        self._held -= 1
+        if self._pool is not None:
+            await self._pool.release(conn)
 
     async def _terminate(self) -> None:
         pool, self._pool = self._pool, None

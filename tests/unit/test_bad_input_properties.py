@@ -665,7 +665,9 @@ def bad_yaml_file(draw: st.DrawFn) -> Case:
         lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * fan)}]" for i in range(1, levels)]
         text = base + "collectors:\n  ontap:\n" + "".join(f"    {line}\n" for line in lines)
         assert fan**levels > 100_000  # sim.scenario.MAX_VALUES
-        return Case("bad yaml", ("(scenario): more than",), raw=text.encode(), command=command)
+        # Refused while the file is read (sim.safeio bounds the expansion), naming the key.
+        names = ("(scenario): more than", "collectors.ontap.a")
+        return Case("bad yaml", names, raw=text.encode(), command=command)
     if kind == "key":
         key = draw(
             st.sampled_from(["1", "yes", "~", "1.5", "2020-01-01", "[1, 2]", "null", "0x1f"])
@@ -677,6 +679,8 @@ def bad_yaml_file(draw: st.DrawFn) -> Case:
         else:
             text = base + f"{key}: 1\n"
         names = (f"{node}: key" if node else "(scenario): key", "case-")
+        if key == "2020-01-01":  # text since issue #20 (no timestamps): an unknown field
+            names = (node or key,)
         return Case("bad yaml", names, raw=text.encode(), command=command)
     if kind == "control":
         char = draw(st.sampled_from(["\x07", "\x1b", "\x7f", "\ufffe", "\x00"]))
@@ -1106,7 +1110,7 @@ REGRESSIONS = [
     # exit 3 writing the bundle (or printing): a cycle / deep nesting in collectors.ontap
     Case(
         "regression",
-        ("collectors.ontap",),
+        ("collectors.ontap", "case-"),  # now refused while reading, with its line and column
         raw=b"workload: {name: slob}\ncollectors: {ontap: &a {x: *a}}\n",
     ),
     Case(
@@ -1157,6 +1161,57 @@ REGRESSIONS = [
         "regression",
         ("workload.name",),
         data=_with("quickstart", "target", {"kind": "filetree", "path": "/tmp"}),
+    ),
+    # issue #20: exit 3 "unexpected ValueError" without the field (YAML tags on text, numbers
+    # of 5,000 digits in the file, in --set and in DBSIM_*), recursion through !!pairs/!!omap
+    Case("regression", ("case-",), raw=b"workload: {name: slob}\nload: {sessions: !!int abc}\n"),
+    Case("regression", ("case-",), raw=b"workload: {name: slob}\nload: {warmup_s: !!float x}\n"),
+    Case(
+        "regression",
+        ("case-",),
+        raw=b"workload: {name: slob}\nload: {seed: " + b"9" * 5000 + b"}\n",
+    ),
+    Case(
+        "regression", ("--set load.seed",), args=["--set", "load.seed=" + "9" * 5000], no_file=True
+    ),
+    Case(
+        "regression",
+        ("environment DBSIM_LOAD__SEED",),
+        env={"DBSIM_LOAD__SEED": "9" * 5000},
+        no_file=True,
+    ),
+    Case(
+        "regression",
+        ("case-",),
+        raw=b"workload: {name: slob}\ncollectors: {ontap: &a !!pairs [[x, *a]]}\n",
+    ),
+    Case(
+        "regression",
+        ("case-",),
+        raw=b"workload: {name: slob}\ncollectors: {ontap: &a !!omap [{x: *a}]}\n",
+    ),
+    Case("regression", ("case-",), raw=b"workload: {name: slob}\ndescription: !!binary aGk=\n"),
+    # accepted silently, the last key winning: a second table_prefix retargeted the run
+    Case(
+        "regression",
+        ("case-",),
+        raw=b"workload:\n  name: slob\n  parameters:\n    table_prefix: a\n    table_prefix: b\n",
+    ),
+    # accepted by validate and printed: a literal secret in the free-form ontap section
+    Case(
+        "regression",
+        ("collectors.ontap.password",),
+        data=_with(
+            "quickstart", "collectors.ontap", {"cluster": "https://c", "password": "S3cret-ontap"}
+        ),
+        secret="S3cret-ontap",
+    ),
+    # accepted; the bundle could not be written (UnicodeEncodeError): a non-UTF-8 byte
+    Case(
+        "regression",
+        ("target.path",),
+        args=["--set", "target.path=/tmp/x\udcff.db"],
+        no_file=True,
     ),
     # accepted; Oracle (before 12.2) refuses the 31-character index name when it is created
     Case(

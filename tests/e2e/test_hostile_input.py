@@ -1,0 +1,319 @@
+"""Issue #20: input that hung or crashed dbsim, each case as a ``dbsim`` child process.
+
+Every case must end within :data:`HANG_TIMEOUT_S` (a FIFO used to block ``open()`` forever and
+SIGTERM with it), exit 2, print only ``error:`` lines — naming the file or the field — and never
+a traceback nor "unexpected". The bundle cases damage copies of one real bundle (a 1-second
+run of the default scenario).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import CliResult, Dbsim, clean_environment, single_bundle
+
+pytestmark = pytest.mark.e2e
+
+EXIT_BAD_INPUT = 2
+HANG_TIMEOUT_S = 20.0
+PG = "target: {kind: postgres, host: 127.0.0.1, port: 5432, database: test, user: postgres}\n"
+SLOB = "workload: {name: slob}\n"
+
+
+def assert_refused(result: CliResult, *names: str, lines: int | None = 1) -> list[str]:
+    """Exit 2, only ``error:`` lines (``lines`` of them), each naming one of ``names``."""
+    text = result.stdout + result.stderr
+    assert result.rc == EXIT_BAD_INPUT, result.describe()
+    assert "Traceback" not in text and "unexpected" not in text, result.describe()
+    got = result.stderr_lines
+    assert got and all(line.startswith("error: ") for line in got), result.describe()
+    if lines is not None:
+        assert len(got) == lines, result.describe()
+    for line in got:
+        assert any(name in line for name in names), f"names none of {names}: {result.describe()}"
+    return got
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def bounded(dbsim: Dbsim, *args: str | os.PathLike[str], **kwargs: object) -> CliResult:
+    return dbsim(*args, timeout=HANG_TIMEOUT_S, **kwargs)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- scenario files
+
+
+@pytest.mark.parametrize("command", ["validate", "load", "drop", "run"])
+def test_a_fifo_as_the_scenario(dbsim: Dbsim, command: str) -> None:
+    scenario = fifo(dbsim.cwd / "scenario.yaml")
+    (line,) = assert_refused(bounded(dbsim, command, scenario), str(scenario))
+    assert line.endswith("a FIFO, not a regular file; a scenario file must be one"), line
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/proc/self"])
+def test_a_device_or_directory_as_the_scenario(dbsim: Dbsim, path: str) -> None:
+    (line,) = assert_refused(bounded(dbsim, "validate", path), path)
+    assert "not a regular file" in line
+
+
+def test_a_scenario_above_the_size_limit(dbsim: Dbsim) -> None:
+    big = write(dbsim.cwd / "big.yaml", SLOB + "description: " + "x" * (1 << 20) + "\n")
+    (line,) = assert_refused(bounded(dbsim, "validate", big), str(big))
+    assert "a scenario file is at most 1 MiB" in line
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("collectors: {ontap: &a !!pairs [[x, *a]]}\n", "inside its own anchor"),
+        ("collectors: {ontap: &a !!omap [{x: *a}]}\n", "inside its own anchor"),
+        ("load: {sessions: !!int abc}\n", "load.sessions: !!int 'abc' is not an integer"),
+        ("load: {warmup_s: !!float soon}\n", "load.warmup_s: !!float 'soon' is not a number"),
+        ("load: {seed: " + "7" * 5000 + "}\n", "load.seed: a number of 5000 characters"),
+        ("description: !!binary aGk=\n", "description: tag !!binary is not accepted"),
+    ],
+)
+def test_yaml_that_escaped_as_unexpected(dbsim: Dbsim, text: str, field: str) -> None:
+    scenario = write(dbsim.cwd / "s.yaml", SLOB + text)
+    (line,) = assert_refused(bounded(dbsim, "validate", scenario), "s.yaml:")
+    assert field in line, line
+
+
+def test_huge_numbers_in_set_and_environment(dbsim: Dbsim) -> None:
+    digits = "9" * 5000
+    (line,) = assert_refused(bounded(dbsim, "validate", "--set", f"load.seed={digits}"), "--set")
+    assert line == "error: --set load.seed: a number of 5000 characters (at most 100)"
+    result = bounded(dbsim, "validate", env={"DBSIM_LOAD__SEED": digits})
+    (line,) = assert_refused(result, "DBSIM_LOAD__SEED")
+    assert line == "error: environment DBSIM_LOAD__SEED: a number of 5000 characters (at most 100)"
+
+
+def test_a_duplicate_key_is_refused_not_silently_replaced(dbsim: Dbsim) -> None:
+    scenario = write(
+        dbsim.cwd / "dup.yaml",
+        "workload:\n  name: slob\n  parameters:\n    table_prefix: mine\n    table_prefix: theirs\n",
+    )
+    (line,) = assert_refused(bounded(dbsim, "validate", scenario), "dup.yaml:5:5:")
+    assert "workload.parameters.table_prefix: duplicate key (first at line 4" in line
+
+
+def test_a_file_that_is_not_a_scenario_is_not_printed_back(dbsim: Dbsim) -> None:
+    # /etc/shadow's shape: every line ends in ':', which YAML reads as a key with no value.
+    lines = [f"user{i}:$6$S4ltS3cr3t{i}$hash:19000:0:99999:7:::" for i in range(5)]
+    shadow = write(dbsim.cwd / "shadow", "\n".join(lines) + "\n")
+    result = bounded(dbsim, "validate", shadow)
+    (line,) = assert_refused(result, str(shadow))
+    assert "not a scenario: none of its 5 top-level keys is a section" in line
+    assert "S4ltS3cr3t" not in result.stdout + result.stderr
+
+
+def test_a_non_utf8_byte_in_a_path(dbsim: Dbsim) -> None:
+    odd = os.fsdecode(b"/tmp/dbsim-\xff.db")  # passed to the child as the raw byte
+    result = bounded(dbsim, "validate", "--set", f"target.path={odd}")
+    assert_refused(result, "target.path: contains a byte that is not UTF-8 text")
+    result = bounded(dbsim, "run", "--duration", "1", "-o", os.fsdecode(b"out-\xff"))
+    assert_refused(result, "output.directory: contains a byte that is not UTF-8 text")
+    assert not list(dbsim.cwd.iterdir())  # no bundle directory was created
+
+
+# --------------------------------------------------------------------------- thresholds
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo"])
+def test_compare_thresholds_that_are_not_a_file(dbsim: Dbsim, kind: str) -> None:
+    path = Path(kind) if kind.startswith("/") else fifo(dbsim.cwd / "t.yaml")
+    result = bounded(dbsim, "compare", "a", "b", "--thresholds", path)
+    (line,) = assert_refused(result, str(path))
+    assert "not a regular file; a thresholds file must be one" in line
+
+
+# --------------------------------------------------------------------------- bundles
+
+
+@pytest.fixture(scope="module")
+def real_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hostile-bundle")
+    (root / "tmp").mkdir()
+    runner = Dbsim(root, clean_environment(root / "tmp"))
+    result = runner("run", "--duration", "1", "-q", "-o", root / "runs")
+    assert result.rc == 0, result.describe()
+    return single_bundle(root / "runs")
+
+
+def damaged(real: Path, where: Path, how: str) -> Path:
+    bundle = where / f"20990101-000000-{how}"
+    shutil.copytree(real, bundle)
+    summary = bundle / "summary.json"
+    if how == "fifo":
+        summary.unlink()
+        fifo(summary)
+    elif how == "zero":
+        summary.unlink()
+        summary.symlink_to("/dev/zero")
+    elif how == "deep":
+        summary.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    elif how == "types":
+        data = json.loads(summary.read_text(encoding="utf-8"))
+        data["operations"]["read"] = "fast"
+        summary.write_text(json.dumps(data), encoding="utf-8")
+    return bundle
+
+
+BUNDLE_DAMAGE = {
+    "fifo": "a FIFO, not a regular file",
+    "zero": "a character device, not a regular file",
+    "deep": "nested more than 16 levels deep",
+    "types": "operations.read: Input should be a valid dictionary (got str)",
+}
+
+
+@pytest.mark.parametrize("how", sorted(BUNDLE_DAMAGE))
+def test_damaged_bundles_in_report_runs_and_compare(
+    dbsim: Dbsim, real_bundle: Path, how: str
+) -> None:
+    runs = dbsim.cwd / "runs"
+    runs.mkdir()
+    bundle = damaged(real_bundle, runs, how)
+    summary = str(bundle / "summary.json")
+    expected = f"{summary}: {BUNDLE_DAMAGE[how]}"
+    (line,) = assert_refused(bounded(dbsim, "report", bundle), summary)
+    assert line.startswith(f"error: report: {expected}"), line
+    (line,) = assert_refused(bounded(dbsim, "compare", real_bundle, bundle), summary)
+    assert line.startswith(f"error: candidate: {expected}"), line
+    shutil.copytree(real_bundle, runs / real_bundle.name)
+    result = bounded(dbsim, "runs", runs, "--json")
+    (line,) = assert_refused(result, summary)
+    assert line.startswith(f"error: {expected}"), line
+    # The good bundle is still listed, the damaged one as unreadable.
+    rows = {row["run"]: row["status"] for row in json.loads(result.stdout)}
+    assert rows == {real_bundle.name: "completed", bundle.name: "unreadable"}
+
+
+def _marker_reader_is_bounded() -> bool:
+    from workloads.eda import ownership
+
+    return "O_NONBLOCK" in inspect.getsource(ownership.read_json)
+
+
+@pytest.mark.skipif(
+    not _marker_reader_is_bounded(),
+    reason="workloads/eda/ownership.py read_json opens the marker without O_NONBLOCK (a FIFO "
+    "blocks); the tree's owner is to read it through sim.safeio",
+)
+@pytest.mark.parametrize("command", ["load", "drop"])
+def test_a_fifo_as_the_tree_marker(dbsim: Dbsim, command: str) -> None:
+    root = dbsim.cwd / "tree"
+    root.mkdir()
+    fifo(root / ".dbsim-tree")
+    scenario = write(
+        dbsim.cwd / "eda.yaml",
+        f"target: {{kind: filetree, path: {root}}}\nworkload: {{name: eda}}\n",
+    )
+    assert_refused(bounded(dbsim, command, scenario), ".dbsim-tree")
+
+
+def test_summary_json_is_strict_json_with_a_huge_limit(dbsim: Dbsim, out_dir: Path) -> None:
+    scenario = write(dbsim.cwd / "slo.yaml", SLOB + "slos:\n  - {p99_us_max: 1.0e+308}\n")
+    result = dbsim("run", scenario, "--duration", "1", "-q", "-o", out_dir, "--json")
+    assert result.rc == 0, result.describe()
+
+    def refuse(name: str) -> None:
+        pytest.fail(f"{name} written as JSON")
+
+    for text in (result.stdout, (single_bundle(out_dir) / "summary.json").read_text("utf-8")):
+        summary = json.loads(text, parse_constant=refuse)
+        verdicts = summary["slos"]["verdicts"]
+        assert verdicts and all(v["limit"] == 1e308 and v["met"] for v in verdicts)
+        assert all(v["margin_pct"] is None for v in verdicts)  # was Infinity
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+@pytest.mark.parametrize("kind", ["invalid utf-8", "/dev/zero", "fifo", "empty"])
+def test_password_files_that_cannot_be_a_password(dbsim: Dbsim, kind: str) -> None:
+    path = dbsim.cwd / "pw"
+    if kind == "fifo":
+        fifo(path)
+    elif kind == "/dev/zero":
+        path = Path(kind)
+    else:
+        path.write_bytes(b"\xff\xfehunter2\n" if kind == "invalid utf-8" else b"")
+    scenario = write(dbsim.cwd / "pg.yaml", PG.replace("}", f", password_file: {path}}}") + SLOB)
+    result = bounded(dbsim, "load", scenario)
+    assert_refused(result, f"target.password_file: {path}: ")
+    assert "hunter2" not in result.stdout + result.stderr
+
+
+def test_a_literal_secret_anywhere_is_refused_by_validate_and_never_printed(dbsim: Dbsim) -> None:
+    scenario = write(
+        dbsim.cwd / "ontap.yaml",
+        SLOB + "collectors:\n  ontap:\n    cluster: https://c\n    password: S3cr3t-ontap-20\n"
+        "    nested: [{api_token: S3cr3t-token-20}]\n",
+    )
+    for command in ("validate", "run"):
+        result = bounded(dbsim, command, scenario)
+        lines = assert_refused(result, "collectors.ontap.", lines=2)
+        assert lines == [
+            "error: collectors.ontap.password: a literal password is not accepted; name an "
+            "environment variable with password_env or a file with password_file",
+            "error: collectors.ontap.nested[0].api_token: a literal api_token is not accepted; "
+            "name an environment variable with password_env or a file with password_file",
+        ]
+        assert "S3cr3t" not in result.stdout + result.stderr
+
+
+# --------------------------------------------------------------------------- load shape
+
+
+def test_many_tiny_steps_cost_linear_time(dbsim: Dbsim, out_dir: Path) -> None:
+    steps = "".join("  - {duration_s: 0.001}\n" for _ in range(1000))
+    scenario = write(dbsim.cwd / "steps.yaml", SLOB + "load:\n  sessions: 1\n  steps:\n" + steps)
+    started = time.monotonic()
+    result = dbsim("run", scenario, "-q", "-o", out_dir, timeout=120)
+    elapsed = time.monotonic() - started
+    assert result.rc == 0, result.describe()
+    summary = json.loads((single_bundle(out_dir) / "summary.json").read_text("utf-8"))
+    assert sum(1 for s in summary["stages"] if s.get("step") is not None) == 1000
+    # 15 s before (the whole summary rewritten per step); ~5 s now, most of it the report.
+    assert elapsed < 60, elapsed
+
+
+def test_more_steps_than_the_limit_are_refused(dbsim: Dbsim) -> None:
+    steps = "[" + ", ".join(["{duration_s: 1}"] * 10_001) + "]"
+    scenario = write(dbsim.cwd / "steps.yaml", SLOB + f"load: {{steps: {steps}}}\n")
+    (line,) = assert_refused(bounded(dbsim, "validate", scenario), "load.steps")
+    assert "at most 10000 items" in line, line
+
+
+def test_postgres_sessions_beyond_max_connections_are_refused_clearly(
+    dbsim: Dbsim, out_dir: Path
+) -> None:
+    scenario = write(
+        dbsim.cwd / "pg.yaml",
+        PG + "workload: {name: slob, parameters: {table_prefix: r20cap, scale: 80M}}\n"
+        "load: {sessions: 400, duration_s: 2}\n",
+    )
+    started = time.monotonic()
+    result = dbsim("run", scenario, "-q", "-o", out_dir, timeout=180)
+    assert time.monotonic() - started < 170
+    assert "Traceback" not in result.stderr and "unexpected" not in result.stderr
+    refused = [line for line in result.stderr_lines if "connection" in line and "refused" in line]
+    assert refused, result.describe()
+    assert "max_connections" in refused[0] and "lower load.sessions" in refused[0]
+    dbsim("drop", scenario, timeout=120)
