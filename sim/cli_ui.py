@@ -7,7 +7,10 @@ command wants). Safety rules enforced here, before anything listens:
 * the web UI binds 127.0.0.1 unless ``--host`` says otherwise, and a non-loopback ``--host``
   is refused (exit 2, one line) without ``--web-login``;
 * ``--web-login`` names an environment variable holding ``user:password``: credentials never
-  appear on a command line (where ``ps`` shows them) and are never printed or logged.
+  appear on a command line (where ``ps`` shows them) and are never printed or logged;
+* the master's worker port binds 127.0.0.1 unless ``--master-bind`` says otherwise, and a
+  non-loopback ``--master-bind`` is refused without ``--master-secret`` (Locust's worker
+  protocol has no authentication of its own: sim.locust.secure adds CURVE keyed by it).
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ import typer
 from sim.cli import ScenarioArg, SetOpt, _overrides, app
 from sim.errors import ConfigError
 from sim.scenario import resolve
+from sim.secrets import ENV_NAME
 
 LOCALHOST_NAMES = frozenset({"localhost", "localhost.localdomain"})
+#: Shortest worker-port secret accepted: the CURVE keys are only as strong as it.
+MIN_MASTER_SECRET_CHARS = 16
 
 
 def is_loopback(host: str) -> bool:
@@ -55,6 +61,28 @@ def web_credentials(
     if not sep or not user or not password:
         raise ConfigError(f"--web-login: {variable} must hold user:password (both non-empty)")
     return user, password
+
+
+def master_secret(variable: str | None, environ: dict[str, str] | None = None) -> str | None:
+    """The worker port's shared secret, from the environment variable named ``variable``
+    (never from the command line, where ``ps`` would show it)."""
+    if variable is None:
+        return None
+    env = os.environ if environ is None else environ
+    if not ENV_NAME.match(variable):
+        raise ConfigError(
+            "--master-secret: give the NAME of an environment variable holding the secret, "
+            "not the secret itself"
+        )
+    value = env.get(variable)
+    if not value:
+        raise ConfigError(f"--master-secret: environment variable {variable} is not set")
+    if len(value) < MIN_MASTER_SECRET_CHARS:
+        raise ConfigError(
+            f"--master-secret: {variable} holds fewer than {MIN_MASTER_SECRET_CHARS} "
+            "characters (the port's keys are derived from it)"
+        )
+    return value
 
 
 def parse_master(value: str) -> tuple[str, int]:
@@ -103,6 +131,16 @@ def ui(
     master_port: Annotated[
         int, typer.Option("--master-port", help="The master's worker port (0: any free port).")
     ] = 5557,
+    master_secret_env: Annotated[
+        str | None,
+        typer.Option(
+            "--master-secret",
+            metavar="ENV_VAR",
+            help="Encrypt and authenticate the worker port (CURVE) with a shared secret: the "
+            "NAME of an environment variable holding it (16+ characters). Required with a "
+            "non-loopback --master-bind.",
+        ),
+    ] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="output.directory")] = None,
 ) -> None:
     """Start Locust's web UI driving dbsim's engine (users = sessions); Ctrl-C quits."""
@@ -112,6 +150,14 @@ def ui(
         )
     if workers < 0:
         raise ConfigError(f"--workers: {workers} is not a number of worker processes")
+    if (distributed or workers) and not is_loopback(master_bind) and master_secret_env is None:
+        # As the web UI needs a login: Locust's worker protocol itself authenticates nobody,
+        # and whoever joins receives the scenario and writes into the bundle.
+        raise ConfigError(
+            f"--master-bind {master_bind}: a worker port beyond loopback needs "
+            "--master-secret ENV_VAR (Locust's worker protocol has no authentication)"
+        )
+    master_secret(master_secret_env)  # checked now: set, long enough
     login = web_credentials(web_login)
     overrides = _overrides(set_, **{"output.directory": str(output) if output else None})
     resolved = resolve(scenario, overrides)
@@ -124,6 +170,7 @@ def ui(
         distributed=distributed,
         master_bind=master_bind,
         master_port=master_port,
+        master_secret_env=master_secret_env,
         login=login,
         debug=_debug(),
     )
@@ -135,9 +182,20 @@ def worker(
     master: Annotated[
         str, typer.Option("--master", help="The master's HOST:PORT (its --master-port).")
     ],
+    master_secret_env: Annotated[
+        str | None,
+        typer.Option(
+            "--master-secret",
+            metavar="ENV_VAR",
+            help="Encrypt and authenticate the worker port (CURVE) with a shared secret: the "
+            "NAME of an environment variable holding it (16+ characters). The master's "
+            "--master-secret.",
+        ),
+    ] = None,
 ) -> None:
     """Join a dbsim Locust master as a worker and run its sessions here."""
     host, port = parse_master(master)
+    secret = master_secret(master_secret_env)
     from sim.locust.app import run_worker
 
-    raise typer.Exit(run_worker(host, port, debug=_debug()))
+    raise typer.Exit(run_worker(host, port, debug=_debug(), secret=secret))

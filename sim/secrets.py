@@ -85,6 +85,12 @@ def resolve_secret(ref: SecretRef, what: str) -> str | None:
     return None
 
 
+def remember(value: str) -> str:
+    """Treat ``value`` as a secret this process holds: masked by :func:`redact_known` from now
+    on (for secrets read elsewhere, e.g. the master's shared secret)."""
+    return _remember(value)
+
+
 def _remember(value: str) -> str:
     if value:
         _RESOLVED.add(value)

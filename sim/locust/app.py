@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import socket
 import subprocess
@@ -28,6 +29,7 @@ from locust.log import setup_logging
 from locust.runners import Runner
 
 from sim.errors import EXIT_OK, ConfigError
+from sim.locust import secure
 from sim.locust.form import check_locust_scenario, register_form
 from sim.locust.master import MasterController
 from sim.locust.roles import Controller, LocalController, WorkerController
@@ -58,6 +60,9 @@ class UiOptions:
     distributed: bool = False
     master_bind: str = LOOPBACK
     master_port: int = DEFAULT_MASTER_PORT
+    #: The NAME of the environment variable holding the worker port's shared secret
+    #: (sim.locust.secure); required by the CLI when master_bind is not loopback.
+    master_secret_env: str | None = None
     login: tuple[str, str] | None = None
     debug: bool = False
 
@@ -110,13 +115,20 @@ def check_port(host: str, port: int, what: str) -> None:
 
 
 def start_local_workers(
-    count: int, master_host: str, master_port: int, command: Sequence[str] | None, debug: bool
+    count: int,
+    master_host: str,
+    master_port: int,
+    command: Sequence[str] | None,
+    debug: bool,
+    secret_env: str | None = None,
 ) -> list[subprocess.Popen[bytes]]:
     """``count`` worker processes connected to this master; their output goes to our stderr
-    (stdout may carry ``--json``)."""
+    (stdout may carry ``--json``). ``secret_env`` names the variable holding the master's
+    shared secret (the children inherit the environment)."""
     base = list(command) if command else [sys.executable, "-m", "sim.locust"]
     argv = [*base, *(["--debug"] if debug and not command else []), "worker"]
     argv += ["--master", f"{master_host}:{master_port}"]
+    argv += ["--master-secret", secret_env] if secret_env else []
     return [
         subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno())
         for _ in range(count)
@@ -188,12 +200,16 @@ def run_ui(scenario: ScenarioBase, options: UiOptions) -> int:
     controller: Controller
     runner: Runner
     if distributed:
+        if options.master_secret_env:
+            secure.install(os.environ[options.master_secret_env])  # before the socket exists
         master = environment.create_master_runner(options.master_bind, options.master_port)
         runner = master
         controller = MasterController(environment, lambda: scenario, on_finished=announce)
         connect = LOOPBACK if options.master_bind in ("0.0.0.0", "*", "") else options.master_bind
         port = master.server.port
-        processes = start_local_workers(options.workers, connect, port, None, options.debug)
+        processes = start_local_workers(
+            options.workers, connect, port, None, options.debug, options.master_secret_env
+        )
         sys.stderr.write(f"dbsim: Locust master on {options.master_bind}:{port}\n")
     else:
         runner = environment.create_local_runner()
@@ -219,16 +235,24 @@ def run_ui(scenario: ScenarioBase, options: UiOptions) -> int:
     return EXIT_OK
 
 
-def run_worker(master_host: str, master_port: int, *, debug: bool = False) -> int:
-    """``dbsim worker``: join a master and run its engines until it quits (or SIGINT/SIGTERM)."""
+def run_worker(
+    master_host: str, master_port: int, *, debug: bool = False, secret: str | None = None
+) -> int:
+    """``dbsim worker``: join a master and run its engines until it quits (or SIGINT/SIGTERM);
+    ``secret``: the master's shared secret (sim.locust.secure)."""
     setup_process("DEBUG" if debug else "INFO")
+    if secret is not None:
+        secure.install(secret)
     environment = Environment(
         user_classes=list(user_classes().values()), events=Events(), stop_timeout=0
     )
     try:
         runner = environment.create_worker_runner(master_host, master_port)
     except ConnectionError:
-        raise ConfigError(f"--master: no master answered at {master_host}:{master_port}") from None
+        hint = " (or its --master-secret is not this one)" if secret is not None else ""
+        raise ConfigError(
+            f"--master: no master answered at {master_host}:{master_port}{hint}"
+        ) from None
     controller = WorkerController(environment)
     host = controller.host
 

@@ -96,9 +96,17 @@ def test_master_and_worker_commands_follow_docs_ui() -> None:
     assert master[master.index("--web-login") + 1] == "DBSIM_WEB_LOGIN"
     assert master[master.index("--master-bind") + 1] == "0.0.0.0"
     assert master[master.index("--master-port") + 1] == "5557"
+    # ... and beyond loopback the worker port needs a shared secret (docs/ui.md): its name only.
+    assert master[master.index("--master-secret") + 1] == "DBSIM_MASTER_SECRET"
     assert master[1].startswith("/scenarios/")
     worker = services["dbsim-worker"]
-    assert worker["command"] == ["worker", "--master", "dbsim-master:5557"]
+    assert worker["command"] == [
+        "worker",
+        "--master",
+        "dbsim-master:5557",
+        "--master-secret",
+        "DBSIM_MASTER_SECRET",
+    ]
     # Scalable with --scale dbsim-worker=N: no fixed name, no published port.
     assert "container_name" not in worker and "ports" not in worker
 
