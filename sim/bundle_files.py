@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sim import safeio
+from sim import safeio, safeyaml
 from sim.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -219,7 +219,7 @@ def read_scenario(bundle: Path) -> dict[str, Any] | None:
     if not path.exists() and not path.is_symlink():
         return None
     text = safeio.read_text_file(path, what=SCENARIO_NAME, max_bytes=safeio.MAX_SCENARIO_BYTES)
-    data = safeio.load_yaml(text, what=str(path))
+    data = safeyaml.load_yaml(text, what=str(path))
     return data if isinstance(data, dict) else {}
 
 

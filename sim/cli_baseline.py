@@ -20,6 +20,7 @@ from rich.table import Table
 
 from sim.cli import EXIT_SIGINT, EXIT_SIGTERM, WIDE_OUTPUT, _error, app
 from sim.errors import EXIT_OK, EXIT_RUN_FAILED
+from sim.safeio import strict_json
 
 if TYPE_CHECKING:
     from sim.baseline import BaselineOptions
@@ -149,7 +150,7 @@ def execute(opts: BaselineOptions, *, quiet: bool, as_json: bool) -> int:
             signal.signal(signum, signal.SIG_IGN)
     summary["bundle"] = str(path)
     if as_json:
-        sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
+        sys.stdout.write(strict_json(summary) + "\n")  # as summary.json: no Infinity/NaN
     elif quiet:
         sys.stdout.write(f"{path}\n")
     else:

@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sim.bundle_files import read_analysis, read_summary
 from sim.bundle_files import read_scenario as bundle_scenario
 from sim.errors import ConfigError, ScenarioError, SimError
-from sim.safeio import MAX_SCENARIO_BYTES, InputLimitError, load_yaml, read_text_file
+from sim.safeio import MAX_SCENARIO_BYTES, InputLimitError, read_text_file
+from sim.safeyaml import load_yaml
 from sim.slo import combined_await_ms, finite, format_value
 
 #: metric → (scope kind, which direction is better, threshold field, unit)

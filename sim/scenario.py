@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from sim import registry, safeio
+from sim import registry, safeio, safeyaml
 from sim.errors import ConfigError, ScenarioError
 from sim.secrets import LITERAL_SECRET_KEYS
 from sim.slo import Slo
@@ -400,9 +400,9 @@ def error_lines(exc: ValidationError) -> list[str]:
 
 
 def load_yaml(text: str, what: str = "(text)", *, marks: bool = True) -> Any:
-    """YAML text as plain data by :func:`sim.safeio.load_yaml` (core tags only, duplicate keys
+    """YAML text as plain data by :func:`sim.safeyaml.load_yaml` (core tags only, duplicate keys
     refused, nesting, expansion and numbers bounded)."""
-    return safeio.load_yaml(
+    return safeyaml.load_yaml(
         text, what=what, max_depth=MAX_DEPTH, max_values=MAX_VALUES, marks=marks
     )
 

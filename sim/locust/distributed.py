@@ -11,7 +11,6 @@ still writes the bundle). The SLOs are judged by the master on the merged bundle
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from sim.locust.app import (
 from sim.locust.form import check_locust_scenario
 from sim.locust.master import MasterController
 from sim.runner import build_target, build_workload, check_slo_operations
+from sim.safeio import strict_json
 from sim.scenario import ScenarioBase
 from sim.slo import completed_exit_code
 
@@ -126,7 +126,7 @@ def _signal_code(received: list[int]) -> int | None:
 def _print(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> None:
     """What ``dbsim run`` prints, plus one line per worker."""
     if as_json:
-        sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
+        sys.stdout.write(strict_json(summary) + "\n")  # as summary.json: no Infinity/NaN
         return
     if quiet:
         sys.stdout.write(f"{summary['bundle']}\n")

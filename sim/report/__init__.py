@@ -32,7 +32,8 @@ from sim.report.data import (
 )
 from sim.report.markup import Safe, esc, num, page, section, table, us
 from sim.report.scales import finite
-from sim.safeio import load_yaml, strict_json
+from sim.safeio import strict_json
+from sim.safeyaml import load_yaml
 
 REPORT_NAME = "report.html"
 ANALYSIS_NAME = "analysis.json"

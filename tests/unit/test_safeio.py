@@ -13,14 +13,8 @@ from pathlib import Path
 import pytest
 
 from sim.errors import ConfigError
-from sim.safeio import (
-    MAX_NUMBER_CHARS,
-    InputLimitError,
-    load_json,
-    load_yaml,
-    read_text_file,
-    strict_json,
-)
+from sim.safeio import MAX_NUMBER_CHARS, InputLimitError, load_json, read_text_file, strict_json
+from sim.safeyaml import load_yaml
 
 READ_TIMEOUT_S = 10.0
 
