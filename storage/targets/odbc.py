@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from sim.errors import ConfigError, TargetError
 from sim.protocols import (
+    BlockingSql,
     EngineContext,
     LoadLock,
     SqlConnection,
@@ -201,15 +202,18 @@ class OdbcConnection(SqlConnection):
         self._fast = fast_executemany
         self._hide = hide
 
-    def _locked(self, fn: Callable[..., Any], *args: Any) -> Any:
-        with self._lock:
-            return fn(*args)
+        self.blocking = _OdbcBlocking(self)
 
-    async def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    def _now(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` on the driver's connection, one at a time, its error translated."""
         try:
-            return await self._run(self._locked, fn, *args)
+            with self._lock:
+                return fn(*args)
         except pyodbc.Error as exc:
             raise translate_error(exc, f"{self._label}: {what}", self._hide) from exc
+
+    async def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        return await self._run(self._now, what, fn, *args)
 
     def _params(self, statement: Statement, params: Sequence[Any]) -> list[Any]:
         wanted = len(statement.param_names)
@@ -234,6 +238,11 @@ class OdbcConnection(SqlConnection):
 
     def _rowcount(self, sql: str, params: list[Any]) -> int:
         return int(self._execute_blocking(sql, params).rowcount)
+
+    def _rowcount_committed(self, sql: str, params: list[Any]) -> int:
+        rows = self._rowcount(sql, params)
+        self._raw.commit()
+        return rows
 
     def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         # Parameter arrays have one fixed-size buffer per text column, which pyodbc sizes from
@@ -295,6 +304,25 @@ class OdbcConnection(SqlConnection):
 
     async def close(self) -> None:
         await self._call("close", self._close_blocking)
+
+
+class _OdbcBlocking(BlockingSql):
+    """A session thread's statements on its pyodbc connection, made in place."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: OdbcConnection) -> None:
+        self._conn = conn
+
+    def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:
+        conn = self._conn
+        args = conn._params(statement, params)
+        return conn._now(statement.name, conn._scalar, statement.sql, args)
+
+    def execute_committed(self, statement: Statement, params: Sequence[Any] = ()) -> int:
+        conn = self._conn
+        args = conn._params(statement, params)
+        return int(conn._now(statement.name, conn._rowcount_committed, statement.sql, args))
 
 
 class PyodbcTarget(Target):

@@ -135,6 +135,7 @@ class EdaSession:
         component = p.of(tree.component)
         self.deck = Deck(component.mix, deck_base(p, tree.component, session_seed))
         self.rng = random.Random(f"eda-ops:{p.seed}:{session_seed}")
+        self.random = self.rng.random
         self.bytes_by_op: dict[str, int] = dict.fromkeys(component.mix, 0)
         self.dealt: dict[str, int] = dict.fromkeys(component.mix, 0)
         #: Operation name -> its blocking call (one transaction each).
@@ -216,10 +217,11 @@ class FrontendSession(EdaSession):
             held.clear()
 
     def _pick(self, files: list[str]) -> str:
-        return files[self.rng.randrange(len(files))]
+        # random() scaled: a third of randrange()'s cost on the hot path, as uniform for this.
+        return files[int(self.random() * len(files))]
 
     def _offset(self) -> int:
-        return self.rng.randrange(self.blocks_per_file) * self.block
+        return int(self.random() * self.blocks_per_file) * self.block
 
     def stat(self) -> None:
         self.fs.stat(self._pick(self.any_file))
