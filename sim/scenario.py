@@ -37,10 +37,11 @@ from sim.sweep import Sweep
 ENV_PREFIX = "DBSIM_"
 DEFAULT_DURATION_S = 30.0
 DEFAULT_OUTPUT_DIR = Path("runs")
-#: Most sessions one process runs. Measured at 4,096 (docs/safety.md, "Input"): SQLite, two
-#: file descriptors and about 0.15 MiB plus target.cache_size_kib of memory per session
-#: (7.5 GiB RSS at the default 2 MiB cache); PostgreSQL refuses at connect time the sessions
-#: beyond the server's max_connections, with the figures.
+#: Most sessions one process runs. Measured at 4,096 (docs/safety.md, "Input"): on SQLite a
+#: thread, two file descriptors and up to target.cache_size_kib of page cache per session
+#: (2.6 GiB RSS, 8,213 descriptors after 5 s; SQLite's one writer then makes 10 % of updates
+#: time out: an invalid run, said so); PostgreSQL refuses at connect time the sessions beyond
+#: the server's max_connections, with the figures.
 MAX_SESSIONS = 4096
 #: Most load.steps (a sweep's included).
 MAX_STEPS = 10_000
