@@ -66,6 +66,14 @@ def _row_count(status: str | None) -> int:
     return int(last) if last.isdigit() else -1
 
 
+#: The load lock's statements (try to take, give back), exclusive and shared.
+ADVISORY_EXCLUSIVE = ("SELECT pg_try_advisory_lock($1)", "SELECT pg_advisory_unlock($1)")
+ADVISORY_SHARED = (
+    "SELECT pg_try_advisory_lock_shared($1)",
+    "SELECT pg_advisory_unlock_shared($1)",
+)
+
+
 class PostgresConnection(SqlConnection):
     """One session's pooled asyncpg connection with a per-connection prepared-statement cache.
 
@@ -418,7 +426,8 @@ class PostgresTarget(Target):
             raise TargetError("postgres: target used before open()")
         schema = self.settings.schema_name
         number = lock_id(schema, key)
-        suffix = "_shared" if shared else ""
+        # Whole statements, chosen, never built: no text reaches SQL but the bound number.
+        take, give = ADVISORY_SHARED if shared else ADVISORY_EXCLUSIVE
         try:
             conn = await self._pool.acquire(timeout=self.settings.connect_timeout_s)
         except DRIVER_ERRORS as exc:
@@ -426,13 +435,13 @@ class PostgresTarget(Target):
 
         async def try_acquire() -> bool:
             try:
-                return bool(await conn.fetchval(f"SELECT pg_try_advisory_lock{suffix}($1)", number))
+                return bool(await conn.fetchval(take, number))
             except DRIVER_ERRORS as exc:
                 raise self._error("load lock", exc) from exc
 
         async def release() -> None:
             try:
-                await conn.fetchval(f"SELECT pg_advisory_unlock{suffix}($1)", number)
+                await conn.fetchval(give, number)
             except DRIVER_ERRORS as exc:
                 raise self._error("load lock: unlock", exc) from exc
 
@@ -442,7 +451,7 @@ class PostgresTarget(Target):
                 try_acquire,
                 release,
                 what=what,
-                how=f"pg_advisory_lock{suffix}({number})",
+                how=f"pg_advisory_lock{'_shared' if shared else ''}({number})",
                 shared=shared,
                 on_wait=on_wait,
             ) as lock:

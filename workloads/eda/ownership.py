@@ -32,8 +32,9 @@ import stat
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sim.errors import OwnershipError
+from sim.errors import ConfigError, OwnershipError
 from sim.nofollow import DIR_FLAGS, kind_of, write_new
+from sim.safeio import decode_utf8, load_json
 
 DIR_RECORD = ".dbsim-dir"
 OWNER = "dbsim"
@@ -63,7 +64,10 @@ def opened_dir(name: str, dir_fd: int | None = None) -> Iterator[int]:
 def read_json(name: str, dir_fd: int, where: str, limit: int = MAX_RECORD_BYTES) -> Any:
     """A small JSON file read without following a link; None when it does not exist."""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        # O_NONBLOCK: a FIFO planted in the marker's place would block open() before the
+        # regular-file check below could refuse it.
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+        fd = os.open(name, flags, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -74,13 +78,16 @@ def read_json(name: str, dir_fd: int, where: str, limit: int = MAX_RECORD_BYTES)
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise refuse(where, f"is {kind_of(info.st_mode)}, not a file dbsim wrote")
-        data = os.read(fd, limit)
+        data = os.read(fd, limit + 1)
     finally:
         os.close(fd)
+    if len(data) > limit:
+        raise refuse(where, f"is larger than the {limit:,} bytes dbsim writes there")
     try:
-        return json.loads(data)
-    except ValueError:
-        return {}
+        # Bounded (depth, number length): a record nested 100,000 deep must not recurse.
+        return load_json(decode_utf8(data, where=where), what=where, max_depth=16)
+    except ConfigError:
+        return {}  # not a record of dbsim's: the caller refuses what it cannot recognise
 
 
 def _lstat(name: str, dir_fd: int) -> os.stat_result | None:
