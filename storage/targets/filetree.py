@@ -46,6 +46,7 @@ MOUNTS = Path("/proc/self/mounts")
 
 T = TypeVar("T")
 
+
 def os_error_message(exc: OSError, what: str, path: str | os.PathLike[str]) -> str:
     """One line: ``filetree: <what> <path>: ENOSPC (No space left on device)``."""
     code = exc.errno
