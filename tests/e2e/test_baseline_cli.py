@@ -34,6 +34,7 @@ from tests.e2e.conftest import (
     read_summary,
     single_bundle,
 )
+from workloads.eda.tree import new_marker, write_marker
 
 pytestmark = [
     pytest.mark.e2e,
@@ -349,8 +350,9 @@ def _nonempty(root: Path) -> None:
 
 
 def _unrecorded_work_dir(root: Path) -> None:
+    # dbsim's own marker for this root (an EDA tree's), which records no baseline directory.
     root.mkdir()
-    (root / MARKER).write_text(json.dumps({"owner": "dbsim", "version": 1, "trees": {}}))
+    write_marker(root, new_marker(created_root=False))
     (root / WORK_DIR).mkdir()
     (root / WORK_DIR / "dbsim-fio.0").write_text("not dbsim's\n")
 

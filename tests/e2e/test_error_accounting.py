@@ -29,10 +29,10 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import Dbsim, bundle_dirs, read_summary
+from tests.support.postgres import DATABASE, HOST, PORT, require_postgres
 
 pytestmark = pytest.mark.e2e
 
-HOST, PORT, DATABASE = "127.0.0.1", 5432, "test"
 ROWS = 10_240  # scale 80M at 8 KiB per row
 WORK_UNIT = 64
 #: Keys locked FOR UPDATE in the partial-failure tests: an update covers (r − 64, r) with r
@@ -42,14 +42,7 @@ LOCKED_KEYS = 1_000
 
 @pytest.fixture(scope="module", autouse=True)
 def _server() -> None:
-    async def probe() -> None:
-        conn = await asyncpg.connect(host=HOST, port=PORT, user="postgres", database=DATABASE)
-        await conn.close()
-
-    try:
-        asyncio.run(probe())
-    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-        pytest.skip(f"!!! PostgreSQL on {HOST}:{PORT} is not reachable: {exc}")
+    require_postgres()
 
 
 def scenario(path: Path, prefix: str, out: Path, **load: Any) -> Path:

@@ -25,7 +25,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-import asyncpg
 import pytest
 
 from sim.engine import Engine
@@ -34,6 +33,7 @@ from sim.scenario import Load
 from storage.collectors.database import PostgresStatsCollector, physical_reads_per_op
 from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings
+from tests.support.postgres import require_postgres
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.workload import SlobWorkload
 
@@ -50,14 +50,7 @@ MEASURE_S = 8.0
 
 
 def _require_server() -> None:
-    async def probe() -> None:
-        conn = await asyncpg.connect(host=HOST, port=PORT, user="postgres", database=DATABASE)
-        await conn.close()
-
-    try:
-        asyncio.run(probe())
-    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-        pytest.skip(f"!!! PostgreSQL on {HOST}:{PORT} is not reachable: {exc}")
+    require_postgres(HOST, PORT, DATABASE)
 
 
 async def _opened(target: PostgresTarget, work: Callable[[], Awaitable[T]]) -> T:

@@ -29,6 +29,7 @@ from sim.setup import drop_objects, load_and_verify
 from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings, SqliteSettings
 from storage.targets.sqlite import SqliteTarget
+from tests.support.postgres import postgres_problem
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.workload import SlobWorkload
 from workloads.ssb.parameters import SsbParameters
@@ -139,15 +140,7 @@ class PostgresDb(Db):
 
 
 def _postgres_reachable() -> str | None:
-    async def probe() -> None:
-        conn = await asyncpg.connect(host=HOST, port=PORT, user="postgres", database=DATABASE)
-        await conn.close()
-
-    try:
-        asyncio.run(probe())
-    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-        return str(exc)
-    return None
+    return postgres_problem(HOST, PORT, DATABASE)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import ConfigError, OwnershipError
-from workloads.eda.tree import MARKER, MARKER_OWNER, MARKER_VERSION, read_marker, write_marker
+from workloads.eda.tree import MARKER, new_marker, read_marker, write_marker
 
 BASELINE_DIR = "dbsim-baseline"
 FIO_FILE_PREFIX = "dbsim-fio."
@@ -57,13 +57,7 @@ def claim_tree(root: Path) -> Path:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigError(f"cannot create {root}: {exc.strerror}") from exc
-        marker = {
-            "owner": MARKER_OWNER,
-            "workload": "baseline",
-            "version": MARKER_VERSION,
-            "created_root": created,
-            "trees": {},
-        }
+        marker = new_marker(created, workload="baseline")
     elif os.path.lexists(work) and not marker.get("baseline"):
         raise OwnershipError(
             f"{work} exists but is not recorded in {root / MARKER}; refusing to touch it"

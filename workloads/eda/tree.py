@@ -255,7 +255,7 @@ def claim(root: Path, trees: list[ProcessTree]) -> dict[str, Any]:
     if root.exists() and not root.is_dir():
         raise OwnershipError(f"{root} exists and is not a directory; refusing to touch it")
     if not root.is_dir():
-        return _new_marker(created_root=True)
+        return new_marker(created_root=True)
     with opened_root(root) as (fd, info):
         marker = _read_marker(root, fd, info)
         _clear_marker_tmp(root, fd)
@@ -266,7 +266,7 @@ def claim(root: Path, trees: list[ProcessTree]) -> dict[str, Any]:
                         f"{root} is not empty and has no {MARKER} marker: dbsim did not create "
                         f"it; refusing to write there (use an empty or new directory)"
                     )
-            return _new_marker(created_root=False)
+            return new_marker(created_root=False)
         for tree in trees:
             if tree.name not in marker["trees"] and _exists(tree.name, fd):
                 raise OwnershipError(
@@ -276,10 +276,12 @@ def claim(root: Path, trees: list[ProcessTree]) -> dict[str, Any]:
         return marker
 
 
-def _new_marker(created_root: bool) -> dict[str, Any]:
+def new_marker(created_root: bool, workload: str = "eda") -> dict[str, Any]:
+    """A fresh marker with its random id (the root's identity is recorded once it exists):
+    the EDA trees' and the storage baseline's (workloads.baseline.safety)."""
     return {
         "owner": MARKER_OWNER,
-        "workload": "eda",
+        "workload": workload,
         "version": MARKER_VERSION,
         "id": secrets.token_hex(16),
         "created_root": created_root,
