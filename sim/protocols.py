@@ -270,6 +270,12 @@ class Workload(ABC):
         """Sessions to run when the scenario does not say."""
         return 1
 
+    def table_pattern(self) -> str | None:
+        """A regular expression (anchored, POSIX- and Python-compatible) matching exactly this
+        scenario's table names, so the database collector samples them and no neighbouring
+        prefix's (``a`` must not take in ``a_1``'s tables); None: not a table workload."""
+        return None
+
     def load_key(self) -> str:
         """What names this workload's data within its target, for :meth:`Target.load_lock`:
         the table prefix where the parameters have one, else the workload's name."""

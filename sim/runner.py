@@ -71,8 +71,8 @@ def build_workload(scenario: ScenarioBase, target: Target) -> Workload:
 def _workload_options(workload: Workload) -> dict[str, Any]:
     """What collectors may want to know of the workload: the prefix of its tables, so the
     database collector reports the workload's tables and not the whole database's."""
-    prefix = getattr(workload.parameters, "table_prefix", None)
-    return {"table_prefix": prefix} if prefix else {}
+    pattern = workload.table_pattern()
+    return {"table_pattern": pattern} if pattern else {}
 
 
 def build_collectors(

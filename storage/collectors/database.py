@@ -14,14 +14,16 @@ or a counter that went down (a crash restart) gives a :data:`~sim.protocols.GAP_
 for that interval instead of figures, and the reading becomes the new baseline; see
 :meth:`PostgresStatsCollector.sample`.
 
-Options (``auto(target, options)``): ``table_prefix`` restricts the per-table samples to tables
-whose names start with it (e.g. the SLOB workload's ``table_prefix``); without it every user
-table of the target's schema is sampled.
+Options (``auto(target, options)``): ``table_pattern`` (a regular expression matching whole
+names: the workload's ``table_pattern()``, which the runner passes) or ``table_prefix`` (names
+that start with it) restricts the per-table samples; without either every user table of the
+target's schema is sampled.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -245,8 +247,8 @@ PG_TABLES_SQL = """SELECT relname::text AS relname,
        COALESCE(toast_blks_read, 0)::float8 AS toast_blks_read,
        COALESCE(toast_blks_hit, 0)::float8 AS toast_blks_hit
   FROM pg_statio_user_tables
- WHERE schemaname = current_schema() AND starts_with(relname::text, $1)"""
-"""Block counters of the sampled tables in the target's schema (``$1``: the name prefix)."""
+ WHERE schemaname = current_schema() AND relname::text ~ $1"""
+"""Block counters of the sampled tables in the target's schema (``$1``: the names' pattern)."""
 
 # --------------------------------------------------------------------------- other databases
 
@@ -298,11 +300,17 @@ class PostgresStatsCollector(Collector):
 
     source: ClassVar[str] = SOURCE
 
-    def __init__(self, target: Target, table_prefix: str | None = None) -> None:
+    def __init__(
+        self, target: Target, table_prefix: str | None = None, table_pattern: str | None = None
+    ) -> None:
         if target.kind != "postgres":
             raise CollectorError(f"collector db: PostgreSQL statistics on a {target.kind} target")
         self.target = target
         self.table_prefix = table_prefix or ""
+        # A prefix is the pattern of names that start with it ("" matches every table).
+        self.table_pattern = table_pattern or (
+            f"^{re.escape(table_prefix)}" if table_prefix else ""
+        )
         self.database: str | None = None
         self.version_num: int | None = None
         self._conn: PostgresConnection | None = None
@@ -349,7 +357,7 @@ class PostgresStatsCollector(Collector):
         database = {k: float(v or 0.0) for k, v in rows[0].items()}
         tables = {
             str(row["relname"]): {k: float(v or 0.0) for k, v in row.items() if k != "relname"}
-            for row in await conn.rows(self._tables_statement, (self.table_prefix,))
+            for row in await conn.rows(self._tables_statement, (self.table_pattern,))
         }
         return database, tables
 
@@ -467,6 +475,7 @@ class PostgresStatsCollector(Collector):
             "database": self.database,
             "server_version_num": self.version_num,
             "table_prefix": self.table_prefix or None,
+            "table_pattern": self.table_pattern or None,
             "pg_stat_io": self.version_num is not None and self.version_num >= 160000,
             "load": "one extra connection; two catalog-view queries per interval",
         }
@@ -476,10 +485,11 @@ class PostgresStatsCollector(Collector):
 
 
 def _postgres(target: Target, options: dict[str, Any]) -> list[Collector]:
-    prefix = options.get("table_prefix")
-    if prefix is not None and not isinstance(prefix, str):
-        raise CollectorError("collector db: option 'table_prefix' must be a string")
-    return [PostgresStatsCollector(target, prefix)]
+    prefix, pattern = options.get("table_prefix"), options.get("table_pattern")
+    for name, value in (("table_prefix", prefix), ("table_pattern", pattern)):
+        if value is not None and not isinstance(value, str):
+            raise CollectorError(f"collector db: option '{name}' must be a string")
+    return [PostgresStatsCollector(target, prefix, pattern)]
 
 
 #: Target kind -> the collectors of its database statistics (Oracle and SQL Server: to come).

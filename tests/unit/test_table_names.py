@@ -9,6 +9,8 @@ and neither one's ``dbsim drop`` pattern matches a name of the other's. Before t
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -171,3 +173,27 @@ def test_the_marker_goes_inside_the_create_text_on_sqlite_and_into_a_comment_els
     assert mark_statements("sqlserver", "t", token) == []
     with pytest.raises(WorkloadError, match="not a dbsim token"):
         mark_statements("postgres", "slob_1_cf1", "x'; DROP TABLE victim; --")
+
+
+@settings(max_examples=100, deadline=None)
+@given(pair=neighbours(), kind=st.sampled_from(["slob", "ssb"]))
+def test_the_database_collector_samples_one_scenarios_tables_only(
+    pair: tuple[str, str], kind: str
+) -> None:
+    """The db collector keeps the tables its workload's pattern matches: every table of that
+    scenario, and no table of a neighbouring prefix (``a`` and ``a_1``)."""
+    mine, other = pair
+    if mine == other:
+        return
+    target = SqliteTarget(SqliteSettings())
+
+    def build(prefix: str) -> SlobWorkload | SsbWorkload:
+        if kind == "slob":
+            return SlobWorkload(SlobParameters(table_prefix=prefix, scale=10_000), target)
+        return SsbWorkload(SsbParameters(table_prefix=prefix), target)
+
+    workload, neighbour = build(mine), build(other)
+    pattern = re.compile(workload.table_pattern())
+    for n in range(1, 4):
+        assert pattern.search(workload.table_name(n))
+        assert not pattern.search(neighbour.table_name(n)), (mine, other)

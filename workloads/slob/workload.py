@@ -92,6 +92,9 @@ class SlobWorkload(Workload):
 
     # ------------------------------------------------------------------ naming
 
+    def table_pattern(self) -> str:
+        return f"^{owned_pattern(self.p.table_prefix, '_cf[12]').pattern}$"
+
     def table_name(self, schema: int) -> str:
         """``<prefix>_<schema>_cf1`` (workloads.naming: no two scenarios share a name)."""
         return numbered(self.p.table_prefix, schema, "_cf1")

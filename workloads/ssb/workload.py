@@ -119,6 +119,9 @@ class SsbWorkload(Workload):
 
     # ------------------------------------------------------------------ naming and mix
 
+    def table_pattern(self) -> str:
+        return f"^{self._own_names.pattern}$"
+
     def table_name(self, number: int) -> str:
         """Table ``number`` (1-based): ``<prefix>_<number>`` (workloads.naming)."""
         return numbered(self.p.table_prefix, number)
