@@ -110,6 +110,32 @@ class BlockingSql(ABC):
         """Run a statement and commit it; return the affected row count."""
 
 
+class InPlaceSql(BlockingSql):
+    """:class:`BlockingSql` for a driver that blocks anyway (sqlite3, pyodbc): each statement
+    is made in place through the connection's ``now(what, fn, *args)`` — one call at a time on
+    the driver's connection, its error translated — with ``scalar_fn`` or ``committed_fn`` and
+    the parameters ``bind(statement, params)`` gives the driver."""
+
+    __slots__ = ("_bind", "_committed", "_now", "_scalar")
+
+    def __init__(
+        self,
+        now: Callable[..., Any],
+        scalar_fn: Callable[[str, Any], Any],
+        committed_fn: Callable[[str, Any], int],
+        bind: Callable[[Statement, Sequence[Any]], Any] = lambda statement, params: params,
+    ) -> None:
+        self._now, self._scalar, self._committed, self._bind = now, scalar_fn, committed_fn, bind
+
+    def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:
+        args = self._bind(statement, params)
+        return self._now(statement.name, self._scalar, statement.sql, args)
+
+    def execute_committed(self, statement: Statement, params: Sequence[Any] = ()) -> int:
+        args = self._bind(statement, params)
+        return int(self._now(statement.name, self._committed, statement.sql, args))
+
+
 class SqlConnection(Connection):
     """One session's connection to a SQL target. Parameters are positional, in the
     order of ``statement.param_names``."""

@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 
 from sim.errors import ConfigError, TargetError
 from sim.protocols import (
-    BlockingSql,
     EngineContext,
+    InPlaceSql,
     LoadLock,
     SqlConnection,
     Statement,
@@ -202,7 +202,7 @@ class OdbcConnection(SqlConnection):
         self._fast = fast_executemany
         self._hide = hide
 
-        self.blocking = _OdbcBlocking(self)
+        self.blocking = InPlaceSql(self._now, self._scalar, self._rowcount_committed, self._params)
 
     def _now(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` on the driver's connection, one at a time, its error translated."""
@@ -304,25 +304,6 @@ class OdbcConnection(SqlConnection):
 
     async def close(self) -> None:
         await self._call("close", self._close_blocking)
-
-
-class _OdbcBlocking(BlockingSql):
-    """A session thread's statements on its pyodbc connection, made in place."""
-
-    __slots__ = ("_conn",)
-
-    def __init__(self, conn: OdbcConnection) -> None:
-        self._conn = conn
-
-    def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:
-        conn = self._conn
-        args = conn._params(statement, params)
-        return conn._now(statement.name, conn._scalar, statement.sql, args)
-
-    def execute_committed(self, statement: Statement, params: Sequence[Any] = ()) -> int:
-        conn = self._conn
-        args = conn._params(statement, params)
-        return int(conn._now(statement.name, conn._rowcount_committed, statement.sql, args))
 
 
 class PyodbcTarget(Target):

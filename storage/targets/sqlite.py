@@ -20,8 +20,8 @@ from sim.errors import TargetError
 from sim.protocols import (
     SCOPE_HOST,
     SCOPE_PROCESS,
-    BlockingSql,
     EngineContext,
+    InPlaceSql,
     LoadLock,
     SqlConnection,
     Statement,
@@ -45,7 +45,7 @@ class SqliteConnection(SqlConnection):
         # in sqlite3 during a load interrupted by SIGINT).
         self._lock = threading.Lock()
 
-        self.blocking = _SqliteBlocking(self)
+        self.blocking = InPlaceSql(self._now, self._scalar, self._execute_committed)
 
     def _now(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` on the driver's connection, one at a time, its error translated."""
@@ -93,23 +93,6 @@ class SqliteConnection(SqlConnection):
 
     async def close(self) -> None:
         await self._call("close", self._raw.close)
-
-
-class _SqliteBlocking(BlockingSql):
-    """A session thread's statements on its connection, made in place."""
-
-    __slots__ = ("_conn",)
-
-    def __init__(self, conn: SqliteConnection) -> None:
-        self._conn = conn
-
-    def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:
-        conn = self._conn
-        return conn._now(statement.name, conn._scalar, statement.sql, params)
-
-    def execute_committed(self, statement: Statement, params: Sequence[Any] = ()) -> int:
-        conn = self._conn
-        return int(conn._now(statement.name, conn._execute_committed, statement.sql, params))
 
 
 class SqliteTarget(Target):
