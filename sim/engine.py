@@ -39,12 +39,7 @@ from sim.protocols import Collector, Connection, EngineContext, Target, Workload
 from sim.sampler import CollectorSampler
 from sim.scenario import Load, Step
 from sim.secrets import redact_known
-from sim.session_threads import (
-    RUNNER_LOOP,
-    RUNNER_THREADS,
-    ThreadedSessions,
-    offers_blocking_calls,
-)
+from sim.session_threads import RUNNER_THREADS, ThreadedSessions, choose_runner
 
 log = logging.getLogger(__name__)
 
@@ -444,6 +439,15 @@ class Engine:
             if closed is not None:
                 await self._publish(closed)
 
+    def schedule(self, index: int, stage: Stage) -> tuple[int, int]:
+        """Open loop: session ``index``'s period in this stage and its first due time (ns,
+        ``perf_counter_ns``) — its weighted share of the rate, the sessions spread evenly
+        over one period. The same for coroutine sessions and session threads."""
+        assert stage.rate_ops_s is not None
+        share = self._weights[index] / sum(self._weights[: stage.sessions])
+        period_ns = int(1e9 / (stage.rate_ops_s * share))
+        return period_ns, self._stage_started_ns + period_ns * index // stage.sessions
+
     def _enter_stage(self, stage: Stage, now: float) -> None:
         self._stage = stage
         self._stage_epoch += 1
@@ -480,14 +484,7 @@ class Engine:
     def _start_sessions(self, sessions: list[Any]) -> list[asyncio.Task[None]]:
         """One task per session: a coroutine on this loop, or a thread of its own when every
         session makes blocking calls and ``load.session_runner`` allows it."""
-        wanted = self.load.session_runner
-        threads = wanted != "loop" and all(offers_blocking_calls(s) for s in sessions)
-        if wanted == "threads" and not threads:
-            log.warning(
-                "load.session_runner threads: this workload and target have no "
-                "blocking sessions; running them on the event loop"
-            )
-        self.result.session_runner = RUNNER_THREADS if threads and sessions else RUNNER_LOOP
+        self.result.session_runner = choose_runner(self.load.session_runner, sessions)
         if self.result.session_runner == RUNNER_THREADS:
             assert self._loop is not None
             self._threaded = ThreadedSessions(self, sessions)
@@ -557,12 +554,8 @@ class Engine:
                 continue
             if open_loop:
                 if epoch != self._stage_epoch:
-                    # A new stage: spread the sessions evenly over one period.
                     epoch = self._stage_epoch
-                    assert stage.rate_ops_s is not None
-                    share = self._weights[index] / sum(self._weights[: stage.sessions])
-                    period_ns = int(1e9 / (stage.rate_ops_s * share))
-                    next_due_ns = self._stage_started_ns + period_ns * index // stage.sessions
+                    period_ns, next_due_ns = self.schedule(index, stage)
                 delay_ns = next_due_ns - perf_ns()
                 if delay_ns > 0:
                     # On schedule: the timer may wake us up to a millisecond late; that is the

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import threading
 import time
@@ -33,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sim.engine import Engine
+
+log = logging.getLogger(__name__)
 
 RUNNER_THREADS = "threads"
 RUNNER_LOOP = "event loop"
@@ -185,11 +188,7 @@ class ThreadedSessions:
             if open_loop:
                 if epoch != engine._stage_epoch:
                     epoch = engine._stage_epoch
-                    assert stage.rate_ops_s is not None
-                    weights = engine._weights
-                    share = weights[index] / sum(weights[: stage.sessions])
-                    period_ns = int(1e9 / (stage.rate_ops_s * share))
-                    next_due_ns = engine._stage_started_ns + period_ns * index // stage.sessions
+                    period_ns, next_due_ns = engine.schedule(index, stage)
                 delay_ns = next_due_ns - perf_ns()
                 if delay_ns > 0:
                     self._sleep(delay_ns / 1e9)
@@ -251,6 +250,18 @@ def _settle(done: asyncio.Future[None], exc: BaseException | None) -> None:
         done.set_exception(exc)
 
 
+def choose_runner(wanted: str, sessions: list[Any]) -> str:
+    """``load.session_runner`` (auto, threads, loop) for these sessions: threads when every
+    one offers blocking calls and the scenario does not ask for the loop."""
+    threads = wanted != "loop" and bool(sessions) and all(map(offers_blocking_calls, sessions))
+    if wanted == "threads" and not threads:
+        log.warning(
+            "load.session_runner threads: this workload and target have no blocking "
+            "sessions; running them on the event loop"
+        )
+    return RUNNER_THREADS if threads else RUNNER_LOOP
+
+
 def offers_blocking_calls(session: Any) -> bool:
     """Whether a workload session can run on its own thread: it has ``next_call`` and, where
     that depends on its connection (a SQL session on asyncpg has none), says it is ready."""
@@ -265,5 +276,6 @@ __all__ = [
     "RUNNER_THREADS",
     "ThreadRecorder",
     "ThreadedSessions",
+    "choose_runner",
     "offers_blocking_calls",
 ]

@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sim.errors import MissingDataError, OwnershipError, TargetError, WorkloadError
-from sim.protocols import SqlConnection
+from sim.protocols import SqlConnection, Target, connect_sql
 from sim.sql import Catalogue, Statement
 from workloads.common import bind, catalog_name, drop_statement
 from workloads.identity import (
@@ -285,6 +285,17 @@ class TableRegistry:
         await conn.commit()
 
     # ------------------------------------------------------------------ using loaded data
+
+    async def check_loaded_on(
+        self, target: Target, wanted: Mapping[str, Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """:meth:`check_loaded` on a connection of its own: a workload's ``check_loaded``."""
+        conn = await connect_sql(target)
+        try:
+            tables = await self.check_loaded(conn, wanted)
+        finally:
+            await conn.close()
+        return {"skipped": True, "tables": tables}
 
     async def check_loaded(
         self, conn: SqlConnection, wanted: Mapping[str, Mapping[str, Any]]

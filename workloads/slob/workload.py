@@ -227,12 +227,7 @@ class SlobWorkload(Workload):
         wanted = {
             name: self._fingerprint(role, rows) for _, role, name, rows in self._planned_tables()
         }
-        conn = await connect_sql(self.target)
-        try:
-            tables = await self.registry.check_loaded(conn, wanted)
-        finally:
-            await conn.close()
-        return {"skipped": True, "tables": tables}
+        return await self.registry.check_loaded_on(self.target, wanted)
 
     # ------------------------------------------------------------------ verify and drop
 
