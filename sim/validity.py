@@ -7,9 +7,11 @@ was not applied. Its outcome says so before any figure (docs/bundle.md, "Failed 
 * an operation of the workload that was issued in the measured window and never succeeded
   makes the run **invalid** — whatever the budget;
 * an error share above the budget (``load.max_error_pct``) for any operation makes it
-  invalid too (the share of all operations together can only pass it when one does), unless the scenario judges the error share with an SLO
-  (``error_pct_max``): then the SLO's verdict decides (exit 1 when missed);
-* a completed run with nothing issued in the measured window is invalid.
+  invalid too (the share of all operations together can only pass it when one does),
+  unless the scenario judges the error share with an SLO (``error_pct_max``): then the SLO's
+  verdict decides (exit 1 when missed);
+* a completed run in which no operation completed or failed in the measured window (none
+  issued, or every one still waiting at the end: a lock held throughout) is invalid.
 
 An invalid run that completed ends ``failed`` (exit 3) with one ``error:`` line naming, per
 operation, the dominant error class and one example message. The summary's ``errors`` section
@@ -72,7 +74,8 @@ def error_section(
     problems = [_failed_phrase(n, by_op[n]) for n in never]
     problems += [_share_phrase(n, by_op[n], budget_pct) for n in over if n not in never]
     if not issued_all:
-        problems.append("no operation was issued in the measured window")
+        # Issued and still in flight at the end (a lock held all along) counts nowhere.
+        problems.append("no operation completed or failed in the measured window")
     invalid = bool(never) or not issued_all or (bool(problems) and not budget_by_slo)
     section: dict[str, Any] = {
         "issued": issued_all,

@@ -77,7 +77,7 @@ def test_failed_reconnections_are_reported_but_not_judged() -> None:
 def test_a_run_that_issued_nothing_is_invalid() -> None:
     section = judge({})
     assert section["invalid"] is True
-    assert section["reason"] == "no operation was issued in the measured window"
+    assert section["reason"] == "no operation completed or failed in the measured window"
 
 
 def _interval(index: int) -> Interval:
