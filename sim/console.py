@@ -228,6 +228,8 @@ def error_table(section: dict[str, Any]) -> Table | None:
         table.add_column(column, justify="right" if column in ("count", "% of issued") else "left")
     for name, cls, n, entry in rows:
         example = entry.get("example", "") if cls == entry.get("dominant") else ""
+        # The class has its own column: at 80 columns the example needs the room.
+        example = example.replace(f"{cls}: ", "")
         table.add_row(name, cls, f"{n:,}", f"{100 * n / max(entry['issued'], 1):.3g}", example)
     return table
 
