@@ -17,7 +17,7 @@ Cases, each run alternating the tools ``--repeat`` times, medians reported:
 * ``sqlite``: the default scenario (SLOB-like on SQLite) through the CLI.
 
 dbsim runs every case twice: as it runs file and SQLite sessions now (``threads``: each on an
-OS thread of its own, sim.session_threads) and as it did (``loop``: coroutines, one pool hop
+OS thread of its own, sim.core.session_threads) and as it did (``loop``: coroutines, one pool hop
 per operation). Results: ``bench/results/eda_bench-<time>.json`` and a table; see
 bench/README.md.
 """
@@ -41,9 +41,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sim.engine import Engine, new_event_loop
+from sim.config.scenario import Load
+from sim.core.engine import Engine, new_event_loop
 from sim.protocols import EngineContext
-from sim.scenario import Load
 from storage.targets.filetree import FileTreeTarget
 from storage.targets.settings import FileTreeSettings
 from workloads.eda import tree as layout

@@ -180,12 +180,12 @@ def run_one(config: str, args: argparse.Namespace) -> int:
 
 def _run_one(config: str, args: argparse.Namespace) -> int:
     register()
-    from sim.scenario import validate
+    from sim.config.scenario import validate
 
     scenario = validate(scenario_data(args, Path(args.out)))
     if config == "plain":
-        from sim.engine import new_event_loop
-        from sim.runner import finish_summary, prepare_run
+        from sim.core.engine import new_event_loop
+        from sim.core.runner import finish_summary, prepare_run
 
         loop = new_event_loop()
         prepared = prepare_run(scenario)
@@ -205,7 +205,7 @@ def _run_one(config: str, args: argparse.Namespace) -> int:
 
 def run_worker(master: str) -> int:
     register()
-    from sim.cli_ui import parse_master
+    from sim.cli.ui import parse_master
     from sim.locust.app import run_worker as worker
 
     host, port = parse_master(master)

@@ -36,9 +36,9 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from sim.engine import Engine, new_event_loop
+from sim.config.scenario import Load
+from sim.core.engine import Engine, new_event_loop
 from sim.protocols import Connection, EngineContext, SqlConnection, Target, Workload, sql_connection
-from sim.scenario import Load
 from sim.sql import Statement, quote_identifier
 from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings

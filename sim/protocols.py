@@ -97,7 +97,7 @@ class Connection(ABC):
 
 class BlockingSql(ABC):
     """A SQL connection's hot-path statements as blocking calls, for workload sessions that
-    run on their own threads (sim.session_threads). Offered by drivers that block anyway
+    run on their own threads (sim.core.session_threads). Offered by drivers that block anyway
     (sqlite3, pyodbc); asyncio drivers (asyncpg, python-oracledb) have none. Errors are the
     connection's own (TargetError wrapping the driver's)."""
 

@@ -2,7 +2,7 @@
 
 A connection setting holds a *reference* (``password_env: NAME`` or ``password_file: PATH``);
 ``resolve_secret`` reads it at connect time. A literal ``password`` in a scenario is refused
-(settings forbid unknown keys; ``sim.scenario`` words the message for the keys listed here).
+(settings forbid unknown keys; ``sim.config.scenario`` words the message for the keys listed here).
 
 Targets mask their own password in the messages they raise (:func:`redact`). As a second line,
 every value ``resolve_secret`` returns is remembered for the life of the process and masked in

@@ -26,7 +26,7 @@ from sim.analysis.verdict import (
     Findings,
     decide,
 )
-from sim.validity import verdict_sentence
+from sim.core.validity import verdict_sentence
 
 SCHEMA = 1
 DEVICE_SERIES = ("iops", "r_await_ms", "w_await_ms", "await_ms", "aqu_sz", "util_pct")
@@ -107,7 +107,7 @@ def run_verdict(
     summary: dict[str, Any], storage_call: dict[str, Any], *, part: bool = False
 ) -> dict[str, Any]:
     """The whole run's verdict: the storage call, unless the run is invalid (its operations
-    failed, see :mod:`sim.validity`) — then no storage call is made, and the evidence the
+    failed, see :mod:`sim.core.validity`) — then no storage call is made, and the evidence the
     call would have rested on is kept for reference."""
     errors = mapping(summary, "errors")
     if not errors.get("invalid"):

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from sim import bundle_files
 from sim.analysis.stats import FloatArray
-from sim.bundle import OPS_COLUMNS, SAMPLE_PREFIX_COLUMNS
-from sim.bundle_files import read_summary
+from sim.bundle import reader as bundle_files
+from sim.bundle.reader import read_summary
+from sim.bundle.writer import OPS_COLUMNS, SAMPLE_PREFIX_COLUMNS
 from sim.errors import BundleError, ConfigError
 from sim.safeio import open_text_stream
 
@@ -34,7 +34,7 @@ OPS_FILE = "ops.csv"
 #: Files in timeseries/ that are not samples of a collector.
 NOT_SAMPLES = frozenset({"ops.csv", "errors.csv"})
 OPS_REQUIRED = ("t", "interval", "phase", "op", "count")
-# The bundle's own column lists (sim.bundle writes these files): one definition of the format.
+# The bundle's own column lists (sim.bundle.writer writes these files): one definition of the format.
 SAMPLES_REQUIRED = SAMPLE_PREFIX_COLUMNS
 OP_FIGURES = tuple(
     c for c in OPS_COLUMNS if c not in ("t", "interval", "phase", "step", "op", "min_us")
@@ -126,7 +126,7 @@ def row_key(row: dict[str, str]) -> Key | None:
 
 def read_json_object(path: Path) -> dict[str, Any]:
     """A bundle's summary.json (``path``), read bounded and checked against its schema
-    (:func:`sim.bundle_files.read_summary`); BundleError otherwise."""
+    (:func:`sim.bundle.reader.read_summary`); BundleError otherwise."""
     try:
         return read_summary(path.parent)
     except ConfigError as exc:

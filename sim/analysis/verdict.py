@@ -34,7 +34,7 @@ The call is made from :class:`Findings` (window figures computed by
 Tuning data — runs made for this on the development machine (2 vCPUs; its virtio disk
 ``vda`` and a PostgreSQL server shared with other people's concurrent work, which shows):
 
-* SLOB-like SQLite reads (600 MB table, no updates) on a private :mod:`storage.emulator` lab:
+* SLOB-like SQLite reads (600 MB table, no updates) on a private :mod:`storage.lab` lab:
   ext4 on a loop device, 300 read-IOPS blk-throttle ceiling, 200 MB memory cgroup. Steps of
   1, 2, 4, 8 sessions × 8 s: step medians of 299.9–300.2 IOPS while p99 went 0.21 → 0.40 →
   0.85 → 1.50 s, 50 device reads per read, Little's L/sessions 0.94, dbsim 4 % of a core —

@@ -6,7 +6,6 @@ process imports :mod:`sim.locust` first, so gevent patches it before anything el
 
 import sys
 
-from sim import cli_ui  # noqa: F401  (registers ``ui`` and ``worker`` on sim.cli.app)
-from sim.cli import main
+from sim.cli.entry import main
 
 sys.exit(main(sys.argv[1:]))

@@ -1,7 +1,7 @@
 """The Locust processes of dbsim: ``dbsim ui`` (web UI, local or master) and ``dbsim worker``.
 
 Every listener binds to 127.0.0.1 unless told otherwise: the web UI (``--host``, refused on
-another interface without ``--web-login``, see :mod:`sim.cli_ui`) and the master's worker port
+another interface without ``--web-login``, see :mod:`sim.cli.ui`) and the master's worker port
 (``--master-bind``). Local workers (``--workers N``) are child processes of the master,
 ``python -m sim.locust worker --master 127.0.0.1:<port>``, stopped when it stops.
 """
@@ -28,6 +28,7 @@ from locust.event import Events
 from locust.log import setup_logging
 from locust.runners import Runner
 
+from sim.config.scenario import ScenarioBase
 from sim.errors import EXIT_OK, ConfigError
 from sim.locust import secure
 from sim.locust.form import check_locust_scenario, register_form
@@ -36,7 +37,6 @@ from sim.locust.roles import Controller, LocalController, WorkerController
 from sim.locust.stats import install_bucket
 from sim.locust.users import class_name, user_classes
 from sim.locust.webui import extend_web_ui
-from sim.scenario import ScenarioBase
 from sim.secrets import install_log_redaction
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ def default_users(scenario: ScenarioBase) -> int:
     """The scenario's sessions (load.sessions or the workload's default): Locust's users."""
     if scenario.load.sessions:
         return scenario.load.sessions
-    from sim.runner import build_target, build_workload
+    from sim.core.runner import build_target, build_workload
 
     return build_workload(scenario, build_target(scenario)).default_sessions()
 

@@ -19,7 +19,10 @@ from typing import Any
 import gevent
 import gevent.event
 
+from sim.config.scenario import ScenarioBase
+from sim.core.runner import build_target, build_workload, check_slo_operations
 from sim.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, ConfigError
+from sim.judge.slo import completed_exit_code
 from sim.locust.app import (
     LOOPBACK,
     default_users,
@@ -32,10 +35,7 @@ from sim.locust.app import (
 )
 from sim.locust.form import check_locust_scenario
 from sim.locust.master import MasterController
-from sim.runner import build_target, build_workload, check_slo_operations
 from sim.safeio import strict_json
-from sim.scenario import ScenarioBase
-from sim.slo import completed_exit_code
 
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
@@ -133,7 +133,7 @@ def _print(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> None:
         return
     from rich.console import Console
 
-    from sim.console import print_run_end, print_summary
+    from sim.cli.console import print_run_end, print_summary
 
     out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
     print_summary(out, summary)

@@ -20,8 +20,8 @@ from typing import Any
 import locust
 
 from sim import registry
+from sim.config.scenario import ScenarioBase, resolved_dict, validate
 from sim.errors import ConfigError
-from sim.scenario import ScenarioBase, resolved_dict, validate
 
 #: Workload parameters shown in the form when the workload has them, in this order.
 MAIN_PARAMETERS = ("read_pct", "update_pct", "scan_pct", "work_unit", "rows_select", "rows_update")

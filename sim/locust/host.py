@@ -2,7 +2,7 @@
 
 One engine per test start per process, with as many sessions as Locust placed users on this
 process. The engine runs on its own asyncio loop on a native OS thread
-(:func:`sim.engine.run_on_native_thread` with gevent's original ``start_new_thread``), so its
+(:func:`sim.core.engine.run_on_native_thread` with gevent's original ``start_new_thread``), so its
 sessions never wait for the gevent hub and the hub never waits for them. Everything that
 touches files — preparing the run (bundle directory, scenario.yaml with fsync) and finishing
 it (summary, histograms, report.html) — runs off the hub too: preparation in gevent's native
@@ -28,7 +28,18 @@ import gevent
 from gevent.monkey import get_original
 from locust.env import Environment
 
-from sim.engine import Engine, run_on_native_thread
+from sim.config.scenario import ScenarioBase
+from sim.core.engine import Engine, run_on_native_thread
+from sim.core.metrics import Interval
+from sim.core.runner import (
+    PreparedRun,
+    attach_lab,
+    build_collectors,
+    build_target,
+    build_workload,
+    finish_summary,
+    prepare_run,
+)
 from sim.errors import SimError
 from sim.locust.packets import (
     Packet,
@@ -39,18 +50,7 @@ from sim.locust.packets import (
     packet_wall,
 )
 from sim.locust.stats import feed
-from sim.metrics import Interval
 from sim.protocols import Sample
-from sim.runner import (
-    PreparedRun,
-    attach_lab,
-    build_collectors,
-    build_target,
-    build_workload,
-    finish_summary,
-    prepare_run,
-)
-from sim.scenario import ScenarioBase
 from sim.secrets import redact_known
 
 log = logging.getLogger(__name__)

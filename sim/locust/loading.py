@@ -7,7 +7,7 @@ data (:attr:`sim.protocols.Target.data_scope`): one worker for a database server
 for a local path (an SQLite file, a file tree — on NFS the second host's loader finds the data
 built and only checks it), none for a private temporary database (every worker loads its own,
 as before). Each loader gets ``dbsim_load`` and runs a load-only engine: the build and its
-verification under the target's load lock (:mod:`sim.loading`), nothing measured. Loaders run
+verification under the target's load lock (:mod:`sim.core.loading`), nothing measured. Loaders run
 one after another, so two hosts never build one NFS tree together even where ``flock`` cannot
 reach across hosts. When every loader has answered ``dbsim_loaded`` with its data verified,
 the master sends ``dbsim_start`` to every worker with ``verify_only``: the engines verify
@@ -31,7 +31,7 @@ from typing import Any
 import gevent
 from locust.env import Environment
 
-from sim.loading import built_anything, host_of
+from sim.core.loading import built_anything, host_of
 from sim.locust.merge import RunMerger
 from sim.locust.roles import MSG_LOAD
 

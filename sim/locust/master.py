@@ -22,8 +22,10 @@ import gevent
 from locust.env import Environment
 from locust.runners import STATE_RUNNING
 
+from sim.config.scenario import ScenarioBase
+from sim.core.loading import elect_loaders
+from sim.core.runner import build_target
 from sim.errors import SimError
-from sim.loading import elect_loaders
 from sim.locust.form import scenario_from_options
 from sim.locust.loading import LoadPhase
 from sim.locust.merge import RunMerger
@@ -40,8 +42,6 @@ from sim.locust.roles import (
     stop_runner,
 )
 from sim.protocols import Sample
-from sim.runner import build_target
-from sim.scenario import ScenarioBase
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ difference is written into the summary's messages). Storage samples are merged b
 ``LOST_AFTER_S`` (killed, crashed, cut off) is recorded as lost: what it sent until then is
 counted, the run goes on without it, and the summary's ``distributed`` section says what was
 lost and when. The scenario's SLOs are judged on the merged bundle by the same function as a
-single-process run's (:func:`sim.runner.write_service_levels`). Every file write goes through
+single-process run's (:func:`sim.core.runner.write_service_levels`). Every file write goes through
 one native thread (gevent's thread pool of size one, in order), never on the hub.
 """
 
@@ -32,14 +32,14 @@ import gevent
 from gevent.threadpool import ThreadPool
 from locust.env import Environment
 
-from sim.bundle import BundleWriter, iso, new_bundle_dir
+from sim.bundle.writer import BundleWriter, iso, new_bundle_dir
+from sim.config.scenario import ScenarioBase, resolved_dict
+from sim.core.metrics import Interval, OpStats
+from sim.core.runner import judge_errors, write_service_levels
+from sim.core.validity import failure_line
 from sim.locust.packets import Packet, decode_ops, merge_samples, packet_ops, packet_samples
 from sim.locust.summary import STATUS_COMPLETED, STATUS_FAILED, distributed_extra, run_status
-from sim.metrics import Interval, OpStats
 from sim.protocols import Sample
-from sim.runner import judge_errors, write_service_levels
-from sim.scenario import ScenarioBase, resolved_dict
-from sim.validity import failure_line
 
 log = logging.getLogger(__name__)
 
@@ -354,7 +354,7 @@ class RunMerger:
                     extra=extra,
                 )
             if self._writer.failure is not None:
-                # The writer no longer raises (sim.bundle): a bundle that could not be written
+                # The writer no longer raises (sim.bundle.writer): a bundle that could not be written
                 # makes the run failed, with the in-memory summary and no report.
                 return {**summary, "status": "failed", "error": self._failure_line()}
             _write_report(self._writer.path)

@@ -23,9 +23,9 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from sim.engine import Engine
+from sim.core.engine import Engine
+from sim.core.metrics import Interval, OpStats
 from sim.locust.stats import LatencyBatch, batch_from_stats
-from sim.metrics import Interval, OpStats
 from sim.protocols import Sample
 
 PACKET_VERSION = 1

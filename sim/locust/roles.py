@@ -32,13 +32,13 @@ import gevent
 from locust.env import Environment
 from locust.runners import STATE_RUNNING, STATE_SPAWNING
 
+from sim.config.scenario import ScenarioBase, validate
+from sim.core.metrics import OpStats
 from sim.errors import SimError
 from sim.locust.form import scenario_from_options, share_scenario
 from sim.locust.host import ROLE_LOCAL, ROLE_WORKER, EngineHost
 from sim.locust.packets import Packet, decode_ops
-from sim.metrics import OpStats
 from sim.protocols import Sample
-from sim.scenario import ScenarioBase, validate
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 from locust.stats import RequestStats, StatsEntry, StatsError
 
-from sim.metrics import OpStats
+from sim.core.metrics import OpStats
 
 SIGNIFICANT_DIGITS = 3
 US_PER_MS = 1000.0

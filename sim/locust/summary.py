@@ -1,5 +1,5 @@
 """The summary of a distributed run: the keys a single-process run's summary has
-(:func:`sim.runner.finish_summary`), built from the workers' final reports, plus a
+(:func:`sim.core.runner.finish_summary`), built from the workers' final reports, plus a
 ``distributed`` section with the per-worker breakdown and what was lost."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sim.bundle import iso
-from sim.metrics import mix_report
+from sim.bundle.writer import iso
+from sim.core.metrics import mix_report
 
 if TYPE_CHECKING:
     from sim.locust.merge import RunMerger, WorkerRun

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sim.bundle import atomic_write
+from sim.bundle.writer import atomic_write
 from sim.errors import ConfigError, SimError
 from sim.report import charts, findings, sections
 from sim.report.data import (
@@ -56,7 +56,7 @@ def write_report(bundle: Path) -> tuple[Path, str | None]:
     load_summary(bundle)  # a ConfigError naming the directory when it is not a bundle
     if (bundle / "baseline.json").is_file():
         # A storage baseline (dbsim baseline): fio's points, no operations to correlate.
-        from sim.report.baseline import write_baseline_report
+        from sim.baseline.page import write_baseline_report
 
         return write_baseline_report(bundle), None
     problem: str | None = None

@@ -14,8 +14,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from sim import bundle_files
-from sim.bundle_files import read_analysis, read_summary
+from sim.bundle import reader as bundle_files
+from sim.bundle.reader import read_analysis, read_summary
 from sim.errors import ConfigError
 from sim.safeio import load_json, open_text_stream
 
@@ -32,7 +32,7 @@ def is_bundle(path: Path) -> bool:
 
 def load_summary(bundle: Path) -> dict[str, Any]:
     """The bundle's summary.json, read bounded and checked against its schema
-    (:func:`sim.bundle_files.read_summary`); anything else is a :class:`ConfigError`."""
+    (:func:`sim.bundle.reader.read_summary`); anything else is a :class:`ConfigError`."""
     return read_summary(bundle)
 
 

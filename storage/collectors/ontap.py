@@ -32,10 +32,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from sim.config.scenario import error_lines
 from sim.errors import CollectorError, ConfigError, ScenarioError
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Collector, Sample, Target, gap_sample
 from sim.registry import CollectorEntry, register_collector
-from sim.scenario import error_lines
 from sim.secrets import SecretRef, redact, resolve_secret
 
 SOURCE = "ontap"

@@ -143,7 +143,7 @@ class TreeGuard:
 class FileSession(Connection):
     """One session's handle on the tree: each public method is one operation, a blocking call.
 
-    A session on its own thread (sim.session_threads) calls them in place; a session on the
+    A session on its own thread (sim.core.session_threads) calls them in place; a session on the
     event loop hands each to the engine's pool with :meth:`call`. Either way an ``OSError``
     comes out as a one-line :class:`~sim.errors.TargetError` naming the errno and the path.
     ``bytes_read`` / ``bytes_written`` count the payload moved by this session (each session

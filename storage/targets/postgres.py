@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 
 import asyncpg
 
+from sim.config.scenario import MAX_SESSIONS
 from sim.errors import TargetError
 from sim.protocols import EngineContext, LoadLock, SqlConnection, Statement, Target, WaitCallback
-from sim.scenario import MAX_SESSIONS
 from sim.secrets import redact, resolve_secret
 from storage.targets.locks import lock_id, polled_lock
 from storage.targets.settings import PostgresSettings

@@ -3,7 +3,7 @@
 Every case runs ``python -m sim.cli baseline`` as a child process with short points
 (``--runtime 1 --ramp 0.5 --size 64M``) and checks what it left: the exit code, its lines,
 the bundle (fio's own JSON and text reports beside dbsim's parsed figures) and the target
-tree, which must hold afterwards exactly what :func:`workloads.baseline.safety.release_tree`
+tree, which must hold afterwards exactly what :func:`sim.baseline.safety.release_tree`
 leaves (nothing, or the empty root the user made) — and be untouched by any refusal.
 
 fio must be installed (``apt-get install fio``); the tmpfs case needs root.

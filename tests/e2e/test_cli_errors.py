@@ -21,7 +21,7 @@ EXIT_RUN_FAILED = 3
 # catches click's exception classes where Typer ≥ 0.16 raises those of its vendored copy
 # (typer._click); see the report that came with these tests.
 FAILURE_LINE_WRAPPED = (
-    "sim/cli.py _execute() prints a failed run's error through rich Console(stderr=True), "
+    "sim/cli/run.py _execute() prints a failed run's error through rich Console(stderr=True), "
     "which wraps at 80 columns when stderr is not a terminal: one problem, several lines"
 )
 

@@ -16,9 +16,8 @@ from tests.e2e.conftest import CliResult, Dbsim, single_bundle
 pytestmark = pytest.mark.e2e
 
 EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_BAD_INPUT = 0, 1, 2
-# `dbsim size` registers itself when sim.cli_size is imported. Until sim/cli.py imports it at
-# its end, the child imports it first and then runs the same main() as `python -m sim.cli`.
-LAUNCH = "import sys, sim.cli_size; from sim.cli import main; sys.exit(main(sys.argv[1:]))"
+# The same main() as `python -m sim.cli`.
+LAUNCH = "import sys; from sim.cli import main; sys.exit(main(sys.argv[1:]))"
 ISSUE_SOURCE = "Nível de serviço extremo › Tamanho do bloco de 4 KiB (E/S aleatória)"
 
 

@@ -1,4 +1,4 @@
-"""A run tells the truth about its failures (sim.validity), on the live PostgreSQL.
+"""A run tells the truth about its failures (sim.core.validity), on the live PostgreSQL.
 
 The failures are real: another connection of the test's own holds locks on the SLOB table
 while ``dbsim run`` goes, and the sessions run with ``lock_timeout`` (a target session setting),

@@ -1,5 +1,5 @@
 """``dbsim run --workers auto`` on a file tree: spread over one local worker per CPU (at most
-one per session), one load, one merged bundle with exact counts (sim.workers)."""
+one per session), one load, one merged bundle with exact counts (sim.core.workers)."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.baseline import BaselineOptions, BaselineRun
+from sim.baseline.run import BaselineOptions, BaselineRun
 from tests.integration.test_lab import _require_lab, lab_env  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]

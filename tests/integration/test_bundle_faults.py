@@ -34,8 +34,8 @@ from typing import Any
 
 import pytest
 
-from sim.bundle import BundleWriter
-from sim.metrics import Interval, OpStats
+from sim.bundle.writer import BundleWriter
+from sim.core.metrics import Interval, OpStats
 from tests.e2e.conftest import CliResult, clean_environment, read_csv
 from tests.support.loopfs import loop_ext4
 

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from sim.engine import Engine, RunResult, new_event_loop
+from sim.config.scenario import Load
+from sim.core.dataset import drop_objects, load_and_verify
+from sim.core.engine import Engine, RunResult, new_event_loop
+from sim.core.metrics import Interval, OpStats
 from sim.errors import OwnershipError, WorkloadError
-from sim.metrics import Interval, OpStats
 from sim.protocols import EngineContext, Sample
-from sim.scenario import Load
-from sim.setup import drop_objects, load_and_verify
 from storage.targets.filetree import FileTreeTarget
 from storage.targets.settings import FileTreeSettings
 from tests.support.loopfs import loop_ext4

@@ -20,8 +20,8 @@ monkey.patch_all()
 import json, time
 import gevent
 from gevent.monkey import get_original
-from sim.engine import Engine, run_on_native_thread
-from sim.scenario import Load
+from sim.core.engine import Engine, run_on_native_thread
+from sim.config.scenario import Load
 from tests.support.fakes import PingParameters, PingWorkload, TimedTarget
 
 target = TimedTarget(service_s=0.002)

@@ -36,9 +36,9 @@ emptied and the loop device's backing file is kept in the host's page cache (see
 :meth:`GroundLab.cold_cache`). The module takes about two minutes; ``-s`` prints the figures;
 ``DBSIM_GROUND_TRUTH_DIR=<dir>`` keeps the scenarios and bundles there.
 
-The scenario steps' ``lab:`` ceilings are applied by ``sim.runner.attach_lab``, which uses the
+The scenario steps' ``lab:`` ceilings are applied by ``sim.core.runner.attach_lab``, which uses the
 default ``Lab()`` (``/run/dbsim-lab``). This module's lab is a private one, so T3 runs the CLI
-through a shim that points ``storage.emulator.Lab`` at it (see :data:`LAB_SHIM`).
+through a shim that points ``storage.lab.Lab`` at it (see :data:`LAB_SHIM`).
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ import yaml
 from sim.analysis import load_bundle, stats
 from sim.analysis.series import BundleSeries
 from sim.errors import ConfigError
-from storage.emulator import Lab, system
-from storage.emulator.pgcluster import PG_USER, pg_bin
+from storage.lab import Lab, system
+from storage.lab.pgcluster import PG_USER, pg_bin
 from tests.integration.test_lab import _free_port, _mounted_under
 from tests.integration.test_lab import _require_lab as require_lab
 
@@ -109,15 +109,15 @@ WARMUP_S = 3.0
 IDLE_WARMUP_S = 6.0  # 1,024 hot blocks at 500 IOPS, plus index pages
 IDLE_MEASURE_S = 8.0
 
-# attach_lab() uses the default Lab(); this runs the real CLI with storage.emulator.Lab
+# attach_lab() uses the default Lab(); this runs the real CLI with storage.lab.Lab
 # pointed at this module's private lab. argv: base directory, lab name, then dbsim's argv.
 LAB_SHIM = """
 import sys
 from pathlib import Path
-import storage.emulator
-from storage.emulator.lab import Lab
+import storage.lab
+from storage.lab.lifecycle import Lab
 base, name = Path(sys.argv[1]), sys.argv[2]
-storage.emulator.Lab = lambda: Lab(base / "state", base / "images", name)
+storage.lab.Lab = lambda: Lab(base / "state", base / "images", name)
 from sim.cli import main
 sys.exit(main(sys.argv[3:]))
 """

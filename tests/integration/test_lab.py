@@ -36,7 +36,7 @@ import pytest
 from sim.errors import ConfigError
 from storage.collectors.block import BlockDeviceCollector
 from storage.devices import DeviceResolver
-from storage.emulator import Lab, apply_step_ceiling, cgroups, system
+from storage.lab import Lab, apply_step_ceiling, cgroups, system
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
@@ -316,7 +316,7 @@ def test_non_root_is_refused_with_one_line(args: list[str]) -> None:
         pytest.skip("!!! NOT RUN: switching to nobody needs root")
     if shutil.which("setpriv") is None:
         pytest.skip("!!! NOT RUN: setpriv is missing (util-linux)")
-    runner = "import sys, sim.cli_lab; from sim.cli import main; sys.exit(main(sys.argv[1:]))"
+    runner = "import sys, sim.cli.lab; from sim.cli import main; sys.exit(main(sys.argv[1:]))"
     as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent"}
 
@@ -332,7 +332,7 @@ def test_non_root_is_refused_with_one_line(args: list[str]) -> None:
 
     # The interpreter may live where nobody cannot read (a pyenv build under /root): then
     # this test cannot say anything about dbsim.
-    probe = run("import sim.cli_lab")
+    probe = run("import sim.cli.lab")
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["?"])[-1]
         pytest.skip(f"!!! NOT RUN: nobody cannot run {sys.executable} with dbsim: {last}")

@@ -153,9 +153,9 @@ def test_two_eda_loaders_at_once_one_builds(tmp_path: Path) -> None:
 
 
 def test_two_postgres_loaders_at_once_one_builds(tmp_path: Path) -> None:
-    from sim.runner import build_target, build_workload
-    from sim.scenario import resolve
-    from sim.setup import drop_objects
+    from sim.config.scenario import resolve
+    from sim.core.dataset import drop_objects
+    from sim.core.runner import build_target, build_workload
 
     prefix = f"lk{uuid.uuid4().hex[:8]}_"
     workload = {"name": "slob", "parameters": {"table_prefix": prefix}}

@@ -43,8 +43,8 @@ gevent.events.subscribers.append(
 from sim.locust.app import environment_for, setup_process
 from sim.locust.roles import LocalController
 from sim.locust.stats import batch_from_stats, bucket_response_time_us, feed
-from sim.metrics import OpStats
-from sim.scenario import resolve
+from sim.core.metrics import OpStats
+from sim.config.scenario import resolve
 
 out = {}
 setup_process("WARNING")

@@ -19,11 +19,11 @@ from typing import Any, ClassVar
 
 import pytest
 
-from sim.engine import Engine
+from sim.config.scenario import Load
+from sim.core.dataset import drop_objects, load_and_verify
+from sim.core.engine import Engine
 from sim.errors import OwnershipError, TargetError
 from sim.protocols import EngineContext
-from sim.scenario import Load
-from sim.setup import drop_objects, load_and_verify
 from storage.targets.settings import OdbcSettings, SqlServerSettings
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.workload import SlobWorkload

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from sim.engine import OUTCOME_COMPLETED, Engine
+from sim.config.scenario import Load
+from sim.core.engine import OUTCOME_COMPLETED, Engine
 from sim.errors import CollectorError, ConfigError, ScenarioError
 from sim.protocols import GAP_RESET, Sample
 from sim.registry import collectors
-from sim.scenario import Load
 from storage.collectors.ontap import OntapCollector, OntapSettings, auto
 from tests.support.fakes import PingParameters, PingWorkload, TimedTarget
 from tests.support.ontap_replay import Entity, OntapReplay, TlsFiles, make_tls_files

@@ -27,9 +27,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from sim.engine import Engine
+from sim.config.scenario import Load
+from sim.core.engine import Engine
 from sim.protocols import EngineContext, Sample
-from sim.scenario import Load
 from storage.collectors.database import PostgresStatsCollector, physical_reads_per_op
 from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings

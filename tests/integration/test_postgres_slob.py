@@ -18,11 +18,11 @@ from typing import Any, TypeVar
 import asyncpg
 import pytest
 
-from sim.engine import Engine
+from sim.config.scenario import Load
+from sim.core.dataset import drop_objects, load_and_verify
+from sim.core.engine import Engine
 from sim.errors import OwnershipError, TargetError
 from sim.protocols import EngineContext
-from sim.scenario import Load
-from sim.setup import drop_objects, load_and_verify
 from sim.sql import Statement
 from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.emulator.pgcluster import Cluster, as_user, pg_bin, port_free
+from storage.lab.pgcluster import Cluster, as_user, pg_bin, port_free
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

@@ -21,11 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.engine import Engine
+from sim.config.scenario import Load
+from sim.core.dataset import drop_objects, load_and_verify
+from sim.core.engine import Engine
 from sim.errors import EXIT_BAD_INPUT, MissingDataError, OwnershipError
 from sim.protocols import Target, Workload
-from sim.scenario import Load
-from sim.setup import drop_objects, load_and_verify
 from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings, SqliteSettings
 from storage.targets.sqlite import SqliteTarget

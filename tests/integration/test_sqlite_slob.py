@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sim.engine import Engine
+from sim.config.scenario import Load
+from sim.core.dataset import drop_objects, load_and_verify
+from sim.core.engine import Engine
 from sim.errors import OwnershipError
-from sim.scenario import Load
-from sim.setup import drop_objects, load_and_verify
 from storage.targets.settings import SqliteSettings
 from storage.targets.sqlite import SqliteTarget
 from workloads.slob.parameters import SlobParameters
@@ -112,7 +112,7 @@ def test_run_mix_follows_the_rule_exactly(
 def test_mix_stays_exact_across_warmup_and_steps(tmp_path: Path) -> None:
     """Stage boundaries close an interval and enter the next stage atomically, so every
     completed transaction is counted in the phase whose rule it was issued under."""
-    from sim.metrics import Interval
+    from sim.core.metrics import Interval
 
     slob, target = workload(tmp_path / "steps.sqlite", update_pct=20)
     steps = [{"duration_s": 1.2, "sessions": 1}, {"duration_s": 1.2, "sessions": 3}]

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from sim.engine import Engine
+from sim.config.scenario import validate
+from sim.core.dataset import drop_objects, load_and_verify
+from sim.core.engine import Engine
+from sim.core.runner import build_target, build_workload
 from sim.protocols import EngineContext, Target, connect_sql
-from sim.runner import build_target, build_workload
-from sim.scenario import validate
-from sim.setup import drop_objects, load_and_verify
 from sim.sql import Statement
 from workloads.ssb.parameters import SsbParameters
 from workloads.ssb.schema import TEXT_COLUMNS, TEXT_WIDTH

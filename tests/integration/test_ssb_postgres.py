@@ -22,11 +22,11 @@ pytest.importorskip(
 asyncpg = pytest.importorskip("asyncpg", reason="!!! asyncpg missing: SSB on PostgreSQL NOT TESTED")
 
 from sim import registry  # noqa: E402 - after the skips above
-from sim.engine import Engine  # noqa: E402
+from sim.config.scenario import Load  # noqa: E402
+from sim.core.dataset import drop_objects, load_and_verify  # noqa: E402
+from sim.core.engine import Engine  # noqa: E402
 from sim.errors import OwnershipError  # noqa: E402
 from sim.protocols import Target  # noqa: E402
-from sim.scenario import Load  # noqa: E402
-from sim.setup import drop_objects, load_and_verify  # noqa: E402
 from storage.targets.settings import PostgresSettings  # noqa: E402
 from workloads.ssb.parameters import SsbParameters  # noqa: E402
 from workloads.ssb.workload import SsbWorkload  # noqa: E402

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from sim.engine import Engine
+from sim.config.scenario import Load
+from sim.core.dataset import drop_objects, load_and_verify
+from sim.core.engine import Engine
 from sim.errors import OwnershipError
-from sim.scenario import Load
-from sim.setup import drop_objects, load_and_verify
 from storage.targets.settings import SqliteSettings
 from storage.targets.sqlite import SqliteTarget
 from workloads.ssb.parameters import SsbParameters

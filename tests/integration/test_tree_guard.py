@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from sim.engine import new_event_loop
+from sim.core.dataset import load_and_verify
+from sim.core.engine import new_event_loop
 from sim.errors import OwnershipError, TargetError
 from sim.protocols import EngineContext
-from sim.setup import load_and_verify
 from storage.targets.filetree import FileSession, FileTreeTarget
 from storage.targets.settings import FileTreeSettings
 from workloads.eda.operations import FrontendSession

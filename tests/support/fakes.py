@@ -125,7 +125,7 @@ class PingSession:
 
 
 class BlockingPingSession(PingSession):
-    """The same operation as a blocking call (sim.session_threads)."""
+    """The same operation as a blocking call (sim.core.session_threads)."""
 
     def next_call(self) -> tuple[str, Any]:
         assert isinstance(self.conn, TimedConnection)

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from sim.analysis import analyze_bundle
-from sim.bundle import OPS_COLUMNS
+from sim.bundle.writer import OPS_COLUMNS
 
 TOP_KEYS = {
     "schema", "intervals", "primary_op", "primary_device", "series", "correlation", "lag",

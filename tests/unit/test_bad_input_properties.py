@@ -52,8 +52,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim import registry
+from sim.config.scenario import json_schema, shape_problems, validate
 from sim.errors import ScenarioError, WorkloadError
-from sim.scenario import json_schema, shape_problems, validate
 from sim.secrets import LITERAL_SECRET_KEYS
 from sim.sql import MAX_IDENTIFIER_CHARS, identifier_problem, quote_identifier, sqlalchemy_dialect
 
@@ -664,7 +664,7 @@ def bad_yaml_file(draw: st.DrawFn) -> Case:
         lines = [f"a0: &a0 [{', '.join(['1'] * fan)}]"]
         lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * fan)}]" for i in range(1, levels)]
         text = base + "collectors:\n  ontap:\n" + "".join(f"    {line}\n" for line in lines)
-        assert fan**levels > 100_000  # sim.scenario.MAX_VALUES
+        assert fan**levels > 100_000  # sim.config.scenario.MAX_VALUES
         # Refused while the file is read (sim.safeio bounds the expansion), naming the key.
         names = ("(scenario): more than", "collectors.ontap.a")
         return Case("bad yaml", names, raw=text.encode(), command=command)
@@ -877,7 +877,8 @@ def other_command(draw: st.DrawFn) -> Case:
 
 @functools.cache
 def _command_names() -> frozenset[str]:
-    from sim.cli import app
+    import sim.cli.entry  # noqa: F401  (registers every command on the app)
+    from sim.cli.app import app
 
     return frozenset(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
 
@@ -890,7 +891,8 @@ class InProcessCli:
 
     def __init__(self, directory: Path, mp: pytest.MonkeyPatch) -> None:
         import sim.cli
-        import sim.runner
+        import sim.cli.run
+        import sim.core.runner
 
         self.directory = directory
         self.serial = itertools.count()
@@ -905,7 +907,7 @@ class InProcessCli:
 
             return called
 
-        mp.setattr(sim.cli, "_execute", stand_in("_execute"))
+        mp.setattr(sim.cli.run, "_execute", stand_in("_execute"))
         # Typer rebuilds the whole click command tree from the signatures on every call (~90 %
         # of an in-process call); build it once and reuse it: the same objects parse the same
         # way (click makes a fresh context per call).
@@ -918,7 +920,7 @@ class InProcessCli:
             return built[id(instance)]
 
         mp.setattr(typer.main, "get_command", get_command)
-        mp.setattr(sim.runner, "build_target", self._refuse("build_target"))
+        mp.setattr(sim.core.runner, "build_target", self._refuse("build_target"))
         for kind, entry in list(registry.targets().items()):
             if entry.factory is not None:
                 refuse = self._refuse(f"target {kind}")

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from sim.baseline import fio
+from sim.baseline.envelope import compare, published_at
+from sim.baseline.matrix import MIXES, PRESETS, SeedLoad, parse_filter, plan, scale
 from sim.errors import ConfigError
-from storage.profiles import get_envelope
-from workloads.baseline import fio
-from workloads.baseline.envelope import compare, published_at
-from workloads.baseline.matrix import MIXES, PRESETS, SeedLoad, parse_filter, plan, scale
+from storage.envelopes import get_envelope
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "fio"
 

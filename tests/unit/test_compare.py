@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from sim.cli import main
-from sim.compare import Thresholds, compare, load_thresholds, render_html, table_rows
 from sim.errors import ConfigError, ScenarioError
+from sim.judge.compare import Thresholds, compare, load_thresholds, render_html, table_rows
 
 
 def bundle(

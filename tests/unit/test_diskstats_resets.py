@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from sim.baseline import BaselineRun
-from sim.bundle import BundleWriter
-from sim.metrics import Interval
+from sim.baseline.run import BaselineRun
+from sim.bundle.writer import BundleWriter
+from sim.core.metrics import Interval
+from sim.judge.sweep import BreachMonitor
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Sample, gap_sample
-from sim.sweep import BreachMonitor
 from storage.collectors.block import BlockDeviceCollector
 from storage.collectors.diskstats import (
     DiskCounters,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sim.schema_doc import OUTPUT_PATH, REGENERATE, render_markdown
+from sim.config.schema_doc import OUTPUT_PATH, REGENERATE, render_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT_S = 120

@@ -7,13 +7,13 @@ import time
 
 import pytest
 
-from sim.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED, Engine, plan_stages
-from sim.metrics import Interval
-from sim.scenario import Load
+from sim.config.scenario import Load
+from sim.core.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED, Engine, plan_stages
+from sim.core.metrics import Interval
 from tests.support.fakes import PingParameters, PingWorkload, TimedTarget
 
 #: Every test runs twice: sessions as coroutines on the loop, and on their own threads
-#: (sim.session_threads) — the pacing, phase and counting rules are the same for both.
+#: (sim.core.session_threads) — the pacing, phase and counting rules are the same for both.
 RUNNERS = ("loop", "threads")
 _runner = {"blocking": False}
 
@@ -129,7 +129,7 @@ def test_every_completion_lands_in_the_interval_and_phase_it_happened_in(
     t0 = engine._t0
     # A session thread stamps its completion inside the call and records it a microsecond
     # later, outside the target: a boundary can fall between the two, moving that operation
-    # to the next interval — together with its phase (sim.session_threads.held), so the
+    # to the next interval — together with its phase (sim.core.session_threads.held), so the
     # totals and the mix stay exact. On the loop the two happen without a yield in between.
     slack = 4 if runner == "threads" else 0  # one operation per session at most
     for interval in intervals:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sim.loading import built_anything, elect_loaders, host_of
+from sim.core.loading import built_anything, elect_loaders, host_of
 from sim.protocols import SCOPE_HOST, SCOPE_PROCESS, SCOPE_SHARED, no_load_lock
 from storage.targets import locks
 from storage.targets.locks import LockUnsupported, lock_id, polled_lock

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sim.metrics import HIGHEST_TRACKABLE_US, IntervalRecorder, OpStats, mix_report
+from sim.core.metrics import HIGHEST_TRACKABLE_US, IntervalRecorder, OpStats, mix_report
 
 
 def test_rotation_hands_over_the_interval_and_folds_measured_totals() -> None:

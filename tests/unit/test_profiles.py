@@ -12,9 +12,9 @@ import yaml
 from pydantic import ValidationError
 
 from sim.errors import ConfigError
-from storage.profiles import ENVELOPE_NAMES, envelopes, get_envelope
-from storage.profiles.model import DATA_DIR, Envelope, load_file
-from storage.profiles.schema import (
+from storage.envelopes import ENVELOPE_NAMES, envelopes, get_envelope
+from storage.envelopes.model import DATA_DIR, Envelope, load_file
+from storage.envelopes.schema import (
     EnvelopeSpec,
     Point,
     ProfileFile,
@@ -22,8 +22,8 @@ from storage.profiles.schema import (
     Table,
     iter_sources,
 )
-from storage.profiles.units import parse_block_size, parse_capacity, to_mibps, to_ops
-from storage.profiles.verify import SEEDS_DIR, transcription_problems
+from storage.envelopes.units import parse_block_size, parse_capacity, to_mibps, to_ops
+from storage.envelopes.verify import SEEDS_DIR, transcription_problems
 
 needs_seeds = pytest.mark.skipif(
     not SEEDS_DIR.is_dir(), reason=f"the seed documents are not at {SEEDS_DIR}"

@@ -18,8 +18,7 @@ import pytest
 import yaml
 from hdrh.histogram import HdrHistogram
 
-from sim import cli_report  # noqa: F401  (registers the commands on sim.cli.app)
-from sim.bundle import OPS_COLUMNS
+from sim.bundle.writer import OPS_COLUMNS
 from sim.cli import main
 from sim.report import render_html, render_report, write_report
 from sim.report.charts import stage_marks
@@ -460,8 +459,8 @@ def test_partial_bundle_of_a_killed_run(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def real_bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A 2-second run of the default scenario (SLOB-like on a temporary SQLite), in process."""
-    from sim.runner import finish_summary, prepare_run
-    from sim.scenario import resolve
+    from sim.config.scenario import resolve
+    from sim.core.runner import finish_summary, prepare_run
 
     out = tmp_path_factory.mktemp("real")
     scenario = resolve(None, [("load.duration_s", 2.0), ("output.directory", str(out))])

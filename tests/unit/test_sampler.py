@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from sim.core.sampler import CollectorSampler
 from sim.protocols import Collector, Sample
-from sim.sampler import CollectorSampler
 from sim.secrets import SecretRef, resolve_secret
 
 TIMEOUT_S = 0.2

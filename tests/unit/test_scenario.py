@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from sim.config.scenario import json_schema, resolve, resolved_dict, validate
 from sim.errors import ScenarioError
-from sim.scenario import json_schema, resolve, resolved_dict, validate
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-import sim.cli_size  # noqa: F401  (registers `dbsim size` until sim/cli.py imports it)
-from sim.cli_size import render, workload_from_summary
+from sim.cli.size import render, workload_from_summary
 from sim.errors import ConfigError
-from storage.profiles import Workload, get_envelope, size
-from storage.profiles.units import parse_capacity
+from storage.envelopes import Workload, get_envelope, size
+from storage.envelopes.units import parse_capacity
 
 KIB = 1024
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from sim.config.scenario import validate
+from sim.core.metrics import new_histogram
 from sim.errors import ScenarioError
-from sim.metrics import new_histogram
-from sim.scenario import validate
-from sim.slo import (
+from sim.judge.slo import (
     Slo,
     Window,
     WindowBuilder,

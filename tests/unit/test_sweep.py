@@ -9,15 +9,14 @@ from typing import Any
 
 import pytest
 
-from sim.bundle import BundleWriter
-from sim.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED, RunResult, Stage, plan_stages
+from sim.bundle.writer import BundleWriter
+from sim.config.scenario import resolved_dict, validate
+from sim.core.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED, RunResult, Stage, plan_stages
+from sim.core.events import EngineEvents
+from sim.core.metrics import Interval, OpStats, new_histogram
 from sim.errors import ScenarioError
-from sim.events import EngineEvents
-from sim.metrics import Interval, OpStats, new_histogram
-from sim.protocols import Sample
-from sim.scenario import resolved_dict, validate
-from sim.slo import Slo
-from sim.sweep import (
+from sim.judge.slo import Slo
+from sim.judge.sweep import (
     Sweep,
     attach,
     service_levels,
@@ -25,6 +24,7 @@ from sim.sweep import (
     sweep_line,
     sweep_sections,
 )
+from sim.protocols import Sample
 
 
 def scenario(sweep: dict[str, Any], slos: list[dict[str, Any]] | None = None, **load: Any) -> Any:
@@ -250,7 +250,7 @@ def test_service_levels_never_raise(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     def broken(*args: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("sim.slo.summary_section", broken)
+    monkeypatch.setattr("sim.judge.slo.summary_section", broken)
     plain = validate({"workload": {"name": "slob"}, "slos": [{"p99_us_max": 1}]})
     levels = service_levels(plain, {"status": "completed"}, tmp_path)
     assert levels == {"slos": {"met": None, "error": "RuntimeError: boom"}}

@@ -1,5 +1,5 @@
-"""sim.validity: when a run's errors make it invalid, and what its error line says; and the
-bundle's record of collector gaps (sim.bundle: resets and unreadable entities)."""
+"""sim.core.validity: when a run's errors make it invalid, and what its error line says; and the
+bundle's record of collector gaps (sim.bundle.writer: resets and unreadable entities)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sim.bundle import BundleWriter
-from sim.metrics import Interval, OpStats
+from sim.bundle.writer import BundleWriter
+from sim.core.metrics import Interval, OpStats
+from sim.core.validity import error_section, failure_line, verdict_sentence
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Sample, gap_sample
-from sim.validity import error_section, failure_line, verdict_sentence
 
 OPS = {"read": 90.0, "update": 10.0}
 

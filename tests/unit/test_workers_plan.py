@@ -1,12 +1,12 @@
-"""``--workers auto``'s plan (sim.workers): which runs are spread over local processes."""
+"""``--workers auto``'s plan (sim.core.workers): which runs are spread over local processes."""
 
 from __future__ import annotations
 
 import pytest
 
+from sim.config.scenario import validate
+from sim.core.workers import CLIENT_CPU_US_PER_FILE_OP, CORE_SHARE, parse_workers, plan_workers
 from sim.errors import ConfigError
-from sim.scenario import validate
-from sim.workers import CLIENT_CPU_US_PER_FILE_OP, CORE_SHARE, parse_workers, plan_workers
 
 
 def scenario(kind: str = "filetree", **load: object) -> object:

@@ -152,7 +152,7 @@ class EdaSession:
 
     def next_call(self) -> tuple[str, Callable[[], None]]:
         """The next operation as a blocking call: made in place by a session on its own
-        thread (sim.session_threads), the engine's default for file trees."""
+        thread (sim.core.session_threads), the engine's default for file trees."""
         name = self.deck.next()
         self.dealt[name] += 1
         return name, self.ops[name]

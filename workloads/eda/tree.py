@@ -278,7 +278,7 @@ def claim(root: Path, trees: list[ProcessTree]) -> dict[str, Any]:
 
 def new_marker(created_root: bool, workload: str = "eda") -> dict[str, Any]:
     """A fresh marker with its random id (the root's identity is recorded once it exists):
-    the EDA trees' and the storage baseline's (workloads.baseline.safety)."""
+    the EDA trees' and the storage baseline's (sim.baseline.safety)."""
     return {
         "owner": MARKER_OWNER,
         "workload": workload,

@@ -375,7 +375,7 @@ class SlobSession:
         return name, self.conn.scalar(statement, params)
 
     def next_call(self) -> tuple[str, Callable[[], Any]]:
-        """The same operation as a blocking call (sim.session_threads)."""
+        """The same operation as a blocking call (sim.core.session_threads)."""
         name, statement, params = self._next()
         blocking = self.blocking
         assert blocking is not None

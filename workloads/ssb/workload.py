@@ -375,7 +375,7 @@ class SsbSession:
         return name, self._update(params)
 
     def next_call(self) -> tuple[str, Callable[[], Any]]:
-        """The same operation as a blocking call (sim.session_threads)."""
+        """The same operation as a blocking call (sim.core.session_threads)."""
         name, params = self._next()
         blocking = self.blocking
         assert blocking is not None

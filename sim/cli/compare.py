@@ -1,0 +1,135 @@
+"""``dbsim compare BASELINE CANDIDATE``: is the candidate storage worse than the baseline?
+
+Importing this module registers the command on :data:`sim.cli.app` (``sim.cli`` imports it
+at its end). Exit codes: 0 the candidate is not worse (better or equivalent), 1 it is worse
+by the thresholds or a run is invalid (its operations failed: no comparison is made), 2 bad
+input (not a bundle, a bad thresholds file or option).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sim.cli.app import WIDE_OUTPUT, app
+from sim.errors import EXIT_OK, EXIT_SLO_MISSED
+
+
+@app.command()
+def compare(
+    baseline: Annotated[Path, typer.Argument(help="The baseline run bundle (the old storage).")],
+    candidate: Annotated[Path, typer.Argument(help="The candidate run bundle (the new one).")],
+    thresholds: Annotated[
+        Path | None,
+        typer.Option(
+            "--thresholds",
+            help="YAML file of thresholds (keys as the options below, with underscores; "
+            "null: report without judging).",
+        ),
+    ] = None,
+    max_p50: Annotated[
+        float | None,
+        typer.Option("--max-p50-regression-pct", min=0.0, help="p50 may rise this much (10)."),
+    ] = None,
+    max_p99: Annotated[
+        float | None,
+        typer.Option("--max-p99-regression-pct", min=0.0, help="p99 may rise this much (10)."),
+    ] = None,
+    max_ops_s: Annotated[
+        float | None,
+        typer.Option("--max-ops-s-regression-pct", min=0.0, help="ops/s may fall this much (5)."),
+    ] = None,
+    max_await: Annotated[
+        float | None,
+        typer.Option("--max-await-regression-pct", min=0.0, help="await may rise this much (20)."),
+    ] = None,
+    max_iops: Annotated[
+        float | None,
+        typer.Option("--max-iops-regression-pct", min=0.0, help="IOPS may fall this much (off)."),
+    ] = None,
+    max_ios_per_op: Annotated[
+        float | None,
+        typer.Option(
+            "--max-ios-per-op-regression-pct", min=0.0, help="I/Os per op may rise this much (off)."
+        ),
+    ] = None,
+    max_error_pct: Annotated[
+        float | None,
+        typer.Option(
+            "--max-error-pct-increase",
+            min=0.0,
+            help="An operation's error share may rise this many points of percent (0.5).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained HTML page here.")
+    ] = None,
+) -> None:
+    """Compare two runs (per operation and storage), judge the candidate by thresholds;
+    exit 1 when it is worse."""
+    from sim.bundle.writer import atomic_write
+    from sim.judge.compare import compare as compare_runs
+    from sim.judge.compare import load_thresholds, render_html
+
+    limits = load_thresholds(
+        thresholds,
+        {
+            "max_p50_regression_pct": max_p50,
+            "max_p99_regression_pct": max_p99,
+            "max_ops_s_regression_pct": max_ops_s,
+            "max_await_regression_pct": max_await,
+            "max_iops_regression_pct": max_iops,
+            "max_ios_per_op_regression_pct": max_ios_per_op,
+            "max_error_pct_increase": max_error_pct,
+        },
+    )
+    result = compare_runs(baseline, candidate, limits)
+    if html is not None:
+        try:
+            atomic_write(html, render_html(result))
+        except OSError as exc:
+            from sim.errors import ConfigError
+
+            raise ConfigError(f"--html {html}: cannot write: {exc.strerror}") from None
+        result["html"] = str(html)
+    if as_json:
+        sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
+    else:
+        _print(result)
+    call = result["verdict"]["call"]
+    raise typer.Exit(EXIT_SLO_MISSED if call in ("worse", "invalid") else EXIT_OK)
+
+
+def _print(result: dict[str, object]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from sim.judge.compare import HEADERS, table_rows
+
+    out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
+    base, cand = result["baseline"], result["candidate"]
+    assert isinstance(base, dict) and isinstance(cand, dict)
+    table = Table(title=f"{base['run']} (baseline) → {cand['run']} (candidate)")
+    for i, header in enumerate(HEADERS):
+        table.add_column(header, justify="left" if i in (0, 1, 7) else "right", no_wrap=True)
+    styles = {"worse": "bold red", "better": "bold green"}
+    for row in table_rows(result):
+        table.add_row(*row, style=styles.get(row[-1]))
+    out.print(table)
+    verdict = result["verdict"]
+    assert isinstance(verdict, dict)
+    for note in result["notes"] or []:  # type: ignore[attr-defined]
+        out.print(f"note: {note}", highlight=False, markup=False)
+    decided = "; ".join(verdict["decided_by"])
+    out.print(
+        f"verdict: candidate {verdict['call']}" + (f" ({decided})" if decided else ""),
+        highlight=False,
+        markup=False,
+    )
+    if result.get("html"):
+        out.print(f"html: {result['html']}", highlight=False, markup=False)

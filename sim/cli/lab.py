@@ -1,0 +1,162 @@
+"""``dbsim lab``: a loop device with a known IOPS ceiling, for ground-truth runs (root only).
+
+Registered on the main app by importing this module (:mod:`sim.cli.entry` does).
+Errors follow the rest of the CLI: one line on stderr and exit 2 for what the user can fix
+(not root, no cgroup v1, tools missing, bad sizes), exit 3 when the lab cannot be built or
+torn down completely.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from sim.cli.app import app
+from sim.errors import EXIT_RUN_FAILED, ConfigError
+from storage.lab import DEFAULT_PG_PORT, KEEP, Ceiling, Lab, require_root
+from storage.lab.status import text_lines
+from storage.lab.system import parse_size
+
+DEFAULT_MOUNT = Path("/mnt/dbsim-lab")
+DEFAULT_SIZE = "1G"
+
+lab_app = typer.Typer(
+    help="The storage lab: ext4 on a loop device whose IOPS and bandwidth are capped by cgroup "
+    "v1 blkio throttles, optionally with a throwaway PostgreSQL on it (root only).",
+    no_args_is_help=False,  # `dbsim lab` alone: "Missing command" and exit 2, like the rest
+)
+app.add_typer(lab_app, name="lab")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the lab's status as JSON.")]
+IopsOpt = Annotated[
+    int | None, typer.Option(min=0, help="I/O operations per second; 0 = unlimited.")
+]
+BpsOpt = Annotated[
+    str | None, typer.Option(help="Bytes per second (e.g. 20M); 0 = unlimited.", metavar="SIZE")
+]
+
+
+def _print_status(status: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(status, indent=2) + "\n")
+    else:
+        sys.stdout.write("\n".join(text_lines(status)) + "\n")
+
+
+def _bps(value: str | None) -> int | None:
+    return None if value is None else parse_size(value)
+
+
+@lab_app.command()
+def up(
+    size: Annotated[
+        str, typer.Option("--size", help="Size of the sparse image (e.g. 1G).")
+    ] = DEFAULT_SIZE,
+    mount: Annotated[
+        Path, typer.Option("--mount", help="Where to mount the lab file system.")
+    ] = DEFAULT_MOUNT,
+    read_iops: IopsOpt = None,
+    write_iops: IopsOpt = None,
+    read_bps: BpsOpt = None,
+    write_bps: BpsOpt = None,
+    memory_limit: Annotated[
+        str | None,
+        typer.Option(
+            "--memory-limit",
+            help="memory.limit_in_bytes of the lab's processes (default 256M), so the page "
+            "cache cannot hide the ceiling.",
+            metavar="SIZE",
+        ),
+    ] = None,
+    postgres: Annotated[
+        bool,
+        typer.Option(
+            "--postgres/--no-postgres", help="Also start a throwaway PostgreSQL on the lab."
+        ),
+    ] = False,
+    pg_port: Annotated[
+        int, typer.Option("--pg-port", help="Port of the throwaway PostgreSQL (127.0.0.1).")
+    ] = DEFAULT_PG_PORT,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create the lab (when it is up: apply the ceilings given, start PostgreSQL if asked)."""
+    require_root()  # before anything else, so the refusal is the first and only message
+    status = Lab().up(
+        parse_size(size),
+        mount,
+        read_iops=read_iops,
+        write_iops=write_iops,
+        read_bps=_bps(read_bps),
+        write_bps=_bps(write_bps),
+        memory_limit_bytes=parse_size(memory_limit) if memory_limit else None,
+        postgres=postgres,
+        pg_port=pg_port,
+    )
+    _print_status(status, as_json)
+
+
+@lab_app.command()
+def down() -> None:
+    """Stop the lab's PostgreSQL and remove its cgroups, mount, loop device and image."""
+    require_root()
+    lab = Lab()
+    before = lab.status()
+    problems = lab.down()
+    if problems:
+        for problem in problems:
+            sys.stderr.write(f"error: lab down: {problem}\n")
+        sys.stderr.write(f"error: what is left is recorded in {lab.state_file}\n")
+        raise typer.Exit(EXIT_RUN_FAILED)
+    if "device" in before:
+        sys.stdout.write(f"lab {before['name']} is down: nothing of it is left\n")
+    else:
+        sys.stdout.write("no lab was up\n")
+
+
+@lab_app.command()
+def status(as_json: JsonOpt = False) -> None:
+    """Show the lab: device, mount, ceilings, cgroups, PostgreSQL, free space."""
+    _print_status(Lab().status(), as_json)
+
+
+@lab_app.command("set")
+def set_(
+    read_iops: IopsOpt = None,
+    write_iops: IopsOpt = None,
+    read_bps: BpsOpt = None,
+    write_bps: BpsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Change ceilings now, while a run goes on; ceilings not named stay as they are."""
+    require_root()
+    values: list[Ceiling] = [
+        KEEP if value is None else value
+        for value in (read_iops, write_iops, _bps(read_bps), _bps(write_bps))
+    ]
+    if all(value is KEEP for value in values):
+        raise ConfigError(
+            "dbsim lab set: name at least one of --read-iops, --write-iops, "
+            "--read-bps, --write-bps (0 = unlimited)"
+        )
+    lab = Lab()
+    lab.set_ceiling(*values)
+    _print_status(lab.status(), as_json)
+
+
+@lab_app.command("exec", context_settings={"allow_interspersed_args": False})
+def exec_(
+    command: Annotated[list[str], typer.Argument(help="The command and its arguments.")],
+) -> None:
+    """Run a command inside the lab's cgroups (caches dropped first), e.g.
+    `dbsim lab exec -- dbsim run tree.yaml` for a file-tree workload on the lab mount."""
+    require_root()
+    Lab().join(os.getpid())
+    try:
+        os.execvp(command[0], command)
+    except OSError as exc:
+        raise ConfigError(f"dbsim lab exec: {command[0]}: {exc.strerror}") from exc

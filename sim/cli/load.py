@@ -1,0 +1,34 @@
+"""``dbsim load`` and ``dbsim drop``: build and verify a workload's data, or remove exactly the
+objects dbsim created, outside of a run."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from sim.cli.app import ScenarioArg, SetOpt, app, overrides
+from sim.config.scenario import resolve
+
+
+@app.command()
+def load(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
+    """Build and verify the workload's data (idempotent), without running the workload."""
+    from sim.core.dataset import load_and_verify
+    from sim.core.runner import build_target, build_workload
+
+    resolved = resolve(scenario, overrides(set_))
+    target = build_target(resolved)
+    report = load_and_verify(build_workload(resolved, target), target)
+    sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
+
+
+@app.command()
+def drop(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
+    """Remove the objects dbsim created for this scenario's workload (nothing else)."""
+    from sim.core.dataset import drop_objects
+    from sim.core.runner import build_target, build_workload
+
+    resolved = resolve(scenario, overrides(set_))
+    target = build_target(resolved)
+    dropped = drop_objects(build_workload(resolved, target), target)
+    sys.stdout.write(("dropped: " + ", ".join(dropped) if dropped else "nothing to drop") + "\n")

@@ -1,0 +1,235 @@
+"""``dbsim size``: does a workload fit a published envelope, which limit binds, how much
+headroom is left, and the smallest capacity or service level that fits, citing the seed table.
+
+Importing this module registers the command on :data:`sim.cli.app`. The workload comes from a
+run bundle (the measured window's block-device means of the busiest device, or ``--device``)
+or from the command line. Exit 0 when it fits, 1 when it does not, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from sim.cli.app import app
+from sim.errors import EXIT_OK, EXIT_SLO_MISSED, ConfigError
+
+if TYPE_CHECKING:
+    from storage.envelopes.model import Envelope
+    from storage.envelopes.sizing import SizingAnswer, Workload
+
+BLOCK_FIELDS = ("r_s", "w_s", "rkB_s", "wkB_s")
+
+
+@app.command("size")
+def size_command(
+    envelope: Annotated[
+        str | None, typer.Option("--envelope", "-e", help="Envelope name (see --list).")
+    ] = None,
+    list_: Annotated[
+        bool, typer.Option("--list", help="List the envelopes and their sources.")
+    ] = False,
+    capacity: Annotated[
+        str | None,
+        typer.Option("--capacity", help="Volume capacity, e.g. 10TiB or 500GB (default: tested)."),
+    ] = None,
+    service_level: Annotated[
+        str | None,
+        typer.Option("--service-level", help="Service level (per-TiB envelopes), e.g. Premium."),
+    ] = None,
+    bundle: Annotated[
+        Path | None, typer.Option("--bundle", help="Run bundle directory to take the load from.")
+    ] = None,
+    device: Annotated[
+        str | None, typer.Option("--device", help="Block device of the bundle (default: busiest).")
+    ] = None,
+    read_iops: Annotated[float | None, typer.Option("--read-iops", help="Read IOPS.")] = None,
+    write_iops: Annotated[float | None, typer.Option("--write-iops", help="Write IOPS.")] = None,
+    read_mibps: Annotated[float | None, typer.Option("--read-mibps", help="Read MiB/s.")] = None,
+    write_mibps: Annotated[float | None, typer.Option("--write-mibps", help="Write MiB/s.")] = None,
+    block_size: Annotated[
+        str | None, typer.Option("--block-size", help="Request size, e.g. 8KiB.")
+    ] = None,
+    pool_iops: Annotated[
+        float | None, typer.Option("--pool-iops", help="Custom-performance IOPS provisioned.")
+    ] = None,
+    pool_mibps: Annotated[
+        float | None, typer.Option("--pool-mibps", help="Custom-performance MiB/s provisioned.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")] = False,
+) -> None:
+    """Size a workload against a published performance envelope (see docs/sizing.md)."""
+    from storage.envelopes import envelopes, get_envelope, size
+    from storage.envelopes.sizing import Workload
+    from storage.envelopes.units import parse_block_size, parse_capacity
+
+    if list_:
+        _list(envelopes(), as_json)
+        raise typer.Exit(EXIT_OK)
+    if envelope is None:
+        raise ConfigError("size: --envelope NAME is required (see dbsim size --list)")
+    env = get_envelope(envelope)
+    capacity_tib = parse_capacity(capacity) if capacity is not None else None
+    numbers = (read_iops, write_iops, read_mibps, write_mibps, block_size)
+    if bundle is not None:
+        if any(n is not None for n in numbers):
+            raise ConfigError("size: give --bundle or the workload's numbers, not both")
+        workload = workload_from_bundle(bundle, device)
+    else:
+        if device is not None:
+            raise ConfigError("size: --device only goes with --bundle")
+        workload = Workload.from_numbers(
+            read_iops=read_iops,
+            write_iops=write_iops,
+            read_mibps=read_mibps,
+            write_mibps=write_mibps,
+            block_kib=parse_block_size(block_size) if block_size is not None else None,
+        )
+    answer = size(
+        env,
+        workload,
+        capacity_tib=capacity_tib,
+        service_level=service_level,
+        pool_iops=pool_iops,
+        pool_mibps=pool_mibps,
+    )
+    if as_json:
+        sys.stdout.write(json.dumps(answer.to_dict(), indent=2) + "\n")
+    else:
+        sys.stdout.write(render(answer) + "\n")
+    raise typer.Exit(EXIT_OK if answer.fits else EXIT_SLO_MISSED)
+
+
+def workload_from_bundle(run_dir: Path, device: str | None) -> Workload:
+    """The measured window's block-device means of ``run_dir`` as a Workload."""
+    from sim.bundle.reader import read_summary
+
+    summary = read_summary(run_dir, label="size: ")  # bounded, checked against its schema
+    return workload_from_summary(summary, device, run_dir.name)
+
+
+def workload_from_summary(summary: Any, device: str | None, name: str) -> Workload:
+    """A Workload from a summary's ``storage.block.<device>`` means: reads and writes per
+    second and kB/s (iostat's kB = KiB); the busiest device unless ``device`` names one."""
+    from storage.envelopes.sizing import Workload
+
+    storage = summary.get("storage") if isinstance(summary, dict) else None
+    block = storage.get("block") if isinstance(storage, dict) else None
+    if not isinstance(block, dict) or not block:
+        raise ConfigError(
+            f"size: bundle {name} has no block-device means (storage.block in summary.json); "
+            f"give the numbers with --read-iops/--write-iops/--block-size instead"
+        )
+    devices = {k: v for k, v in block.items() if isinstance(v, dict)}
+    if device is not None:
+        if device not in devices:
+            raise ConfigError(
+                f"size: --device {device}: not in bundle {name} (has {', '.join(sorted(devices))})"
+            )
+        chosen = device
+    else:
+        chosen = max(devices, key=lambda d: _number(devices[d], "r_s") + _number(devices[d], "w_s"))
+    figures = devices[chosen]
+    missing = [f for f in BLOCK_FIELDS if not isinstance(figures.get(f), int | float)]
+    if missing:
+        raise ConfigError(f"size: bundle {name}, device {chosen}: no {', '.join(missing)}")
+    reads, writes = float(figures["r_s"]), float(figures["w_s"])
+    if reads + writes <= 0:
+        raise ConfigError(f"size: bundle {name}, device {chosen}: no reads or writes measured")
+    others = sorted(set(devices) - {chosen})
+    origin = f"bundle {name}, device {chosen}, measured-window means" + (
+        f"; other devices: {', '.join(others)}" if others else ""
+    )
+    return Workload(
+        read_iops=reads,
+        write_iops=writes,
+        read_mibps=float(figures["rkB_s"]) / 1024 if reads > 0 else 0.0,
+        write_mibps=float(figures["wkB_s"]) / 1024 if writes > 0 else 0.0,
+        origin=origin,
+    )
+
+
+def _number(figures: dict[str, Any], key: str) -> float:
+    value = figures.get(key)
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
+
+
+def _list(found: dict[str, Envelope], as_json: bool) -> None:
+    rows = []
+    for name, env in found.items():
+        seeds = sorted({s for s in _seeds(env)})
+        rows.append({"name": name, "title": env.spec.title, "seeds": seeds, "data": env.file})
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        sys.stdout.write(
+            f"{r['name']:<{width}}  {r['title']}\n{'':<{width}}  source: "
+            f"{', '.join(r['seeds'])} (storage/envelopes/data/{r['data']})\n"
+        )
+
+
+def _seeds(env: Envelope) -> list[str]:
+    from storage.envelopes.schema import iter_sources
+
+    return [f"seed {s.seed}" for s in iter_sources(env.spec)]
+
+
+def render(answer: SizingAnswer) -> str:
+    """The answer as text: verdict, binding limit, every limit, smallest fits, flags, source."""
+    from storage.envelopes.scaling import capacity_unit
+    from storage.envelopes.units import fmt, fmt_capacity
+
+    env, spec = answer.envelope, answer.envelope.spec
+    cond = spec.conditions
+    published = "; ".join(
+        part
+        for part in (
+            cond.clients,
+            cond.tool and f"{cond.tool}" + (f", {cond.jobs}" if cond.jobs else ""),
+            cond.iodepth and f"iodepth {cond.iodepth}",
+            cond.volume and f"volume {cond.volume}",
+            cond.working_set and f"working set {cond.working_set}",
+            cond.mount,
+        )
+        if part
+    )
+    capacity = (
+        fmt_capacity(answer.capacity_tib, capacity_unit(env))
+        if answer.capacity_tib is not None
+        else "as tested"
+    )
+    level = f", service level {answer.service_level}" if answer.service_level else ""
+    binding = answer.binding.limit
+    verdict = "FITS" if answer.fits else "DOES NOT FIT"
+    kind = "IOPS" if binding.kind == "iops" else "throughput"
+    lines = [
+        f"envelope: {spec.name} — {spec.title}",
+        f"published with: {published}",
+        f"workload: {answer.workload.describe()}",
+        f"capacity: {capacity}{level}",
+        f"{verdict}: the {kind} limit binds — {binding.label}: {binding.describe()}; "
+        f"utilisation {answer.utilisation_pct:.1f} %, headroom {answer.headroom_pct:.1f} %"
+        + (f" (the workload can grow {answer.growth_pct:.1f} %)" if answer.fits else ""),
+        "limits:",
+    ]
+    for check in sorted(answer.checks, key=lambda c: -c.utilisation):
+        mark = "*" if check is answer.binding else " "
+        lines.append(
+            f" {mark} {check.utilisation * 100:6.1f} %  {check.limit.describe()} — "
+            f"{check.limit.label} (demand {fmt(check.demand, 0 if check.demand >= 100 else 1)} "
+            f"{check.limit.unit})"
+        )
+    lines.append(f"smallest capacity that fits: {answer.smallest_capacity}")
+    lines.append(f"smallest service level that fits: {answer.smallest_level_text}")
+    if answer.flags:
+        lines.append("flags:")
+        lines.extend(f"  ! {flag}" for flag in answer.flags)
+    lines.append("source: " + "; ".join(answer.source))
+    return "\n".join(lines)

@@ -1,0 +1,201 @@
+"""``dbsim ui`` and ``dbsim worker``: the Locust web UI and Locust workers driving dbsim.
+
+Importing this module registers both commands on :data:`sim.cli.app`; Locust and gevent are
+imported only when one of them runs (``sim.locust`` monkey-patches the process, which no other
+command wants). Safety rules enforced here, before anything listens:
+
+* the web UI binds 127.0.0.1 unless ``--host`` says otherwise, and a non-loopback ``--host``
+  is refused (exit 2, one line) without ``--web-login``;
+* ``--web-login`` names an environment variable holding ``user:password``: credentials never
+  appear on a command line (where ``ps`` shows them) and are never printed or logged;
+* the master's worker port binds 127.0.0.1 unless ``--master-bind`` says otherwise, and a
+  non-loopback ``--master-bind`` is refused without ``--master-secret`` (Locust's worker
+  protocol has no authentication of its own: sim.locust.secure adds CURVE keyed by it).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sim.cli.app import ScenarioArg, SetOpt, app, overrides
+from sim.config.scenario import resolve
+from sim.errors import ConfigError
+from sim.secrets import ENV_NAME
+
+LOCALHOST_NAMES = frozenset({"localhost", "localhost.localdomain"})
+#: Shortest worker-port secret accepted: the CURVE keys are only as strong as it.
+MIN_MASTER_SECRET_CHARS = 16
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) only accepts local connections."""
+    if host.lower() in LOCALHOST_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # another host name: it may resolve to any interface
+
+
+def web_credentials(
+    variable: str | None, environ: dict[str, str] | None = None
+) -> tuple[str, str] | None:
+    """``(user, password)`` from the environment variable named ``variable`` (``user:password``)."""
+    if variable is None:
+        return None
+    env = os.environ if environ is None else environ
+    if ":" in variable or variable not in env:
+        if ":" in variable:
+            raise ConfigError(
+                "--web-login: give the NAME of an environment variable holding user:password, "
+                "not the credentials themselves"
+            )
+        raise ConfigError(f"--web-login: environment variable {variable} is not set")
+    user, sep, password = env[variable].partition(":")
+    if not sep or not user or not password:
+        raise ConfigError(f"--web-login: {variable} must hold user:password (both non-empty)")
+    return user, password
+
+
+def master_secret(variable: str | None, environ: dict[str, str] | None = None) -> str | None:
+    """The worker port's shared secret, from the environment variable named ``variable``
+    (never from the command line, where ``ps`` would show it)."""
+    if variable is None:
+        return None
+    env = os.environ if environ is None else environ
+    if not ENV_NAME.match(variable):
+        raise ConfigError(
+            "--master-secret: give the NAME of an environment variable holding the secret, "
+            "not the secret itself"
+        )
+    value = env.get(variable)
+    if not value:
+        raise ConfigError(f"--master-secret: environment variable {variable} is not set")
+    if len(value) < MIN_MASTER_SECRET_CHARS:
+        raise ConfigError(
+            f"--master-secret: {variable} holds fewer than {MIN_MASTER_SECRET_CHARS} "
+            "characters (the port's keys are derived from it)"
+        )
+    return value
+
+
+def parse_master(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:5557`` for IPv6) → (host, port)."""
+    host, sep, port_text = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ConfigError(f"--master: {value!r} is not HOST:PORT (e.g. 127.0.0.1:5557)")
+    return host, int(port_text)
+
+
+def _debug() -> bool:
+    return logging.getLogger().isEnabledFor(logging.DEBUG)  # dbsim --debug sets the root level
+
+
+@app.command()
+def ui(
+    scenario: ScenarioArg = None,
+    set_: SetOpt = None,
+    workers: Annotated[
+        int, typer.Option("--workers", help="Start a Locust master and N local workers.")
+    ] = 0,
+    host: Annotated[
+        str,
+        typer.Option("--host", help="Web UI interface; any but loopback needs --web-login."),
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Web UI port.")] = 8089,
+    web_login: Annotated[
+        str | None,
+        typer.Option(
+            "--web-login",
+            metavar="ENV_VAR",
+            help="Require a login: the NAME of an environment variable holding user:password.",
+        ),
+    ] = None,
+    distributed: Annotated[
+        bool,
+        typer.Option(
+            "--distributed",
+            help="Run as a Locust master even without --workers (remote dbsim worker join).",
+        ),
+    ] = False,
+    master_bind: Annotated[
+        str, typer.Option("--master-bind", help="Interface the master's worker port binds to.")
+    ] = "127.0.0.1",
+    master_port: Annotated[
+        int, typer.Option("--master-port", help="The master's worker port (0: any free port).")
+    ] = 5557,
+    master_secret_env: Annotated[
+        str | None,
+        typer.Option(
+            "--master-secret",
+            metavar="ENV_VAR",
+            help="Encrypt and authenticate the worker port (CURVE) with a shared secret: the "
+            "NAME of an environment variable holding it (16+ characters). Required with a "
+            "non-loopback --master-bind.",
+        ),
+    ] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="output.directory")] = None,
+) -> None:
+    """Start Locust's web UI driving dbsim's engine (users = sessions); Ctrl-C quits."""
+    if not is_loopback(host) and web_login is None:
+        raise ConfigError(
+            f"--host {host}: the web UI on a non-loopback interface needs --web-login ENV_VAR"
+        )
+    if workers < 0:
+        raise ConfigError(f"--workers: {workers} is not a number of worker processes")
+    if (distributed or workers) and not is_loopback(master_bind) and master_secret_env is None:
+        # As the web UI needs a login: Locust's worker protocol itself authenticates nobody,
+        # and whoever joins receives the scenario and writes into the bundle.
+        raise ConfigError(
+            f"--master-bind {master_bind}: a worker port beyond loopback needs "
+            "--master-secret ENV_VAR (Locust's worker protocol has no authentication)"
+        )
+    master_secret(master_secret_env)  # checked now: set, long enough
+    login = web_credentials(web_login)
+    scenario_overrides = overrides(set_, **{"output.directory": str(output) if output else None})
+    resolved = resolve(scenario, scenario_overrides)
+    from sim.locust.app import UiOptions, run_ui
+
+    options = UiOptions(
+        host=host,
+        port=port,
+        workers=workers,
+        distributed=distributed,
+        master_bind=master_bind,
+        master_port=master_port,
+        master_secret_env=master_secret_env,
+        login=login,
+        debug=_debug(),
+    )
+    raise typer.Exit(run_ui(resolved, options))
+
+
+@app.command()
+def worker(
+    master: Annotated[
+        str, typer.Option("--master", help="The master's HOST:PORT (its --master-port).")
+    ],
+    master_secret_env: Annotated[
+        str | None,
+        typer.Option(
+            "--master-secret",
+            metavar="ENV_VAR",
+            help="Encrypt and authenticate the worker port (CURVE) with a shared secret: the "
+            "NAME of an environment variable holding it (16+ characters). The master's "
+            "--master-secret.",
+        ),
+    ] = None,
+) -> None:
+    """Join a dbsim Locust master as a worker and run its sessions here."""
+    host, port = parse_master(master)
+    secret = master_secret(master_secret_env)
+    from sim.locust.app import run_worker
+
+    raise typer.Exit(run_worker(host, port, debug=_debug(), secret=secret))

@@ -1,0 +1,47 @@
+"""``dbsim validate``, ``dbsim schema`` and ``dbsim version``: the scenario as it would run, its
+JSON Schema, and dbsim's version."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from sim import __version__
+from sim.cli.app import ScenarioArg, SetOpt, app, overrides
+from sim.config.scenario import json_schema, resolve, resolved_dict
+
+
+@app.command()
+def validate(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
+    """Check a scenario and print it as it would run (after environment and --set overrides)."""
+    import yaml
+
+    resolved = resolve(scenario, overrides(set_))
+    sys.stdout.write(yaml.safe_dump(resolved_dict(resolved), sort_keys=False))
+
+
+@app.command()
+def schema(
+    markdown: Annotated[
+        bool,
+        typer.Option(
+            "--markdown", help="Print the scenario reference in Markdown (docs/reference/)."
+        ),
+    ] = False,
+) -> None:
+    """Print the scenario JSON Schema (for editor completion)."""
+    if markdown:
+        from sim.config.schema_doc import render_markdown
+
+        sys.stdout.write(render_markdown())
+        return
+    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+
+
+@app.command()
+def version() -> None:
+    """Print dbsim's version."""
+    sys.stdout.write(f"dbsim {__version__}\n")

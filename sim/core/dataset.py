@@ -1,0 +1,71 @@
+"""Load, verify and drop a workload's data outside a run (``dbsim load`` / ``dbsim drop``)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from rich.console import Console
+from rich.progress import Progress
+
+from sim.core.engine import new_event_loop
+from sim.core.loading import WAITING
+from sim.core.loading import load_and_verify as locked_load
+from sim.protocols import EngineContext, Target, Workload
+
+T = TypeVar("T")
+SETUP_THREADS = 4
+
+
+def _with_target(target: Target, work: Callable[[], Awaitable[T]]) -> T:
+    loop = new_event_loop()
+    executor = concurrent.futures.ThreadPoolExecutor(
+        SETUP_THREADS, thread_name_prefix="dbsim-setup"
+    )
+
+    async def main() -> T:
+        await target.open(EngineContext(loop, executor))
+        try:
+            return await work()
+        finally:
+            await target.close()
+
+    try:
+        return loop.run_until_complete(main())
+    finally:
+        executor.shutdown(wait=True)
+        loop.close()
+
+
+def load_and_verify(workload: Workload, target: Target) -> dict[str, Any]:
+    """Build the data if needed (idempotent) with a progress bar on stderr, then verify it,
+    under the target's load lock (a run or another ``dbsim load`` loading the same data is
+    waited for, and said so on stderr)."""
+    console = Console(stderr=True)
+    # Not on a pipe or a file: there the bar draws nothing but a stray blank line, which
+    # came before the one error line of a target that cannot be opened.
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
+        tasks: dict[str, Any] = {}
+
+        def on_state(state: str, detail: str) -> None:
+            if detail.startswith(WAITING):
+                console.print(f"dbsim load: {detail}", highlight=False)
+
+        def progress(what: str, done: int, total: int) -> None:
+            if what not in tasks:
+                tasks[what] = bar.add_task(what, total=total)
+            bar.update(tasks[what], completed=done)
+
+        async def work() -> dict[str, Any]:
+            reports = await locked_load(workload, target, progress, on_state=on_state)
+            return {"load": reports.load, "verify": reports.verify, "target": target.describe()}
+
+        return _with_target(target, work)
+
+
+def drop_objects(workload: Workload, target: Target) -> list[str]:
+    return _with_target(target, workload.drop)
+
+
+__all__ = ["drop_objects", "load_and_verify"]

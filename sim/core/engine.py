@@ -1,0 +1,790 @@
+"""The session engine: one asyncio loop, every session a coroutine.
+
+The engine owns the loop-side life of a run: open the target, load and verify the workload's
+data, connect every session (they all connect before any starts), then run the phases —
+warm-up (measured but excluded from results) and one or more measured stages — while a ticker
+rotates the latency intervals and samples the collectors on the same clock.
+
+Pacing:
+
+* closed loop: a session starts its next transaction when the last one ends, plus optional
+  think time;
+* open loop: transactions are scheduled at ``rate_ops_s`` over the active sessions, and latency
+  is measured from each transaction's *intended* start, so a stall shows in the percentiles
+  instead of silently lowering the offered load (no coordinated omission).
+
+The engine imports nothing from Locust or gevent. A gevent process hosts it by running
+:func:`run_on_native_thread` on a thread it obtained with gevent's ``get_original``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import errno
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TypeVar
+
+from sim.config.scenario import Load, Step
+from sim.core.events import EngineEvents
+from sim.core.loading import LoadReports, load_and_verify
+from sim.core.metrics import Interval, IntervalRecorder
+from sim.core.sampler import CollectorSampler
+from sim.core.session_threads import RUNNER_THREADS, ThreadedSessions, choose_runner
+from sim.errors import SimError, TargetError
+from sim.protocols import Collector, Connection, EngineContext, Target, Workload
+from sim.secrets import redact_known
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_STOP_GRACE_S = 10.0
+POOL_DRAIN_S = 5.0  # how long the end of a run waits for driver calls still on the pool
+EXTRA_POOL_THREADS = 4  # collectors and bundle writes beside one thread per session
+RECONNECT_FIRST_DELAY_S = 0.1  # doubled after each failed attempt …
+RECONNECT_MAX_DELAY_S = 2.0  # … up to this, so a returning server is found within ~2 s
+MIN_INTERVAL_FRACTION = 0.05  # shorter leftovers are merged into the next interval
+YIELD_EVERY_MASK = 63  # yield to the loop at least every 64 transactions
+
+OUTCOME_COMPLETED = "completed"
+OUTCOME_INTERRUPTED = "interrupted"
+OUTCOME_FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stretch of the run with one phase, session count and rate."""
+
+    phase: str  # "warmup" or "measure"
+    step: int | None
+    duration_s: float | None  # None: until every session finished its loops
+    sessions: int
+    rate_ops_s: float | None
+    #: Lab ceilings to apply when the stage starts (``Step.lab``), or None.
+    lab: dict[str, int | None] | None = None
+
+
+def plan_stages(load: Load, default_sessions: int) -> list[Stage]:
+    """The run's stages in order, from the scenario's load section."""
+    sessions = load.sessions or default_sessions
+    stages: list[Stage] = []
+    first_rate = load.rate_ops_s
+    if load.steps:
+        first_rate = load.steps[0].rate_ops_s or load.rate_ops_s
+    first_lab = _lab(load.steps[0]) if load.steps else None
+    if load.warmup_s > 0:
+        first_sessions = (load.steps[0].sessions if load.steps else None) or sessions
+        stages.append(Stage("warmup", None, load.warmup_s, first_sessions, first_rate, first_lab))
+    if load.steps:
+        for i, step in enumerate(load.steps):
+            stages.append(
+                Stage(
+                    "measure",
+                    i,
+                    step.duration_s,
+                    step.sessions or sessions,
+                    step.rate_ops_s or load.rate_ops_s,
+                    _lab(step),
+                )
+            )
+    else:
+        duration = None if load.loops_per_session else load.duration_s
+        stages.append(Stage("measure", None, duration, sessions, load.rate_ops_s))
+    return stages
+
+
+def _lab(step: Step) -> dict[str, int | None] | None:
+    return step.lab.model_dump(exclude_unset=True) if step.lab is not None else None
+
+
+@dataclass
+class RunResult:
+    """How a run ended and what it measured (the bundle's summary is built from this)."""
+
+    outcome: str = OUTCOME_FAILED
+    reason: str = ""
+    last_state: str = "setup"
+    started_wall: float = field(default_factory=time.time)
+    sessions_started_wall: float | None = None
+    measured_s: float = 0.0
+    warmup_s: float = 0.0
+    load_report: dict[str, Any] = field(default_factory=dict)
+    verify_report: dict[str, Any] = field(default_factory=dict)
+    collectors: list[dict[str, Any]] = field(default_factory=list)
+    collector_errors: dict[str, int] = field(default_factory=dict)
+    #: ``target.describe()`` taken while the target was open (closing may forget facts).
+    target: dict[str, Any] = field(default_factory=dict)
+    sessions: int = 0
+    loops_completed: list[int] = field(default_factory=list)
+    #: Sessions that lost their connection: when, when it was back, after how many attempts.
+    outages: list[dict[str, Any]] = field(default_factory=list)
+    #: Every stage entered: t (s since sessions started), phase, step, sessions, rate, lab.
+    stage_log: list[dict[str, Any]] = field(default_factory=list)
+    #: Per session: index of its first measured transaction and one past its last.
+    op_ranges: list[tuple[int, int]] = field(default_factory=list)
+    error: str | None = None
+    #: How the sessions ran (sim.core.session_threads): ``threads`` or ``event loop``.
+    session_runner: str = ""
+    #: The exit code the error asks for (``SimError.exit_code``): 2 for bad input — a foreign
+    #: object refused, the data missing under --skip-load — found before any session started.
+    error_exit_code: int | None = None
+
+
+def error_class(exc: BaseException) -> str:
+    """The class errors are counted under: the driver's where one was wrapped, and for an
+    operating-system error its errno name (ENOSPC tells more than OSError)."""
+    cause = exc.__cause__ if isinstance(exc, SimError) and exc.__cause__ is not None else exc
+    errno_code = getattr(cause, "errno", None)
+    if isinstance(cause, OSError) and isinstance(errno_code, int) and errno_code in errno.errorcode:
+        return errno.errorcode[errno_code]
+    return type(cause).__name__
+
+
+def error_message(exc: BaseException) -> str:
+    """An operation's error as one line, masked of secrets (an untranslated driver error may
+    echo its connection string): the example the run's error line and report show."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return redact_known(text)
+
+
+class _StopRequested(Exception):
+    pass
+
+
+class Engine:
+    """Runs one workload against one target with one load plan."""
+
+    def __init__(
+        self,
+        workload: Workload,
+        target: Target,
+        load: Load,
+        collectors: list[Collector] | None = None,
+        *,
+        collector_factory: Callable[[Target], list[Collector]] | None = None,
+        interval_s: float = 1.0,
+        collector_timeout_s: float = 2.0,
+        stop_grace_s: float = DEFAULT_STOP_GRACE_S,
+        skip_load: bool = False,
+        verify_only: bool = False,
+        load_only: bool = False,
+        clock: Callable[[], float] = time.perf_counter,  # for phases, ticks and collectors
+    ) -> None:
+        """``skip_load``: use the data as it is (no build, no verification); ``verify_only``:
+        another process loaded it, verify only; ``load_only``: load and verify, then end the
+        run without a session (a distributed run's elected loader)."""
+        self.workload = workload
+        self.target = target
+        self.load = load
+        self.collectors = list(collectors or [])
+        # Collectors that need the opened target (its temporary path) are built after open().
+        self.collector_factory = collector_factory
+        self.interval_s = interval_s
+        self._sampler = CollectorSampler(
+            self.collectors, collector_timeout_s, self._collector_failed
+        )
+        self._publishing = asyncio.Lock()
+        self.stop_grace_s = stop_grace_s
+        self.skip_load = skip_load
+        self.verify_only = verify_only
+        self.load_only = load_only
+        self.clock = clock
+        self.events = EngineEvents()
+        self.recorder = IntervalRecorder()
+        self.stages = plan_stages(load, workload.default_sessions())
+        self.max_sessions = max(stage.sessions for stage in self.stages)
+        self.result = RunResult(sessions=self.max_sessions)
+        self.context: EngineContext | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._stopping = False
+        # Set once every stage has run its full duration: the measurement is whole, and a
+        # signal from then on only hurries the teardown; it does not make the run interrupted.
+        self._measured_whole = False
+        self._pending_stop: str | None = None
+        # Set by the stage runner; read by sessions on every transaction.
+        self._stage: Stage = self.stages[0]
+        self._stage_epoch = 0
+        self._stage_started = 0.0
+        self._stage_started_ns = 0
+        self._measuring = False
+        self._interval_start = 0.0
+        self._interval_seq = 0  # intervals closed so far: the next one's number
+        self._tick = 0  # whole intervals of the run clock reached by the ticker
+        self._ticker_done = False
+        self._tick_sleep: asyncio.Future[None] | None = None
+        self._issued: list[int] = []
+        self._connections: list[Connection] = []
+        self._stage_ops: list[int] = []
+        weights = workload.session_weights(self.max_sessions)
+        if weights is not None and (len(weights) < self.max_sessions or min(weights) <= 0):
+            raise ValueError(f"{workload.name}: session_weights must give each session a share > 0")
+        self._weights = list(weights or [1.0] * self.max_sessions)
+        self._first_measured: list[int] = []
+        self._threaded: ThreadedSessions | None = None
+        self._active_changed: asyncio.Event | None = None
+        self._t0 = 0.0
+
+    # ------------------------------------------------------------------ control
+
+    def request_stop(self, reason: str) -> None:
+        """Stop gracefully: sessions finish their transaction, the bundle is completed.
+        Safe to call from any thread; a second call with the run still stopping aborts."""
+        loop = self._loop
+        if loop is None:
+            self._pending_stop = reason  # before run(): honoured as soon as it starts
+            return
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(self._stop_now, reason)
+
+    def _stop_now(self, reason: str) -> None:
+        if self._stop_event is None:
+            return
+        if self._stop_event.is_set():
+            self.stop_grace_s = 0.0  # second request: do not wait for in-flight transactions
+            return
+        if self._measured_whole:
+            self.stop_grace_s = 0.0
+            self._stop_event.set()
+            return
+        self.result.outcome = OUTCOME_INTERRUPTED
+        self.result.reason = reason
+        self._stop_event.set()
+
+    def _set_state(self, state: str, detail: str = "") -> None:
+        if state not in ("stopping", "finished"):
+            self.result.last_state = state  # where the run was when it ended
+        self.events.state.fire(state=state, detail=detail)
+
+    async def _unless_stopped(self, awaitable: Awaitable[T]) -> T:
+        """Await ``awaitable`` unless a stop is requested first (then cancel it)."""
+        assert self._stop_event is not None
+        task = asyncio.ensure_future(awaitable)
+        stopper = asyncio.ensure_future(self._stop_event.wait())
+        try:
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise _StopRequested
+
+    # ------------------------------------------------------------------ the run
+
+    async def run(self) -> RunResult:
+        """Run to the end (or until stopped); always returns a result, never raises SimError."""
+        self._loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        self._active_changed = asyncio.Event()
+        if self._pending_stop is not None:
+            self._stop_now(self._pending_stop)
+        executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self.max_sessions + EXTRA_POOL_THREADS, thread_name_prefix="dbsim-io"
+        )
+        self.context = EngineContext(self._loop, executor)
+        self._connections = []
+        target_open = False
+        try:
+            self._set_state("setup", self.target.kind)
+            await self._unless_stopped(self.target.open(self.context))
+            target_open = True
+            self.result.target = self.target.describe()
+            if self.collector_factory is not None:
+                try:
+                    self.collectors.extend(self.collector_factory(self.target))
+                except SimError as exc:  # never fatal: run without that storage view
+                    self.result.collector_errors["setup"] = 1
+                    self.events.collector_error.fire(source="setup", message=str(exc))
+            if not self.skip_load:
+                # Under the target's load lock (sim.core.loading); filled in place, so a failed
+                # verification still records what the load did.
+                reports = LoadReports(self.result.load_report, self.result.verify_report)
+                await self._unless_stopped(
+                    load_and_verify(
+                        self.workload,
+                        self.target,
+                        self._progress,
+                        build=not self.verify_only,
+                        on_state=self._set_state,
+                        reports=reports,
+                    )
+                )
+            else:
+                # --skip-load still checks, cheaply and before any session connects, that the
+                # data is there and dbsim's (MissingDataError / OwnershipError: exit 2).
+                self._set_state("checking", self.workload.name)
+                self.result.load_report.update(
+                    await self._unless_stopped(self.workload.check_loaded())
+                )
+            if not self.load_only:
+                self._set_state("connecting", f"{self.max_sessions} sessions")
+                self._connections = await self._unless_stopped(self._connect_all(self.max_sessions))
+                await self._run_sessions(self._connections)
+            if self.result.outcome != OUTCOME_INTERRUPTED:
+                self.result.outcome = OUTCOME_COMPLETED
+        except _StopRequested:
+            pass  # outcome and reason were set by _stop_now
+        except SimError as exc:
+            self.result.outcome = OUTCOME_FAILED
+            self.result.error = str(exc)
+            self.result.error_exit_code = exc.exit_code
+            self.result.reason = f"{self.result.last_state}: {exc}"
+        except Exception as exc:  # a bug or an untranslated driver error: still finish the bundle
+            log.exception("run failed")
+            self.result.outcome = OUTCOME_FAILED
+            # Untranslated: the driver's own text, which may echo its connection string.
+            self.result.error = redact_known(f"{type(exc).__name__}: {exc}")
+            self.result.reason = f"{self.result.last_state}: unexpected {type(exc).__name__}"
+        finally:
+            self._set_state("stopping", self.result.outcome)
+            await asyncio.gather(*(c.close() for c in self._connections), return_exceptions=True)
+            await self._sampler.stop()
+            await self._drain_pool(executor)  # before the target closes: see there
+            if target_open:
+                try:
+                    self.result.target = self.target.describe()
+                    await self.target.close()
+                except Exception as exc:
+                    log.warning("target did not close cleanly: %s", exc)
+            self._set_state("finished", self.result.outcome)
+            self.events.finished.fire(result=self.result)
+        return self.result
+
+    async def _drain_pool(self, executor: concurrent.futures.ThreadPoolExecutor) -> None:
+        """Drop the pool's queued calls and wait, bounded, for the running ones to return.
+
+        A stop cancels coroutines, not the driver calls they await: those run on in the pool's
+        threads. Left running, they raced with the target's close: a stop while sessions were
+        connecting abandoned a ``sqlite3.connect()`` that then re-created ``dbsim.sqlite`` in
+        the temporary directory the SQLite target was removing, so the directory was left
+        behind in TMPDIR (found by tests/e2e/test_signal_sweep.py; the loader's connect at the
+        start of loading is exposed the same way). Bounded because a call hung on a dead server
+        must not turn a stop into a hang; the target is then closed anyway, as before.
+        """
+        executor.shutdown(wait=False, cancel_futures=True)
+        try:
+            await asyncio.wait_for(asyncio.to_thread(executor.shutdown, wait=True), POOL_DRAIN_S)
+        except TimeoutError:
+            log.warning("driver calls still running %.0f s after the run ended", POOL_DRAIN_S)
+
+    def _progress(self, what: str, done: int, total: int) -> None:
+        self.events.progress.fire(what=what, done=done, total=total)
+
+    async def _connect_all(self, count: int) -> list[Connection]:
+        results = await asyncio.gather(
+            *(self.target.connect() for _ in range(count)), return_exceptions=True
+        )
+        connections = [r for r in results if isinstance(r, Connection)]
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+            first = failures[0]
+            if isinstance(first, SimError):
+                raise first
+            raise TargetError(
+                f"{len(failures)} of {count} sessions could not connect: {first}"
+            ) from first
+        return connections
+
+    async def _run_sessions(self, connections: list[Connection]) -> None:
+        assert self._stop_event is not None
+        seed = self.load.seed if self.load.seed is not None else random.randrange(2**31)
+        sessions = [
+            self.workload.new_session(i, conn, seed + i) for i, conn in enumerate(connections)
+        ]
+        self.result.loops_completed = [0] * len(sessions)
+        self._issued = [0] * len(sessions)
+        self._first_measured = [-1] * len(sessions)
+        self.result.collectors.extend(await self._sampler.start(0.0))
+
+        self._t0 = self.clock()
+        self._interval_start = self._t0
+        self.result.sessions_started_wall = time.time()
+        self._enter_stage(self.stages[0], self._t0)
+        # All sessions were connected above; they start together now (the SLOB barrier).
+        tasks = self._start_sessions(sessions)
+        ticker = asyncio.create_task(self._ticker(), name="ticker")
+        try:
+            await self._run_stages(tasks)
+        finally:
+            self._stopping = True
+            self._active_changed_set()
+            if tasks:
+                _, pending = await asyncio.wait(tasks, timeout=self.stop_grace_s or None)
+                if self.stop_grace_s == 0:
+                    pending = {t for t in tasks if not t.done()}
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            if self._threaded is not None and not await self._threaded.join(POOL_DRAIN_S):
+                log.warning("session calls still running %.0f s after the stop", POOL_DRAIN_S)
+            self._ticker_done = True
+            if self._tick_sleep is not None:
+                self._tick_sleep.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+            self.result.op_ranges = [
+                (first, end) if first >= 0 else (0, 0)
+                for first, end in zip(self._first_measured, self._issued, strict=True)
+            ]
+            closed = self._close_interval(stage_ends=True)
+            if closed is not None:
+                await self._publish(closed)
+
+    def schedule(self, index: int, stage: Stage) -> tuple[int, int]:
+        """Open loop: session ``index``'s period in this stage and its first due time (ns,
+        ``perf_counter_ns``) — its weighted share of the rate, the sessions spread evenly
+        over one period. The same for coroutine sessions and session threads."""
+        assert stage.rate_ops_s is not None
+        share = self._weights[index] / sum(self._weights[: stage.sessions])
+        period_ns = int(1e9 / (stage.rate_ops_s * share))
+        return period_ns, self._stage_started_ns + period_ns * index // stage.sessions
+
+    def _enter_stage(self, stage: Stage, now: float) -> None:
+        self._stage = stage
+        self._stage_epoch += 1
+        self._stage_started = now
+        self._stage_started_ns = time.perf_counter_ns()
+        # A fresh count per stage (the stage log keeps the previous list).
+        self._stage_ops = [0] * len(self._weights)
+        self._measuring = stage.phase == "measure"
+        entry: dict[str, Any] = {
+            "t": round(now - self._t0, 3),
+            "phase": stage.phase,
+            "step": stage.step,
+            "sessions": stage.sessions,
+            "rate_ops_s": stage.rate_ops_s,
+        }
+        # Listeners may act on the stage (set the lab's ceilings) and note what they did.
+        self.events.stage.fire(stage=stage, log=entry)
+        self.result.stage_log.append(entry)
+        self._set_state(stage.phase, "" if stage.step is None else f"step {stage.step + 1}")
+        self._active_changed_set()
+
+    def _active_changed_set(self) -> None:
+        assert self._active_changed is not None
+        self._active_changed.set()
+        self._active_changed = asyncio.Event()
+        if self._threaded is not None:
+            self._threaded.wake()
+
+    def _sessions_held(self) -> contextlib.AbstractContextManager[None]:
+        """Session threads record nothing inside this (a stage boundary): see
+        sim.core.session_threads. Coroutine sessions need nothing: they run on this loop."""
+        return self._threaded.held() if self._threaded is not None else contextlib.nullcontext()
+
+    def _start_sessions(self, sessions: list[Any]) -> list[asyncio.Task[None]]:
+        """One task per session: a coroutine on this loop, or a thread of its own when every
+        session makes blocking calls and ``load.session_runner`` allows it."""
+        self.result.session_runner = choose_runner(self.load.session_runner, sessions)
+        if self.result.session_runner == RUNNER_THREADS:
+            assert self._loop is not None
+            self._threaded = ThreadedSessions(self, sessions)
+            self.recorder.attach(self._threaded.recorders)
+            return self._threaded.start(self._loop)
+        return [
+            asyncio.create_task(self._session(i, s), name=f"session-{i}")
+            for i, s in enumerate(sessions)
+        ]
+
+    async def _run_stages(self, tasks: list[asyncio.Task[None]]) -> None:
+        assert self._stop_event is not None
+        all_done = _all_done(tasks)  # resolves when every session returned (loops_per_session)
+        stop = asyncio.ensure_future(self._stop_event.wait())
+        try:
+            for index, stage in enumerate(self.stages):
+                if index > 0:
+                    # A stage boundary closes the interval early, and the next stage starts
+                    # before anything else can run.
+                    with self._sessions_held():
+                        closed = self._close_interval(stage_ends=True)
+                        self._enter_stage(stage, self.clock())
+                    if closed is not None:
+                        await self._publish(closed, sample=not self._is_fragment(closed))
+                waiters: set[asyncio.Future[Any]] = {all_done, stop}
+                if stage.duration_s is not None:
+                    remaining = self._stage_started + stage.duration_s - self.clock()
+                    waiters.add(asyncio.ensure_future(asyncio.sleep(max(remaining, 0))))
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+                for fut in waiters - {all_done, stop}:
+                    fut.cancel()
+                elapsed = self.clock() - self._stage_started
+                # Per-session completions in this stage: a workload's validity rule (EDA: every
+                # process reaches 75 % of its requested rate) is judged from these.
+                self.result.stage_log[-1]["duration_s"] = round(elapsed, 3)
+                self.result.stage_log[-1]["session_ops"] = self._stage_ops[: stage.sessions]
+                if stage.phase == "warmup":
+                    self.result.warmup_s += elapsed
+                else:
+                    self.result.measured_s += elapsed
+                if stop.done() or all_done.done():
+                    return
+            self._measured_whole = True
+        finally:
+            stop.cancel()
+
+    # ------------------------------------------------------------------ sessions
+
+    async def _session(self, index: int, session: Any) -> None:
+        record = self.recorder.record
+        record_error = self.recorder.record_error
+        perf_ns = time.perf_counter_ns
+        rng = random.Random(index)
+        loops_limit = self.load.loops_per_session
+        think = self.load.think
+        open_loop = self.load.mode == "open"
+        epoch = -1
+        next_due_ns = 0
+        period_ns = 0
+        loops = 0
+        issued = 0  # transactions this session has started, warm-up included
+        while not self._stopping:
+            stage = self._stage
+            if index >= stage.sessions:  # parked: this stage runs fewer sessions
+                assert self._active_changed is not None
+                await self._active_changed.wait()
+                continue
+            if open_loop:
+                if epoch != self._stage_epoch:
+                    epoch = self._stage_epoch
+                    period_ns, next_due_ns = self.schedule(index, stage)
+                delay_ns = next_due_ns - perf_ns()
+                if delay_ns > 0:
+                    # On schedule: the timer may wake us up to a millisecond late; that is the
+                    # client's slop, not the target's, so time from the actual start.
+                    await asyncio.sleep(delay_ns / 1e9)
+                    if self._stopping or epoch != self._stage_epoch:
+                        continue
+                    start_ns = perf_ns()
+                else:
+                    # Behind schedule because earlier transactions were slow: time from the
+                    # intended start, or the stall would vanish (coordinated omission).
+                    start_ns = next_due_ns
+                next_due_ns += period_ns
+            else:
+                start_ns = perf_ns()
+            name, transaction = session.next_transaction()
+            issued += 1
+            self._stage_ops[index] += 1
+            try:
+                await transaction
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                record_error(name, error_class(exc), partial(error_message, exc))
+                if self.target.is_disconnect(exc):
+                    await self._reconnect(index, session)
+            else:
+                record(name, (perf_ns() - start_ns) // 1000)
+            if self._measuring:
+                if loops == 0:
+                    self._first_measured[index] = issued - 1
+                loops += 1
+                self.result.loops_completed[index] = loops
+                self._issued[index] = issued
+                if loops_limit is not None and loops >= loops_limit:
+                    return
+            if think is not None and think.max_ms > 0 and loops % think.every_n_loops == 0:
+                await asyncio.sleep(rng.uniform(think.min_ms, think.max_ms) / 1000)
+            elif not issued & YIELD_EVERY_MASK:
+                # A transaction that completes without suspending (a cached answer) would
+                # otherwise starve the ticker and the stage timer.
+                await asyncio.sleep(0)
+
+    async def _reconnect(self, index: int, session: Any) -> None:
+        """The session lost its connection (server restarted, network cut): reconnect with
+        exponential backoff until it works or the run stops, and log the outage."""
+        lost = self.clock()
+        old = self._connections[index]
+        with contextlib.suppress(Exception):
+            await old.close()
+        delay = RECONNECT_FIRST_DELAY_S
+        attempts = 0
+        while not self._stopping:
+            attempts += 1
+            try:
+                conn = await self.target.connect()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.recorder.record_error("connect", error_class(exc), partial(error_message, exc))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RECONNECT_MAX_DELAY_S)
+                continue
+            self._connections[index] = conn
+            session.replace_connection(conn)
+            self.result.outages.append(
+                {
+                    "session": index,
+                    "lost_t": round(lost - self._t0, 3),
+                    "restored_t": round(self.clock() - self._t0, 3),
+                    "attempts": attempts,
+                }
+            )
+            return
+
+    # ------------------------------------------------------------------ ticker and collectors
+
+    async def _ticker(self) -> None:
+        """Close an interval every ``interval_s`` on the run clock. Stopped only while it
+        sleeps (see _stop_ticker): an interval it has closed is always published."""
+        while not self._ticker_done:
+            tick = self._tick + 1
+            delay = max(self._t0 + tick * self.interval_s - self.clock(), 0)
+            self._tick_sleep = asyncio.ensure_future(asyncio.sleep(delay))
+            try:
+                await self._tick_sleep
+            except asyncio.CancelledError:
+                if self._ticker_done:
+                    return
+                raise
+            self._tick = tick
+            if self._stage_ends_just_after(self._t0 + tick * self.interval_s):
+                continue  # the boundary closes this interval, a few ms longer than usual
+            interval = self._close_interval()
+            if interval is not None:
+                await self._publish(interval)
+
+    def _stage_ends_just_after(self, tick_due: float) -> bool:
+        """Whether the current stage is due to end less than MIN_INTERVAL_FRACTION after this
+        tick (a warm-up of a whole number of intervals ends a hair after its last tick).
+
+        Closing here would leave the boundary a fragment of a few ms; whether that fragment
+        exists would then depend on which of two timers fired first, and the workers of a
+        distributed run, whose intervals are merged by index, could disagree on it.
+        """
+        duration = self._stage.duration_s
+        if duration is None:
+            return False
+        ends_after = self._stage_started + duration - tick_due
+        return 0 <= ends_after < MIN_INTERVAL_FRACTION * self.interval_s
+
+    def _close_interval(self, *, stage_ends: bool = False) -> Interval | None:
+        """Hand the current interval over, synchronously: no transaction can complete between
+        this and what the caller does next (a stage boundary enters the new stage at once, so
+        every completion lands in the interval and the phase it belongs to).
+
+        A leftover shorter than MIN_INTERVAL_FRACTION (a tick just after a stage boundary) is
+        merged into the next interval, which is of the same stage. When the stage itself ends
+        (``stage_ends``: a boundary, or the end of the run) a leftover holding completions is
+        closed on its own however short: merged, a warm-up's last milliseconds would count as
+        measured (and a sweep step's as the next step's) and the mix would no longer match
+        its rule to the op.
+        """
+        now = self.clock()
+        if now - self._interval_start < MIN_INTERVAL_FRACTION * self.interval_s and not (
+            stage_ends and self.recorder.pending
+        ):
+            return None
+        stage = self._stage
+        interval = self.recorder.rotate(
+            self._interval_seq,
+            self._interval_start - self._t0,
+            now - self._t0,
+            stage.phase,
+            stage.step,
+        )
+        self._interval_seq += 1
+        self._interval_start = now
+        return interval
+
+    def _is_fragment(self, interval: Interval) -> bool:
+        return interval.t_end - interval.t_start < MIN_INTERVAL_FRACTION * self.interval_s
+
+    async def _publish(self, interval: Interval, *, sample: bool = True) -> None:
+        """Sample the collectors for the interval just closed and tell the listeners.
+
+        ``sample=False`` for a boundary's fragment (a few ms after a tick, common when a
+        warm-up is a whole number of intervals): its storage rates over milliseconds would be
+        noise, and the collectors' next reading covers it, as iostat's next report would.
+        """
+        # In interval order: a fragment closed while the tick's interval is still being
+        # sampled must not reach the listeners (the bundle's CSVs) before it.
+        async with self._publishing:
+            samples = await self._sampler.sample(interval.t_end) if sample else []
+            self.events.interval.fire(interval=interval, samples=samples)
+
+    @property
+    def started_collectors(self) -> list[Collector]:
+        """The collectors that started (and so sampled) in this run."""
+        return self._sampler.started
+
+    def _collector_failed(self, source: str, message: str) -> None:
+        """Count a collector's failure (its message already masked by the sampler)."""
+        self.result.collector_errors[source] = self.result.collector_errors.get(source, 0) + 1
+        self.events.collector_error.fire(source=source, message=message)
+
+
+def _all_done(tasks: list[asyncio.Task[None]]) -> asyncio.Future[None]:
+    """A future that resolves once every task has finished; cancelling it cancels no task
+    (unlike ``asyncio.gather``)."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    remaining = len(tasks)
+
+    def one_finished(_: asyncio.Task[None]) -> None:
+        nonlocal remaining
+        remaining -= 1
+        if remaining == 0 and not done.done():
+            done.set_result(None)
+
+    if not tasks:
+        done.set_result(None)
+    for task in tasks:
+        task.add_done_callback(one_finished)
+    return done
+
+
+def run_on_native_thread(
+    engine: Engine,
+    start_new_thread: Callable[[Callable[..., None], tuple[Any, ...]], Any] | None = None,
+    use_uvloop: bool = True,
+    on_done: Callable[[], None] | None = None,
+) -> None:
+    """Run ``engine`` on a new event loop in a native OS thread.
+
+    A gevent (Locust) process passes ``gevent.monkey.get_original('_thread',
+    'start_new_thread')``: the loop then lives on a real OS thread, not a greenlet, and never
+    blocks the hub. (``threading.Thread`` is no good there even from ``get_original``: its
+    ``start()`` and ``is_alive()`` wait on gevent primitives set from the other thread, which
+    stalls the hub.) Completion is signalled through ``on_done``, called on the engine thread
+    after the loop is closed.
+    """
+
+    def body() -> None:
+        new_loop = _new_event_loop(use_uvloop)
+        try:
+            new_loop.run_until_complete(engine.run())
+        finally:
+            new_loop.close()
+            if on_done is not None:
+                on_done()
+
+    if start_new_thread is None:
+        import _thread
+
+        start_new_thread = _thread.start_new_thread
+    start_new_thread(body, ())
+
+
+def _new_event_loop(use_uvloop: bool) -> asyncio.AbstractEventLoop:
+    if use_uvloop:
+        try:
+            import uvloop
+
+            return uvloop.new_event_loop()
+        except ImportError:  # uvloop is a dependency, but a plain loop still works
+            pass
+    return asyncio.new_event_loop()
+
+
+def new_event_loop(use_uvloop: bool = True) -> asyncio.AbstractEventLoop:
+    """The loop the CLI runs the engine on: uvloop when available."""
+    return _new_event_loop(use_uvloop)

@@ -1,0 +1,401 @@
+"""One run, end to end: scenario → target, workload, collectors → engine → bundle.
+
+The CLI, the Locust adapter and the tests all start runs through :func:`prepare_run` and
+:func:`finish_summary`, so a bundle looks the same whoever started the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sim import registry
+from sim.bundle.writer import BundleWriter, iso, new_bundle_dir, os_reason
+from sim.config.scenario import CollectorSettings, ScenarioBase, resolved_dict
+from sim.core.engine import (
+    OUTCOME_COMPLETED,
+    OUTCOME_FAILED,
+    OUTCOME_INTERRUPTED,
+    Engine,
+    RunResult,
+    Stage,
+)
+from sim.core.metrics import OpStats, mix_report
+from sim.core.session_threads import RUNNER_DESCRIPTIONS
+from sim.core.validity import error_section, failure_line
+from sim.errors import ConfigError, OutputDirectoryError, ScenarioError, SimError
+from sim.judge.slo import unknown_operations
+from sim.judge.sweep import attach as attach_sweep
+from sim.judge.sweep import service_levels
+from sim.protocols import Collector, Target, Workload
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PreparedRun:
+    scenario: ScenarioBase
+    target: Target
+    workload: Workload
+    engine: Engine
+    bundle: BundleWriter
+
+
+def build_target(scenario: ScenarioBase) -> Target:
+    settings = scenario.target  # type: ignore[attr-defined]
+    entry = registry.target(settings.kind)
+    if entry.factory is None:
+        available = ", ".join(k for k, e in sorted(registry.targets().items()) if e.factory)
+        raise ConfigError(
+            f"target.kind: {settings.kind} is not available in this version of dbsim yet "
+            f"(available: {available})"
+        )
+    return entry.factory(settings)
+
+
+def build_workload(scenario: ScenarioBase, target: Target) -> Workload:
+    spec = scenario.workload  # type: ignore[attr-defined]
+    entry = registry.workload(spec.name)
+    if target.kind not in entry.workload_class.target_kinds:
+        raise ConfigError(
+            f"workload.name: {spec.name} does not run on a {target.kind} target "
+            f"(it runs on: {', '.join(sorted(entry.workload_class.target_kinds))})"
+        )
+    return entry.workload_class(spec.parameters, target)
+
+
+def _workload_options(workload: Workload) -> dict[str, Any]:
+    """What collectors may want to know of the workload: the prefix of its tables, so the
+    database collector reports the workload's tables and not the whole database's."""
+    pattern = workload.table_pattern()
+    return {"table_pattern": pattern} if pattern else {}
+
+
+def build_collectors(
+    settings: CollectorSettings, target: Target, workload_options: dict[str, Any] | None = None
+) -> list[Collector]:
+    """The collectors a scenario asks for ('auto': every one that applies to the target)."""
+    if settings.enabled == "none":
+        return []
+    known = registry.collectors()
+    wanted = list(known) if settings.enabled == "auto" else list(settings.enabled)
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise ConfigError(
+            f"collectors.enabled: unknown collector(s) {', '.join(unknown)} (known: {', '.join(known)})"
+        )
+    options: dict[str, Any] = dict(workload_options or {})
+    if settings.block_devices:
+        options["devices"] = list(settings.block_devices)
+    if settings.ontap is not None:
+        options["ontap"] = dict(settings.ontap)
+    if settings.nfs_mounts:
+        options["nfs_mounts"] = list(settings.nfs_mounts)
+    collectors: list[Collector] = []
+    for name in wanted:
+        collectors.extend(known[name].auto(target, options))
+    return collectors
+
+
+def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedRun:
+    """Validate the combination, create the bundle directory and wire the engine's events."""
+    target = build_target(scenario)
+    workload = build_workload(scenario, target)
+    check_slo_operations(scenario, workload)
+    settings = scenario.collectors
+    if settings.ontap is not None and settings.enabled != "none":
+        # Validate now (no I/O): a mistake in collectors.ontap is bad input, exit 2.
+        registry.collectors()["ontap"].auto(target, {"ontap": settings.ontap})
+    engine = Engine(
+        workload,
+        target,
+        scenario.load,
+        collector_factory=lambda t: build_collectors(settings, t, _workload_options(workload)),
+        interval_s=settings.interval_s,
+        collector_timeout_s=settings.timeout_s,
+        skip_load=skip_load,
+    )
+    lab_steps = [stage for stage in engine.stages if stage.lab]
+    if lab_steps:
+        attach_lab(engine)
+    path = new_bundle_dir(scenario.output.directory, scenario.output.name or scenario.name)
+    try:
+        # A bundle that can no longer be written stops the run: measuring on would only
+        # produce figures that are lost (finish_summary turns it into a failed run).
+        bundle = BundleWriter(
+            path,
+            resolved_dict(scenario),
+            scenario.output.flush_interval_s,
+            on_failure=engine.request_stop,
+        )
+    except OutputDirectoryError:
+        # The directory was created a moment ago for this run alone (never reused), so a
+        # refused start removes it and leaves the output directory as it was.
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    bundle.running_extra = {"sessions": engine.max_sessions, "stages": engine.result.stage_log}
+
+    def on_stopping(state: str, detail: str = "") -> None:
+        # Folded in as the engine stops, before it announces how the run ended: the console
+        # and the "finished" listeners then say "failed", not the "interrupted" of the stop
+        # the bundle asked for.
+        if state == "stopping":
+            _fold_bundle_failure(engine.result, bundle.failure)
+
+    engine.events.state.add_listener(on_stopping)
+    attach_sweep(engine, scenario)  # stops a sweep at its first SLO breach
+    engine.events.state.add_listener(bundle.on_state)
+    engine.events.interval.add_listener(bundle.on_interval)
+    engine.events.collector_error.add_listener(bundle.on_collector_error)
+    return PreparedRun(scenario, target, workload, engine, bundle)
+
+
+def check_slo_operations(scenario: ScenarioBase, workload: Workload) -> None:
+    """Refuse (exit 2, one line each) objectives naming an operation the workload does not
+    have, before anything runs (``dbsim run`` with and without ``--workers``)."""
+    problems = unknown_operations(scenario.slos, workload.operations())
+    if problems:
+        raise ScenarioError(problems)
+
+
+def attach_lab(engine: Engine) -> None:
+    """Apply each stage's lab ceilings when it starts. Checked now, so a scenario that needs
+    the lab fails before anything runs when it is not up (or we are not root)."""
+    from storage.lab import Lab, apply_step_ceiling, require_root
+
+    require_root()
+    lab = Lab()
+    if not lab.status().get("up"):
+        raise ConfigError("load.steps[].lab: the lab is not up; start it with `dbsim lab up`")
+
+    def on_stage(stage: Stage, log: dict[str, Any]) -> None:
+        if stage.lab:
+            log["lab"] = apply_step_ceiling(lab, stage.lab)
+
+    engine.events.stage.add_listener(on_stage)
+
+
+def outage_windows(outages: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sessions' disconnections merged into windows (overlapping ones joined): when the target
+    was lost and when it was back, with how many sessions were affected."""
+    windows: list[dict[str, Any]] = []
+    for outage in sorted(outages, key=lambda o: o["lost_t"]):
+        if windows and outage["lost_t"] <= windows[-1]["restored_t"]:
+            last = windows[-1]
+            last["restored_t"] = max(last["restored_t"], outage["restored_t"])
+            last["sessions"] += 1
+        else:
+            windows.append(
+                {"lost_t": outage["lost_t"], "restored_t": outage["restored_t"], "sessions": 1}
+            )
+    for window in windows:
+        window["duration_s"] = round(window["restored_t"] - window["lost_t"], 3)
+    return {"windows": windows, "reconnects": len(outages)}
+
+
+def finish_summary(run: PreparedRun) -> dict[str, Any]:
+    """Write the final summary and histograms; returns the summary.
+
+    When the bundle could not be written (now or during the run) the run is ``failed`` with
+    the bundle's one-line error, and the summary returned is the complete one held in memory,
+    so the caller can still show what was measured; nothing else is written then (SLO
+    verdicts and the report would be built on time series that stop early)."""
+    engine, bundle, result = run.engine, run.bundle, run.engine.result
+    bundle.on_failure = None  # the run is over: a failure now has nothing left to stop
+    totals = engine.recorder.totals
+    errors = judge_errors(run.scenario, totals, engine.recorder.error_examples, run.workload)
+    if result.outcome == OUTCOME_COMPLETED and errors["invalid"]:
+        result.outcome = OUTCOME_FAILED
+        result.error = failure_line(errors)
+        result.reason = "measure: invalid run"
+    extra = {
+        "reason": result.reason,
+        "last_state": result.last_state,
+        "error": result.error,
+        "sessions": result.sessions,
+        "session_runner": {
+            "runner": result.session_runner,
+            "means": RUNNER_DESCRIPTIONS.get(result.session_runner, ""),
+        },
+        "timing": {
+            "sessions_started_at": iso(result.sessions_started_wall),
+            "warmup_s": round(result.warmup_s, 3),
+            "measured_s": round(result.measured_s, 3),
+        },
+        "stages": result.stage_log,
+        "errors": errors,
+        "outages": outage_windows(result.outages),
+        "mix": mix_report(
+            run.workload.operations(), totals, run.workload.expected_mix(result.op_ranges)
+        ),
+        "workload": {
+            "name": run.workload.name,
+            "load": result.load_report,
+            "verify": result.verify_report,
+            "score": _score(run.workload, result, engine.recorder.step_totals),
+        },
+        "target": result.target or run.target.describe(),
+        "collectors": result.collectors,
+        "collector_errors": result.collector_errors,
+    }
+    findings: dict[str, Any] = {}
+    storage_means = bundle.storage_summary()
+    op_counts = {name: stats.count for name, stats in totals.items()}
+    for collector in engine.started_collectors:
+        try:
+            facts, warnings = collector.findings(
+                storage_means.get(collector.source, {}), op_counts, result.measured_s
+            )
+        except Exception as exc:  # a finding is a nicety; never lose the summary for it
+            log.warning("collector %s findings failed: %s", collector.source, exc)
+            continue
+        if facts:
+            findings[collector.source] = facts
+        for warning in warnings:
+            bundle.add_message(f"{collector.source}: {warning}")
+    extra["findings"] = findings
+    for failure in engine.events.failures():
+        bundle.add_message(failure)
+    bundle.close()  # the time series are complete (a close can fail too: NFS write-back)
+    bundle.write_histograms(totals)
+    _bundle_failure(run, extra)
+    summary = bundle.write_summary(
+        result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
+    )
+    if _bundle_failure(run, extra):
+        # The file keeps its last good version; the caller gets the whole summary, failed.
+        summary = bundle.summary_dict(
+            result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
+        )
+        return summary
+    summary = write_service_levels(
+        run.scenario, bundle, summary, totals=totals, measured_s=result.measured_s, extra=extra
+    )
+    _write_report(bundle.path)
+    return summary
+
+
+def judge_errors(
+    scenario: ScenarioBase,
+    totals: Mapping[str, OpStats],
+    examples: Mapping[str, Mapping[str, str]],
+    workload_ops: Workload | Mapping[str, float],
+) -> dict[str, Any]:
+    """The summary's ``errors`` section for a finished run (single-process or merged): the
+    measured window's failures against ``load.max_error_pct``, or against the scenario's
+    error SLOs where it has any (see :mod:`sim.core.validity`)."""
+    ops = workload_ops.operations() if isinstance(workload_ops, Workload) else workload_ops
+    return error_section(
+        totals,
+        examples,
+        judged_ops=set(ops),
+        budget_pct=scenario.load.max_error_pct,
+        budget_by_slo=any(slo.error_pct_max is not None for slo in scenario.slos),
+    )
+
+
+def write_service_levels(
+    scenario: ScenarioBase,
+    bundle: BundleWriter,
+    summary: dict[str, Any],
+    *,
+    totals: Mapping[str, OpStats],
+    measured_s: float,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """Judge the scenario's SLOs (and a sweep's steps) on a finished run and write them into
+    its summary.json; returns the summary, unchanged when the scenario has neither.
+
+    The verdicts are judged on ``summary`` — its operations' percentiles (from the measured
+    histograms), their counts over the measured window, the block devices' means — and, for a
+    sweep, on the bundle's time series, which must be closed. Called with the bundle written
+    but before the report reads it, by :func:`finish_summary` and by the master of
+    ``dbsim run --workers`` on its merged bundle (:mod:`sim.locust.merge`)."""
+    levels = service_levels(scenario, summary, bundle.path)
+    if not levels:
+        return summary
+    extra.update(levels)
+    return bundle.write_summary(
+        str(summary.get("status")), totals=totals, measured_s=measured_s, extra=extra
+    )
+
+
+def _bundle_failure(run: PreparedRun, extra: dict[str, Any]) -> bool:
+    """Fold the bundle's failure, if any, into the run's result and ``extra``."""
+    if not _fold_bundle_failure(run.engine.result, run.bundle.failure):
+        return False
+    extra.update(reason=run.engine.result.reason, error=run.engine.result.error)
+    return True
+
+
+def _fold_bundle_failure(result: RunResult, failure: str | None) -> bool:
+    """A run whose bundle could not be written failed, even when the engine counts the stop
+    it was asked for as an interruption. An error of the run's own stays first and the
+    bundle's is added as a second line (the CLI prints one ``error:`` line per line).
+    Idempotent; False when there is no failure."""
+    if failure is None:
+        return False
+    stopped_for_it = result.outcome == OUTCOME_INTERRUPTED and result.reason == failure
+    if result.outcome == OUTCOME_FAILED and result.error:
+        if failure not in result.error:
+            result.error = f"{result.error}\n{failure}; the bundle keeps what was written before"
+    elif failure not in (result.error or ""):
+        when = f"run stopped during {result.last_state}, " if stopped_for_it else ""
+        result.outcome = OUTCOME_FAILED
+        result.error = f"{failure}; {when}the bundle keeps what was written before"
+        result.reason = f"{result.last_state}: {failure}"
+    return True
+
+
+def _score(
+    workload: Workload, result: RunResult, step_ops: dict[Any, Any]
+) -> dict[str, Any] | None:
+    """The workload's scoring, never fatal to the summary."""
+    try:
+        return workload.score(result, step_ops)
+    except Exception as exc:
+        log.warning("workload %s could not score the run: %s", workload.name, exc)
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _write_report(path: Path) -> None:
+    """analysis.json and report.html: a by-product of the run, so never fatal to it."""
+    from sim.report import write_report
+
+    try:
+        _, problem = write_report(path)
+    except OSError as exc:
+        # The disk filled or the bundle became read-only at the very end: every figure is on
+        # disk already, so one line saying how to get the report later, not a traceback.
+        log.warning(
+            "report.html not written: %s: %s; `dbsim report %s` writes it later",
+            exc.filename or path,
+            os_reason(exc),
+            path,
+        )
+        return
+    except Exception:  # the bundle is complete; a report bug must not fail the run
+        log.warning("report.html not written", exc_info=True)
+        return
+    if problem:
+        log.warning("report.html written without analysis: %s", problem)
+
+
+def bundle_path(run: PreparedRun) -> Path:
+    return run.bundle.path
+
+
+__all__ = [
+    "PreparedRun",
+    "SimError",
+    "build_collectors",
+    "check_slo_operations",
+    "finish_summary",
+    "judge_errors",
+    "prepare_run",
+    "write_service_levels",
+]

@@ -1,0 +1,412 @@
+"""Service-level objectives: the limits a scenario's run must meet, and their verdicts.
+
+A scenario lists its objectives under ``slos``; each entry holds limits for operations or for
+the storage, never both. Units are in the names, and latencies are in microseconds like every
+latency of the bundle (``p99_us`` in summary.json): 5 ms is ``p99_us_max: 5000``.
+
+Operation limits (``op``: an operation name, or ``"*"`` — the default):
+
+* ``p50_us_max``, ``p95_us_max``, ``p99_us_max`` — with ``"*"``, every operation must meet it;
+* ``ops_s_min``, ``error_pct_max`` — with ``"*"``, all operations together (throughput is
+  the sum, the error share is errors over everything issued).
+
+Storage limits (``device``: a block device name; unset: the device with the most IOPS):
+``iops_min`` and ``await_ms_max`` (reads' and writes' awaits weighted by their rates, as
+iostat combines them), from the block collector's means.
+
+A verdict is ``{slo, op | device, limit, measured, met, margin_pct}`` (+ ``name`` and
+``note``). ``margin_pct`` is the headroom relative to the limit: positive when met, negative
+when missed. A limit that could not be measured (no such operation, no block device) is not
+met: dbsim does not vouch for what it did not see.
+
+Verdicts are judged on a :class:`Window`: the measured window (from summary.json) or one step
+of a sweep (:func:`sim.judge.sweep.step_windows`, from the bundle's time series and histograms).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sim.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SLO_MISSED
+
+ALL_OPS = "*"
+#: Latency limit → the figure it bounds.
+LATENCY_LIMITS = {"p50_us_max": "p50_us", "p95_us_max": "p95_us", "p99_us_max": "p99_us"}
+OP_LIMITS = (*LATENCY_LIMITS, "ops_s_min", "error_pct_max")
+STORAGE_LIMITS = ("iops_min", "await_ms_max")
+PERCENTILES = {"p50_us": 50.0, "p95_us": 95.0, "p99_us": 99.0}
+#: Block rates a window keeps per device (besides await): what sizing needs.
+RATES = ("iops", "r_s", "w_s", "rkB_s", "wkB_s")
+
+
+class Slo(BaseModel):
+    """One service-level objective: limits for an operation (or all) or for a device."""
+
+    # allow_inf_nan=False: an .inf limit is always met and would be written to summary.json as
+    # Infinity, which is not JSON.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    name: str | None = Field(default=None, description="A label for reports (optional).")
+    op: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Operation the limits apply to; '*' (the default): every operation.",
+    )
+    device: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Block device for storage limits; unset: the device with the most IOPS.",
+    )
+    p50_us_max: float | None = Field(default=None, gt=0, description="Median latency, µs.")
+    p95_us_max: float | None = Field(default=None, gt=0, description="95th percentile, µs.")
+    p99_us_max: float | None = Field(default=None, gt=0, description="99th percentile, µs.")
+    ops_s_min: float | None = Field(default=None, gt=0, description="Completed operations/s.")
+    error_pct_max: float | None = Field(
+        default=None, ge=0, le=100, description="Errors in percent of operations issued."
+    )
+    iops_min: float | None = Field(default=None, gt=0, description="Device IOPS (mean).")
+    await_ms_max: float | None = Field(
+        default=None, gt=0, description="Device await, ms (mean, reads and writes)."
+    )
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Slo:
+        ops = [k for k in OP_LIMITS if getattr(self, k) is not None]
+        storage = [k for k in STORAGE_LIMITS if getattr(self, k) is not None]
+        if not ops and not storage:
+            raise ValueError(f"give at least one limit ({', '.join(OP_LIMITS + STORAGE_LIMITS)})")
+        # A device IOPS floor under "op: read" would read as read IOPS, which it is not.
+        if ops and storage:
+            raise ValueError(
+                f"operation limits ({', '.join(ops)}) and storage limits ({', '.join(storage)}) "
+                "go in separate entries"
+            )
+        if ops and self.device is not None:
+            raise ValueError("device applies to storage limits (iops_min, await_ms_max) only")
+        if storage and self.op is not None:
+            raise ValueError("op applies to operation limits only; name a device instead")
+        return self
+
+    @property
+    def storage(self) -> bool:
+        """Whether this entry holds storage limits (else operation limits)."""
+        return any(getattr(self, k) is not None for k in STORAGE_LIMITS)
+
+    def limits(self) -> list[tuple[str, float]]:
+        """The limits set, in a fixed order."""
+        return [
+            (k, v) for k in (*OP_LIMITS, *STORAGE_LIMITS) if (v := getattr(self, k)) is not None
+        ]
+
+
+def unknown_operations(slos: Iterable[Slo], known: Iterable[str]) -> list[str]:
+    """One ``slos[i].op: …`` problem per entry naming an operation the workload does not have
+    (for validation once the workload is built; ``"*"`` is always known)."""
+    names = sorted(known)
+    return [
+        f"slos[{i}].op: unknown operation {slo.op!r} (this workload has: {', '.join(names)})"
+        for i, slo in enumerate(slos)
+        if slo.op not in (None, ALL_OPS) and slo.op not in names
+    ]
+
+
+# --------------------------------------------------------------------------- windows
+
+
+@dataclass
+class Window:
+    """The figures verdicts are judged on: per operation ``count``, ``errors``, ``ops_s``,
+    ``p50_us``, ``p95_us``, ``p99_us``; per block device ``iops`` and ``await_ms``."""
+
+    label: str
+    seconds: float
+    ops: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    devices: dict[str, dict[str, float | None]] = field(default_factory=dict)
+
+    @classmethod
+    def from_summary(cls, summary: Mapping[str, Any]) -> Window:
+        """The measured window of a run, from its summary.json."""
+        timing = summary.get("timing") or {}
+        ops = {
+            name: {k: finite(stats.get(k)) for k in ("count", "errors", "ops_s", *PERCENTILES)}
+            for name, stats in (summary.get("operations") or {}).items()
+            if isinstance(stats, dict)
+        }
+        block = (summary.get("storage") or {}).get("block") or {}
+        devices = {
+            dev: device_figures(means) for dev, means in block.items() if isinstance(means, dict)
+        }
+        seconds = finite(timing.get("measured_s")) or 0.0
+        return cls("measured window", seconds, ops, devices)
+
+
+def finite(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def device_figures(means: Mapping[str, Any]) -> dict[str, float | None]:
+    """A device's window figures from its block means: IOPS, await and the read/write rates."""
+    out = {k: finite(means.get(k)) for k in RATES}
+    out.update(iops=device_iops(means), await_ms=combined_await_ms(means))
+    return out
+
+
+def device_iops(means: Mapping[str, Any]) -> float | None:
+    """The block collector's ``iops``; reads plus writes where an older bundle lacks it."""
+    iops = finite(means.get("iops"))
+    r_s, w_s = finite(means.get("r_s")), finite(means.get("w_s"))
+    if iops is None and (r_s is not None or w_s is not None):
+        iops = (r_s or 0.0) + (w_s or 0.0)
+    return iops
+
+
+def combined_await_ms(means: Mapping[str, Any]) -> float | None:
+    """Reads' and writes' awaits weighted by their rates (iostat's ``await``); 0 without I/O."""
+    r_s, w_s = finite(means.get("r_s")), finite(means.get("w_s"))
+    if r_s is None and w_s is None:
+        return finite(means.get("await_ms"))
+    r_s, w_s = r_s or 0.0, w_s or 0.0
+    if r_s + w_s <= 0:
+        return 0.0
+    r_await, w_await = finite(means.get("r_await_ms")) or 0.0, finite(means.get("w_await_ms"))
+    return (r_s * r_await + w_s * (w_await or 0.0)) / (r_s + w_s)
+
+
+def primary_device(devices: Mapping[str, Mapping[str, float | None]]) -> str | None:
+    """The device with the most IOPS (ties: alphabetical), or None."""
+    known = {d: f.get("iops") for d, f in devices.items() if f.get("iops") is not None}
+    return min(known, key=lambda d: (-(known[d] or 0.0), d)) if known else None
+
+
+class WindowBuilder:
+    """Accumulates intervals into one window: histograms merged, device rates weighted by
+    each interval's length (short leftovers at step boundaries carry noisy rates)."""
+
+    def __init__(self) -> None:
+        self.histograms: dict[str, HdrHistogram] = {}
+        self.counts: dict[str, float] = {}
+        self.errors: dict[str, float] = {}
+        self.device_sums: dict[str, dict[str, float]] = {}
+        self.device_seconds: dict[str, float] = {}
+
+    def add_op(
+        self, op: str, count: float, errors: float, histogram: HdrHistogram | None = None
+    ) -> None:
+        """One interval's figures of one operation."""
+        self.counts[op] = self.counts.get(op, 0.0) + count
+        self.errors[op] = self.errors.get(op, 0.0) + errors
+        if histogram is not None and histogram.get_total_count():
+            merged = self.histograms.get(op)
+            if merged is None:
+                from sim.core.metrics import new_histogram
+
+                merged = self.histograms[op] = new_histogram()
+            merged.add(histogram)
+
+    def add_device(self, device: str, values: Mapping[str, Any], seconds: float) -> None:
+        """One interval's block figures of one device."""
+        if seconds <= 0:
+            return
+        sums = self.device_sums.setdefault(device, {})
+        for key in RATES:
+            if (v := finite(values.get(key))) is not None:
+                sums[key] = sums.get(key, 0.0) + v * seconds
+        # Awaits weighted by I/Os, so the step's await is the mean wait per I/O.
+        for rate, wait in (("r_s", "r_await_ms"), ("w_s", "w_await_ms")):
+            r, w = finite(values.get(rate)), finite(values.get(wait))
+            if r is not None and w is not None:
+                sums[wait] = sums.get(wait, 0.0) + r * w * seconds
+        self.device_seconds[device] = self.device_seconds.get(device, 0.0) + seconds
+
+    def window(self, label: str, seconds: float) -> Window:
+        """The accumulated figures over ``seconds`` of measured time."""
+        ops: dict[str, dict[str, float | None]] = {}
+        for op in sorted(set(self.counts) | set(self.histograms)):
+            hist = self.histograms.get(op)
+            count = self.counts.get(op, 0.0)
+            figures: dict[str, float | None] = {
+                "count": count,
+                "errors": self.errors.get(op, 0.0),
+                "ops_s": count / seconds if seconds > 0 else None,
+            }
+            for name, pct in PERCENTILES.items():
+                figures[name] = float(hist.get_value_at_percentile(pct)) if hist else None
+            ops[op] = figures
+        devices: dict[str, dict[str, float | None]] = {}
+        for dev, sums in sorted(self.device_sums.items()):
+            span = self.device_seconds[dev]
+            means: dict[str, float] = {k: sums[k] / span for k in RATES if k in sums}
+            for rate, wait in (("r_s", "r_await_ms"), ("w_s", "w_await_ms")):
+                io_count = sums.get(rate, 0.0)
+                if wait in sums and io_count > 0:
+                    means[wait] = sums[wait] / io_count
+            devices[dev] = device_figures(means)
+        return Window(label, seconds, ops, devices)
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def _verdict(
+    slo: Slo, limit_name: str, limit: float, scope: tuple[str, str | None], measured: float | None
+) -> dict[str, Any]:
+    minimum = limit_name.endswith("_min")
+    entry: dict[str, Any] = {"slo": limit_name}
+    if slo.name:
+        entry["name"] = slo.name
+    entry[scope[0]] = scope[1]
+    met = measured is not None and (measured >= limit if minimum else measured <= limit)
+    margin = None
+    if measured is not None and limit > 0:
+        margin = round(100 * ((measured - limit) if minimum else (limit - measured)) / limit, 1)
+    entry.update(
+        limit=limit,
+        measured=None if measured is None else round(measured, 3),
+        met=met,
+        margin_pct=margin,
+    )
+    return entry
+
+
+def _error_pct(count: float | None, errors: float | None) -> float | None:
+    issued = (count or 0.0) + (errors or 0.0)
+    return 100 * (errors or 0.0) / issued if issued > 0 else None
+
+
+def _measure(limit_name: str, figures: Mapping[str, float | None]) -> float | None:
+    if limit_name in LATENCY_LIMITS:
+        return figures.get(LATENCY_LIMITS[limit_name])
+    if limit_name == "ops_s_min":
+        return figures.get("ops_s")
+    return _error_pct(figures.get("count"), figures.get("errors"))
+
+
+def evaluate(
+    slos: Sequence[Slo], window: Window, device: str | None = None
+) -> list[dict[str, Any]]:
+    """Every limit of every objective judged on ``window``; ``device`` is the device an
+    objective without one is judged on (default: the window's busiest)."""
+    out: list[dict[str, Any]] = []
+    issued = {op: f for op, f in window.ops.items() if (f["count"] or 0) + (f["errors"] or 0)}
+    # "*" for throughput and errors: all operations together.
+    together = {k: sum(f[k] or 0.0 for f in issued.values()) for k in ("count", "errors", "ops_s")}
+    for slo in slos:
+        if slo.storage:
+            dev = slo.device or device or primary_device(window.devices)
+            block = window.devices.get(dev or "") or {}
+            for name, limit in slo.limits():
+                figure = "iops" if name == "iops_min" else "await_ms"
+                entry = _verdict(slo, name, limit, ("device", dev), block.get(figure))
+                if not block:
+                    entry["note"] = f"no block figures for device {dev or '(none measured)'}"
+                out.append(entry)
+            continue
+        op = slo.op or ALL_OPS
+        for name, limit in slo.limits():
+            if op == ALL_OPS and name not in LATENCY_LIMITS:
+                out.append(_verdict(slo, name, limit, ("op", ALL_OPS), _measure(name, together)))
+                continue
+            targets = sorted(issued) if op == ALL_OPS else [op]
+            if not targets:
+                out.append(_verdict(slo, name, limit, ("op", op), None))
+                out[-1]["note"] = "no operation completed"
+            for target in targets:
+                figures = window.ops.get(target)
+                value = None if figures is None else _measure(name, figures)
+                entry = _verdict(slo, name, limit, ("op", target), value)
+                if figures is None:
+                    known = ", ".join(sorted(issued)) or "none"
+                    entry["note"] = f"no operation {target!r} was measured (measured: {known})"
+                elif value is None:
+                    entry["note"] = "not measured (no successful operation)"
+                out.append(entry)
+    return out
+
+
+def all_met(verdicts: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether every verdict is met (True for none)."""
+    return all(v.get("met") is True for v in verdicts)
+
+
+def summary_section(slos: Sequence[Slo], summary: Mapping[str, Any]) -> dict[str, Any]:
+    """``summary["slos"]`` of a run without a sweep: verdicts over the measured window."""
+    verdicts = evaluate(slos, Window.from_summary(summary))
+    return {"met": all_met(verdicts), "window": "measured window", "verdicts": verdicts}
+
+
+def missed(summary: Mapping[str, Any]) -> bool | None:
+    """True when the summary's SLO section says an objective was missed, False when all were
+    met, None when the run had no objectives or their verdict could not be formed."""
+    section = summary.get("slos")
+    if not isinstance(section, dict) or not isinstance(section.get("met"), bool):
+        return None
+    return not section["met"]
+
+
+def completed_exit_code(summary: Mapping[str, Any], *, declared: bool) -> tuple[int, str | None]:
+    """The exit code of a run that completed, by its objectives (``declared``: the scenario
+    has some): 0 every one met or none declared, 1 one missed, 3 when declared objectives
+    could not be judged — with the line to print then, since dbsim does not vouch for them.
+    ``dbsim run`` and ``dbsim run --workers`` both answer with this."""
+    verdict = missed(summary)
+    if declared and verdict is None:
+        why = (summary.get("slos") or {}).get("error", "no verdict")
+        return EXIT_RUN_FAILED, f"SLOs not judged: {why}"
+    return (EXIT_SLO_MISSED if verdict else EXIT_OK), None
+
+
+# --------------------------------------------------------------------------- text
+
+LABELS = {
+    "p50_us_max": ("p50", "≤"),
+    "p95_us_max": ("p95", "≤"),
+    "p99_us_max": ("p99", "≤"),
+    "ops_s_min": ("ops/s", "≥"),
+    "error_pct_max": ("errors", "≤"),
+    "iops_min": ("IOPS", "≥"),
+    "await_ms_max": ("await", "≤"),
+}
+
+
+def format_value(limit_name: str, value: float | None) -> str:
+    """A limit or a measurement in the unit a DBA reads it."""
+    if value is None:
+        return "not measured"
+    if limit_name in LATENCY_LIMITS:
+        if value >= 1_000_000:
+            return f"{value / 1_000_000:,.2f} s"
+        return f"{value / 1000:,.2f} ms" if value >= 1000 else f"{value:,.0f} µs"
+    if limit_name == "error_pct_max":
+        return f"{value:.2f} %"
+    if limit_name == "await_ms_max":
+        return f"{value:.2f} ms"
+    return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def verdict_line(entry: Mapping[str, Any]) -> str:
+    """One verdict as a line: ``SLO met: read p99 ≤ 5.00 ms: 1.52 ms (margin +69.7 %)``."""
+    name = str(entry.get("slo"))
+    label, sign = LABELS.get(name, (name, "vs"))
+    scope = entry.get("op") or entry.get("device") or "?"
+    scope = "all operations" if scope == ALL_OPS else scope
+    title = f" [{entry['name']}]" if entry.get("name") else ""
+    state = "met" if entry.get("met") else "MISSED"
+    text = (
+        f"SLO {state}{title}: {scope} {label} {sign} {format_value(name, entry.get('limit'))}: "
+        f"{format_value(name, entry.get('measured'))}"
+    )
+    if entry.get("margin_pct") is not None:
+        text += f" (margin {entry['margin_pct']:+,.1f} %)"
+    if entry.get("note"):
+        text += f" — {entry['note']}"
+    return text

@@ -1,0 +1,395 @@
+"""Sweeps: step the load up until an SLO breaks; the answer is the highest load that met them all.
+
+A scenario's ``load.sweep`` expands into ``load.steps`` when the scenario is validated, so the
+engine runs a sweep like any stepped run::
+
+    load:
+      sweep:
+        vary: sessions        # or rate_ops_s (mode: open)
+        start: 1
+        factor: 2             # each step multiplies the load, or `step: 4` adds to it
+        max: 64               # never more than this (the last step may be below it)
+        step_duration_s: 30
+        stop_on_breach: true  # the default
+
+With ``stop_on_breach``, :func:`attach` judges each step as the next one starts and stops the
+run (still "completed") at the first step that missed an SLO. That live call only stops early
+(it lacks the boundary's last part-interval, published a moment later); the summary's result
+is judged afterwards on the bundle's files (:func:`service_levels`).
+
+``summary["sweep"]`` (docs/validation.md): ``points`` (one per step run), ``highest_passing``
+(the highest-load point meeting every SLO below the first breach — conservative: a pass after
+a breach is noise, listed in ``passing_after_breach``), ``device_iops_at_highest_passing``,
+``first_breach`` and ``knee`` (the analysis' latency-versus-load curve). ``summary["slos"]``
+holds the verdicts of the highest passing step (none passed: of the first breach), so a sweep
+exits 0 when some load met every SLO and 1 when even the first step missed one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from hdrh.histogram import HdrHistogram
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sim.judge import slo as slo_mod
+from sim.judge.slo import Slo, Window, WindowBuilder
+
+if TYPE_CHECKING:  # sim.core.engine and sim.config.scenario import this module: no runtime cycle
+    from sim.config.scenario import ScenarioBase
+    from sim.core.engine import Engine, RunResult, Stage
+    from sim.core.metrics import Interval
+    from sim.protocols import Sample
+
+log = logging.getLogger(__name__)
+
+MAX_SWEEP_STEPS = 100
+MAX_SESSIONS = 4096  # sim.config.scenario.MAX_SESSIONS (not imported: that module imports this one)
+#: A step that ran less than this share of its planned time (stopped, interrupted) is shown
+#: but not judged: a fraction of a second of figures proves nothing either way.
+COMPLETE_FRACTION = 0.9
+
+
+class Sweep(BaseModel):
+    """A load ramp: ``start``, then ×``factor`` or +``step`` per step, up to ``max``."""
+
+    # allow_inf_nan=False: ``max: .inf`` reached int(inf) below and crashed validation with
+    # an OverflowError instead of naming the field.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    vary: Literal["sessions", "rate_ops_s"] = Field(description="What each step raises.")
+    start: float = Field(gt=0, description="The first step's sessions or rate.")
+    max: float = Field(gt=0, description="No step goes above this.")
+    factor: float | None = Field(default=None, gt=1, description="Multiply per step.")
+    step: float | None = Field(default=None, gt=0, description="Add per step.")
+    step_duration_s: float = Field(gt=0, description="Measured seconds per step.")
+    stop_on_breach: bool = Field(
+        default=True, description="End the run after the first step that missed an SLO."
+    )
+
+    @model_validator(mode="after")
+    def _ramp(self) -> Sweep:
+        if (self.factor is None) == (self.step is None):
+            raise ValueError("give either factor (multiply per step) or step (add per step)")
+        if self.start > self.max:
+            raise ValueError(f"start ({self.start:g}) is above max ({self.max:g})")
+        if self.vary == "sessions":
+            whole = {"start": self.start, "max": self.max, "step": self.step}
+            fractional = [k for k, v in whole.items() if v is not None and v != int(v)]
+            if fractional:
+                raise ValueError(f"sessions are whole numbers: {', '.join(fractional)}")
+            if self.max > MAX_SESSIONS:
+                raise ValueError(f"max: at most {MAX_SESSIONS} sessions")
+        if len(self.values()) > MAX_SWEEP_STEPS:
+            raise ValueError(
+                f"more than {MAX_SWEEP_STEPS} steps from {self.start:g} to {self.max:g}; "
+                "raise factor or step"
+            )
+        return self
+
+    def values(self) -> list[float]:
+        """The load of each step, rising, none above ``max``."""
+        out = [self.start]
+        while len(out) <= MAX_SWEEP_STEPS:
+            last = out[-1]
+            nxt = last * self.factor if self.factor is not None else last + (self.step or 0)
+            # Sessions: ×1.2 of 1 session must still rise. Rates: 0.1 + 0.2 shows as 0.3.
+            nxt = max(float(round(nxt)), last + 1) if self.vary == "sessions" else round(nxt, 6)
+            if nxt > self.max * (1 + 1e-9):
+                break
+            out.append(nxt)
+        return out
+
+    def steps(self) -> list[dict[str, Any]]:
+        """The ``load.steps`` this sweep stands for."""
+        cast = int if self.vary == "sessions" else float
+        return [{"duration_s": self.step_duration_s, self.vary: cast(v)} for v in self.values()]
+
+
+# --------------------------------------------------------------------------- step figures
+
+
+def step_windows(bundle: Path, stages: Sequence[Mapping[str, Any]]) -> dict[int, Window]:
+    """One window per measured step, from the bundle's ops.csv, histogram log and block.csv,
+    with each step's measured seconds from the stage log. An interval belongs to the last
+    stage that started before it ended: a step boundary closes the interval in flight, so
+    none spans two steps (an interval ending exactly at a boundary is the earlier step's)."""
+    starts = [
+        (float(s["t"]), s["step"], slo_mod.finite(s.get("duration_s")))
+        for s in stages
+        if s.get("phase") == "measure" and isinstance(s.get("step"), int) and "t" in s
+    ]
+    if not starts:
+        return {}
+
+    def step_at(t_end: float) -> int | None:
+        found = None
+        for t, step, _ in starts:
+            if t < t_end:
+                found = step
+        return found
+
+    series = bundle / "timeseries"
+    from sim.report.data import read_rows  # the report's reader: one way to read bundle CSVs
+
+    ops_rows = read_rows(series / "ops.csv")
+    block_rows = read_rows(series / "block.csv")
+    builders: dict[int, WindowBuilder] = {step: WindowBuilder() for _, step, _ in starts}
+    # Each interval covers the time since the previous one ended (any phase).
+    ends = sorted(
+        {t for r in (*ops_rows, *block_rows) if (t := slo_mod.finite(r.get("t"))) is not None}
+    )
+    length = {t: t - previous for previous, t in zip([0.0, *ends], ends, strict=False)}
+    for row in ops_rows:
+        t, step = slo_mod.finite(row.get("t")), None
+        if t is not None and row.get("phase") == "measure":
+            step = step_at(t)
+        if step is not None and row.get("op"):
+            builders[step].add_op(
+                row["op"],
+                slo_mod.finite(row.get("count")) or 0.0,
+                slo_mod.finite(row.get("errors")) or 0.0,
+            )
+    for row in block_rows:
+        t = slo_mod.finite(row.get("t"))
+        if t is None or row.get("phase") != "measure" or (step := step_at(t)) is None:
+            continue
+        builders[step].add_device(row.get("entity") or "", row, length.get(t, 0.0))
+    for t_end, op, hist in _hlog(bundle / "histograms" / "intervals.hlog"):
+        if (step := step_at(t_end)) is not None:
+            builders[step].add_op(op, 0.0, 0.0, hist)
+    windows = {}
+    for _, step, duration in starts:
+        if duration is None:  # a stage the run never finished: the time its intervals cover
+            duration = sum(v for k, v in length.items() if step_at(k) == step)
+        windows[step] = builders[step].window(f"step {step + 1}", duration)
+    return windows
+
+
+def _hlog(path: Path) -> Iterable[tuple[float, str, HdrHistogram]]:
+    """(t_end, op, histogram) of every measured line of the interval histogram log."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return
+    for line in lines:
+        parts = line.split(",")
+        if line.startswith("#") or len(parts) != 5 or parts[2] != "measure":
+            continue
+        t_end = slo_mod.finite(parts[1])
+        if t_end is None:
+            continue
+        try:
+            hist = HdrHistogram.decode(parts[4].encode("ascii"))
+        except Exception:  # hdrh raises several kinds on a damaged line; it costs that line
+            continue
+        yield t_end, parts[3], hist
+
+
+# --------------------------------------------------------------------------- live stop
+
+
+class BreachMonitor:
+    """Judges each step's SLOs when the next step starts and stops the run at the first
+    breach (engine listeners: ``interval``, ``stage``, ``finished``)."""
+
+    def __init__(self, engine: Engine, slos: list[Slo]) -> None:
+        self.engine = engine
+        self.slos = slos
+        self.builders: dict[int, WindowBuilder] = {}
+        self.seconds: dict[int, float] = {}
+        self.reason: str | None = None
+
+    def on_interval(self, interval: Interval, samples: list[Sample]) -> None:
+        """Fold a measured interval into its step's figures."""
+        if not interval.measured or interval.step is None:
+            return
+        builder = self.builders.setdefault(interval.step, WindowBuilder())
+        seconds = max(interval.t_end - interval.t_start, 0.0)
+        self.seconds[interval.step] = self.seconds.get(interval.step, 0.0) + seconds
+        for op, stats in interval.ops.items():
+            builder.add_op(op, stats.count, stats.error_count, stats.histogram)
+        for sample in samples:
+            if sample.source == "block" and not sample.gap:  # a gap has no figures to weigh
+                builder.add_device(sample.entity, sample.values, seconds)
+
+    def on_stage(self, stage: Stage, log: dict[str, Any]) -> None:
+        """At the start of step k+1, judge step k; stop the run if it missed an SLO."""
+        if self.reason is not None or stage.phase != "measure" or not stage.step:
+            return
+        done = stage.step - 1
+        builder = self.builders.get(done, WindowBuilder())
+        verdicts = slo_mod.evaluate(
+            self.slos, builder.window(f"step {done + 1}", self.seconds.get(done, 0.0))
+        )
+        if slo_mod.all_met(verdicts):
+            return
+        missed = sorted(
+            {f"{v['slo']} {v.get('op') or v.get('device')}" for v in verdicts if not v["met"]}
+        )
+        self.reason = f"sweep: step {done + 1} missed {', '.join(missed)}; later steps not run"
+        log["sweep_stop"] = self.reason
+        self.engine.request_stop(self.reason)
+
+    def on_finished(self, result: RunResult) -> None:
+        """A run the sweep stopped did what was asked of it: completed, not interrupted."""
+        from sim.core.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED
+
+        if result.outcome == OUTCOME_INTERRUPTED and result.reason == self.reason:
+            result.outcome = OUTCOME_COMPLETED
+
+
+def attach(engine: Engine, scenario: ScenarioBase) -> BreachMonitor | None:
+    """Wire the stop-on-breach monitor when the scenario sweeps with SLOs and asks for it."""
+    sweep = scenario.load.sweep
+    if sweep is None or not sweep.stop_on_breach or not scenario.slos:
+        return None
+    monitor = BreachMonitor(engine, list(scenario.slos))
+    for hook in ("interval", "stage", "finished"):
+        getattr(engine.events, hook).add_listener(getattr(monitor, f"on_{hook}"))
+    return monitor
+
+
+# --------------------------------------------------------------------------- result
+
+
+def _point(
+    stage: dict[str, Any], window: Window, sweep: Sweep, op: str | None, device: str | None
+) -> dict[str, Any]:
+    duration = slo_mod.finite(stage.get("duration_s")) or 0.0
+    dev = window.devices.get(device or "") or {}
+    figures = window.ops.get(op or "") or {}
+    return {
+        "step": stage["step"],
+        "label": f"step {stage['step'] + 1}",
+        "sessions": stage.get("sessions"),
+        "rate_ops_s": stage.get("rate_ops_s"),
+        "load": stage.get(sweep.vary),
+        "duration_s": duration,
+        "complete": duration >= COMPLETE_FRACTION * sweep.step_duration_s,
+        "ops_s": _round(sum(f["ops_s"] or 0.0 for f in window.ops.values()), 2),
+        "p99_us": figures.get("p99_us"),
+        "device_iops": _round(dev.get("iops"), 1),
+        "await_ms": _round(dev.get("await_ms"), 3),
+        # The read/write split `dbsim size` takes (--read-iops, --write-iops, …).
+        "device_rates": {k: _round(dev.get(k), 1) for k in ("r_s", "w_s", "rkB_s", "wkB_s")},
+    }
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def sweep_sections(
+    sweep: Sweep, slos: list[Slo], summary: dict[str, Any], bundle: Path
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``summary["sweep"]`` and ``summary["slos"]`` of a sweep run, from its bundle."""
+    stages = [s for s in summary.get("stages") or [] if isinstance(s, dict)]
+    measured = [s for s in stages if s.get("phase") == "measure" and isinstance(s.get("step"), int)]
+    windows = step_windows(bundle, measured)
+    # The device a storage SLO names, else the run's busiest: every step is read on one device.
+    named = [s.device for s in slos if s.device]
+    device = named[0] if named else slo_mod.primary_device(Window.from_summary(summary).devices)
+    operations = summary.get("operations") or {}
+    op = max(sorted(operations), key=lambda o: operations[o].get("count") or 0, default=None)
+    points: list[dict[str, Any]] = []
+    verdicts_of: dict[int, list[dict[str, Any]]] = {}
+    for stage in measured:
+        window = windows.get(stage["step"]) or Window(f"step {stage['step'] + 1}", 0.0)
+        point = _point(stage, window, sweep, op, device)
+        if point["complete"]:
+            verdicts = slo_mod.evaluate(slos, window, device)
+            verdicts_of[point["step"]] = verdicts
+            point["slo_met"] = slo_mod.all_met(verdicts)
+            point["breaches"] = [v for v in verdicts if not v["met"]]
+        else:
+            point["slo_met"] = None
+            point["breaches"] = []
+        points.append(point)
+    judged = [p for p in points if p["slo_met"] is not None]
+    breach = next((p for p in judged if not p["slo_met"]), None)
+    before = [p for p in judged if p["slo_met"] and (breach is None or p["step"] < breach["step"])]
+    highest = max(before, key=lambda p: p["load"] or 0, default=None)
+    iops = [p["device_iops"] for p in judged if p["device_iops"] is not None]
+    result: dict[str, Any] = {
+        "vary": sweep.vary,
+        "stop_on_breach": sweep.stop_on_breach,
+        "steps_planned": len(sweep.values()),
+        "steps_run": len(points),
+        "main_op": op,
+        "device": device,
+        "points": points,
+        "highest_passing": highest,
+        "device_iops_at_highest_passing": highest["device_iops"] if highest else None,
+        "max_device_iops": max(iops) if iops else None,
+        "first_breach": breach and {k: breach[k] for k in ("step", "label", "load", "breaches")},
+        "passing_after_breach": [
+            p["step"] for p in judged if breach and p["step"] > breach["step"] and p["slo_met"]
+        ],
+        "knee": _knee(bundle),
+    }
+    chosen = highest or breach
+    if chosen is not None:
+        what = "highest load meeting every SLO" if highest else "first step, missed"
+        section = {
+            "met": highest is not None,
+            "window": f"{chosen['label']} ({what})",
+            "verdicts": verdicts_of[chosen["step"]],
+        }
+    else:
+        section = {"met": False, "window": None, "verdicts": [], "note": "no step ran to its end"}
+    return result, section
+
+
+def _knee(bundle: Path) -> dict[str, Any] | None:
+    """The knee of the analysis' latency-versus-load curve (x in device IOPS when a block
+    device was measured, else in ops/s), or None."""
+    from sim.analysis import analyze_bundle
+    from sim.errors import SimError
+
+    try:
+        curve = analyze_bundle(bundle).get("curve") or {}
+    except SimError as exc:
+        log.info("sweep: no knee: %s", exc)
+        return None
+    knee = curve.get("knee")
+    return {**knee, "x_is": curve.get("x")} if isinstance(knee, dict) else None
+
+
+def service_levels(scenario: ScenarioBase, summary: dict[str, Any], bundle: Path) -> dict[str, Any]:
+    """The summary's ``slos`` (and ``sweep``) sections for a finished run; empty when the
+    scenario has neither. Never raises: an evaluation that fails leaves ``slos.met`` None and
+    says why (the CLI then exits 3 rather than vouch for an unjudged run)."""
+    slos, sweep = list(scenario.slos), scenario.load.sweep
+    if not slos and sweep is None:
+        return {}
+    if summary.get("status") == "failed":
+        return {"slos": {"met": None, "note": "the run failed: nothing to judge"}} if slos else {}
+    try:
+        if sweep is None:
+            return {"slos": slo_mod.summary_section(slos, summary)}
+        result, section = sweep_sections(sweep, slos, summary, bundle)
+        return {"sweep": result, "slos": section} if slos else {"sweep": result}
+    except Exception as exc:  # a bug here must not cost the run's summary
+        log.warning("SLO evaluation failed", exc_info=True)
+        return {"slos": {"met": None, "error": f"{type(exc).__name__}: {exc}"}} if slos else {}
+
+
+def sweep_line(sweep: dict[str, Any]) -> str:
+    """The sweep's answer in one line, for the console."""
+    best = sweep.get("highest_passing")
+    if not best:
+        return "sweep: no step met every SLO"
+    noun = "session" + ("" if best["load"] == 1 else "s")
+    load = f"{best['load']:g} {noun if sweep.get('vary') == 'sessions' else 'ops/s offered'}"
+    text = f"sweep: highest load meeting every SLO: {load} ({best['label']}): {best['ops_s']:,.0f} ops/s"
+    if best.get("device_iops") is not None:
+        text += f", {sweep.get('device')} {best['device_iops']:,.0f} IOPS"
+    knee = sweep.get("knee")
+    if knee and knee.get("x") is not None:
+        unit = "IOPS" if knee.get("x_is") == "device_iops" else "ops/s"
+        text += f"; knee at {knee['x']:,.0f} {unit}"
+    return text

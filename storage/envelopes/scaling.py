@@ -1,0 +1,349 @@
+"""Capacity, service level and stated caps: the ceilings that depend on how the storage is
+provisioned rather than on the benchmark tables.
+
+Only the rules the seeds state are modelled:
+
+* ``per_tib`` (Google Cloud NetApp Volumes Standard/Premium/Extreme): throughput = the
+  level's MiBps per TiB x capacity (seed 002: Premium 64, Extreme 25.600 MiBps / 200 TiB =
+  128). The published tables stay the ceiling: seed 000 says capacity beyond the tested one
+  brings no further performance. A level without its own table (Premium) borrows the Extreme
+  tables as its ceiling, flagged as an estimate.
+* ``independent`` (Flex custom performance): capacity does not set performance; the pool's
+  custom IOPS and MiB/s do, up to the maxima the seed states.
+* ``points`` (OCI Balanced): IOPS and bandwidth published at a few volume sizes; linear in
+  between (an estimate), proportional below the smallest and held above the largest (both
+  out of range).
+* ``none``: the figures are for the tested configuration; a capacity given is not used.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from sim.errors import ConfigError
+from storage.envelopes.model import Envelope, Flag, Limit
+from storage.envelopes.schema import CapacityPoint, CapacityRule, Level
+from storage.envelopes.units import capacity_tib, fmt, fmt_capacity, from_tib, kib, to_mibps
+
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How the storage is provisioned for one evaluation."""
+
+    capacity_tib: float | None = None
+    level: str | None = None
+    pool_iops: float | None = None
+    pool_mibps: float | None = None
+
+
+def capacity_unit(env: Envelope) -> str:
+    """The unit capacities of this envelope are shown in (the seed's)."""
+    rule = env.spec.capacity
+    if rule.kind == "points":
+        return rule.points[0].capacity.unit
+    return rule.tested.unit if rule.tested else "TiB"
+
+
+def default_capacity(env: Envelope) -> float | None:
+    """The capacity the figures were measured at, in TiB (the largest published point for a
+    ``points`` rule); None when the seed states none."""
+    rule = env.spec.capacity
+    if rule.kind == "points":
+        return max(_point_tib(p) for p in rule.points)
+    if rule.tested is not None:
+        return capacity_tib(rule.tested.value, rule.tested.unit)
+    return None
+
+
+def levels(env: Envelope) -> list[Level]:
+    """The service levels a ``per_tib`` envelope can be evaluated at, lowest rate first."""
+    return sorted(env.spec.capacity.levels, key=lambda lv: lv.mibps_per_tib)
+
+
+def resolve_level(env: Envelope, level: str | None) -> Level | None:
+    """The chosen level (default: the level the tables were measured at); ConfigError for a
+    level the envelope does not know or a level given to an envelope without levels."""
+    known = levels(env)
+    if not known:
+        if level is not None:
+            raise ConfigError(
+                f"--service-level: {env.name} has no service levels to choose from "
+                f"(its seed gives no per-level rule)"
+            )
+        return None
+    wanted = (level or env.spec.service_level).lower()
+    for candidate in known:
+        if candidate.level.lower() == wanted:
+            return candidate
+    names = ", ".join(lv.level for lv in known)
+    raise ConfigError(f"--service-level {level!r}: {env.name} knows {names}")
+
+
+def capacity_limits(
+    env: Envelope, fraction: float, block_kib: float, setting: Setting
+) -> tuple[list[Limit], list[Flag]]:
+    """The provisioning ceilings and the flags that come with them."""
+    rule = env.spec.capacity
+    limits: list[Limit] = []
+    flags: list[Flag] = []
+    capacity = setting.capacity_tib if setting.capacity_tib is not None else default_capacity(env)
+    if rule.kind == "per_tib":
+        assert capacity is not None and rule.tested is not None and rule.source is not None
+        level = resolve_level(env, setting.level)
+        assert level is not None
+        shown = fmt_capacity(capacity, capacity_unit(env))
+        how = f"{level.mibps_per_tib:g} MiBps per TiB" + (
+            f", from {level.derived}" if level.derived else ""
+        )
+        limits.append(
+            Limit(
+                kind="throughput",
+                label=f"{level.level} throughput at {shown} ({how})",
+                value=level.mibps_per_tib * capacity,
+                read=None,
+                write=None,
+                sources=(level.source.cite(), rule.source.cite()),
+                scales_with="capacity",
+            )
+        )
+        if level.level.lower() != env.spec.service_level.lower():
+            flags.append(
+                Flag(
+                    "estimate",
+                    f"no {level.level} table is published: the {env.spec.service_level} "
+                    f"tables are used as its ceiling",
+                )
+            )
+        tested = capacity_tib(rule.tested.value, rule.tested.unit)
+        if capacity > tested + _EPS:
+            flags.append(
+                Flag(
+                    "note",
+                    f"{shown} is above the tested {fmt_capacity(tested, 'TiB')}: the seed says "
+                    f"more capacity brings no further performance, so the tables stay the "
+                    f"ceiling",
+                )
+            )
+    elif rule.kind == "independent":
+        limits.extend(_pool_limits(env, rule, setting))
+        if setting.capacity_tib is not None:
+            flags.append(
+                Flag("note", "capacity does not set performance at this service level (seed)")
+            )
+    elif rule.kind == "points":
+        assert capacity is not None
+        point_limits, point_flags = _points_limits(env, rule, capacity, fraction, block_kib)
+        limits.extend(point_limits)
+        flags.extend(point_flags)
+    elif setting.capacity_tib is not None:
+        flags.append(
+            Flag(
+                "note",
+                "the seed gives no capacity rule for this envelope: its figures are for the "
+                "tested configuration and the capacity given is not used",
+            )
+        )
+    for cap in env.spec.caps:
+        value = cap.value if cap.kind == "iops" else to_mibps(cap.value, cap.unit)
+        flag = Flag(
+            "estimate",
+            f"{cap.label}: an 'up to' figure of one mixed run, with no mix or request size "
+            f"stated, applied to any workload",
+        )
+        limits.append(Limit(cap.kind, cap.label, value, None, None, (cap.source.cite(),), (flag,)))
+    return limits, flags
+
+
+def _pool_limits(env: Envelope, rule: CapacityRule, setting: Setting) -> list[Limit]:
+    out: list[Limit] = []
+    pairs = (
+        ("iops", setting.pool_iops, rule.max_iops, "--pool-iops"),
+        ("throughput", setting.pool_mibps, rule.max_mibps, "--pool-mibps"),
+    )
+    for kind, given, maximum, option in pairs:
+        if given is not None and maximum is not None and given > maximum:
+            raise ConfigError(
+                f"{option} {fmt(given)}: above the maximum {fmt(maximum)} of {env.name}"
+            )
+        value = given if given is not None else maximum
+        if value is None:
+            continue
+        source = rule.max_source.cite() if rule.max_source else "seed: maximum not stated"
+        label = "custom performance " + ("as provisioned" if given is not None else "maximum")
+        out.append(
+            Limit(
+                kind,  # type: ignore[arg-type]
+                label,
+                value,
+                None,
+                None,
+                ("command line",) if given is not None else (source,),
+                scales_with="pool",
+            )
+        )
+    return out
+
+
+def _point_tib(point: CapacityPoint) -> float:
+    return capacity_tib(point.capacity.value, point.capacity.unit)
+
+
+def _interpolate(
+    points: list[tuple[float, float]], capacity: float
+) -> tuple[float, str | None, bool]:
+    """Linear in capacity between published (capacity, value) points: (value, flag kind,
+    exact). Below the smallest point the value is proportional to capacity; above the largest
+    it is held."""
+    first, last = points[0], points[-1]
+    for cap, value in points:
+        if abs(cap - capacity) < _EPS * max(1.0, cap):
+            return value, None, True
+    if capacity < first[0]:
+        return first[1] * capacity / first[0], "out_of_range", False
+    if capacity > last[0]:
+        return last[1], "out_of_range", False
+    for (c0, v0), (c1, v1) in itertools.pairwise(points):
+        if c0 <= capacity <= c1:
+            return v0 + (capacity - c0) / (c1 - c0) * (v1 - v0), "estimate", False
+    raise AssertionError("capacity not bracketed")  # pragma: no cover
+
+
+def _points_limits(
+    env: Envelope, rule: CapacityRule, capacity: float, fraction: float, block_kib: float
+) -> tuple[list[Limit], list[Flag]]:
+    points = sorted(rule.points, key=_point_tib)
+    iops = [(_point_tib(p), p.iops) for p in points]
+    mibps = [(_point_tib(p), to_mibps(p.throughput.value, p.throughput.unit)) for p in points]
+    unit = capacity_unit(env)
+    shown = fmt_capacity(capacity, unit)
+    flags: list[Flag] = []
+    iops_value, kind, _ = _interpolate(iops, capacity)
+    mibps_value, _, _ = _interpolate(mibps, capacity)
+    published = ", ".join(fmt_capacity(c, unit) for c, _ in iops)
+    if kind == "estimate":
+        flags.append(
+            Flag("estimate", f"{shown} lies between the published sizes ({published}): linear")
+        )
+    elif kind == "out_of_range":
+        how = "proportional to capacity" if capacity < iops[0][0] else "held at the largest"
+        flags.append(
+            Flag("out_of_range", f"{shown} is outside the published sizes ({published}): {how}")
+        )
+    mix = Flag("estimate", "the seed states no read/write mix for these figures: any mix")
+    iops_flags = [mix]
+    if rule.iops_block_kib and abs(block_kib - rule.iops_block_kib) > _EPS:
+        iops_flags.append(
+            Flag(
+                "estimate",
+                f"IOPS published at {rule.iops_block_kib:g} KiB: the same IOPS assumed at "
+                f"{kib(block_kib)} KiB",
+            )
+        )
+    mibps_flags = [mix]
+    if rule.throughput_min_block_kib and block_kib < rule.throughput_min_block_kib - _EPS:
+        mibps_flags.append(
+            Flag(
+                "estimate",
+                f"bandwidth published for requests of {rule.throughput_min_block_kib:g} KiB "
+                f"and more: assumed reachable at {kib(block_kib)} KiB",
+            )
+        )
+    sources = tuple(p.source.cite() for p in points)
+    # The bandwidth is in each point's second quote where the seed states it apart.
+    bandwidth_sources = tuple(p.source.cite(min(1, len(p.source.quotes) - 1)) for p in points)
+    limits = [
+        Limit(
+            "iops",
+            f"volume IOPS at {shown}",
+            iops_value,
+            fraction * iops_value,
+            (1 - fraction) * iops_value,
+            sources,
+            tuple(iops_flags),
+            "capacity",
+        ),
+        Limit(
+            "throughput",
+            f"volume bandwidth at {shown}",
+            mibps_value,
+            None,
+            None,
+            bandwidth_sources,
+            tuple(mibps_flags),
+            "capacity",
+        ),
+    ]
+    return limits, flags
+
+
+def smallest_points_capacity(env: Envelope, demand_iops: float, demand_mibps: float) -> float:
+    """The smallest volume (TiB) whose interpolated IOPS and bandwidth cover the demand; inf
+    when even the largest published size does not."""
+    rule = env.spec.capacity
+    points = sorted(rule.points, key=_point_tib)
+    series = (
+        ([(_point_tib(p), p.iops) for p in points], demand_iops),
+        (
+            [(_point_tib(p), to_mibps(p.throughput.value, p.throughput.unit)) for p in points],
+            demand_mibps,
+        ),
+    )
+    needed = 0.0
+    for pts, demand in series:
+        needed = max(needed, _invert(pts, demand))
+    return needed
+
+
+def _invert(points: list[tuple[float, float]], demand: float) -> float:
+    """The capacity at which the piecewise-linear series reaches ``demand`` (see
+    :func:`_interpolate`): proportional below the first point, inf above the last value."""
+    c0, v0 = points[0]
+    if demand <= v0:
+        return demand / v0 * c0
+    for (ca, va), (cb, vb) in itertools.pairwise(points):
+        if va < demand <= vb:
+            return ca + (demand - va) / (vb - va) * (cb - ca)
+    return math.inf
+
+
+def round_capacity(tib: float, env: Envelope) -> tuple[float, str]:
+    """A needed capacity rounded up to a whole GiB (or GB for decimal seeds), and its text."""
+    unit = capacity_unit(env)
+    step_unit = "GB" if unit in ("GB", "TB", "PB") else "GiB"
+    steps = math.ceil(from_tib(tib, step_unit) - 1e-6)
+    rounded = capacity_tib(steps, step_unit)
+    text = f"{fmt(steps)} {step_unit}"
+    if unit not in (step_unit,):
+        text += f" ({fmt_capacity(rounded, unit)})"
+    return rounded, text
+
+
+def pool_requirement(env: Envelope, demand_iops: float, demand_mibps: float) -> str:
+    """What custom performance an ``independent`` envelope must be provisioned with."""
+    rule = env.spec.capacity
+    need = f"≥ {fmt(math.ceil(demand_iops))} IOPS and ≥ {fmt(math.ceil(demand_mibps))} MiB/s"
+    if rule.max_iops and demand_iops > rule.max_iops:
+        return f"none: {fmt(demand_iops)} IOPS exceed the maximum {fmt(rule.max_iops)}"
+    if rule.max_mibps and demand_mibps > rule.max_mibps:
+        return f"none: {fmt(demand_mibps, 1)} MiB/s exceed the maximum {fmt(rule.max_mibps)}"
+    maxima = ""
+    if rule.max_iops or rule.max_mibps:
+        maxima = f" (maximum {fmt(rule.max_iops or 0)} IOPS / {fmt(rule.max_mibps or 0)} MiB/s)"
+    return f"any capacity (performance does not scale with it); provision {need}{maxima}"
+
+
+__all__ = [
+    "Setting",
+    "capacity_limits",
+    "capacity_unit",
+    "default_capacity",
+    "levels",
+    "pool_requirement",
+    "resolve_level",
+    "round_capacity",
+    "smallest_points_capacity",
+]

@@ -1,0 +1,334 @@
+"""The shape of ``storage/envelopes/data/*.yaml``: published performance, transcribed.
+
+One file per vendor. Every figure keeps where it came from (:class:`Source`: the seed file,
+the heading it sits under, the table's caption and rows or a verbatim quote) and, for prose
+figures, how the seed printed it (``printed``), so a test can find it in the seed again.
+Units are explicit: tables say ``IOPS`` or a bandwidth unit, block sizes are KiB, read shares
+are percent of operations, latencies are milliseconds.
+
+Validation is strict (unknown keys are errors) so a typo in a data file fails loudly.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TableUnit = Literal["IOPS", "MiB/s", "MB/s", "GB/s", "KB/s", "GiB/s"]
+QUOTE_CHARS = 110  # a citation quotes this much of a prose source
+
+BandwidthUnit = Literal["MiB/s", "MB/s", "GB/s", "KB/s", "GiB/s"]
+CapacityUnit = Literal["GB", "TB", "PB", "GiB", "TiB", "PiB"]
+
+
+def row_label(row: str) -> str:
+    """A table row's label: its words before the first figure ('Ler IOPS 380.000 …')."""
+    words: list[str] = []
+    for word in row.split():
+        if re.fullmatch(r"[~<]?[\d.,]+", word):
+            break
+        words.append(word)
+    return " ".join(words)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(_Strict):
+    """Where a figure is printed: ``seed`` file, the nearest ``section`` heading (with the
+    enclosing headings in ``within``, outermost first), the table ``caption``, its ``rows``
+    verbatim (label then figures) and/or verbatim ``quotes`` of the sentences."""
+
+    seed: str = Field(pattern=r"^\d{3}_[0-9a-f]{16}\.txt$")
+    section: str
+    within: list[str] = []
+    caption: str | None = None
+    columns: Columns | None = None
+    rows: list[str] = []
+    quotes: list[str] = []
+
+    @model_validator(mode="after")
+    def _has_text(self) -> Source:
+        if not self.rows and not self.quotes:
+            raise ValueError("a source needs the table's rows or a quote from the seed")
+        if self.rows and (self.columns is None or self.caption is None):
+            raise ValueError("rows need their caption and columns (header, read % of each)")
+        return self
+
+    def cite(self, quote: int = 0) -> str:
+        """One line: ``seed 000_….txt › outer › section: «caption» rows «…»``, or the
+        ``quote``-th quote (shortened) for prose."""
+        path = " › ".join([*self.within, self.section])
+        text = f"seed {self.seed} › {path}"
+        if self.caption:
+            text += f": «{self.caption}»"
+        if self.rows:
+            text += " rows " + ", ".join(f"«{row_label(row)}»" for row in self.rows)
+        elif self.quotes:
+            said = self.quotes[quote]
+            text += f": «{said if len(said) <= QUOTE_CHARS else said[:QUOTE_CHARS] + '…'}»"
+        return text
+
+
+class Columns(_Strict):
+    """A seed table's column header, verbatim, and the read % each column stands for."""
+
+    header: str
+    read_pct: list[float]
+
+
+class Point(_Strict):
+    """One published mix: per-direction figures (``read``, ``write``) or only a ``total``."""
+
+    read_pct: float = Field(ge=0, le=100)
+    read: float | None = Field(default=None, ge=0)
+    write: float | None = Field(default=None, ge=0)
+    total: float | None = Field(default=None, gt=0)
+    latency_ms: float | None = Field(default=None, gt=0)
+    latency_text: str | None = None
+    printed: dict[str, str] = {}
+    source: Source | None = None
+
+    @model_validator(mode="after")
+    def _directions(self) -> Point:
+        split = self.read is not None and self.write is not None
+        if split == (self.total is not None):
+            raise ValueError("give either read and write, or total")
+        if self.read_pct == 100 and self.write:
+            raise ValueError("a 100 % read point cannot have writes")
+        if self.read_pct == 0 and self.read:
+            raise ValueError("a 0 % read point cannot have reads")
+        if split and (self.read or 0) + (self.write or 0) <= 0:
+            raise ValueError("read + write must be positive")
+        return self
+
+    @property
+    def fraction(self) -> float:
+        """The read share as a fraction of operations."""
+        return self.read_pct / 100.0
+
+    @property
+    def sum(self) -> float:
+        """Read plus write (or the published total), in the table's unit."""
+        if self.total is not None:
+            return self.total
+        return (self.read or 0.0) + (self.write or 0.0)
+
+
+class Table(_Strict):
+    """Published figures for one access pattern and block size at several read mixes."""
+
+    id: str
+    access: Literal["random", "sequential", "database"]
+    block_size_kib: float | None = Field(gt=0)
+    unit: TableUnit
+    approximate: bool = False
+    source: Source
+    points: list[Point] = Field(min_length=1)
+    notes: list[str] = []
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Table:
+        pcts = [p.read_pct for p in self.points]
+        if len(set(pcts)) != len(pcts):
+            raise ValueError(f"table {self.id}: read % listed twice")
+        if self.unit != "IOPS" and self.block_size_kib is None:
+            raise ValueError(f"table {self.id}: a bandwidth table needs its block size")
+        if self.access == "database" and self.block_size_kib is not None:
+            raise ValueError(f"table {self.id}: database points state no block size")
+        return self
+
+    def sorted_points(self) -> list[Point]:
+        """Points by increasing read share."""
+        return sorted(self.points, key=lambda p: p.read_pct)
+
+
+class Quantity(_Strict):
+    """A capacity as the seed states it."""
+
+    value: float = Field(gt=0)
+    unit: CapacityUnit
+
+
+class Bandwidth(_Strict):
+    """A bandwidth as the seed states it."""
+
+    value: float = Field(gt=0)
+    unit: BandwidthUnit
+
+
+class Level(_Strict):
+    """A service level's throughput per TiB of capacity."""
+
+    level: str
+    mibps_per_tib: float = Field(gt=0)
+    derived: str | None = None
+    source: Source
+    printed: dict[str, str] = {}
+
+
+class VolumeLimit(_Strict):
+    """A stated per-volume throughput limit (reported as a flag, see the data file)."""
+
+    gibps: float = Field(gt=0)
+    large_volume_gibps: float | None = None
+    source: Source
+
+
+class CapacityPoint(_Strict):
+    """Published IOPS and bandwidth of one volume size."""
+
+    capacity: Quantity
+    iops: float = Field(gt=0)
+    throughput: Bandwidth
+    source: Source
+    printed: dict[str, str] = {}
+
+
+class CapacityRule(_Strict):
+    """How performance follows capacity and service level, as the seeds state it.
+
+    ``per_tib``: throughput = rate x capacity per service level, never above the published
+    tables; ``independent``: capacity does not set performance (custom IOPS and MiB/s up to
+    ``max_iops``/``max_mibps``); ``points``: published figures at a few sizes; ``none``: the
+    seed gives no rule.
+    """
+
+    kind: Literal["per_tib", "independent", "points", "none"]
+    tested: Quantity | None = None
+    source: Source | None = None
+    levels: list[Level] = []
+    volume_limit: VolumeLimit | None = None
+    max_iops: float | None = None
+    max_mibps: float | None = None
+    max_source: Source | None = None
+    printed: dict[str, str] = {}
+    iops_block_kib: float | None = None
+    throughput_min_block_kib: float | None = None
+    points: list[CapacityPoint] = []
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> CapacityRule:
+        if self.kind == "per_tib" and not (self.levels and self.tested):
+            raise ValueError("a per_tib rule needs levels and the tested capacity")
+        if self.kind == "points" and len(self.points) < 1:
+            raise ValueError("a points rule needs published points")
+        if self.kind != "none" and self.source is None:
+            raise ValueError(f"a {self.kind} rule needs its source")
+        return self
+
+
+class Cap(_Strict):
+    """A published ceiling that holds for any mix and block size (e.g. an 'up to' figure)."""
+
+    kind: Literal["iops", "throughput"]
+    value: float = Field(gt=0)
+    unit: TableUnit
+    label: str
+    source: Source
+    printed: dict[str, str] = {}
+
+
+class Conditions(_Strict):
+    """The test conditions as the seed states them ('not stated' where it does not)."""
+
+    clients: str
+    client_count: int | None = None
+    os: str | None = None
+    tool: str | None = None
+    jobs: str | None = None
+    iodepth: str | None = None
+    volume: str | None = None
+    working_set: str | None = None
+    mount: str | None = None
+
+
+class EnvelopeSpec(_Strict):
+    """One named envelope: a product, protocol and service level under stated conditions."""
+
+    name: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
+    title: str
+    protocol: str
+    service_level: str
+    scope: str
+    conditions: Conditions
+    capacity: CapacityRule
+    tables: list[Table] = []
+    caps: list[Cap] = []
+    notes: list[str] = []
+
+    @model_validator(mode="after")
+    def _has_figures(self) -> EnvelopeSpec:
+        if not (self.tables or self.caps or self.capacity.kind == "points"):
+            raise ValueError(f"envelope {self.name}: no published figures")
+        blocks = [(t.access, t.block_size_kib) for t in self.tables]
+        if len(set(blocks)) != len(blocks):
+            raise ValueError(f"envelope {self.name}: two tables for the same access and size")
+        return self
+
+
+class SeedInfo(_Strict):
+    """A seed file and how it prints numbers."""
+
+    file: str = Field(pattern=r"^\d{3}_[0-9a-f]{16}\.txt$")
+    title: str
+    language: str
+    decimal: Literal[".", ","]
+    thousands: Literal[".", ","]
+
+
+class Omitted(_Strict):
+    """Something in the seed that is not transcribed, and why."""
+
+    what: str
+    why: str
+
+
+class ProfileFile(_Strict):
+    """A whole data file."""
+
+    vendor: str
+    seeds: list[SeedInfo] = Field(min_length=1)
+    anchors: dict[str, Any] = {}
+    envelopes: list[EnvelopeSpec] = Field(min_length=1)
+    omitted: list[Omitted] = []
+
+    @field_validator("envelopes")
+    @classmethod
+    def _unique(cls, value: list[EnvelopeSpec]) -> list[EnvelopeSpec]:
+        names = [e.name for e in value]
+        if len(set(names)) != len(names):
+            raise ValueError("envelope names must be unique")
+        return value
+
+    @model_validator(mode="after")
+    def _seeds_known(self) -> ProfileFile:
+        known = {s.file for s in self.seeds}
+        for env in self.envelopes:
+            for source in iter_sources(env):
+                if source.seed not in known:
+                    raise ValueError(f"{env.name}: cites {source.seed}, not listed in seeds")
+        return self
+
+
+def iter_sources(env: EnvelopeSpec) -> list[Source]:
+    """Every :class:`Source` an envelope cites (tables, points, rules, caps)."""
+    out: list[Source] = []
+    for table in env.tables:
+        out.append(table.source)
+        out.extend(p.source for p in table.points if p.source is not None)
+    rule = env.capacity
+    out.extend(s for s in (rule.source, rule.max_source) if s is not None)
+    out.extend(level.source for level in rule.levels)
+    out.extend(point.source for point in rule.points)
+    if rule.volume_limit is not None:
+        out.append(rule.volume_limit.source)
+    out.extend(cap.source for cap in env.caps)
+    return out
+
+
+Source.model_rebuild()

@@ -1,0 +1,389 @@
+"""Sizing a workload against a published envelope: does it fit, which limit binds, how much
+headroom is left, and the smallest capacity or service level that fits.
+
+A workload is read and write IOPS and MiB/s (from the command line or a run bundle's block
+device means). The envelope is read at the workload's read share of operations and its mean
+request size (total KiB / total operations, as iostat's average request size); every ceiling
+(:class:`~storage.envelopes.model.Limit`) is compared with the demand in its own unit (IOPS or
+MiB/s). The binding limit is the one with the highest utilisation; ``headroom_pct`` is the
+share of that limit left unused (negative when the workload does not fit) and ``growth_pct``
+how much the workload could grow before reaching it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sim.errors import ConfigError
+from storage.envelopes.model import Envelope, Flag, Limit
+from storage.envelopes.scaling import (
+    Setting,
+    capacity_limits,
+    capacity_unit,
+    default_capacity,
+    levels,
+    pool_requirement,
+    resolve_level,
+    round_capacity,
+    smallest_points_capacity,
+)
+from storage.envelopes.units import KIB, capacity_tib, fmt, fmt_capacity
+
+SIZE_RATIO_FLAG = 2.0  # read and write sizes further apart than this are flagged
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Measured or intended load: per-direction IOPS and MiB/s, and where they came from."""
+
+    read_iops: float
+    write_iops: float
+    read_mibps: float
+    write_mibps: float
+    origin: str = "command line"
+    block_kib_given: float | None = None
+
+    @classmethod
+    def from_numbers(
+        cls,
+        *,
+        read_iops: float | None = None,
+        write_iops: float | None = None,
+        read_mibps: float | None = None,
+        write_mibps: float | None = None,
+        block_kib: float | None = None,
+        origin: str = "command line",
+    ) -> Workload:
+        """Fill in each direction's IOPS or MiB/s from the other and ``block_kib``; raises
+        ConfigError when the numbers do not determine the workload."""
+        values = {"read": (read_iops, read_mibps), "write": (write_iops, write_mibps)}
+        for name, pair in values.items():
+            for number in pair:
+                if number is not None and (number < 0 or not math.isfinite(number)):
+                    raise ConfigError(f"--{name}-iops/--{name}-mibps must be ≥ 0, got {number}")
+        if all(v is None for pair in values.values() for v in pair):
+            raise ConfigError(
+                "size: no workload: give --bundle RUN_DIR, or --read-iops/--write-iops with "
+                "--block-size (or --read-mibps/--write-mibps)"
+            )
+        done: dict[str, tuple[float, float]] = {}
+        for name, (iops, mibps) in values.items():
+            if iops is None and mibps is None:
+                done[name] = (0.0, 0.0)
+            elif iops is not None and mibps is not None:
+                if (iops > 0) != (mibps > 0):
+                    raise ConfigError(
+                        f"--{name}-iops {iops:g} and --{name}-mibps {mibps:g} disagree"
+                    )
+                done[name] = (iops, mibps)
+            elif block_kib is None:
+                raise ConfigError(
+                    f"size: --{name}-{'iops' if iops is not None else 'mibps'} alone does not "
+                    f"fix the request size: add --block-size (e.g. 8KiB) or the "
+                    f"{'MiB/s' if iops is not None else 'IOPS'}"
+                )
+            elif iops is not None:
+                done[name] = (iops, iops * block_kib / KIB)
+            else:
+                assert mibps is not None
+                done[name] = (mibps * KIB / block_kib, mibps)
+        workload = cls(
+            read_iops=done["read"][0],
+            write_iops=done["write"][0],
+            read_mibps=done["read"][1],
+            write_mibps=done["write"][1],
+            origin=origin,
+            block_kib_given=block_kib,
+        )
+        if workload.total_iops <= 0:
+            raise ConfigError("size: the workload has no I/O (read and write IOPS are 0)")
+        return workload
+
+    @property
+    def total_iops(self) -> float:
+        """Read plus write operations per second."""
+        return self.read_iops + self.write_iops
+
+    @property
+    def total_mibps(self) -> float:
+        """Read plus write MiB/s."""
+        return self.read_mibps + self.write_mibps
+
+    @property
+    def read_fraction(self) -> float:
+        """Read share of operations (0..1)."""
+        return self.read_iops / self.total_iops
+
+    @property
+    def block_kib(self) -> float:
+        """The request size the envelope is read at: ``--block-size`` if given, else the mean
+        (total KiB / total operations)."""
+        if self.block_kib_given is not None:
+            return self.block_kib_given
+        return self.total_mibps * KIB / self.total_iops
+
+    def size_kib(self, direction: str) -> float | None:
+        """Mean read or write request size in KiB, None without such requests."""
+        iops = self.read_iops if direction == "read" else self.write_iops
+        mibps = self.read_mibps if direction == "read" else self.write_mibps
+        return mibps * KIB / iops if iops > 0 else None
+
+    def describe(self) -> str:
+        """One line: IOPS, mix, MiB/s, request size."""
+        return (
+            f"{fmt(self.read_iops)} read + {fmt(self.write_iops)} write IOPS "
+            f"({self.read_fraction * 100:.1f} % read), {fmt(self.read_mibps, 1)} + "
+            f"{fmt(self.write_mibps, 1)} MiB/s, {self.block_kib:.1f} KiB requests "
+            f"[{self.origin}]"
+        )
+
+
+@dataclass(frozen=True)
+class Check:
+    """One limit against the workload's demand in the limit's unit."""
+
+    limit: Limit
+    demand: float
+
+    @property
+    def utilisation(self) -> float:
+        """Demand over limit (1.0 = exactly at the limit)."""
+        return self.demand / self.limit.value if self.limit.value > 0 else math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "kind": self.limit.kind,
+            "label": self.limit.label,
+            "limit": self.limit.value,
+            "limit_read": self.limit.read,
+            "limit_write": self.limit.write,
+            "unit": self.limit.unit,
+            "demand": self.demand,
+            "utilisation_pct": round(self.utilisation * 100, 3),
+            "scales_with": self.limit.scales_with,
+            "sources": list(self.limit.sources),
+            "flags": [{"kind": f.kind, "message": f.message} for f in self.limit.flags],
+        }
+
+
+@dataclass
+class SizingAnswer:
+    """The verdict, its evidence and its sources."""
+
+    envelope: Envelope
+    workload: Workload
+    capacity_tib: float | None
+    service_level: str | None
+    checks: list[Check]
+    binding: Check
+    fits: bool
+    smallest_capacity_tib: float | None
+    smallest_capacity: str
+    smallest_level: str | None
+    smallest_level_text: str
+    flags: list[Flag] = field(default_factory=list)
+
+    @property
+    def utilisation_pct(self) -> float:
+        """Utilisation of the binding limit, percent."""
+        return self.binding.utilisation * 100
+
+    @property
+    def headroom_pct(self) -> float:
+        """Share of the binding limit left unused, percent (negative: over the limit)."""
+        return 100 - self.utilisation_pct
+
+    @property
+    def growth_pct(self) -> float:
+        """How much the workload could grow before the binding limit, percent."""
+        return (1 / self.binding.utilisation - 1) * 100
+
+    @property
+    def source(self) -> tuple[str, ...]:
+        """The citation of the binding limit."""
+        return self.binding.limit.sources
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        spec = self.envelope.spec
+        w = self.workload
+        return {
+            "envelope": spec.name,
+            "title": spec.title,
+            "vendor": self.envelope.vendor,
+            "data_file": self.envelope.file,
+            "conditions": spec.conditions.model_dump(exclude_none=True),
+            "capacity_tib": self.capacity_tib,
+            "service_level": self.service_level,
+            "workload": {
+                "origin": w.origin,
+                "read_iops": w.read_iops,
+                "write_iops": w.write_iops,
+                "read_mibps": w.read_mibps,
+                "write_mibps": w.write_mibps,
+                "read_pct": w.read_fraction * 100,
+                "block_kib": w.block_kib,
+                "read_kib": w.size_kib("read"),
+                "write_kib": w.size_kib("write"),
+            },
+            "fits": self.fits,
+            "binding": self.binding.limit.kind,
+            "binding_label": self.binding.limit.label,
+            "utilisation_pct": round(self.utilisation_pct, 3),
+            "headroom_pct": round(self.headroom_pct, 3),
+            "growth_pct": round(self.growth_pct, 3),
+            "limits": [c.to_dict() for c in self.checks],
+            "smallest_capacity_tib": self.smallest_capacity_tib,
+            "smallest_capacity": self.smallest_capacity,
+            "smallest_service_level": self.smallest_level,
+            "smallest_service_level_text": self.smallest_level_text,
+            "flags": [{"kind": f.kind, "message": f.message} for f in self.flags],
+            "source": list(self.source),
+        }
+
+
+def evaluate(env: Envelope, workload: Workload, setting: Setting) -> tuple[list[Check], list[Flag]]:
+    """Every limit of ``env`` under ``setting`` against ``workload``, and the provisioning
+    flags."""
+    fraction, block = workload.read_fraction, workload.block_kib
+    limits = env.table_limits(fraction, block)
+    extra, flags = capacity_limits(env, fraction, block, setting)
+    checks = [
+        Check(limit, workload.total_iops if limit.kind == "iops" else workload.total_mibps)
+        for limit in [*limits, *extra]
+    ]
+    if not checks:  # pragma: no cover - the schema requires figures
+        raise ConfigError(f"{env.name}: no limit applies")
+    return checks, flags
+
+
+def size(
+    env: Envelope,
+    workload: Workload,
+    *,
+    capacity_tib: float | None = None,
+    service_level: str | None = None,
+    pool_iops: float | None = None,
+    pool_mibps: float | None = None,
+) -> SizingAnswer:
+    """Size ``workload`` against ``env`` at a capacity (default: the tested one) and level."""
+    level = resolve_level(env, service_level)
+    if (
+        pool_iops is not None or pool_mibps is not None
+    ) and env.spec.capacity.kind != "independent":
+        raise ConfigError(f"--pool-iops/--pool-mibps: {env.name} has no custom performance")
+    setting = Setting(capacity_tib, level.level if level else None, pool_iops, pool_mibps)
+    checks, flags = evaluate(env, workload, setting)
+    binding = max(checks, key=lambda c: c.utilisation)
+    fits = binding.utilisation <= 1.0
+    capacity = capacity_tib if capacity_tib is not None else default_capacity(env)
+    smallest_tib, smallest_text = _smallest_capacity(env, workload, checks, setting)
+    level_name, level_text = _smallest_level(env, workload, setting, capacity)
+    return SizingAnswer(
+        envelope=env,
+        workload=workload,
+        capacity_tib=capacity,
+        service_level=level.level if level else None,
+        checks=checks,
+        binding=binding,
+        fits=fits,
+        smallest_capacity_tib=smallest_tib,
+        smallest_capacity=smallest_text,
+        smallest_level=level_name,
+        smallest_level_text=level_text,
+        flags=_answer_flags(env, workload, checks, binding, flags),
+    )
+
+
+def _answer_flags(
+    env: Envelope, workload: Workload, checks: list[Check], binding: Check, flags: list[Flag]
+) -> list[Flag]:
+    # The binding limit's flags, and every out-of-range flag: nothing is extrapolated silently.
+    found = [*flags, *binding.limit.flags]
+    found += [f for c in checks for f in c.limit.flags if f.kind == "out_of_range"]
+    read, write = workload.size_kib("read"), workload.size_kib("write")
+    if read and write and max(read, write) / min(read, write) > SIZE_RATIO_FLAG:
+        found.append(
+            Flag(
+                "estimate",
+                f"read and write requests differ in size ({read:.1f} and {write:.1f} KiB): the "
+                f"envelope is read at the mean size {workload.block_kib:.1f} KiB",
+            )
+        )
+    implied = workload.total_mibps * KIB / workload.total_iops
+    if workload.block_kib_given is not None and abs(implied / workload.block_kib - 1) > 0.1:
+        found.append(
+            Flag(
+                "estimate",
+                f"--block-size {workload.block_kib:.1f} KiB differs from the {implied:.1f} KiB "
+                f"implied by the IOPS and MiB/s given: the envelope is read at "
+                f"{workload.block_kib:.1f} KiB",
+            )
+        )
+    cap = env.spec.capacity.volume_limit
+    if cap is not None and workload.total_mibps > cap.gibps * KIB:
+        found.append(
+            Flag(
+                "note",
+                f"{fmt(workload.total_mibps, 1)} MiB/s is above the {cap.gibps:g} GiBps "
+                f"single-volume limit stated for manual QoS ({cap.large_volume_gibps:g} GiBps "
+                f"for large volumes; {cap.source.seed}), although seed 000's measurements "
+                f"exceed it",
+            )
+        )
+    return list(dict.fromkeys(found))
+
+
+def _smallest_capacity(
+    env: Envelope, workload: Workload, checks: list[Check], setting: Setting
+) -> tuple[float | None, str]:
+    rule = env.spec.capacity
+    fixed_over = [c for c in checks if c.limit.scales_with == "none" and c.utilisation > 1]
+    if rule.kind == "none":
+        return None, "not modelled: the seed gives no capacity rule for this envelope"
+    if fixed_over:
+        worst = max(fixed_over, key=lambda c: c.utilisation)
+        return None, f"none: the {worst.limit.label} binds whatever the capacity"
+    if rule.kind == "independent":
+        return None, pool_requirement(env, workload.total_iops, workload.total_mibps)
+    if rule.kind == "per_tib":
+        level = resolve_level(env, setting.level)
+        assert level is not None and rule.tested is not None
+        rounded, text = round_capacity(workload.total_mibps / level.mibps_per_tib, env)
+        text += f" at {level.level}"
+        tested = capacity_tib(rule.tested.value, rule.tested.unit)
+        if rounded > tested:
+            text += (
+                f" (above the tested {fmt_capacity(tested, 'TiB')}: the tables stay the ceiling)"
+            )
+        return rounded, text
+    needed = smallest_points_capacity(env, workload.total_iops, workload.total_mibps)
+    if math.isinf(needed):
+        return None, "none: above the largest published volume size"
+    rounded, text = round_capacity(needed, env)
+    sizes = sorted(capacity_tib(p.capacity.value, p.capacity.unit) for p in rule.points)
+    if rounded < sizes[0]:
+        text += " (out of range: below the smallest published size, proportional)"
+    elif rounded not in sizes:
+        text += " (estimate: linear between published sizes)"
+    return rounded, text
+
+
+def _smallest_level(
+    env: Envelope, workload: Workload, setting: Setting, capacity: float | None
+) -> tuple[str | None, str]:
+    known = levels(env)
+    if not known or capacity is None:
+        return None, "not applicable: the seeds give no service-level rule for this envelope"
+    shown = fmt_capacity(capacity, capacity_unit(env))
+    for level in known:
+        checks, _ = evaluate(env, workload, replace(setting, level=level.level))
+        if all(c.utilisation <= 1.0 for c in checks):
+            text = f"{level.level} at {shown}"
+            if level.level.lower() != env.spec.service_level.lower():
+                text += f" (estimate: {env.spec.service_level} tables used as its ceiling)"
+            return level.level, text
+    return None, f"none at {shown}"

@@ -1,0 +1,71 @@
+"""The storage lab: a real block device with a known IOPS ceiling, root only.
+
+A sparse file on a loop device carries an ext4 file system; the processes that do the I/O
+(dbsim itself for file trees, or a throwaway PostgreSQL cluster whose data directory is on the
+device) run in a cgroup v1 ``blkio`` group whose ``blkio.throttle.*_device`` rules cap the loop
+device's IOPS and bandwidth, and in a ``memory`` group with a small limit so the page cache
+cannot hide the ceiling. The ceilings can be changed while a run is going (see
+:func:`apply_step_ceiling`). See docs/lab.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sim.errors import ConfigError
+from storage.lab.lifecycle import (
+    CEILING_KEYS,
+    DEFAULT_IMAGE_DIR,
+    DEFAULT_MEMORY_LIMIT,
+    DEFAULT_NAME,
+    DEFAULT_PG_PORT,
+    DEFAULT_STATE_ROOT,
+    KEEP,
+    Ceiling,
+    Keep,
+    Lab,
+    require_root,
+)
+
+__all__ = [
+    "CEILING_KEYS",
+    "DEFAULT_IMAGE_DIR",
+    "DEFAULT_MEMORY_LIMIT",
+    "DEFAULT_NAME",
+    "DEFAULT_PG_PORT",
+    "DEFAULT_STATE_ROOT",
+    "KEEP",
+    "Ceiling",
+    "Keep",
+    "Lab",
+    "apply_step_ceiling",
+    "require_root",
+]
+
+
+def apply_step_ceiling(lab: Lab, step_settings: Mapping[str, Any] | None) -> dict[str, int | None]:
+    """Apply one scenario step's ``lab:`` settings at a stage boundary.
+
+    ``step_settings`` maps ceiling names (``read_iops``, ``write_iops``, ``read_bps``,
+    ``write_bps``) to an integer (0 or ``None``: unlimited); names not given keep their value,
+    so a step that says nothing about the lab (``None`` or ``{}``) changes nothing. Returns the
+    ceilings in force afterwards (empty when nothing was applied).
+    """
+    if not step_settings:
+        return {}
+    unknown = sorted(set(step_settings) - set(CEILING_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"lab step settings: unknown {', '.join(unknown)} (known: {', '.join(CEILING_KEYS)})"
+        )
+    values: dict[str, Ceiling] = {}
+    for key in CEILING_KEYS:
+        if key not in step_settings:
+            values[key] = KEEP
+            continue
+        value = step_settings[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ConfigError(f"lab step settings: {key}={value!r} is not a whole number")
+        values[key] = value
+    return lab.set_ceiling(*(values[key] for key in CEILING_KEYS))

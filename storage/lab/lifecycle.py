@@ -1,0 +1,376 @@
+"""The lab: a loop-mounted ext4 file system whose I/O is capped by cgroup v1 ``blkio`` throttles.
+
+Everything the lab creates is written to a JSON state file the moment it exists, so ``down``
+removes exactly that (and nothing that merely has the same name), even after a crash halfway
+through ``up``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from sim.errors import ConfigError, SimError, TargetError
+from storage.lab import cgroups, system
+from storage.lab.pgcluster import PG_USER, Cluster, launcher, pg_bin, port_free
+from storage.lab.status import describe
+
+DEFAULT_STATE_ROOT = Path("/run/dbsim-lab")
+DEFAULT_IMAGE_DIR = Path("/var/tmp/dbsim-lab")
+DEFAULT_NAME = "dbsim-lab"
+DEFAULT_MEMORY_LIMIT = 256 << 20
+DEFAULT_PG_PORT = 55432
+CEILING_KEYS = ("read_iops", "write_iops", "read_bps", "write_bps")
+STATE_VERSION = 1
+
+
+class Keep(Enum):
+    """Marker for "leave this ceiling as it is" in :meth:`Lab.set_ceiling`."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+Ceiling = int | None | Keep
+
+
+def require_root() -> None:
+    """:class:`ConfigError` unless running as root."""
+    if os.geteuid() != 0:
+        raise ConfigError(
+            "dbsim lab needs root: it attaches a loop device, mounts a file system and writes "
+            "cgroup files; run it with sudo"
+        )
+
+
+def _check_ceiling(kind: str, value: int | None) -> None:
+    if value is not None and value < 0:
+        raise ConfigError(f"lab ceiling {kind}={value}: must be >= 0 (0 = unlimited)")
+
+
+class Lab:
+    """One lab, described by the state file ``<state_root>/state.json``.
+
+    ``name`` names the cgroups (and the image file, ``<image_dir>/<name>.img``); tests use
+    their own ``state_root``, ``image_dir`` and ``name`` so they never meet a user's lab.
+    """
+
+    def __init__(
+        self,
+        state_root: Path = DEFAULT_STATE_ROOT,
+        image_dir: Path = DEFAULT_IMAGE_DIR,
+        name: str = DEFAULT_NAME,
+    ) -> None:
+        self.state_root = Path(state_root)
+        self.image_dir = Path(image_dir)
+        self.name = name
+        self.state_file = self.state_root / "state.json"
+        self.password_file = self.state_root / "pg-password"
+
+    # ------------------------------------------------------------------ state file
+
+    def load_state(self) -> dict[str, Any] | None:
+        """The recorded state, or None when no lab is recorded."""
+        try:
+            state = json.loads(self.state_file.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"lab state {self.state_file} is unreadable: {exc}") from exc
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+            raise ConfigError(f"lab state {self.state_file}: not a dbsim lab state (version 1)")
+        return state
+
+    def _save(self, state: dict[str, Any]) -> None:
+        # Written to a temporary name and renamed, so a crash never leaves half a file.
+        self.state_root.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2) + "\n")
+        tmp.chmod(0o644)
+        os.replace(tmp, self.state_file)
+
+    @staticmethod
+    def check_environment() -> None:
+        """Refuse clearly: not root, cgroup v1 blkio/memory missing, or tools missing."""
+        require_root()
+        cgroups.lab_groups(DEFAULT_NAME)
+        missing = system.missing_tools()
+        if missing:
+            raise ConfigError(f"dbsim lab needs {', '.join(missing)} (util-linux, e2fsprogs)")
+
+    # ------------------------------------------------------------------ up
+
+    def up(
+        self,
+        size_bytes: int,
+        mount_point: Path,
+        read_iops: int | None = None,
+        write_iops: int | None = None,
+        read_bps: int | None = None,
+        write_bps: int | None = None,
+        memory_limit_bytes: int | None = None,
+        postgres: bool = False,
+        pg_port: int = DEFAULT_PG_PORT,
+    ) -> dict[str, Any]:
+        """Create the lab (or, when it is up, apply the ceilings given and start PostgreSQL if
+        asked) and return :meth:`status`. Ceilings of ``None`` or 0 are unlimited; on an
+        existing lab ``None`` leaves a ceiling unchanged. A failure undoes what was made."""
+        self.check_environment()
+        given = dict(zip(CEILING_KEYS, (read_iops, write_iops, read_bps, write_bps), strict=True))
+        for key, value in given.items():
+            _check_ceiling(key, value)
+        state = self.load_state()
+        if state is not None:
+            result = self._up_again(state, given, memory_limit_bytes, postgres, pg_port)
+            if os.path.abspath(mount_point) != state["mount_point"]:
+                result["note"] = f"already up at {state['mount_point']}; --mount/--size ignored"
+            return result
+        if size_bytes < 16 << 20:
+            raise ConfigError(f"lab size {size_bytes} bytes: at least 16 MiB, e.g. --size 1G")
+        mount_point = Path(os.path.abspath(mount_point))
+        if system.mounted_source(mount_point) is not None:
+            raise ConfigError(f"{mount_point} is already a mount point; choose another --mount")
+        if mount_point.is_dir() and any(mount_point.iterdir()):
+            raise ConfigError(f"{mount_point} is not empty; mounting there would hide its files")
+        if postgres:  # checked before anything is built, so a refusal leaves nothing to undo
+            pg_bin()
+            if not port_free(pg_port):
+                raise ConfigError(f"lab postgres: 127.0.0.1:{pg_port} is in use (--pg-port)")
+        groups = cgroups.lab_groups(self.name)
+        image = self.image_dir / f"{self.name}.img"
+        if image.exists():
+            raise ConfigError(f"{image} exists and no lab is recorded; remove it or run down")
+        state = {
+            "version": STATE_VERSION,
+            "name": self.name,
+            "created_at": time.time(),
+            "size_bytes": size_bytes,
+            "image": None,
+            "loop": None,
+            "dev": None,
+            "mount_point": str(mount_point),
+            "mount_dir_created": False,
+            "mounted": False,
+            "cgroups": {},
+            "memory_limit_bytes": memory_limit_bytes or DEFAULT_MEMORY_LIMIT,
+            "ceilings": {key: value or None for key, value in given.items()},
+            "postgres": None,
+        }
+        try:
+            self._build(state, image, mount_point, groups)
+            if postgres:
+                self._start_postgres(state, pg_port)
+            else:
+                system.drop_caches()
+        except (SimError, OSError) as exc:
+            problems = self.down()
+            note = "; undone" if not problems else "; could not undo: " + "; ".join(problems)
+            kind = ConfigError if isinstance(exc, ConfigError) else TargetError
+            raise kind(f"{exc}{note}") from exc
+        return self.status()
+
+    def _build(
+        self, state: dict[str, Any], image: Path, mount_point: Path, groups: dict[str, Path]
+    ) -> None:
+        system.create_sparse(image, state["size_bytes"])
+        state["image"] = str(image)
+        self._save(state)
+        state["loop"] = system.losetup_attach(image)
+        state["dev"] = system.device_number(state["loop"])
+        self._save(state)
+        system.mkfs_ext4(state["loop"])
+        if not mount_point.exists():
+            mount_point.mkdir(parents=True)
+            state["mount_dir_created"] = True
+            self._save(state)
+        system.mount(state["loop"], mount_point)
+        state["mounted"] = True
+        self._save(state)
+        for controller, path in groups.items():
+            cgroups.create(path)
+            state["cgroups"][controller] = str(path)
+            self._save(state)
+        memory = Path(state["cgroups"]["memory"])
+        cgroups.write(memory / "memory.limit_in_bytes", str(state["memory_limit_bytes"]))
+        self._apply(state, state["ceilings"])
+
+    def _up_again(
+        self,
+        state: dict[str, Any],
+        given: dict[str, int | None],
+        memory_limit_bytes: int | None,
+        postgres: bool,
+        pg_port: int,
+    ) -> dict[str, Any]:
+        current = self.status()
+        if not current["up"]:
+            raise ConfigError(
+                f"a lab is recorded in {self.state_file} but is incomplete "
+                f"({'; '.join(current['problems'])}); run `dbsim lab down` first"
+            )
+        if any(value is not None for value in given.values()):
+            keep: dict[str, Ceiling] = {k: KEEP if v is None else v for k, v in given.items()}
+            self.set_ceiling(*(keep[key] for key in CEILING_KEYS))
+        if memory_limit_bytes:
+            memory = Path(state["cgroups"]["memory"])
+            cgroups.write(memory / "memory.limit_in_bytes", str(memory_limit_bytes))
+            state["memory_limit_bytes"] = memory_limit_bytes
+            self._save(state)
+        pg = state.get("postgres")
+        if postgres and not (pg and Cluster(Path(pg["root"]), pg["port"]).pid()):
+            self._start_postgres(state, pg["port"] if pg else pg_port)
+        result = self.status()
+        result["already_up"] = True
+        return result
+
+    def _start_postgres(self, state: dict[str, Any], port: int) -> None:
+        cluster = Cluster(Path(state["mount_point"]) / "postgres", port)
+        if state.get("postgres") is None:
+            state["postgres"] = {
+                "root": str(cluster.root),
+                "port": port,
+                "data_dir": str(cluster.data),
+                "socket_dir": str(cluster.socket_dir),
+                "log": str(cluster.log),
+                "password_file": str(self.password_file),
+                "user": PG_USER,
+            }
+            self._save(state)
+            cluster.init(self.password_file)
+        # Dropped now, so what the server reads from here on is charged to the lab's groups.
+        system.drop_caches()
+        cluster.start(self._task_files(state))
+
+    # ------------------------------------------------------------------ run-time control
+
+    def _require_up(self) -> dict[str, Any]:
+        require_root()
+        state = self.load_state()
+        if state is None or len(state.get("cgroups", {})) < len(cgroups.CONTROLLERS):
+            raise ConfigError(f"no lab is up ({self.state_file}); run `dbsim lab up` first")
+        return state
+
+    def _apply(self, state: dict[str, Any], ceilings: dict[str, int | None]) -> None:
+        blkio = Path(state["cgroups"]["blkio"])
+        for kind, value in ceilings.items():
+            cgroups.set_throttle(blkio, kind, state["dev"], value)
+
+    def set_ceiling(
+        self,
+        read_iops: Ceiling = KEEP,
+        write_iops: Ceiling = KEEP,
+        read_bps: Ceiling = KEEP,
+        write_bps: Ceiling = KEEP,
+    ) -> dict[str, int | None]:
+        """Change the throttles now (``None`` or 0: unlimited; :data:`KEEP`: unchanged); the
+        ceilings in force afterwards, read back from the kernel."""
+        state = self._require_up()
+        wanted = dict(zip(CEILING_KEYS, (read_iops, write_iops, read_bps, write_bps), strict=True))
+        changes: dict[str, int | None] = {}
+        for kind, value in wanted.items():
+            if isinstance(value, Keep):
+                continue
+            _check_ceiling(kind, value)
+            changes[kind] = value or None
+        self._apply(state, changes)
+        state["ceilings"].update(changes)
+        self._save(state)
+        return cgroups.read_throttles(Path(state["cgroups"]["blkio"]), state["dev"])
+
+    def _task_files(self, state: dict[str, Any]) -> list[Path]:
+        # Memory first: pages the process touches from the moment it is throttled are charged.
+        return [Path(state["cgroups"][c]) / "cgroup.procs" for c in ("memory", "blkio")]
+
+    def join(self, pid: int, drop_caches: bool = True) -> None:
+        """Put process ``pid`` (e.g. dbsim itself for a file-tree workload) into the lab's
+        groups, after dropping the caches unless told not to."""
+        state = self._require_up()
+        if drop_caches:
+            system.drop_caches()
+        for procs in self._task_files(state):
+            cgroups.write(procs, str(pid))
+
+    def leave(self, pid: int) -> None:
+        """Move process ``pid`` back to the groups the lab's groups were made in."""
+        state = self._require_up()
+        for procs in self._task_files(state):
+            cgroups.write(procs.parent.parent / "cgroup.procs", str(pid))
+
+    def command(self, argv: list[str]) -> list[str]:
+        """``argv`` wrapped by the launcher that joins the lab's groups before exec'ing."""
+        return launcher(self._task_files(self._require_up()), argv)
+
+    def drop_caches(self) -> None:
+        """``sync; echo 3 > /proc/sys/vm/drop_caches`` (root only)."""
+        require_root()
+        system.drop_caches()
+
+    # ------------------------------------------------------------------ status
+
+    def status(self) -> dict[str, Any]:
+        """What the lab is and what the kernel says about it now; ``up`` is true when the
+        device is attached, mounted and both groups exist; ``problems`` lists mismatches."""
+        state = self.load_state()
+        if state is None:
+            return {"up": False, "state_file": str(self.state_file), "problems": []}
+        return describe(state, self.state_file)
+
+    # ------------------------------------------------------------------ down
+
+    def down(self) -> list[str]:
+        """Undo everything the state records, newest first; each step is tried whatever
+        happened before it. Returns what could not be undone (empty: all gone)."""
+        require_root()
+        state = self.load_state()
+        if state is None:
+            return []
+        problems: list[str] = []
+
+        def attempt(what: str, step: Any) -> None:
+            try:
+                step()
+            except SimError as exc:
+                problems.append(str(exc).removeprefix("lab: "))
+            except OSError as exc:
+                problems.append(f"{what}: {exc}")
+
+        pg = state.get("postgres")
+        if pg:
+            attempt("stop postgres", Cluster(Path(pg["root"]), pg["port"]).stop)
+        for controller in reversed(cgroups.CONTROLLERS):
+            path = state.get("cgroups", {}).get(controller)
+            if path:
+                problems.extend(cgroups.remove(Path(path)))
+        loop, image = state.get("loop"), state.get("image")
+        mount_point = Path(state["mount_point"])
+        if loop and system.mounted_source(mount_point) == loop:
+            attempt("unmount", lambda: system.umount(mount_point))
+        if state.get("mount_dir_created") and system.mounted_source(mount_point) is None:
+            with contextlib.suppress(OSError):
+                mount_point.rmdir()
+        if loop and image and system.loop_backing_file(loop) == image:
+            attempt("detach", lambda: system.losetup_detach(loop))
+        if image:
+            still = system.loops_for(Path(image))
+            if still:
+                problems.append(f"{image} is still attached to {', '.join(still)}")
+            else:
+                attempt("remove image", lambda: Path(image).unlink(missing_ok=True))
+                with contextlib.suppress(OSError):
+                    Path(image).parent.rmdir()  # only when empty: the directory we made
+        if pg:
+            with contextlib.suppress(OSError):
+                self.password_file.unlink(missing_ok=True)
+        if problems:
+            state["down_problems"] = problems
+            self._save(state)
+        else:
+            self.state_file.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.state_root.rmdir()  # only when empty
+        return problems
