@@ -15,7 +15,7 @@ TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio
 
 .PHONY: run test venv system-packages lint typecheck bench clean
 
-$(BIN)/dbsim: pyproject.toml
+$(BIN)/dbsim: pyproject.toml setup.py storage/targets/native/fileloop.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

@@ -147,12 +147,13 @@ class Load(_Model):
         "about 40 s of its own time).",
     )
     seed: int | None = Field(default=None, description="Seed for reproducible random choices.")
-    session_runner: Literal["auto", "threads", "loop"] = Field(
+    session_runner: Literal["auto", "native", "threads", "loop"] = Field(
         default="auto",
-        description="How sessions run: auto (each on its own OS thread when the workload's "
-        "sessions make blocking calls — file trees, SQLite, ODBC — else coroutines on the "
-        "event loop), threads, or loop (always coroutines; blocking calls through a pool). "
-        "The summary names the one used (session_runner).",
+        description="How sessions run: auto (file-tree sessions in the native C loop when it "
+        "is built, else each session on its own OS thread when the workload's sessions make "
+        "blocking calls — file trees, SQLite, ODBC — else coroutines on the event loop), "
+        "native, threads, or loop (always coroutines; blocking calls through a pool). "
+        "The summary names the one used and why (session_runner).",
     )
     max_error_pct: float = Field(
         default=DEFAULT_MAX_ERROR_PCT,

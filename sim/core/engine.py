@@ -36,7 +36,7 @@ from sim.core.events import EngineEvents
 from sim.core.loading import LoadReports, load_and_verify
 from sim.core.metrics import Interval, IntervalRecorder
 from sim.core.sampler import CollectorSampler
-from sim.core.session_threads import RUNNER_THREADS, ThreadedSessions, choose_runner
+from sim.core.session_threads import RUNNER_LOOP, RUNNER_NATIVE, ThreadedSessions, choose_runner
 from sim.errors import SimError, TargetError
 from sim.protocols import Collector, Connection, EngineContext, Target, Workload
 from sim.secrets import redact_known
@@ -130,8 +130,10 @@ class RunResult:
     #: Per session: index of its first measured transaction and one past its last.
     op_ranges: list[tuple[int, int]] = field(default_factory=list)
     error: str | None = None
-    #: How the sessions ran (sim.core.session_threads): ``threads`` or ``event loop``.
+    #: How the sessions ran (sim.core.session_threads): ``native``, ``threads`` or ``event loop``.
     session_runner: str = ""
+    #: Why that runner (e.g. "native loop unavailable: extension not built").
+    session_runner_why: str = ""
     #: The exit code the error asks for (``SimError.exit_code``): 2 for bad input — a foreign
     #: object refused, the data missing under --skip-load — found before any session started.
     error_exit_code: int | None = None
@@ -484,10 +486,11 @@ class Engine:
     def _start_sessions(self, sessions: list[Any]) -> list[asyncio.Task[None]]:
         """One task per session: a coroutine on this loop, or a thread of its own when every
         session makes blocking calls and ``load.session_runner`` allows it."""
-        self.result.session_runner = choose_runner(self.load.session_runner, sessions)
-        if self.result.session_runner == RUNNER_THREADS:
+        runner, self.result.session_runner_why = choose_runner(self.load, sessions)
+        self.result.session_runner = runner
+        if runner != RUNNER_LOOP:
             assert self._loop is not None
-            self._threaded = ThreadedSessions(self, sessions)
+            self._threaded = ThreadedSessions(self, sessions, native=runner == RUNNER_NATIVE)
             self.recorder.attach(self._threaded.recorders)
             return self._threaded.start(self._loop)
         return [

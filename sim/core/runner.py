@@ -220,6 +220,7 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
         "session_runner": {
             "runner": result.session_runner,
             "means": RUNNER_DESCRIPTIONS.get(result.session_runner, ""),
+            "why": result.session_runner_why,
         },
         "timing": {
             "sessions_started_at": iso(result.sessions_started_wall),

@@ -29,18 +29,22 @@ import random
 import threading
 import time
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
     from sim.core.engine import Engine
 
 log = logging.getLogger(__name__)
 
+RUNNER_NATIVE = "native"
 RUNNER_THREADS = "threads"
 RUNNER_LOOP = "event loop"
 #: What the summary says of each runner.
 RUNNER_DESCRIPTIONS = {
+    RUNNER_NATIVE: "one OS thread per session, batches of operations in the native file loop",
     RUNNER_THREADS: "one OS thread per session, blocking calls made in place",
     RUNNER_LOOP: "coroutines on the engine's event loop (blocking calls through its pool)",
 }
@@ -68,6 +72,26 @@ class ThreadRecorder:
     def pending(self) -> bool:
         return bool(self.raw) or bool(self.errors)
 
+    def record(self, name: str, latency_us: int, failure: BaseException | None) -> None:
+        """One operation's outcome (call with ``lock`` held)."""
+        if failure is None:
+            raw = self.raw.get(name)
+            if raw is None:
+                raw = self.raw[name] = array("q")
+            raw.append(latency_us)
+            return
+        from sim.core.engine import error_class, error_message
+
+        self.record_error(name, error_class(failure), lambda: error_message(failure))
+
+    def record_error(self, name: str, cls: str, message: Callable[[], str], n: int = 1) -> None:
+        """``n`` failures of ``name`` in class ``cls`` (call with ``lock`` held)."""
+        by_class = self.errors.setdefault(name, {})
+        by_class[cls] = by_class.get(cls, 0) + n
+        examples = self.examples.setdefault(name, {})
+        if cls not in examples:
+            examples[cls] = message()
+
     def take(self) -> tuple[dict[str, array[int]], dict[str, dict[str, int]]]:
         """The buffers so far, leaving empty ones (call with ``lock`` held)."""
         raw, errors = self.raw, self.errors
@@ -84,10 +108,15 @@ class ThreadedSessions:
     sessions do, so the mix check and the stage log do not care which runner ran.
     """
 
-    def __init__(self, engine: Engine, sessions: list[Any]) -> None:
+    def __init__(self, engine: Engine, sessions: list[Any], native: bool = False) -> None:
         self.engine = engine
         self.sessions = sessions
+        #: Run each session's operations in batches in the native file loop.
+        self.native = native
         self.recorders = [ThreadRecorder() for _ in sessions]
+        # Bumped at every stage change and stop: a native batch ends at the first operation
+        # after it changes (the loop reads it with the GIL released, so a plain int64 cell).
+        self.generation = np.zeros(1, dtype=np.int64)
         # Set whenever the stage changes or the run stops: wakes parked and pacing sessions.
         self._changed = threading.Condition(threading.Lock())
         self._finished: list[asyncio.Future[None]] = []
@@ -119,12 +148,14 @@ class ThreadedSessions:
 
     def wake(self) -> None:
         """The stage changed or the run is stopping: every waiting session looks again."""
+        self.generation[0] += 1
         with self._changed:
             self._changed.notify_all()
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
         """No session records while the caller closes an interval and changes the stage."""
+        self.generation[0] += 1  # native batches end now, not at their deadline
         with contextlib.ExitStack() as stack:
             for recorder in self.recorders:
                 stack.enter_context(recorder.lock)
@@ -160,48 +191,54 @@ class ThreadedSessions:
         else:
             loop.call_soon_threadsafe(_settle, done, None)
 
+    def _park(self, index: int) -> None:
+        """Wait while this stage runs fewer sessions than ``index + 1`` (or until a stop)."""
+        engine = self.engine
+        with self._changed:
+            self._changed.wait_for(
+                lambda: engine._stopping or engine._stage.sessions > index, timeout=1.0
+            )
+
     def _loop(self, index: int, session: Any, loop: asyncio.AbstractEventLoop) -> None:
+        if self.native:
+            program = self._native_program(index, session)
+            if program is not None:
+                from sim.core.session_native import run_native
+
+                run_native(self, index, program)
+                return
+        self._python_loop(index, session, loop)
+
+    def _native_program(self, index: int, session: Any) -> Any:
+        """The session's native loop, or None (then it runs in Python, and the log says why)."""
+        try:
+            return session.native_program()
+        except Exception as exc:  # unsupported here, or its tree refused: Python reports it
+            log.warning("session %d runs in Python, not the native loop: %s", index, exc)
+            return None
+
+    def _python_loop(self, index: int, session: Any, loop: asyncio.AbstractEventLoop) -> None:
         # Mirrors Engine._session (pacing, phases, bookkeeping) for a blocking session; the
         # hot path reads plain attributes and locals only.
-        from sim.core.engine import error_class, error_message
-
         engine = self.engine
         recorder = self.recorders[index]
-        lock = recorder.lock
         next_call = session.next_call
         perf_ns = time.perf_counter_ns
         rng = random.Random(index)
         loops_limit = engine.load.loops_per_session
         think = engine.load.think
-        open_loop = engine.load.mode == "open"
-        epoch = -1
-        next_due_ns = period_ns = 0
-        loops = issued = 0
+        pacer = Pacer(self, index) if engine.load.mode == "open" else None
+        tally = Tally(index)
         while not engine._stopping:
             stage = engine._stage
             if index >= stage.sessions:  # parked: this stage runs fewer sessions
-                with self._changed:
-                    self._changed.wait_for(
-                        lambda: engine._stopping or engine._stage.sessions > index, timeout=1.0
-                    )
+                self._park(index)
                 continue
-            if open_loop:
-                if epoch != engine._stage_epoch:
-                    epoch = engine._stage_epoch
-                    period_ns, next_due_ns = engine.schedule(index, stage)
-                delay_ns = next_due_ns - perf_ns()
-                if delay_ns > 0:
-                    self._sleep(delay_ns / 1e9)
-                    if engine._stopping or epoch != engine._stage_epoch or perf_ns() < next_due_ns:
-                        continue  # woken early: by a stage change, a stop, or spuriously
-                    start_ns = perf_ns()
-                else:
-                    start_ns = next_due_ns  # behind schedule: time from the intended start
-                next_due_ns += period_ns
-            else:
-                start_ns = perf_ns()
+            start_ns = pacer.start(stage) if pacer is not None else perf_ns()
+            if start_ns is None:
+                continue  # woken early: by a stage change, a stop, or spuriously
             name, call = next_call()
-            issued += 1
+            tally.issued += 1
             engine._stage_ops[index] += 1
             failure: BaseException | None = None
             try:
@@ -209,36 +246,80 @@ class ThreadedSessions:
             except Exception as exc:
                 failure = exc
             end_ns = perf_ns()
-            with lock:  # the record and the phase it counts in, together (see held())
-                if failure is None:
-                    raw = recorder.raw.get(name)
-                    if raw is None:
-                        raw = recorder.raw[name] = array("q")
-                    raw.append((end_ns - start_ns) // 1000)
-                else:
-                    cls = error_class(failure)
-                    by_class = recorder.errors.setdefault(name, {})
-                    by_class[cls] = by_class.get(cls, 0) + 1
-                    examples = recorder.examples.setdefault(name, {})
-                    if cls not in examples:
-                        examples[cls] = error_message(failure)
-                measuring = engine._measuring
-                if measuring:
-                    if loops == 0:
-                        engine._first_measured[index] = issued - 1
-                    loops += 1
-                    engine.result.loops_completed[index] = loops
-                    engine._issued[index] = issued
+            with recorder.lock:  # the record and the phase it counts in, together (see held())
+                recorder.record(name, (end_ns - start_ns) // 1000, failure)
+                measuring = tally.book(engine, 1)
             if failure is not None and engine.target.is_disconnect(failure):
                 reconnect = asyncio.run_coroutine_threadsafe(
                     engine._reconnect(index, session), loop
                 )
                 with contextlib.suppress(Exception):
                     reconnect.result()
-            if measuring and loops_limit is not None and loops >= loops_limit:
+            if measuring and loops_limit is not None and tally.loops >= loops_limit:
                 return
-            if think is not None and think.max_ms > 0 and loops % think.every_n_loops == 0:
+            if think is not None and think.max_ms > 0 and tally.loops % think.every_n_loops == 0:
                 self._sleep(rng.uniform(think.min_ms, think.max_ms) / 1000)
+
+
+class Pacer:
+    """A session's open-loop schedule: the intended start of its next operation, taken
+    afresh from the engine at every stage change."""
+
+    __slots__ = ("engine", "epoch", "index", "next_due_ns", "period_ns", "sessions")
+
+    def __init__(self, sessions: ThreadedSessions, index: int) -> None:
+        self.sessions = sessions
+        self.engine = sessions.engine
+        self.index = index
+        self.epoch = -1
+        self.next_due_ns = self.period_ns = 0
+
+    def refresh(self, stage: Any) -> None:
+        if self.epoch != self.engine._stage_epoch:
+            self.epoch = self.engine._stage_epoch
+            self.period_ns, self.next_due_ns = self.engine.schedule(self.index, stage)
+
+    def start(self, stage: Any) -> int | None:
+        """The next operation's start (ns) once it is due; None if woken before it was."""
+        self.refresh(stage)
+        perf_ns = time.perf_counter_ns
+        delay_ns = self.next_due_ns - perf_ns()
+        if delay_ns > 0:
+            self.sessions._sleep(delay_ns / 1e9)
+            engine = self.engine
+            if (
+                engine._stopping
+                or self.epoch != engine._stage_epoch
+                or perf_ns() < self.next_due_ns
+            ):
+                return None
+            start_ns = perf_ns()
+        else:
+            start_ns = self.next_due_ns  # behind schedule: time from the intended start
+        self.next_due_ns += self.period_ns
+        return start_ns
+
+
+class Tally:
+    """A session's issued and measured operation counts, kept in the engine's lists."""
+
+    __slots__ = ("index", "issued", "loops")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.issued = self.loops = 0
+
+    def book(self, engine: Engine, n: int) -> bool:
+        """The last ``n`` issued operations were recorded (the recorder's lock held): count
+        them as measured if the engine is measuring; returns whether it is."""
+        measuring = engine._measuring
+        if measuring and n:
+            if self.loops == 0:
+                engine._first_measured[self.index] = self.issued - n
+            self.loops += n
+            engine.result.loops_completed[self.index] = self.loops
+            engine._issued[self.index] = self.issued
+        return bool(measuring)
 
 
 def _settle(done: asyncio.Future[None], exc: BaseException | None) -> None:
@@ -250,16 +331,46 @@ def _settle(done: asyncio.Future[None], exc: BaseException | None) -> None:
         done.set_exception(exc)
 
 
-def choose_runner(wanted: str, sessions: list[Any]) -> str:
-    """``load.session_runner`` (auto, threads, loop) for these sessions: threads when every
-    one offers blocking calls and the scenario does not ask for the loop."""
-    threads = wanted != "loop" and bool(sessions) and all(map(offers_blocking_calls, sessions))
-    if wanted == "threads" and not threads:
-        log.warning(
-            "load.session_runner threads: this workload and target have no blocking "
-            "sessions; running them on the event loop"
-        )
-    return RUNNER_THREADS if threads else RUNNER_LOOP
+def choose_runner(load: Any, sessions: list[Any]) -> tuple[str, str]:
+    """(runner, why) for these sessions under ``load.session_runner`` (auto, native, threads,
+    loop): native when the extension is built, every session has a native loop and no think
+    time is paced between operations; else threads when every session offers blocking calls;
+    else the event loop."""
+    wanted = load.session_runner
+    blocking = bool(sessions) and all(map(offers_blocking_calls, sessions))
+    if wanted == "loop":
+        return RUNNER_LOOP, "load.session_runner loop"
+    if not blocking:
+        if wanted in ("threads", "native"):
+            log.warning(
+                "load.session_runner %s: this workload and target have no blocking "
+                "sessions; running them on the event loop",
+                wanted,
+            )
+        return RUNNER_LOOP, "the sessions make no blocking calls"
+    if wanted in ("auto", "native"):
+        why_not = native_unavailable(load, sessions)
+        if not why_not:
+            return RUNNER_NATIVE, "native loop: the extension is built and every session has one"
+        if wanted == "native":
+            log.warning("load.session_runner native: %s; running sessions on threads", why_not)
+        return RUNNER_THREADS, why_not
+    return RUNNER_THREADS, "load.session_runner threads"
+
+
+def native_unavailable(load: Any, sessions: list[Any]) -> str:
+    """Why these sessions cannot run in the native loop ('' when they can)."""
+    from storage.targets.fileloop import unavailable
+
+    why = unavailable()
+    if why:
+        return why
+    if not all(callable(getattr(s, "native_program", None)) for s in sessions):
+        return "native loop unavailable: the workload's sessions have no native loop"
+    think = load.think
+    if think is not None and think.max_ms > 0:
+        return "native loop unavailable: think time is paced in Python between operations"
+    return ""
 
 
 def offers_blocking_calls(session: Any) -> bool:
@@ -273,9 +384,13 @@ def offers_blocking_calls(session: Any) -> bool:
 __all__ = [
     "RUNNER_DESCRIPTIONS",
     "RUNNER_LOOP",
+    "RUNNER_NATIVE",
     "RUNNER_THREADS",
+    "Pacer",
+    "Tally",
     "ThreadRecorder",
     "ThreadedSessions",
     "choose_runner",
+    "native_unavailable",
     "offers_blocking_calls",
 ]

@@ -317,6 +317,22 @@ class FileSession(Connection):
             with contextlib.suppress(OSError):
                 os.close(fd)
 
+    # ------------------------------------------------------------------ native loop parts
+
+    def dir_descriptor(self, path: str) -> int:
+        """Blocking: a descriptor of directory ``path`` the caller owns (a duplicate of the
+        session's, opened and checked as every directory is: the native loop's dirfds)."""
+        return os.dup(self._dir(path))
+
+    def recorded_inode(self, path: str) -> int | None:
+        """The inode a guarded session may write in place at ``path``: None unguarded, 0
+        when the guard records no file there (then nothing may be written)."""
+        return None if self._guard is None else self._guard.files.get(path, 0)
+
+    def write_pattern(self) -> bytes:
+        """The session's seeded write buffer (twice the transfer buffer's size)."""
+        return bytes(self._bufs().write_map)
+
     def remove_now(self, path: str, directory: bool = False) -> None:
         """Blocking (for ``at_close`` clean-ups): remove a file or an empty directory this
         session made, by name in its parent (``unlinkat`` never follows a link)."""

@@ -37,9 +37,13 @@ SMALL = {
 }
 
 
-def with_session(root: Path, body: Callable[[FrontendSession, FileSession], Awaitable[Any]]) -> Any:
+def with_session(
+    root: Path,
+    body: Callable[[FrontendSession, FileSession], Awaitable[Any]],
+    settings: dict[str, Any] | None = None,
+) -> Any:
     """Load, verify (which records the guards), open one session and run ``body`` on it."""
-    params = EdaParameters.model_validate(SMALL)
+    params = EdaParameters.model_validate(settings or SMALL)
     load_and_verify(*_eda(root, params))
     workload, target = _eda(root, params)
     loop = new_event_loop()

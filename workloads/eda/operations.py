@@ -37,13 +37,16 @@ import random
 import secrets
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.errors import WorkloadError
 from sim.protocols import Connection
 from storage.targets.filetree import FileSession, IoOptions, StreamCursor
 from workloads.eda.parameters import FRONTEND, EdaParameters
 from workloads.eda.tree import CREATED_PREFIX, SCRATCH_PREFIX, ProcessTree
+
+if TYPE_CHECKING:
+    from workloads.eda.native import NativeProgram
 
 SCRATCH_RING = 8  # scratch directories a session keeps before mkdir removes the oldest
 CHMOD_MODES = (0o664, 0o644)
@@ -144,6 +147,8 @@ class EdaSession:
         self.data: list[str] = list(paths["data"])
         self.empty: list[str] = list(paths["empty"])
         self.io = IoOptions(p.direct_io, p.fsync, p.transfer_size_bytes, session_seed)
+        #: The session's native loop once it has one (workloads.eda.native).
+        self.native: NativeProgram | None = None
         self._attach(fs)
 
     def _attach(self, fs: FileSession) -> None:
@@ -156,6 +161,17 @@ class EdaSession:
         name = self.deck.next()
         self.dealt[name] += 1
         return name, self.ops[name]
+
+    def native_program(self) -> NativeProgram:
+        """Blocking: this session's native loop (raises NativeUnsupported saying why not)."""
+        if self.native is None:
+            self.native = self._native_program()
+        return self.native
+
+    def _native_program(self) -> NativeProgram:
+        from workloads.eda.native import NativeUnsupported
+
+        raise NativeUnsupported(f"{type(self).__name__} has no native loop")
 
     def next_transaction(self) -> tuple[str, Awaitable[Any]]:
         """The same, for a session on the event loop: the call goes through the pool."""
@@ -289,12 +305,18 @@ class FrontendSession(EdaSession):
     def readdir(self) -> None:
         self.fs.readdir(self._pick(self.dirs))
 
+    def _native_program(self) -> NativeProgram:
+        from workloads.eda.native import frontend_program  # the loop's module needs this one
+
+        return frontend_program(self)
+
     def _cleanup(self) -> None:
         """Blocking, at close: remove what this session created (by name in the session's
         own directory descriptors: never through a link)."""
-        for path in (*self.created_empty, *self.created_data):
+        empty, data, scratch = self.native.held() if self.native is not None else ([], [], [])
+        for path in (*self.created_empty, *self.created_data, *empty, *data):
             self.fs.remove_now(path)
-        for path in self.scratch:
+        for path in (*self.scratch, *scratch):
             self.fs.remove_now(path, directory=True)
 
 
@@ -311,6 +333,11 @@ class BackendSession(EdaSession):
         self.reader = StreamCursor(self.data[self.read_at], self.size, write=False)
         self.writer = StreamCursor(self.data[self.write_at], self.size, write=True)
         self.ops = {"seq_read": self.seq_read, "seq_write": self.seq_write}
+
+    def _native_program(self) -> NativeProgram:
+        from workloads.eda.native import backend_program  # the loop's module needs this one
+
+        return backend_program(self)
 
     def replace_connection(self, connection: Connection) -> None:
         super().replace_connection(connection)
