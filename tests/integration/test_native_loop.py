@@ -193,7 +193,7 @@ def test_an_open_loop_run_on_the_native_loop_shows_a_storage_stall_in_p99(
 ) -> None:
     if os.geteuid() != 0 or not shutil.which("fsfreeze"):
         pytest.skip("!!! NOT RUN: needs root and fsfreeze (util-linux)")
-    load = Load(mode="open", rate_ops_s=400, warmup_s=0.5, duration_s=4.0, sessions=1)
+    load = Load(mode="open", rate_ops_s=100, warmup_s=0.5, duration_s=4.0, sessions=1)
     params = {
         "component": "EDA_BACKEND",
         "direct_io": True,
@@ -232,7 +232,7 @@ def test_an_open_loop_run_on_the_native_loop_shows_a_storage_stall_in_p99(
     assert stats.error_count == 0, stats.errors
     p50 = stats.histogram.get_value_at_percentile(50)
     p99 = stats.histogram.get_value_at_percentile(99)
-    assert p50 < 20_000, p50  # µs: the disk keeps up outside the stall
+    assert p50 < 50_000, p50  # µs: the disk keeps up outside the stall
     # Operations due during the 200 ms stall are timed from their intended start.
     assert p99 >= 100_000, p99
     assert stats.histogram.get_max_value() >= 180_000
