@@ -117,7 +117,7 @@ class CpuWorkload(Workload):
 
     name: ClassVar[str] = "cpu"
     parameters_model: ClassVar[type[BaseModel]] = CpuParameters
-    target_kinds: ClassVar[frozenset[str]] = frozenset({"null"})
+    needs: ClassVar[str] = "null"
 
     def operations(self) -> Mapping[str, float]:
         return {"spin": 100.0}

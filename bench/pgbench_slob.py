@@ -83,7 +83,7 @@ class PointLookupWorkload(Workload):
 
     name: ClassVar[str] = "point_lookup"
     parameters_model: ClassVar[type[BaseModel]] = PointParameters
-    target_kinds: ClassVar[frozenset[str]] = frozenset({"postgres"})
+    needs: ClassVar[str] = "sql"
 
     def __init__(self, parameters: BaseModel, target: Target) -> None:
         super().__init__(parameters, target)

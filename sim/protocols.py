@@ -281,8 +281,9 @@ class Workload(ABC):
 
     name: ClassVar[str]
     parameters_model: ClassVar[type[BaseModel]]
-    #: Target kinds this workload can run against.
-    target_kinds: ClassVar[frozenset[str]]
+    #: What the workload needs of a target: ``"sql"`` (any target with a SQL dialect record,
+    #: sim.dialects) or one target kind by name.
+    needs: ClassVar[str]
 
     def __init__(self, parameters: BaseModel, target: Target) -> None:
         self.parameters = parameters

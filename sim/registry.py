@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from sim.errors import ConfigError
 
 if TYPE_CHECKING:
+    from sim.dialects import SqlDialect
     from sim.protocols import Collector, Target, Workload
 
 BUILTIN_PLUGINS: tuple[str, ...] = (
@@ -38,6 +39,8 @@ class TargetEntry:
     #: Builds the target from validated settings; ``None`` while the driver is not built yet.
     factory: Callable[[BaseModel], Target] | None
     summary: str
+    #: The SQL dialect the kind speaks (None: no SQL, or chosen by its settings like ``odbc``).
+    dialect: SqlDialect | None = None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Per-dialect SQL statement catalogues, kept beside each workload.
 
 A workload's ``sql/`` folder holds ``default.sql`` plus optional overrides per dialect
-(``postgres.sql``, ``oracle.sql``, ``sqlserver.sql``, ``sqlite.sql``). Each file is a series
+(``<dialect>.sql``, one per registered :class:`~sim.dialects.SqlDialect`). Each file is a series
 of named blocks::
 
     -- name: read
@@ -18,14 +18,13 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 from sqlalchemy.engine.interfaces import Dialect
 
+from sim.dialects import dialect as dialect_record
+from sim.dialects import dialects
 from sim.errors import WorkloadError
-
-DIALECTS = ("sqlite", "postgres", "oracle", "sqlserver")
 
 #: Body of a default statement that every dialect must override (no portable SQL exists).
 DIALECT_SPECIFIC = "!dialect-specific"
@@ -37,11 +36,6 @@ _BIND = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 # digits and _, not starting with a digit. Checked with fullmatch: ``$`` would also accept a
 # name that ends in a newline.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-#: The longest identifier (characters; these names are ASCII) each dialect takes. Oracle takes
-#: 30 bytes before 12.2 (and on a database whose COMPATIBLE is below 12.2), 128 from 12.2 on;
-#: dbsim keeps to 30 so one scenario runs on every version. SQLite has no limit; 128 keeps its
-#: names portable to the others.
-MAX_IDENTIFIER_CHARS = {"sqlite": 128, "postgres": 63, "oracle": 30, "sqlserver": 128}
 
 
 @dataclass(frozen=True)
@@ -53,26 +47,14 @@ class Statement:
     param_names: tuple[str, ...]
 
 
-@cache
+def dialect_names() -> tuple[str, ...]:
+    """Every registered SQL dialect's name, sorted."""
+    return tuple(sorted(dialects()))
+
+
 def sqlalchemy_dialect(dialect: str) -> Dialect:
     """SQLAlchemy's dialect object for quoting identifiers and compiling DDL."""
-    if dialect == "sqlite":
-        from sqlalchemy.dialects import sqlite
-
-        return sqlite.dialect()
-    if dialect == "postgres":
-        from sqlalchemy.dialects import postgresql
-
-        return postgresql.dialect()
-    if dialect == "oracle":
-        from sqlalchemy.dialects import oracle
-
-        return oracle.dialect()
-    if dialect == "sqlserver":
-        from sqlalchemy.dialects import mssql
-
-        return mssql.dialect()
-    raise WorkloadError(f"unknown SQL dialect {dialect!r}")
+    return dialect_record(dialect).sqlalchemy()
 
 
 def identifier_problem(dialect: str, name: str) -> str | None:
@@ -84,7 +66,13 @@ def identifier_problem(dialect: str, name: str) -> str | None:
             f"{name!r} is not allowed in a SQL name: use ASCII letters, digits and _, "
             "not starting with a digit"
         )
-    limit = MAX_IDENTIFIER_CHARS.get(dialect, min(MAX_IDENTIFIER_CHARS.values()))
+    known = dialects()
+    record = known.get(dialect)
+    limit = (
+        record.max_identifier_chars
+        if record is not None
+        else min(r.max_identifier_chars for r in known.values())
+    )
     if len(name) > limit:
         return f"{name!r} has {len(name)} characters; a {dialect} name takes at most {limit}"
     return None
@@ -137,8 +125,13 @@ def to_paramstyle(sql: str, paramstyle: str) -> tuple[str, tuple[str, ...]]:
             return f"${len(order)}"
         if paramstyle == "numeric":
             return f":{len(order)}"
+        if paramstyle == "format":
+            return "%s"
         raise WorkloadError(f"unsupported paramstyle {paramstyle!r}")
 
+    if paramstyle == "format":
+        # The driver formats the text with ``%``: a literal percent sign is written twice.
+        sql = sql.replace("%", "%%")
     return _BIND.sub(replace, sql), tuple(order)
 
 
@@ -152,8 +145,7 @@ class Catalogue:
 
     @classmethod
     def load(cls, sql_dir: Path, dialect: str, required: frozenset[str] = frozenset()) -> Catalogue:
-        if dialect not in DIALECTS:
-            raise WorkloadError(f"unknown SQL dialect {dialect!r} (known: {', '.join(DIALECTS)})")
+        dialect_record(dialect)  # an unknown dialect fails here, naming the known ones
         default_path = sql_dir / "default.sql"
         statements = parse_blocks(default_path.read_text(encoding="utf-8"), str(default_path))
         override_path = sql_dir / f"{dialect}.sql"

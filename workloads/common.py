@@ -21,6 +21,7 @@ from sqlalchemy import MetaData, Table, insert
 from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
 from sqlalchemy.sql.elements import ClauseElement
 
+from sim.dialects import dialect as dialect_record
 from sim.errors import WorkloadError
 from sim.sql import Statement, sqlalchemy_dialect, to_paramstyle
 
@@ -57,12 +58,11 @@ def create_statements(table: Table, dialect: str) -> list[Statement]:
 
 
 def drop_statement(name: str, dialect: str) -> Statement:
-    """``DROP TABLE name`` (its indexes go with it); check that it exists first. Oracle adds
-    PURGE, so the space is freed now rather than parked in the recycle bin."""
+    """``DROP TABLE name`` (its indexes go with it) plus the dialect's ``drop_suffix``;
+    check that it exists first."""
     drop = compile_ddl(DropTable(Table(name, MetaData())), dialect)
-    if dialect == "oracle":
-        return Statement(drop.name, f"{drop.sql} PURGE", ())
-    return drop
+    suffix = dialect_record(dialect).drop_suffix
+    return Statement(drop.name, f"{drop.sql} {suffix}", ()) if suffix else drop
 
 
 def insert_statement(table: Table, dialect: str, paramstyle: str) -> Statement:
@@ -79,9 +79,10 @@ def insert_statement(table: Table, dialect: str, paramstyle: str) -> Statement:
 
 
 def catalog_name(dialect: str, name: str) -> str:
-    """``name`` as the dialect's catalogue stores it: Oracle upper-cases names that need no
-    quotes (SQLAlchemy leaves lower-case names unquoted), the others keep them as written."""
-    if dialect != "oracle":
+    """``name`` as the dialect's catalogue stores it: a dialect that upper-cases names that
+    need no quotes (Oracle; SQLAlchemy leaves lower-case names unquoted) gets it upper-cased,
+    the others keep it as written."""
+    if dialect_record(dialect).folds_unquoted != "upper":
         return name
     return str(sqlalchemy_dialect(dialect).denormalize_name(name))
 

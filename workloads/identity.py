@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Column, MetaData, String, Table, Text
 from sqlalchemy.schema import CreateTable
 
+from sim.dialects import dialect as dialect_record
 from sim.errors import WorkloadError
 from sim.sql import Statement, quote_identifier
 from workloads.common import compile_ddl
@@ -37,8 +38,6 @@ STATEMENTS = frozenset(
 STATE_LOADING = "loading"
 STATE_LOADED = "loaded"
 FINGERPRINT_CHARS = 2000
-#: Dialects where dbsim writes its token onto the object itself.
-MARKED_DIALECTS = frozenset({"postgres", "oracle", "sqlite"})
 MARKER_PREFIX = "dbsim:"
 _TOKEN = re.compile(r"[0-9a-f]{32}")
 _MARKER = re.compile(re.escape(MARKER_PREFIX) + r"([0-9a-f]{32})")
@@ -95,21 +94,31 @@ def create_registry_statement(dialect: str) -> Statement:
     return compile_ddl(CreateTable(registry_table()), dialect)
 
 
+def is_marked(dialect: str) -> bool:
+    """Whether dbsim writes its token onto the objects themselves in ``dialect``."""
+    return dialect_record(dialect).marker != "none"
+
+
 def mark_statements(dialect: str, name: str, token: str) -> list[Statement]:
-    """What writes ``token`` onto the table ``name`` after its CREATE (none on SQLite,
-    where :func:`marked_create` puts it in the CREATE text, nor on SQL Server)."""
+    """What writes ``token`` onto the table ``name`` after its CREATE (none where
+    :func:`marked_create` puts it in the CREATE text, nor where the dialect has no marker)."""
     if not _TOKEN.fullmatch(token):
         raise WorkloadError(f"not a dbsim token: {token!r}")
-    if dialect not in ("postgres", "oracle"):
-        return []
-    # A literal, not a bind: neither dialect takes parameters in COMMENT; the token is hex.
-    sql = f"COMMENT ON TABLE {quote_identifier(dialect, name)} IS '{MARKER_PREFIX}{token}'"
-    return [Statement("CommentOnTable", sql, ())]
+    marker = dialect_record(dialect).marker
+    # A literal, not a bind: no dialect takes parameters in a comment; the token is hex.
+    if marker == "comment_on_table":
+        sql = f"COMMENT ON TABLE {quote_identifier(dialect, name)} IS '{MARKER_PREFIX}{token}'"
+        return [Statement("CommentOnTable", sql, ())]
+    if marker == "table_option":
+        sql = f"ALTER TABLE {quote_identifier(dialect, name)} COMMENT = '{MARKER_PREFIX}{token}'"
+        return [Statement("AlterTableComment", sql, ())]
+    return []
 
 
 def marked_create(dialect: str, create: Statement, token: str) -> Statement:
-    """``create`` with the token inside its parentheses on SQLite (kept in sqlite_master)."""
-    if dialect != "sqlite":
+    """``create`` with the token inside its parentheses where the dialect's catalogue keeps
+    the CREATE text (SQLite's sqlite_master)."""
+    if dialect_record(dialect).marker != "create_text":
         return create
     if not _TOKEN.fullmatch(token):
         raise WorkloadError(f"not a dbsim token: {token!r}")

@@ -8,9 +8,9 @@ catalogue. An object is dbsim's only when all of these hold:
 * the catalogue has exactly one object of that name in the target's schema, and it is a
   table (a view, materialized view, synonym, index … named like dbsim's table is refused);
 * the registry has a row for it, of this workload;
-* the object carries the token, written by dbsim where the dialect allows it (PostgreSQL and
-  Oracle: ``COMMENT ON TABLE … IS 'dbsim:<token>'``; SQLite: a comment inside the CREATE TABLE
-  text, which ``sqlite_master.sql`` keeps);
+* the object carries the token, written by dbsim where the dialect allows it (the dialect
+  record's ``marker``: PostgreSQL and Oracle ``COMMENT ON TABLE … IS 'dbsim:<token>'``;
+  SQLite a comment inside the CREATE TABLE text, which ``sqlite_master.sql`` keeps);
 * its catalogue identity is the one recorded when dbsim created it (PostgreSQL: oid and the
   creating transaction; SQLite: root page; Oracle: OBJECT_ID and CREATED; SQL Server:
   object_id and create_date). A table dropped outside dbsim and re-created under the same
@@ -43,7 +43,6 @@ from sim.sql import Catalogue, Statement
 from workloads.common import bind, catalog_name, drop_statement
 from workloads.identity import (
     FIX_HINT,
-    MARKED_DIALECTS,
     REGISTRY_OWNER,
     REGISTRY_TABLE,
     SAMPLE_TOKEN,
@@ -54,6 +53,7 @@ from workloads.identity import (
     CatalogObject,
     create_registry_statement,
     describe,
+    is_marked,
     mark_statements,
     marked_create,
     mismatch,
@@ -77,7 +77,7 @@ class TableRegistry:
         self.dialect = dialect
         self.paramstyle = paramstyle
         self.catalogue = Catalogue.load(SQL_DIR, dialect, required=STATEMENTS)
-        self.marked = dialect in MARKED_DIALECTS
+        self.marked = is_marked(dialect)
 
     def _render(self, name: str) -> Statement:
         return self.catalogue.render(name, self.paramstyle, registry=REGISTRY_TABLE)

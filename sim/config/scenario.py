@@ -619,17 +619,18 @@ def combination_problems(scenario: ScenarioBase) -> list[str]:
     """What the sections allow on their own but not together: a workload on a target kind it
     does not run on, and SQL names (table prefix, schema) the target's dialect does not take.
     Found here, before anything connects, with the field named."""
+    from sim.dialects import needs_text, runs_on
     from sim.sql import identifier_problem
 
     target, workload = scenario.target, scenario.workload  # type: ignore[attr-defined]
     problems = []
-    kinds = registry.workloads()[workload.name].workload_class.target_kinds
-    if target.kind not in kinds:
+    needs = registry.workloads()[workload.name].workload_class.needs
+    dialect = target.sql_dialect() if hasattr(target, "sql_dialect") else None
+    if not runs_on(needs, target.kind, dialect):
         problems.append(
             f"workload.name: {workload.name} does not run on a {target.kind} target "
-            f"(it runs on: {', '.join(sorted(kinds))})"
+            f"(it needs {needs_text(needs)})"
         )
-    dialect = target.sql_dialect() if hasattr(target, "sql_dialect") else None
     if dialect is None:
         return problems
     # Every name a scenario puts into SQL comes through sql_identifiers() and is checked here;

@@ -27,6 +27,7 @@ from sim.core.engine import (
 from sim.core.metrics import OpStats, mix_report
 from sim.core.session_threads import RUNNER_DESCRIPTIONS
 from sim.core.validity import error_section, failure_line
+from sim.dialects import needs_text, runs_on
 from sim.errors import ConfigError, OutputDirectoryError, ScenarioError, SimError
 from sim.judge.slo import unknown_operations
 from sim.judge.sweep import attach as attach_sweep
@@ -60,10 +61,11 @@ def build_target(scenario: ScenarioBase) -> Target:
 def build_workload(scenario: ScenarioBase, target: Target) -> Workload:
     spec = scenario.workload  # type: ignore[attr-defined]
     entry = registry.workload(spec.name)
-    if target.kind not in entry.workload_class.target_kinds:
+    needs = entry.workload_class.needs
+    if not runs_on(needs, target.kind, getattr(target, "dialect", None)):
         raise ConfigError(
             f"workload.name: {spec.name} does not run on a {target.kind} target "
-            f"(it runs on: {', '.join(sorted(entry.workload_class.target_kinds))})"
+            f"(it needs {needs_text(needs)})"
         )
     return entry.workload_class(spec.parameters, target)
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from sim.dialects import dialect_of
 from sim.errors import CollectorError
 from sim.protocols import GAP_RESET, Collector, Sample, Target, connect_sql, gap_sample
 from sim.registry import CollectorEntry, register_collector
@@ -499,8 +500,12 @@ _FACTORIES: dict[str, Callable[[Target, dict[str, Any]], list[Collector]]] = {
 
 
 def auto_db(target: Target, options: dict[str, Any]) -> list[Collector]:
-    """The database-statistics collectors for ``target`` (none for kinds without one)."""
+    """The database-statistics collectors for ``target``: this module's for its kind, else
+    its dialect record's ``stats_collectors`` (none for kinds without either)."""
     factory = _FACTORIES.get(target.kind)
+    if factory is None:
+        record = dialect_of(target)
+        factory = record.stats_collectors if record is not None else None
     return factory(target, options) if factory is not None else []
 
 

@@ -1,7 +1,8 @@
 """Targets: the systems under test. Registers every target kind's settings model and driver.
 
-Drivers are imported lazily by their factories, so an optional driver's system library
-(unixODBC for pyodbc) is needed only when that kind is used.
+Each SQL kind registers its dialect record (sim.dialects) from its own module. pyodbc is
+imported lazily by the ODBC targets, so its system library (unixODBC) is needed only when such
+a kind is used.
 
 | kind      | module                     | driver                                   |
 |-----------|----------------------------|------------------------------------------|
@@ -23,6 +24,8 @@ from pydantic import BaseModel
 from sim.errors import ConfigError
 from sim.protocols import Target
 from sim.registry import TargetEntry, register_target
+from storage.targets.oracle import ORACLE_DIALECT
+from storage.targets.postgres import POSTGRES_DIALECT
 from storage.targets.settings import (
     FileTreeSettings,
     OdbcSettings,
@@ -31,6 +34,8 @@ from storage.targets.settings import (
     SqliteSettings,
     SqlServerSettings,
 )
+from storage.targets.sqlite import SQLITE_DIALECT
+from storage.targets.sqlserver import SQLSERVER_DIALECT
 
 
 def _lazy(module: str, class_name: str, needs: str) -> Callable[[BaseModel], Target]:
@@ -53,6 +58,7 @@ register_target(
         SqliteSettings,
         _lazy("storage.targets.sqlite", "SqliteTarget", "sqlite3"),
         "SQLite file (embedded default)",
+        SQLITE_DIALECT,
     )
 )
 register_target(
@@ -61,6 +67,7 @@ register_target(
         PostgresSettings,
         _lazy("storage.targets.postgres", "PostgresTarget", "asyncpg"),
         "PostgreSQL via asyncpg",
+        POSTGRES_DIALECT,
     )
 )
 register_target(
@@ -69,6 +76,7 @@ register_target(
         OracleSettings,
         _lazy("storage.targets.oracle", "OracleTarget", "python-oracledb"),
         "Oracle via python-oracledb thin",
+        ORACLE_DIALECT,
     )
 )
 register_target(
@@ -81,6 +89,7 @@ register_target(
             "pyodbc and unixODBC (apt-get install unixodbc)",
         ),
         "SQL Server via pyodbc",
+        SQLSERVER_DIALECT,
     )
 )
 register_target(

@@ -19,17 +19,18 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import asyncpg
 
 from sim.config.scenario import MAX_SESSIONS
+from sim.dialects import PageFit, SqlDialect
 from sim.errors import TargetError
 from sim.protocols import EngineContext, LoadLock, SqlConnection, Statement, Target, WaitCallback
 from sim.secrets import redact, resolve_secret
 from storage.targets.locks import lock_id, polled_lock
+from storage.targets.postgres_room import ConnectionRoom, connection_room
 from storage.targets.settings import PostgresSettings
 
 _DISCONNECTS: tuple[type[BaseException], ...] = (
@@ -39,6 +40,26 @@ _DISCONNECTS: tuple[type[BaseException], ...] = (
     ConnectionError,
     OSError,
     TimeoutError,
+)
+
+#: fillfactor 10 keeps one row per block; toast_tuple_target keeps a ~2.5 KB row in the heap
+#: (past 2 KB PostgreSQL would move columns out to TOAST, and every read and update would touch
+#: a second relation).
+SLOB_TABLE_OPTIONS = {"fillfactor": 10, "toast_tuple_target": 8160}
+
+
+def postgres_page_fit(row_bytes: int, page_bytes: int) -> PageFit:
+    """Fill factor and TOAST target that keep one row per block."""
+    return PageFit(table_kwargs={"postgresql_with": dict(SLOB_TABLE_OPTIONS)})
+
+
+#: Names longer than 63 bytes are cut by the server (NAMEDATALEN - 1), so they are refused.
+POSTGRES_DIALECT = SqlDialect(
+    name="postgres",
+    sqlalchemy_module="sqlalchemy.dialects.postgresql",
+    sqlglot="postgres",
+    max_identifier_chars=63,
+    one_row_per_page=postgres_page_fit,
 )
 
 APPLICATION_NAME = "dbsim"
@@ -255,54 +276,6 @@ class PostgresConnection(SqlConnection):
             await self._release(conn)
         except DRIVER_ERRORS as exc:
             raise self._error("close", exc) from exc
-
-
-@dataclass(frozen=True)
-class ConnectionRoom:
-    """How many connections the server could still take from dbsim when it connected."""
-
-    max_connections: int
-    reserved: int
-    in_use: int
-    superuser: bool
-
-    @property
-    def free(self) -> int:
-        # The connection that measured this is in use but goes back to the pool (+1); only a
-        # superuser may take the superuser_reserved_connections.
-        reserved = 0 if self.superuser else self.reserved
-        return max(self.max_connections - reserved - self.in_use + 1, 0)
-
-    def describe(self) -> str:
-        reserved = "" if self.superuser else f" - {self.reserved} reserved for superusers"
-        return (
-            f"the server had room for {self.free} connections from dbsim (max_connections "
-            f"{self.max_connections}{reserved} - {self.in_use} in use); lower load.sessions "
-            "(dbsim also uses one for the db collector) or raise max_connections"
-        )
-
-
-async def connection_room(conn: Any) -> ConnectionRoom | None:
-    """The server's connection figures, or None when they cannot be read (then nothing is
-    refused ahead: the server's own refusal stands)."""
-    try:
-        row = await conn.fetchrow(
-            "SELECT current_setting('max_connections')::int AS max_connections, "
-            "current_setting('superuser_reserved_connections')::int AS reserved, "
-            "(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')"
-            "::int AS in_use, "
-            "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser"
-        )
-    except asyncpg.PostgresError:
-        return None
-    if row is None:
-        return None
-    return ConnectionRoom(
-        int(row["max_connections"]),
-        int(row["reserved"]),
-        int(row["in_use"]),
-        bool(row["superuser"]),
-    )
 
 
 class PostgresTarget(Target):

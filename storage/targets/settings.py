@@ -143,7 +143,9 @@ class OdbcSettings(SecretRef, _Settings):
     driver: str = Field(
         description="ODBC driver name as in odbcinst.ini, e.g. 'PostgreSQL Unicode'."
     )
-    dialect: Literal["postgres", "sqlserver", "oracle", "sqlite"] = "postgres"
+    dialect: str = Field(
+        default="postgres", description="The SQL to send: a registered dialect (sim.dialects)."
+    )
     host: str = "127.0.0.1"
     port: int = Field(default=5432, ge=1, le=65535)
     database: str = "postgres"
@@ -155,6 +157,18 @@ class OdbcSettings(SecretRef, _Settings):
 
     def sql_dialect(self) -> str | None:
         return self.dialect
+
+    @field_validator("dialect")
+    @classmethod
+    def _known_dialect(cls, dialect: str) -> str:
+        from sim.dialects import dialects
+
+        known = dialects()
+        if dialect not in known:
+            raise ValueError(
+                f"{dialect!r} is not a SQL dialect (known: {', '.join(sorted(known))})"
+            )
+        return dialect
 
     @field_validator("extra")
     @classmethod

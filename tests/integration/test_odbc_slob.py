@@ -15,7 +15,7 @@ import json
 import secrets
 import socket
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -43,12 +43,6 @@ try:
 except ImportError as exc:  # unixODBC missing: pyodbc cannot load libodbc
     pyodbc = None
     IMPORT_ERROR = str(exc)
-
-
-class OdbcSlob(SlobWorkload):
-    """SlobWorkload accepting ``kind: odbc`` (workload.py lists only the native kinds)."""
-
-    target_kinds: ClassVar[frozenset[str]] = SlobWorkload.target_kinds | {"odbc"}
 
 
 def _connection_string() -> str:
@@ -95,12 +89,12 @@ def prefix(driver: None) -> Iterator[str]:
         _sql("DELETE FROM dbsim_registry WHERE name LIKE ?", f"{name}%")
 
 
-def workload(prefix: str, **params: Any) -> tuple[OdbcSlob, OdbcTarget]:
+def workload(prefix: str, **params: Any) -> tuple[SlobWorkload, OdbcTarget]:
     target = OdbcTarget(
         OdbcSettings(driver=DRIVER, dialect="postgres", host=HOST, port=PORT, database=DATABASE)
     )
     parameters = SlobParameters(**{"scale": ROWS, "table_prefix": prefix, **params})
-    return OdbcSlob(parameters, target), target
+    return SlobWorkload(parameters, target), target
 
 
 def test_load_puts_one_row_in_each_block(prefix: str) -> None:

@@ -137,7 +137,7 @@ class PingWorkload(Workload):
 
     name: ClassVar[str] = "ping"
     parameters_model: ClassVar[type[BaseModel]] = PingParameters
-    target_kinds: ClassVar[frozenset[str]] = frozenset({"timed"})
+    needs: ClassVar[str] = "timed"
 
     def operations(self) -> Mapping[str, float]:
         return {"ping": 100.0}

@@ -53,9 +53,10 @@ from hypothesis import strategies as st
 
 from sim import registry
 from sim.config.scenario import json_schema, shape_problems, validate
+from sim.dialects import dialects
 from sim.errors import ScenarioError, WorkloadError
 from sim.secrets import LITERAL_SECRET_KEYS
-from sim.sql import MAX_IDENTIFIER_CHARS, identifier_problem, quote_identifier, sqlalchemy_dialect
+from sim.sql import identifier_problem, quote_identifier, sqlalchemy_dialect
 
 REPO = Path(__file__).resolve().parents[2]
 EXIT_BAD_INPUT = 2
@@ -1285,6 +1286,9 @@ def test_a_sample_through_the_real_cli_matches_in_process(
 
 # --------------------------------------------------------------------------- SQL identifiers
 
+#: Each registered dialect's identifier limit, from its record.
+MAX_IDENTIFIER_CHARS = {name: record.max_identifier_chars for name, record in dialects().items()}
+
 DIALECT_TARGET = {
     "sqlite": "sqlite",
     "postgres": "postgres",
@@ -1544,7 +1548,8 @@ def _is_message(node: ast.AST, tree: ast.AST) -> bool:
 
 
 def test_identifier_rules_per_dialect() -> None:
-    assert MAX_IDENTIFIER_CHARS == {"sqlite": 128, "postgres": 63, "oracle": 30, "sqlserver": 128}
+    documented = {"sqlite": 128, "postgres": 63, "oracle": 30, "sqlserver": 128}
+    assert {d: MAX_IDENTIFIER_CHARS[d] for d in documented} == documented
     for dialect, limit in MAX_IDENTIFIER_CHARS.items():
         assert identifier_problem(dialect, "a" * limit) is None
         assert "at most" in (identifier_problem(dialect, "a" * (limit + 1)) or "")

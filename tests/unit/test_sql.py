@@ -48,12 +48,20 @@ def test_slob_catalogue_is_complete_for_the_dialects_it_runs_here() -> None:
         ("numeric_dollar", "x > $1 AND x < $2 AND y = $3::text", ("lo", "hi", "v")),
         ("named", "x > :lo AND x < :hi AND y = :v::text", ("lo", "hi", "v")),
         ("numeric", "x > :1 AND x < :2 AND y = :3::text", ("lo", "hi", "v")),
+        ("format", "x > %s AND x < %s AND y = %s::text", ("lo", "hi", "v")),
     ],
 )
 def test_binds_are_rewritten_and_casts_left_alone(
     style: str, sql: str, order: tuple[str, ...]
 ) -> None:
     assert to_paramstyle("x > :lo AND x < :hi AND y = :v::text", style) == (sql, order)
+
+
+def test_format_paramstyle_doubles_a_literal_percent_sign() -> None:
+    assert to_paramstyle("name LIKE 'a%' AND id = :id", "format") == (
+        "name LIKE 'a%%' AND id = %s",
+        ("id",),
+    )
 
 
 def test_identifiers_are_validated_and_quoted() -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from sim.errors import WorkloadError
-from sim.sql import DIALECTS, quote_identifier
+from sim.sql import dialect_names, quote_identifier
 from storage.targets.settings import SqliteSettings
 from storage.targets.sqlite import SqliteTarget
 from workloads.common import catalog_name
@@ -114,7 +114,7 @@ def test_names_are_never_quoted_so_every_catalogue_stores_them_as_written(
 ) -> None:
     for workload in ("slob", "ssb"):
         for name in objects(workload, prefix, count):
-            for dialect in DIALECTS:
+            for dialect in dialect_names():
                 assert quote_identifier(dialect, name) == name
 
 

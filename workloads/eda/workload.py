@@ -36,7 +36,7 @@ class EdaWorkload(Workload):
 
     name: ClassVar[str] = WORKLOAD_NAME
     parameters_model: ClassVar[type[BaseModel]] = EdaParameters
-    target_kinds: ClassVar[frozenset[str]] = frozenset({"filetree"})
+    needs: ClassVar[str] = "filetree"
 
     def __init__(self, parameters: BaseModel, target: Target) -> None:
         super().__init__(parameters, target)

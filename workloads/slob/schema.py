@@ -1,99 +1,77 @@
 """SLOB-like tables as SQLAlchemy Core objects, compiled to DDL per dialect.
 
-``cf1``: a numeric key plus 19 text columns of 128 characters, stored one row per block
-(PostgreSQL: fillfactor 10; SQLite: a padding column that makes two rows overflow a page;
-Oracle: PCTFREE 99, then MINIMIZE RECORDS_PER_BLOCK once loaded; SQL Server: a fixed-width
-filler that puts every row past half a page), with a non-unique B-tree index on the key.
+``cf1``: a numeric key plus 19 text columns of 128 characters, stored one row per block by
+the dialect record's ``one_row_per_page`` (sim.dialects.PageFit; each target module says how:
+PostgreSQL fillfactor 10, SQLite a padding column, Oracle PCTFREE 99 and MINIMIZE
+RECORDS_PER_BLOCK once loaded, SQL Server a fixed-width filler), with a non-unique B-tree
+index on the key.
 ``cf2`` is the same shape without an index (full scans).
 
 The loader (workload.py) runs ``create_statements(...)[0]`` before the data and the rest after
-it; Oracle's MINIMIZE RECORDS_PER_BLOCK relies on that order (it reads the loaded blocks).
+it; an after-load statement such as Oracle's MINIMIZE RECORDS_PER_BLOCK relies on that order.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import CHAR, Column, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text
 from sqlalchemy.schema import CreateIndex, CreateTable
 
+from sim.dialects import PageFit
+from sim.dialects import dialect as dialect_record
 from sim.sql import Statement, quote_identifier
 from workloads.common import compile_ddl
 from workloads.naming import index_of
 
+PAGE_FIT_KEY = "dbsim_page_fit"
+
 TEXT_COLUMNS = tuple(f"c{i}" for i in range(2, 21))
 TEXT_WIDTH = 128
-# SQLite keeps a row on its page up to ~page-35 bytes; a row longer than half the usable page
-# cannot share it. The filler brings 19×128 characters past that half.
-SQLITE_ROW_OVERHEAD = 40
-
-# Oracle: a block takes new rows only while less than (100 - PCTFREE) % of it is used, so with
-# 99 the first ~2.5 KB row closes the block to inserts: one row per block during the load.
-ORACLE_PCTFREE = 99
-ORACLE_PCTFREE_KEY = "dbsim_oracle_pctfree"
-
-# SQL Server pages are always 8 KB: 8,192 - 96 header = 8,096 bytes for records, and every
-# record also takes a 2-byte slot, so two records fit only if 2 × (r + 2) <= 8,096, i.e.
-# r <= 4,046 bytes. Record size of cf1 (heap, FixedVar format):
-#     4 (status bits + null-bitmap offset) + 4 (custid INT) + F (filler CHAR(F))
-#   + 2 (column count) + 3 (null bitmap, 21 columns) + 2 (variable column count)
-#   + 19 × 2 (variable offsets) + 19 × 128 (c2..c20 when full)      = 2,485 + F bytes.
-# F = 5,000 gives 7,485 bytes ("close to 8 KB" like the reference) and still 5,013 bytes with
-# every text column NULL, so the fixed part alone keeps two rows off one page whatever the data.
-# 7,485 + a 14-byte row-versioning tag (RCSI/snapshot) stays under the 8,060-byte in-row limit,
-# so nothing spills to row-overflow pages (which would add I/O per row).
-SQLSERVER_FILLER_CHARS = 5000
+#: The row's own data (the text columns full), from which a dialect sizes its padding.
+ROW_BYTES = len(TEXT_COLUMNS) * TEXT_WIDTH
 
 
-def sqlite_pad_bytes(block_size_bytes: int) -> int:
-    """Bytes of the SQLite padding column that push one row past half a page."""
-    return max(block_size_bytes // 2 + 64 - len(TEXT_COLUMNS) * TEXT_WIDTH - SQLITE_ROW_OVERHEAD, 0)
+def page_fit(dialect: str, block_size_bytes: int) -> PageFit:
+    """How ``dialect`` keeps one SLOB row per block (its record's ``one_row_per_page``); a
+    dialect whose engine fixes the page size uses that size, not ``block_size_bytes``."""
+    record = dialect_record(dialect)
+    return record.one_row_per_page(ROW_BYTES, record.page_bytes or block_size_bytes)
 
 
 def slob_table(name: str, dialect: str, block_size_bytes: int, *, indexed: bool) -> Table:
     """The SLOB-like table ``name`` for ``dialect``, with its one-row-per-block mechanism."""
+    fit = page_fit(dialect, block_size_bytes)
     columns: list[Column[Any]] = [Column("custid", Integer, nullable=False)]
     columns += [Column(c, String(TEXT_WIDTH)) for c in TEXT_COLUMNS]
-    kwargs: dict[str, Any] = {}
-    if dialect == "sqlite" and sqlite_pad_bytes(block_size_bytes):
-        columns.append(Column("pad", Text))
-    if dialect == "postgres":
-        # fillfactor 10 keeps one row per block; toast_tuple_target keeps the ~2.5 KB row in the
-        # heap (past 2 KB PostgreSQL would move c2..c6 out to TOAST, and every read and LITE
-        # update would touch a second relation).
-        kwargs["postgresql_with"] = {"fillfactor": 10, "toast_tuple_target": 8160}
-    if dialect == "sqlserver":
-        # Filled by the server default (the loader never sends it): blank-padded to full width.
-        columns.append(
-            Column("filler", CHAR(SQLSERVER_FILLER_CHARS), nullable=False, server_default="")
-        )
-    if dialect == "oracle":
-        # SQLAlchemy has no PCTFREE option; create_statements appends it from here.
-        kwargs["info"] = {ORACLE_PCTFREE_KEY: ORACLE_PCTFREE}
-    table = Table(name, MetaData(), *columns, **kwargs)
+    if fit.pad_column is not None and fit.pad_chars:
+        columns.append(Column(fit.pad_column, Text))
+    columns += fit.columns
+    table = Table(name, MetaData(), *columns, info={PAGE_FIT_KEY: fit}, **fit.table_kwargs)
     if indexed:
         Index(index_of(name), table.c.custid)
     return table
 
 
+def pad_values(table: Table) -> dict[str, str]:
+    """The padding column's value for every row the loader inserts into ``table`` (none when
+    the dialect needs no padding)."""
+    fit: PageFit = table.info[PAGE_FIT_KEY]
+    if fit.pad_column is None or not fit.pad_chars:
+        return {}
+    return {fit.pad_column: "p" * fit.pad_chars}
+
+
 def create_statements(table: Table, dialect: str) -> list[Statement]:
-    """The table first, then what the loader runs once the rows are in (indexes, Oracle's
-    records-per-block limit)."""
+    """The table first, then what the loader runs once the rows are in (the dialect's
+    after-load statements, e.g. Oracle's records-per-block limit, which reads the loaded
+    blocks; then the indexes)."""
+    fit: PageFit = table.info[PAGE_FIT_KEY]
     create = compile_ddl(CreateTable(table), dialect)
-    after_load: list[Statement] = []
-    pctfree = table.info.get(ORACLE_PCTFREE_KEY)
-    if dialect == "oracle" and pctfree is not None:
-        create = Statement(create.name, f"{create.sql}\n PCTFREE {int(pctfree)}", ())
-        # Records the highest rows-per-block now in the table (1) as a hard limit, so no later
-        # insert can put two rows in a block even where PCTFREE alone would let it. It scans
-        # the loaded blocks to find that number, hence it runs after the data.
-        after_load.append(
-            Statement(
-                "MinimizeRecordsPerBlock",
-                f"ALTER TABLE {quote_identifier(dialect, table.name)} MINIMIZE RECORDS_PER_BLOCK",
-                (),
-            )
-        )
+    if fit.create_suffix:
+        create = Statement(create.name, f"{create.sql}{fit.create_suffix}", ())
+    quoted = quote_identifier(dialect, table.name)
+    after_load = [Statement(n, sql.format(table=quoted), ()) for n, sql in fit.after_load]
     indexes = [
         compile_ddl(CreateIndex(index), dialect)
         for index in sorted(table.indexes, key=lambda i: i.name or "")

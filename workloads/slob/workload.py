@@ -19,6 +19,8 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel
 
+from sim.dialects import NEEDS_SQL, dialect_of, refresh_page_counts
+from sim.dialects import dialect as dialect_record
 from sim.errors import WorkloadError
 from sim.protocols import (
     Connection,
@@ -29,7 +31,7 @@ from sim.protocols import (
     connect_sql,
     sql_connection,
 )
-from sim.sql import Catalogue, Statement
+from sim.sql import Catalogue, Statement, quote_identifier
 from workloads.common import (
     bind,
     bind_order,
@@ -44,8 +46,8 @@ from workloads.slob.schema import (
     TEXT_COLUMNS,
     TEXT_WIDTH,
     create_statements,
+    pad_values,
     slob_table,
-    sqlite_pad_bytes,
 )
 
 SQL_DIR = Path(__file__).parent / "sql"
@@ -76,19 +78,19 @@ def takes_this_op(index: int, pct: int) -> bool:
 class SlobWorkload(Workload):
     name: ClassVar[str] = WORKLOAD_NAME
     parameters_model: ClassVar[type[BaseModel]] = SlobParameters
-    target_kinds: ClassVar[frozenset[str]] = frozenset(
-        {"sqlite", "postgres", "oracle", "sqlserver"}
-    )
+    needs: ClassVar[str] = NEEDS_SQL
 
     def __init__(self, parameters: BaseModel, target: Target) -> None:
         super().__init__(parameters, target)
         assert isinstance(parameters, SlobParameters)
         self.p: SlobParameters = parameters
-        if target.kind not in self.target_kinds:
+        if dialect_of(target) is None:
             raise WorkloadError(f"slob runs on SQL targets, not {target.kind}")
         # Fails here, before anything runs, if a dialect lacks a statement.
         self.catalogue = Catalogue.load(SQL_DIR, target.dialect, required=STATEMENTS)
         self.registry = TableRegistry(WORKLOAD_NAME, target.dialect, target.paramstyle)
+        #: One, unless the engine keeps more rows on a page however large they are (InnoDB).
+        self.rows_per_block = dialect_record(target.dialect).min_rows_per_page
 
     # ------------------------------------------------------------------ naming
 
@@ -181,7 +183,7 @@ class SlobWorkload(Workload):
         # The table (with dbsim's marker and identity); indexes after the data (faster load).
         await self.registry.create_table(conn, name, statements[0])
         insert = insert_statement(table, dialect, self.target.paramstyle)
-        await self._insert_rows(conn, insert, name, rows, schema, progress)
+        await self._insert_rows(conn, insert, name, rows, schema, progress, pad_values(table))
         for statement in statements[1:]:
             await conn.execute(statement)
         await self.registry.finish_load(conn, name, fingerprint)
@@ -195,6 +197,7 @@ class SlobWorkload(Workload):
         rows: int,
         schema: int,
         progress: ProgressCallback,
+        padding: Mapping[str, str],
     ) -> None:
         what = f"load {table_name}"
         # A different permutation per schema, so neighbouring keys live in scattered blocks.
@@ -202,7 +205,6 @@ class SlobWorkload(Workload):
         filler = random.Random(schema)
         alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
         base = "".join(filler.choice(alphabet) for _ in range(4 * TEXT_WIDTH))
-        pad = "p" * sqlite_pad_bytes(self.p.block_size_bytes)
         columns = insert.param_names
         batch_size = self.p.load_batch_rows
         done = 0
@@ -214,7 +216,7 @@ class SlobWorkload(Workload):
                 text = base[offset : offset + TEXT_WIDTH]
                 values = {c: text for c in TEXT_COLUMNS}
                 values["custid"] = key
-                values["pad"] = pad
+                values.update(padding)
                 batch.append(tuple(values[c] for c in columns))
             await conn.bulk_insert(insert, table_name, columns, batch)
             await conn.commit()
@@ -238,6 +240,9 @@ class SlobWorkload(Workload):
             for schema in range(1, self.p.schemas + 1):
                 name = self.table_name(schema)
                 ids = {"table": name}
+                quoted = quote_identifier(self.target.dialect, name)
+                for statement in refresh_page_counts(self.target.dialect, quoted):
+                    await conn.execute(statement)
                 rows = int(await conn.scalar(self.render("count_rows", **ids)) or 0)
                 max_key = int(await conn.scalar(self.render("max_key", **ids)) or 0)
                 tname = catalog_name(self.target.dialect, name)
@@ -260,9 +265,10 @@ class SlobWorkload(Workload):
                     raise WorkloadError(
                         f"{name}: {rows} rows, max key {max_key}; expected {expected} and {expected}"
                     )
-                if per_block != 1:
+                if per_block > self.rows_per_block:
                     raise WorkloadError(
-                        f"{name}: up to {per_block} rows share a block; SLOB needs one per block"
+                        f"{name}: up to {per_block} rows share a block; SLOB needs one per "
+                        f"block (at most {self.rows_per_block} where the engine keeps more)"
                     )
         finally:
             await conn.close()

@@ -23,6 +23,8 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel
 
+from sim.dialects import NEEDS_SQL, dialect_of, refresh_page_counts
+from sim.dialects import dialect as dialect_record
 from sim.errors import WorkloadError
 from sim.protocols import (
     Connection,
@@ -33,7 +35,7 @@ from sim.protocols import (
     connect_sql,
     sql_connection,
 )
-from sim.sql import Catalogue, Statement
+from sim.sql import Catalogue, Statement, quote_identifier
 from workloads.common import (
     bind,
     bind_order,
@@ -100,16 +102,14 @@ class SsbWorkload(Workload):
 
     name: ClassVar[str] = WORKLOAD_NAME
     parameters_model: ClassVar[type[BaseModel]] = SsbParameters
-    target_kinds: ClassVar[frozenset[str]] = frozenset(
-        {"sqlite", "postgres", "oracle", "sqlserver", "odbc"}
-    )
+    needs: ClassVar[str] = NEEDS_SQL
 
     def __init__(self, parameters: BaseModel, target: Target) -> None:
         super().__init__(parameters, target)
         if not isinstance(parameters, SsbParameters):
             raise WorkloadError(f"ssb needs SsbParameters, not {type(parameters).__name__}")
         self.p: SsbParameters = parameters
-        if target.kind not in self.target_kinds:
+        if dialect_of(target) is None:
             raise WorkloadError(f"ssb runs on SQL targets, not {target.kind}")
         self.dialect = target.dialect
         # Fails here, before anything runs, if a dialect lacks a statement.
@@ -250,6 +250,9 @@ class SsbWorkload(Workload):
             "iname": catalog_name(self.dialect, index_name(name)),
         }
 
+        for statement in refresh_page_counts(self.dialect, quote_identifier(self.dialect, name)):
+            await conn.execute(statement)
+
         async def ask(statement_name: str) -> int:
             statement = self.render(statement_name, table=name)
             return int(await conn.scalar(statement, bind(statement, **names)) or 0)
@@ -272,15 +275,20 @@ class SsbWorkload(Workload):
         if not entry["unique_index"]:
             raise WorkloadError(f"{name}: the unique index {index_name(name)} on custid is missing")
         # Smaller blocks pass the rows-per-block count (each row spills into a second block,
-        # overflow or chained), so the block size is checked on its own.
-        if entry["block_size"] != PAGE_BYTES:
+        # overflow or chained), so the block size is checked on its own. An engine that keeps
+        # several rows on a page however large they are (InnoDB: two on its 16 KiB pages) is
+        # held to that many rows per page of that many times 8 KiB.
+        shared = dialect_record(self.dialect).min_rows_per_page
+        if entry["block_size"] != PAGE_BYTES * shared:
             raise WorkloadError(
                 f"{name}: the database uses {entry['block_size']}-byte blocks; SSB needs "
-                f"{PAGE_BYTES}-byte blocks, one ≈7.4 KB row each"
+                f"{PAGE_BYTES * shared}-byte blocks, one ≈7.4 KB row per {PAGE_BYTES} bytes"
             )
-        if entry["max_rows_per_block"] != 1:
+        per_block = entry["max_rows_per_block"]
+        assert isinstance(per_block, int)
+        if per_block > shared:
             raise WorkloadError(
-                f"{name}: up to {entry['max_rows_per_block']} rows share a block; SSB needs one "
+                f"{name}: up to {per_block} rows share a block; SSB needs one "
                 f"≈7.4 KB row per {PAGE_BYTES}-byte block (are rows stored out of line?)"
             )
         return entry

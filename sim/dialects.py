@@ -1,0 +1,164 @@
+"""SQL dialect records: what dbsim must know about a database's SQL, one record per dialect.
+
+A SQL target's module builds one :class:`SqlDialect` and registers it with its target entry
+(``sim.registry.TargetEntry.dialect``); nothing else in dbsim lists dialects. Workloads,
+the table registry (``workloads.ownership``), the scenario's identifier checks, the ``db``
+collector and the contract tests all ask the record:
+
+* ``sqlalchemy`` / ``sqlglot``: the SQLAlchemy dialect that quotes names and compiles DDL,
+  and the sqlglot dialect the contract tests parse the statements with;
+* ``max_identifier_chars`` and ``folds_unquoted``: how long a name may be and how the
+  catalogue stores a name that needed no quotes (Oracle upper-cases it);
+* ``drop_suffix``: what DROP TABLE needs after the name (Oracle: ``PURGE``);
+* ``marker``: where dbsim writes its ownership token (a table comment, the CREATE text …);
+* ``one_row_per_page``: the table options, padding and after-load statements that keep a
+  large row alone on its page (SLOB's one row per block), and ``min_rows_per_page``, the
+  fewest rows an engine keeps together on a page however large they are; and
+  ``refresh_page_counts``, what brings the page counts ``verify`` reads up to date;
+* ``stats_collectors``: the ``db`` collector's sampling of the database's own I/O statistics,
+  when the dialect has one beyond those ``storage.collectors.database`` knows.
+
+This module is a published interface: plug-ins (``storage/``, ``workloads/``) may import it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from sim.errors import WorkloadError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Column
+    from sqlalchemy.engine.interfaces import Dialect
+
+    from sim.protocols import Collector, Target
+    from sim.sql import Statement
+
+#: Where the ownership token goes: ``COMMENT ON TABLE`` after the CREATE, a comment inside the
+#: CREATE text (kept by the catalogue), a ``COMMENT = '…'`` table option, or nowhere (the
+#: identity recorded in the creating transaction must do).
+Marker = Literal["comment_on_table", "create_text", "table_option", "none"]
+
+#: What a workload declares it needs from a target: ``"sql"`` (any target with a dialect
+#: record) or one target kind by name (``"filetree"``).
+NEEDS_SQL = "sql"
+
+
+@dataclass(frozen=True)
+class PageFit:
+    """How a table keeps one large row per page on one dialect.
+
+    ``table_kwargs`` go to SQLAlchemy's ``Table`` (``postgresql_with``, ``mysql_engine`` …);
+    ``columns`` are extra columns the server fills (a fixed-width filler with a default);
+    ``pad_column``/``pad_chars``: a text column the loader fills with that many characters;
+    ``create_suffix`` is appended to CREATE TABLE (options SQLAlchemy has no keyword for);
+    ``after_load`` are (name, statement) pairs (``{table}`` is the quoted name) run once the
+    rows are in.
+    """
+
+    table_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    columns: tuple[Column[Any], ...] = ()
+    pad_column: str | None = None
+    pad_chars: int = 0
+    create_suffix: str = ""
+    after_load: tuple[tuple[str, str], ...] = ()
+
+
+#: ``one_row_per_page(row_bytes, page_bytes) -> PageFit``: ``row_bytes`` is the row's own data.
+PageFitter = Callable[[int, int], PageFit]
+#: ``stats_collectors(target, options) -> collectors`` for the ``db`` source.
+StatsCollectors = Callable[["Target", dict[str, Any]], list["Collector"]]
+
+
+def _no_page_fit(row_bytes: int, page_bytes: int) -> PageFit:
+    return PageFit()
+
+
+@dataclass(frozen=True)
+class SqlDialect:
+    """Everything dbsim needs to know about one SQL dialect (see the module docstring)."""
+
+    #: The key of per-dialect files (``sql/<name>.sql``) and of ``Target.dialect``.
+    name: str
+    #: Module path of the SQLAlchemy dialect package (``sqlalchemy.dialects.postgresql``).
+    sqlalchemy_module: str
+    #: sqlglot's name for the dialect (``postgres``, ``tsql``, ``mysql`` …).
+    sqlglot: str
+    #: The longest identifier the dialect takes (characters; dbsim's names are ASCII).
+    max_identifier_chars: int
+    #: How the catalogue stores a name written without quotes: ``upper`` (Oracle) or as
+    #: written (SQLAlchemy quotes every name that would otherwise be folded).
+    folds_unquoted: Literal["upper", "as_written"] = "as_written"
+    drop_suffix: str = ""
+    marker: Marker = "comment_on_table"
+    #: Page size when the engine fixes it (InnoDB: 16 KiB); None: the target's settings say.
+    page_bytes: int | None = None
+    one_row_per_page: PageFitter = _no_page_fit
+    min_rows_per_page: int = 1
+    #: Run (``{table}`` is the quoted name) before reading a table's page counts, where they
+    #: come from statistics that may lag the data (InnoDB: ``ANALYZE TABLE``); "" for none.
+    refresh_page_counts: str = ""
+    stats_collectors: StatsCollectors | None = None
+
+    def sqlalchemy(self) -> Dialect:
+        """SQLAlchemy's dialect object (built once per dialect)."""
+        return _sqlalchemy_dialect(self.sqlalchemy_module)
+
+
+@cache
+def _sqlalchemy_dialect(module: str) -> Dialect:
+    dialect: Dialect = importlib.import_module(module).dialect()
+    return dialect
+
+
+def refresh_page_counts(dialect_name: str, quoted_table: str) -> list[Statement]:
+    """The statement that brings ``quoted_table``'s page counts up to date (none: they are)."""
+    from sim.sql import Statement
+
+    template = dialect(dialect_name).refresh_page_counts
+    if not template:
+        return []
+    return [Statement("refresh_page_counts", template.format(table=quoted_table), ())]
+
+
+def dialects() -> dict[str, SqlDialect]:
+    """Every registered dialect record by name."""
+    from sim import registry
+
+    found: dict[str, SqlDialect] = {}
+    for entry in registry.targets().values():
+        if entry.dialect is not None:
+            found.setdefault(entry.dialect.name, entry.dialect)
+    return found
+
+
+def dialect(name: str) -> SqlDialect:
+    """The record of dialect ``name``; WorkloadError naming the known ones otherwise."""
+    known = dialects()
+    if name not in known:
+        raise WorkloadError(f"unknown SQL dialect {name!r} (known: {', '.join(sorted(known))})")
+    return known[name]
+
+
+def dialect_of(target: Target) -> SqlDialect | None:
+    """The record of ``target``'s dialect, None for a target that takes no SQL."""
+    return dialects().get(getattr(target, "dialect", ""))
+
+
+def runs_on(needs: str, kind: str, sql_dialect: str | None) -> bool:
+    """Whether a workload that ``needs`` this runs on a target of ``kind`` whose settings
+    name ``sql_dialect`` (None: not a SQL target)."""
+    if needs == NEEDS_SQL:
+        return sql_dialect is not None and sql_dialect in dialects()
+    return needs == kind
+
+
+def needs_text(needs: str) -> str:
+    """``needs`` for a message: ``a SQL target (postgres, sqlite …)`` or ``a filetree target``."""
+    if needs == NEEDS_SQL:
+        return f"a SQL target ({', '.join(sorted(dialects()))})"
+    return f"a {needs} target"
