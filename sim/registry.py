@@ -1,6 +1,8 @@
 """The one place where ``sim`` finds workloads, targets and collectors.
 
-Built-in plug-ins are listed by module path in ``BUILTIN_PLUGINS`` and imported on first use;
+Built-in plug-ins are listed by module path in ``ModelT = TypeVar("ModelT", bound=BaseModel)
+
+BUILTIN_PLUGINS`` and imported on first use;
 each module registers what it provides with the ``register_*`` functions below. ``sim`` never
 imports a workload, target or collector by name anywhere else.
 """
@@ -8,17 +10,19 @@ imports a workload, target or collector by name anywhere else.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from sim.errors import ConfigError
+from sim.errors import CollectorError, ConfigError
 
 if TYPE_CHECKING:
     from sim.dialects import SqlDialect
     from sim.protocols import Collector, Target, Workload
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "storage.targets",
@@ -50,12 +54,106 @@ class WorkloadEntry:
     summary: str
 
 
+#: A collector's scope: what its samples observe. ``host``: the machine it runs on (block
+#: devices, the NFS client, CPU), so a distributed run samples it on every worker and keeps one
+#: view per host; ``shared``: one system every worker reaches (an array, a database server),
+#: so one view counts for the whole run.
+COLLECTOR_SCOPE_HOST = "host"
+COLLECTOR_SCOPE_SHARED = "shared"
+
+#: What the analysis reads a source's figures as (``CollectorEntry.role``): the block devices
+#: (IOPS, await, %util of the primary device), the load generator's CPU, the database's own
+#: block counters; "" for a source the analysis only correlates (``CollectorEntry.correlate``).
+ROLE_DEVICE = "device"
+ROLE_HOST_CPU = "host-cpu"
+ROLE_DATABASE = "database"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of a collector's samples as a person reads it: the sample key, the column
+    heading, the unit shown after the value and how many decimals."""
+
+    key: str
+    label: str
+    unit: str = ""
+    digits: int = 0
+    #: Thousands separators (counts and rates; not latencies or percentages).
+    grouped: bool = True
+
+    def format(self, value: Any) -> str:
+        """``value`` (missing: 0) as this figure is shown, its unit after it."""
+        number = float(value or 0)
+        text = f"{number:,.{self.digits}f}" if self.grouped else f"{number:.{self.digits}f}"
+        return f"{text} {self.unit}" if self.unit else text
+
+
+@dataclass(frozen=True)
+class UiFigure:
+    """One cell of the web UI's Storage table: the table's column (key and heading, shared by
+    every source that fills it), the sample key and a factor (kB/s -> MB/s). ``or_sum``: when
+    the sample lacks ``key``, the sum of these keys (IOPS as reads plus writes)."""
+
+    column: str
+    title: str
+    key: str
+    scale: float = 1.0
+    or_sum: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Display:
+    """How a collector's figures are shown. Empty parts are not shown: a source with no
+    ``console`` figures has no table in the final console output, and so on.
+
+    ``live``: the console's live panel (latest interval), with ``plain`` the one figure of the
+    plain log line; ``console``: the final console table (means of the measured window, under
+    ``console_title``); ``report``: the report's table; ``report_by_figure`` lays it out one
+    row per figure (every figure the means hold, labelled by ``report`` where it names them)
+    instead of one row per entity; ``ui``: the web UI's Storage table, ``ui_source`` naming
+    the source there."""
+
+    title: str
+    entity_label: str = "entity"
+    live: tuple[Figure, ...] = ()
+    plain: Figure | None = None
+    console: tuple[Figure, ...] = ()
+    console_title: str = ""
+    report: tuple[Figure, ...] = ()
+    report_caption: str = ""
+    report_by_figure: bool = False
+    ui: tuple[UiFigure, ...] = ()
+    ui_source: str = ""
+
+
 @dataclass(frozen=True)
 class CollectorEntry:
+    """A collector family as ``sim`` knows it: everything the scenario, the runner, the
+    distributed merge, the console, the report, the web UI and the analysis need of it."""
+
     source: str
     #: ``auto(target, options) -> list[Collector]``: the collectors that apply to a target.
+    #: ``options[source]``: this collector's validated ``options_model`` (absent when the
+    #: model has required fields and the scenario gave none); the other keys are the
+    #: workload's context (``table_prefix``, ``table_pattern``).
     auto: Callable[[Target, dict[str, Any]], list[Collector]]
     summary: str
+    #: ``collectors.<source>`` in the scenario; validated with it. A model with required
+    #: fields makes the section optional (``null``: the collector is not configured).
+    options_model: type[BaseModel] | None = None
+    scope: str = COLLECTOR_SCOPE_HOST
+    #: The entity already names the host (the host's CPU): not prefixed with it when workers
+    #: on several hosts are merged.
+    entity_names_host: bool = False
+    #: Figures of one process (dbsim's own CPU): summed over the workers of a host instead of
+    #: taken from one of them.
+    per_process: frozenset[str] = frozenset()
+    display: Display | None = None
+    role: str = ""
+    #: Device-level storage figures the analysis may correlate with application latency.
+    correlate: tuple[Figure, ...] = ()
+    #: Earlier scenario keys under ``collectors`` -> this source's option they now are.
+    legacy_keys: Mapping[str, str] = field(default_factory=dict)
 
 
 _targets: dict[str, TargetEntry] = {}
@@ -74,6 +172,17 @@ def register_workload(entry: WorkloadEntry) -> None:
 
 def register_collector(entry: CollectorEntry) -> None:
     _collectors[entry.source] = entry
+
+
+def collector_options(model: type[ModelT], source: str, options: Mapping[str, Any]) -> ModelT:
+    """``options[source]`` (a validated model or a plain mapping) as ``model``; the model's
+    defaults when absent. A bad value raises CollectorError naming the option."""
+    try:
+        return model.model_validate(options.get(source) or {})
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "options"
+        raise CollectorError(f"collector {source}: option {where}: {first['msg']}") from None
 
 
 def _ensure_loaded() -> None:
@@ -98,6 +207,17 @@ def workloads() -> dict[str, WorkloadEntry]:
 def collectors() -> dict[str, CollectorEntry]:
     _ensure_loaded()
     return dict(_collectors)
+
+
+def collector(source: str) -> CollectorEntry | None:
+    """The entry of ``source`` (None for a source no plug-in registers, e.g. in an old
+    bundle)."""
+    return collectors().get(source)
+
+
+def collector_with_role(role: str) -> str | None:
+    """The source that plays ``role`` for the analysis (:data:`ROLE_DEVICE` …), if any."""
+    return next((e.source for e in collectors().values() if e.role == role), None)
 
 
 def workload(name: str) -> WorkloadEntry:

@@ -88,6 +88,7 @@ def analyze_series(series: BundleSeries) -> dict[str, Any]:
         "primary_device": device_name,
         "series": series_section(series, devices),
         "correlation": sections.correlation_section(series, device),
+        "collector_coupling": sections.collector_coupling(series, op),
         "lag": sections.lag_section(series, device),
         "curve": curve,
         "io_per_op": {key: rounded(io[key]) for key in IO_PER_OP_KEYS},
@@ -252,6 +253,7 @@ def findings(
     law = sections.littles_law(window, sessions_per_interval(window))
     host = host_figures(window)
     r, what, n = sections.coupling(window, ctx.op, device)
+    others = [c for c in sections.collector_coupling(window, ctx.op) if not c["device_role"]]
     p99: float | None = None
     if whole_run and ctx.op:
         p99 = _positive(mapping(mapping(window.summary, "operations"), ctx.op).get("p99_us"))
@@ -274,6 +276,7 @@ def findings(
         coupling_r=r,
         coupling_what=what,
         coupling_n=n,
+        collector_coupling=[(c["title"], c["r"], c["n"], c["what"]) for c in others],
         plateau=_plateau(window, ctx, device, law, whole_run, step),
         stepped_plateau=ctx.plateau_from is not None,
         host_busy_pct=stats.nan_mean(host["cpu_busy_pct"])

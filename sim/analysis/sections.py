@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 
 from sim.analysis import stats
-from sim.analysis.series import BundleSeries, database_figures
+from sim.analysis.series import BundleSeries, correlatable, database_figures
 from sim.analysis.stats import FloatArray
 from sim.analysis.verdict import PLATEAU_MIN_RISE, PLATEAU_TOLERANCE, SESSIONS_BUSY_RATIO
+from sim.registry import ROLE_DEVICE
 
 #: The primary device's figures correlated with application latency.
 STORAGE_METRICS = ("iops", "await_ms", "r_await_ms", "w_await_ms", "aqu_sz", "util_pct")
@@ -115,6 +116,39 @@ def coupling(
                     name = latency.removesuffix("_us")
                     best = (r, f"{kind.capitalize()} of {op} {name} with {metric}", result["n"])
     return best
+
+
+def collector_coupling(series: BundleSeries, op: str | None) -> list[dict[str, Any]]:
+    """Per collector, the strongest sign that ``op``'s latency moves with one of the figures it
+    declares correlatable (sim.registry ``CollectorEntry.correlate``): the best of Pearson and
+    Spearman, p99 or p50, over its entities. One row per source with such figures."""
+    if op is None or op not in series.ops:
+        return []
+    best: dict[str, dict[str, Any]] = {}
+    for entry, entity, figure, values in correlatable(series):
+        row = best.setdefault(
+            entry.source,
+            {
+                "source": entry.source,
+                "title": entry.display.title if entry.display else entry.source,
+                "device_role": entry.role == ROLE_DEVICE,
+                "r": None,
+                "what": "",
+                "n": 0,
+            },
+        )
+        for latency in ("p99_us", "p50_us"):
+            result = stats.correlation(series.ops[op][latency], values)
+            for kind in ("spearman", "pearson"):
+                r = result[kind]
+                if r is not None and (row["r"] is None or r > row["r"]):
+                    name = latency.removesuffix("_us")
+                    row.update(
+                        r=rounded(r),
+                        what=f"{kind.capitalize()} of {op} {name} with {entity} {figure.label}",
+                        n=result["n"],
+                    )
+    return list(best.values())
 
 
 def lag_section(series: BundleSeries, device: Mapping[str, FloatArray] | None) -> dict[str, Any]:

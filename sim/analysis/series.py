@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sim import registry
 from sim.analysis.stats import FloatArray
 from sim.bundle import reader as bundle_files
 from sim.bundle.reader import read_summary
 from sim.bundle.writer import OPS_COLUMNS, SAMPLE_PREFIX_COLUMNS
 from sim.errors import BundleError, ConfigError
+from sim.registry import ROLE_DATABASE, ROLE_DEVICE, ROLE_HOST_CPU, CollectorEntry, Figure
 from sim.safeio import open_text_stream
 
 MEASURED_PHASE = "measure"
@@ -43,7 +46,6 @@ OP_FIGURES = tuple(
 #: holding three operations says nothing about latency, and its per-second rates are noise.
 SHORT_INTERVAL_FRACTION = 0.5
 DEFAULT_INTERVAL_S = 1.0
-DB_SOURCE = "db"
 DB_TABLE_PREFIX = "table:"
 
 Key = tuple[int, float]
@@ -183,9 +185,39 @@ def align(
 ) -> BundleSeries:
     """Build the aligned measured-phase series from parsed rows."""
     interval_s = nominal_interval_s(scenario)
+    keys, duration = measured_keys(
+        (*ops_rows, *(r for rows in sample_rows.values() for r in rows)), interval_s
+    )
+    position = {k: i for i, k in enumerate(keys)}
+    series = BundleSeries(
+        path=path,
+        summary=summary,
+        scenario=scenario,
+        interval_s=interval_s,
+        t=np.array([k[1] for k in keys], dtype=np.float64),
+        duration_s=np.array([duration[k] for k in keys], dtype=np.float64),
+        step=[None] * len(keys),
+    )
+    for row in ops_rows:
+        key = row_key(row)
+        i = position.get(key) if key is not None else None
+        if i is not None and row.get("op"):
+            _put_op_row(series, row, i)
+    for source, rows in sample_rows.items():
+        entities = _sample_columns(rows, position)
+        if entities:
+            series.sources[source] = entities
+    return series
+
+
+def measured_keys(
+    rows: Iterable[dict[str, str]], interval_s: float
+) -> tuple[list[Key], dict[Key, float]]:
+    """The measured intervals' keys in time order (short ones left out unless nothing else
+    is left) and every interval's duration."""
     all_t: dict[Key, float] = {}
     measured: set[Key] = set()
-    for row in (*ops_rows, *(r for rows in sample_rows.values() for r in rows)):
+    for row in rows:
         key = row_key(row)
         if key is None:
             continue
@@ -202,68 +234,79 @@ def align(
         previous = max(previous, key[1])
     keys = [k for k in ordered if k in measured]
     long_enough = [k for k in keys if duration[k] >= SHORT_INTERVAL_FRACTION * interval_s]
-    if long_enough:
-        keys = long_enough
-    position = {k: i for i, k in enumerate(keys)}
-    n = len(keys)
-    series = BundleSeries(
-        path=path,
-        summary=summary,
-        scenario=scenario,
-        interval_s=interval_s,
-        t=np.array([k[1] for k in keys], dtype=np.float64),
-        duration_s=np.array([duration[k] for k in keys], dtype=np.float64),
-        step=[None] * n,
-    )
-    for row in ops_rows:
+    return (long_enough or keys), duration
+
+
+def _put_op_row(series: BundleSeries, row: dict[str, str], i: int) -> None:
+    """One ``ops.csv`` row into interval ``i`` of its operation's figures."""
+    op = row["op"]
+    figures = series.ops.get(op)
+    if figures is None:
+        figures = series.ops[op] = {name: np.full(series.n, np.nan) for name in OP_FIGURES}
+        for name in ("ops_s", "count", "errors"):
+            figures[name][:] = 0.0  # no row in an interval: nothing completed there
+    for name in OP_FIGURES:
+        figures[name][i] = number(row.get(name))
+    if not figures["count"][i] > 0:  # percentiles of nothing are not zero
+        for name in OP_FIGURES[3:]:
+            figures[name][i] = np.nan
+    for name in ("ops_s", "count", "errors"):
+        if not np.isfinite(figures[name][i]):
+            figures[name][i] = 0.0
+    step = number(row.get("step"))
+    if math.isfinite(step):
+        series.step[i] = int(step)
+
+
+def _sample_columns(
+    rows: list[dict[str, str]], position: dict[Key, int]
+) -> dict[str, dict[str, FloatArray]]:
+    """A collector's rows as entity -> column -> array over the measured intervals."""
+    n = len(position)
+    entities: dict[str, dict[str, FloatArray]] = {}
+    for row in rows:
         key = row_key(row)
         i = position.get(key) if key is not None else None
-        op = row.get("op") or ""
-        if i is None or not op:
+        if i is None:
             continue
-        figures = series.ops.get(op)
-        if figures is None:
-            figures = series.ops[op] = {name: np.full(n, np.nan) for name in OP_FIGURES}
-            for name in ("ops_s", "count", "errors"):
-                figures[name][:] = 0.0  # no row in an interval: nothing completed there
-        for name in OP_FIGURES:
-            figures[name][i] = number(row.get(name))
-        if not figures["count"][i] > 0:  # percentiles of nothing are not zero
-            for name in OP_FIGURES[3:]:
-                figures[name][i] = np.nan
-        for name in ("ops_s", "count", "errors"):
-            if not np.isfinite(figures[name][i]):
-                figures[name][i] = 0.0
-        step = number(row.get("step"))
-        if math.isfinite(step):
-            series.step[i] = int(step)
-    for source, rows in sample_rows.items():
-        entities: dict[str, dict[str, FloatArray]] = {}
-        for row in rows:
-            key = row_key(row)
-            i = position.get(key) if key is not None else None
-            if i is None:
+        columns = entities.setdefault(row.get("entity") or "", {})
+        for name, text in row.items():
+            if name in SAMPLES_REQUIRED or name is None:
                 continue
-            columns = entities.setdefault(row.get("entity") or "", {})
-            for name, text in row.items():
-                if name in SAMPLES_REQUIRED or name is None:
-                    continue
-                column = columns.get(name)
-                if column is None:
-                    column = columns[name] = np.full(n, np.nan)
-                column[i] = number(text)
-        if entities:
-            series.sources[source] = entities
-    return series
+            column = columns.get(name)
+            if column is None:
+                column = columns[name] = np.full(n, np.nan)
+            column[i] = number(text)
+    return entities
 
 
 # --------------------------------------------------------------------------- derived views
 
 
+def role_entities(series: BundleSeries, role: str) -> dict[str, dict[str, FloatArray]]:
+    """The entities of the source that plays ``role`` (sim.registry ROLE_*) in this bundle."""
+    source = registry.collector_with_role(role)
+    return (series.sources.get(source) or {}) if source else {}
+
+
+def correlatable(series: BundleSeries) -> list[tuple[CollectorEntry, str, Figure, FloatArray]]:
+    """Every figure a collector declares correlatable with application latency, per entity
+    present in the bundle: (collector, entity, figure, its series), in registry order."""
+    out: list[tuple[CollectorEntry, str, Figure, FloatArray]] = []
+    for entry in registry.collectors().values():
+        for entity, cols in sorted((series.sources.get(entry.source) or {}).items()):
+            out.extend(
+                (entry, entity, figure, cols[figure.key])
+                for figure in entry.correlate
+                if figure.key in cols
+            )
+    return out
+
+
 def device_figures(series: BundleSeries) -> dict[str, dict[str, FloatArray]]:
     """Per block device: iops, r/w await, the IOPS-weighted ``await_ms``, aqu_sz, util…"""
     out: dict[str, dict[str, FloatArray]] = {}
-    for device, cols in (series.sources.get("block") or {}).items():
+    for device, cols in role_entities(series, ROLE_DEVICE).items():
         nan = np.full(series.n, np.nan)
         r_s, w_s = cols.get("r_s", nan), cols.get("w_s", nan)
         r_await, w_await = cols.get("r_await_ms", nan), cols.get("w_await_ms", nan)
@@ -305,7 +348,7 @@ def primary_op(series: BundleSeries) -> str | None:
 
 def host_figures(series: BundleSeries) -> dict[str, FloatArray] | None:
     """The host source's columns (the entity with the most samples when there are several)."""
-    entities = series.sources.get("host") or {}
+    entities = role_entities(series, ROLE_HOST_CPU)
     if not entities:
         return None
     return max(
@@ -315,10 +358,10 @@ def host_figures(series: BundleSeries) -> dict[str, FloatArray] | None:
 
 
 def database_figures(series: BundleSeries) -> dict[str, FloatArray] | None:
-    """The ``db`` source's database-level rows (not ``table:…``), summed over databases."""
+    """The database source's database-level rows (not ``table:…``), summed over databases."""
     entities = {
         e: cols
-        for e, cols in (series.sources.get(DB_SOURCE) or {}).items()
+        for e, cols in role_entities(series, ROLE_DATABASE).items()
         if not e.startswith(DB_TABLE_PREFIX)
     }
     if not entities:

@@ -75,7 +75,7 @@ Tuning data — runs made for this on the development machine (2 vCPUs; its virt
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 #: %util at which a device counts as busy (iostat's usual "saturated" mark; on multi-queue
@@ -174,6 +174,8 @@ class Findings:
     cpu_share_pct: float | None = None
     littles_ratio: float | None = None
     in_process_db: bool = False
+    #: Other collectors' figures against latency: (title, best r, intervals, description).
+    collector_coupling: list[tuple[str, float | None, int, str]] = field(default_factory=list)
 
 
 def _ge(value: float | None, threshold: float) -> bool:
@@ -196,18 +198,29 @@ def _num(value: float | None, digits: int = 0, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:.{digits}f}{unit}"
 
 
-def decide(f: Findings) -> dict[str, Any]:
-    """The verdict for one window: ``{"call", "summary", "evidence"}``."""
-    dev = f.device or "the device"
+@dataclass(frozen=True)
+class Gates:
+    """The verdict's yes/no questions, answered from one window's findings."""
+
+    busy: bool
+    plateau: bool
+    reaches: bool
+    correlated: bool
+    coupled: bool
+    all_hits: bool
+    idle: bool
+    process_full: bool
+    host_full: bool
+    client_full: bool
+    waits_on_io: bool
+    saturated: bool
+
+
+def gates(f: Findings) -> Gates:
     busy = _ge(f.util_pct, UTIL_BUSY_PCT)
     plateau = f.plateau is not None and f.plateau[2]
-    reaches = _ge(f.ios_per_op, REACH_IOS_PER_OP) or _ge(f.db_reads_per_op, REACH_IOS_PER_OP)
     correlated = _ge(f.coupling_r, COUPLING_MIN_R) and f.coupling_n >= COUPLING_MIN_POINTS
-    coupled = correlated or (plateau and f.stepped_plateau)
     all_hits = _ge(f.cache_hit_pct, CACHE_ALL_HIT_PCT)
-    idle = (_lt(f.util_pct, UTIL_IDLE_PCT) and _lt(f.ios_per_op, IDLE_IOS_PER_OP)) or (
-        all_hits and not busy
-    )
     process_full = _ge(f.process_cpu_pct, CLIENT_PROCESS_PCT)
     host_full = _ge(f.host_busy_pct, HOST_BUSY_PCT)
     client_full = process_full or (host_full and _ge(f.cpu_share_pct, CLIENT_CPU_SHARE_PCT))
@@ -215,33 +228,52 @@ def decide(f: Findings) -> dict[str, Any]:
     # flushes: the database's block reads do not count, the OS page cache may serve them) and
     # are not out of CPU themselves: a cached run's write-back can be steady too.
     waits_on_io = _ge(f.sync_ios_per_op, REACH_IOS_PER_OP)
-    saturated = busy or (plateau and waits_on_io and not client_full)
+    return Gates(
+        busy=busy,
+        plateau=plateau,
+        reaches=_ge(f.ios_per_op, REACH_IOS_PER_OP) or _ge(f.db_reads_per_op, REACH_IOS_PER_OP),
+        correlated=correlated,
+        coupled=correlated or (plateau and f.stepped_plateau),
+        all_hits=all_hits,
+        idle=(_lt(f.util_pct, UTIL_IDLE_PCT) and _lt(f.ios_per_op, IDLE_IOS_PER_OP))
+        or (all_hits and not busy),
+        process_full=process_full,
+        host_full=host_full,
+        client_full=client_full,
+        waits_on_io=waits_on_io,
+        saturated=busy or (plateau and waits_on_io and not client_full),
+    )
 
-    evidence = [
-        Check("device %util", f.util_pct, UTIL_BUSY_PCT, busy,
+
+def evidence(f: Findings, g: Gates) -> list[Check]:
+    """Every fact the call rests on, with its threshold; then, for reference, how latency
+    followed the figures other collectors declare correlatable (they do not change the call)."""
+    dev = f.device or "the device"
+    checks = [
+        Check("device %util", f.util_pct, UTIL_BUSY_PCT, g.busy,
               f"{dev} busy ≥ {UTIL_BUSY_PCT:.0f} % of the time (blk-throttle and QoS ceilings "
               "can saturate a device at low %util)"),
         Check("IOPS plateau", f.plateau[0] if f.plateau else None,
-              f.plateau[1] if f.plateau else None, plateau,
+              f.plateau[1] if f.plateau else None, g.plateau,
               f.plateau[3] if f.plateau else "not assessable (no device, or too few intervals)"),
-        Check("latency follows storage", f.coupling_r, COUPLING_MIN_R, correlated,
+        Check("latency follows storage", f.coupling_r, COUPLING_MIN_R, g.correlated,
               f"{f.coupling_what or 'no defined correlation'} over {f.coupling_n} intervals"),
         Check("device I/Os per operation", f.ios_per_op, REACH_IOS_PER_OP,
               _ge(f.ios_per_op, REACH_IOS_PER_OP),
               "operations reach the device (reads, writes and flushes of the whole device)"),
         Check("device reads+flushes per operation", f.sync_ios_per_op, REACH_IOS_PER_OP,
-              waits_on_io, "I/O the sessions wait for (needed for a plateau at low %util)"),
+              g.waits_on_io, "I/O the sessions wait for (needed for a plateau at low %util)"),
         Check("database block reads per operation", f.db_reads_per_op, REACH_IOS_PER_OP,
               _ge(f.db_reads_per_op, REACH_IOS_PER_OP),
               "blocks the database read from the OS (page cache or device) per operation"),
-        Check("database cache hit %", f.cache_hit_pct, CACHE_ALL_HIT_PCT, all_hits,
+        Check("database cache hit %", f.cache_hit_pct, CACHE_ALL_HIT_PCT, g.all_hits,
               "share of block requests the database cache served"),
-        Check("storage idle", f.ios_per_op, IDLE_IOS_PER_OP, idle,
+        Check("storage idle", f.ios_per_op, IDLE_IOS_PER_OP, g.idle,
               f"%util < {UTIL_IDLE_PCT:.0f} and < {IDLE_IOS_PER_OP} device I/Os per operation, "
               f"or the database cache served ≥ {CACHE_ALL_HIT_PCT:.0f} %"),
         Check("dbsim process CPU % of one core", f.process_cpu_pct, CLIENT_PROCESS_PCT,
-              process_full, "the client's interpreter lock makes one core its ceiling"),
-        Check("host CPU busy %", f.host_busy_pct, HOST_BUSY_PCT, host_full,
+              g.process_full, "the client's interpreter lock makes one core its ceiling"),
+        Check("host CPU busy %", f.host_busy_pct, HOST_BUSY_PCT, g.host_full,
               "the load generator's host, all CPUs (other processes included)"),
         Check("dbsim CPU % of session time", f.cpu_share_pct, CLIENT_CPU_SHARE_PCT,
               _ge(f.cpu_share_pct, CLIENT_CPU_SHARE_PCT),
@@ -250,49 +282,68 @@ def decide(f: Findings) -> dict[str, Any]:
               _ge(f.littles_ratio, SESSIONS_BUSY_RATIO),
               "share of session time spent inside timed operations"),
     ]  # fmt: skip
-    op = f.op or "the workload"
-    if reaches and saturated and coupled and not idle:
-        how = (
-            f"was {f.util_pct:.0f} % busy"
-            if busy and f.util_pct is not None
-            else f"held a plateau of about {_num(f.iops)} IOPS"
-        )
-        why = (
-            f"{f.coupling_what} r = {f.coupling_r:.2f}"
-            if correlated and f.coupling_r is not None
-            else "latency rose across the steps while IOPS did not"
-        )
-        per_op = f.ios_per_op if f.ios_per_op is not None else f.db_reads_per_op
-        call = "storage-bound"
-        summary = (
-            f"Storage-bound: {op} latency (p99 {_fmt_us(f.p99_us)}) moved with {dev} "
-            f"({why}) while {dev} {how}, at {_num(per_op, 1)} I/Os per operation."
-        )
-    elif client_full and not saturated:
-        inside = (
-            "; SQLite runs inside dbsim, so that includes the database" if f.in_process_db else ""
-        )
-        who = "dbsim's process" if process_full else "the load generator's host"
-        call = "client-bound"
-        summary = (
-            f"Client-bound: {who} ran out of CPU (host {_num(f.host_busy_pct)} % busy, dbsim's "
-            f"process {_num(f.process_cpu_pct)} % of one core{inside}) while {dev} was not "
-            f"saturated, so {op} latency (p99 {_fmt_us(f.p99_us)}) tells more about CPU than "
-            "about the storage."
-        )
-    elif idle and not client_full:
-        hit = f", cache hit {f.cache_hit_pct:.1f} %" if f.cache_hit_pct is not None else ""
-        call = "database-bound"
-        summary = (
-            f"Database-bound: storage was nearly idle ({dev} {_num(f.util_pct)} % busy, "
-            f"{_num(f.ios_per_op, 2)} I/Os per operation{hit}) and the client had CPU to "
-            f"spare, so {op} latency (p99 {_fmt_us(f.p99_us)}) is spent in the database "
-            "(CPU, locks, commits), not in storage."
-        )
+    for title, r, n, what in f.collector_coupling:
+        follows = _ge(r, COUPLING_MIN_R) and n >= COUPLING_MIN_POINTS
+        meaning = f"{what or 'no defined correlation'} over {n} intervals (for reference)"
+        checks.append(Check(f"latency follows {title}", r, COUPLING_MIN_R, follows, meaning))
+    return checks
+
+
+def decide(f: Findings) -> dict[str, Any]:
+    """The verdict for one window: ``{"call", "summary", "evidence"}``."""
+    g = gates(f)
+    if g.reaches and g.saturated and g.coupled and not g.idle:
+        call, summary = "storage-bound", _storage_bound(f, g)
+    elif g.client_full and not g.saturated:
+        call, summary = "client-bound", _client_bound(f, g)
+    elif g.idle and not g.client_full:
+        call, summary = "database-bound", _database_bound(f)
     else:
-        call = "inconclusive"
-        summary = f"Inconclusive: {_inconclusive_reason(f, reaches, saturated, coupled, idle)}."
-    return {"call": call, "summary": summary, "evidence": [c.as_dict() for c in evidence]}
+        reason = _inconclusive_reason(f, g.reaches, g.saturated, g.coupled, g.idle)
+        call, summary = "inconclusive", f"Inconclusive: {reason}."
+    return {"call": call, "summary": summary, "evidence": [c.as_dict() for c in evidence(f, g)]}
+
+
+def _storage_bound(f: Findings, g: Gates) -> str:
+    dev, op = f.device or "the device", f.op or "the workload"
+    how = (
+        f"was {f.util_pct:.0f} % busy"
+        if g.busy and f.util_pct is not None
+        else f"held a plateau of about {_num(f.iops)} IOPS"
+    )
+    why = (
+        f"{f.coupling_what} r = {f.coupling_r:.2f}"
+        if g.correlated and f.coupling_r is not None
+        else "latency rose across the steps while IOPS did not"
+    )
+    per_op = f.ios_per_op if f.ios_per_op is not None else f.db_reads_per_op
+    return (
+        f"Storage-bound: {op} latency (p99 {_fmt_us(f.p99_us)}) moved with {dev} "
+        f"({why}) while {dev} {how}, at {_num(per_op, 1)} I/Os per operation."
+    )
+
+
+def _client_bound(f: Findings, g: Gates) -> str:
+    dev, op = f.device or "the device", f.op or "the workload"
+    inside = "; SQLite runs inside dbsim, so that includes the database" if f.in_process_db else ""
+    who = "dbsim's process" if g.process_full else "the load generator's host"
+    return (
+        f"Client-bound: {who} ran out of CPU (host {_num(f.host_busy_pct)} % busy, dbsim's "
+        f"process {_num(f.process_cpu_pct)} % of one core{inside}) while {dev} was not "
+        f"saturated, so {op} latency (p99 {_fmt_us(f.p99_us)}) tells more about CPU than "
+        "about the storage."
+    )
+
+
+def _database_bound(f: Findings) -> str:
+    dev, op = f.device or "the device", f.op or "the workload"
+    hit = f", cache hit {f.cache_hit_pct:.1f} %" if f.cache_hit_pct is not None else ""
+    return (
+        f"Database-bound: storage was nearly idle ({dev} {_num(f.util_pct)} % busy, "
+        f"{_num(f.ios_per_op, 2)} I/Os per operation{hit}) and the client had CPU to "
+        f"spare, so {op} latency (p99 {_fmt_us(f.p99_us)}) is spent in the database "
+        "(CPU, locks, commits), not in storage."
+    )
 
 
 def _inconclusive_reason(

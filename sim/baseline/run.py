@@ -163,7 +163,7 @@ class BaselineRun:
         options: dict[str, Any] = {}
         if target.kind == "device":
             # A device node resolves to devtmpfs, not to itself: name the device to watch.
-            options["devices"] = [Path(os.path.realpath(target.path)).name]
+            options["block"] = {"devices": [Path(os.path.realpath(target.path)).name]}
         found: list[Collector] = []
         known = registry.collectors()
         for name in COLLECTORS:

@@ -1,7 +1,8 @@
 """What a person sees while a run goes: a live panel on a terminal, plain lines in a log.
 
 The panel shows the state, elapsed and remaining time, per operation the last interval's ops/s
-and p50/p99 (µs), and per block device its IOPS and await. At the end, a summary table.
+and p50/p99 (µs), and each collector's live figures as it declares them (block devices: IOPS
+and await). At the end, summary tables: operations, errors, each collector's means.
 Everything goes to stderr except the final table (stdout), so ``--json`` output stays clean.
 """
 
@@ -15,8 +16,10 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from sim import registry
 from sim.core.metrics import Interval
 from sim.protocols import Sample
+from sim.registry import Display
 
 PLAIN_LINE_EVERY_S = 5.0
 
@@ -85,9 +88,9 @@ class LiveConsole:
                 for r in self.rows
             )
             dev = ", ".join(
-                f"{s.entity} {s.values.get('iops', 0):.0f} IOPS"
+                f"{s.entity} {shown.plain.format(s.values.get(shown.plain.key))} {shown.plain.label}"
                 for s in samples
-                if s.source == "block" and not s.gap
+                if not s.gap and (shown := _display(s.source)) and shown.plain
             )
             self.err.print(
                 f"[dim]{interval.t_end:6.0f}s {interval.phase}[/dim] {ops} {dev}", highlight=False
@@ -125,24 +128,34 @@ class LiveConsole:
                     f"{r['errors'] / seconds:,.0f}",
                 )
             parts.append(ops)
-        block = [s for s in self.samples if s.source == "block" and not s.gap]
-        if block:
-            dev = Table(box=None, pad_edge=False)
-            for column in ("device", "r/s", "w/s", "IOPS", "r_await", "w_await", "%util"):
-                dev.add_column(column, justify="right" if column != "device" else "left")
-            for s in block:
-                v = s.values
-                dev.add_row(
-                    s.entity,
-                    f"{v.get('r_s', 0):,.0f}",
-                    f"{v.get('w_s', 0):,.0f}",
-                    f"{v.get('iops', 0):,.0f}",
-                    f"{v.get('r_await_ms', 0):.2f} ms",
-                    f"{v.get('w_await_ms', 0):.2f} ms",
-                    f"{v.get('util_pct', 0):.0f}",
-                )
-            parts.append(dev)
+        parts.extend(live_tables(self.samples))
         return Group(*parts)
+
+
+def _display(source: str) -> Display | None:
+    entry = registry.collector(source)
+    return entry.display if entry is not None else None
+
+
+def live_tables(samples: list[Sample]) -> list[Table]:
+    """One table per source with live figures: the latest interval, entities as rows."""
+    by_source: dict[str, list[Sample]] = {}
+    for sample in samples:
+        if not sample.gap:
+            by_source.setdefault(sample.source, []).append(sample)
+    tables = []
+    for source, rows in by_source.items():
+        shown = _display(source)
+        if shown is None or not shown.live:
+            continue
+        table = Table(box=None, pad_edge=False)
+        table.add_column(shown.entity_label, justify="left")
+        for figure in shown.live:
+            table.add_column(figure.label, justify="right")
+        for s in rows:
+            table.add_row(s.entity, *(f.format(s.values.get(f.key)) for f in shown.live))
+        tables.append(table)
+    return tables
 
 
 def summary_tables(summary: dict[str, Any]) -> list[Table]:
@@ -171,36 +184,17 @@ def summary_tables(summary: dict[str, Any]) -> list[Table]:
     errors = error_table(summary.get("errors") or {})
     if errors is not None:
         tables.append(errors)
-    block = summary.get("storage", {}).get("block", {})
-    if block:
-        dev = Table(title="block devices (mean per second, measured window)")
-        for column in (
-            "device",
-            "r/s",
-            "w/s",
-            "IOPS",
-            "rkB/s",
-            "wkB/s",
-            "r_await",
-            "w_await",
-            "aqu-sz",
-            "%util",
-        ):
-            dev.add_column(column, justify="left" if column == "device" else "right", no_wrap=True)
-        for entity, m in block.items():
-            dev.add_row(
-                entity,
-                f"{m.get('r_s', 0):,.1f}",
-                f"{m.get('w_s', 0):,.1f}",
-                f"{m.get('iops', 0):,.1f}",
-                f"{m.get('rkB_s', 0):,.0f}",
-                f"{m.get('wkB_s', 0):,.0f}",
-                f"{m.get('r_await_ms', 0):.2f}",
-                f"{m.get('w_await_ms', 0):.2f}",
-                f"{m.get('aqu_sz', 0):.2f}",
-                f"{m.get('util_pct', 0):.0f}",
-            )
-        tables.append(dev)
+    for source, entities in (summary.get("storage") or {}).items():
+        shown = _display(source)
+        if shown is None or not shown.console or not isinstance(entities, dict) or not entities:
+            continue
+        table = Table(title=shown.console_title or shown.title)
+        table.add_column(shown.entity_label, justify="left", no_wrap=True)
+        for figure in shown.console:
+            table.add_column(figure.label, justify="right", no_wrap=True)
+        for entity, means in entities.items():
+            table.add_row(entity, *(f.format(means.get(f.key)) for f in shown.console))
+        tables.append(table)
     return tables
 
 

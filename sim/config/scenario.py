@@ -206,7 +206,8 @@ class Load(_Model):
 
 
 class CollectorSettings(_Model):
-    """Which storage collectors sample during the run."""
+    """Which storage collectors sample during the run; each collector's own options are the
+    field named after it."""
 
     enabled: Literal["auto", "none"] | list[str] = Field(
         default="auto", description="'auto': every collector that applies to the target."
@@ -220,17 +221,38 @@ class CollectorSettings(_Model):
     timeout_s: float = Field(
         default=2.0, gt=0, description="A sample taking longer is dropped and counted."
     )
-    ontap: dict[str, Any] | None = Field(
-        default=None,
-        description="NetApp ONTAP REST collector settings (docs/ontap.md); validated by the collector.",
-    )
-    nfs_mounts: list[str] = Field(
-        default_factory=list,
-        description="Watch these NFS mount points instead of resolving the target's paths.",
-    )
-    block_devices: list[str] = Field(
-        default_factory=list,
-        description="Watch these block devices instead of resolving the target's path.",
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, data: Any) -> Any:
+        """Earlier keys (``collectors.block_devices``) into their collector's section."""
+        if not isinstance(data, dict):
+            return data
+        moved = dict(data)
+        for entry in registry.collectors().values():
+            for old, option in entry.legacy_keys.items():
+                section = moved.get(entry.source) or {}
+                # Given both ways, the old key stays and is refused as unknown.
+                if old in moved and isinstance(section, dict) and option not in section:
+                    moved[entry.source] = {**section, option: moved.pop(old)}
+        return moved
+
+
+@cache
+def collector_settings_model() -> type[CollectorSettings]:
+    """CollectorSettings with one field per registered collector that has options: its
+    options model, defaulted; optional (``null``) when the model has required fields."""
+    fields: dict[str, Any] = {}
+    for entry in registry.collectors().values():
+        model = entry.options_model
+        if model is None:
+            continue
+        if any(f.is_required() for f in model.model_fields.values()):
+            fields[entry.source] = (model | None, Field(default=None, description=entry.summary))
+        else:
+            fields[entry.source] = (model, Field(default_factory=model, description=entry.summary))
+    return create_model(
+        "CollectorSettings", __base__=CollectorSettings, __doc__=CollectorSettings.__doc__, **fields
     )
 
 
@@ -310,6 +332,13 @@ def scenario_model() -> type[ScenarioBase]:
         workload=(
             workload_type,
             Field(description="What load is applied; `name` picks the workload."),
+        ),
+        collectors=(
+            collector_settings_model(),
+            Field(
+                default_factory=collector_settings_model(),
+                description="Storage collectors sampled during the run.",
+            ),
         ),
     )
     return model

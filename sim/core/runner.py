@@ -90,15 +90,12 @@ def build_collectors(
         raise ConfigError(
             f"collectors.enabled: unknown collector(s) {', '.join(unknown)} (known: {', '.join(known)})"
         )
-    options: dict[str, Any] = dict(workload_options or {})
-    if settings.block_devices:
-        options["devices"] = list(settings.block_devices)
-    if settings.ontap is not None:
-        options["ontap"] = dict(settings.ontap)
-    if settings.nfs_mounts:
-        options["nfs_mounts"] = list(settings.nfs_mounts)
     collectors: list[Collector] = []
     for name in wanted:
+        options: dict[str, Any] = dict(workload_options or {})
+        chosen = getattr(settings, name, None)  # collectors.<source>, when it has options
+        if chosen is not None:
+            options[name] = chosen
         collectors.extend(known[name].auto(target, options))
     return collectors
 
@@ -109,9 +106,6 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
     workload = build_workload(scenario, target)
     check_slo_operations(scenario, workload)
     settings = scenario.collectors
-    if settings.ontap is not None and settings.enabled != "none":
-        # Validate now (no I/O): a mistake in collectors.ontap is bad input, exit 2.
-        registry.collectors()["ontap"].auto(target, {"ontap": settings.ontap})
     engine = Engine(
         workload,
         target,

@@ -6,13 +6,14 @@ A *packet* is one closed interval of one engine: its histograms (HDR, base64, as
 are built on the engine thread (the encoding costs CPU there, not on the gevent hub) and are
 msgpack-ready, because workers ship them to the master on Locust's worker-report channel.
 
-Storage samples of several workers are merged by one rule (:func:`merge_samples`): a
-host-local view (block devices, NFS client counters, host CPU) is taken once per host, from the
-lowest-numbered worker on that host — two workers on one machine see the same disk, and adding
-their views would double its IOPS — except the process CPU, which is summed over that host's
-workers. A view of a shared system (the array's ONTAP counters, a database server's
+Storage samples of several workers are merged by one rule (:func:`merge_samples`), from each
+collector's declared scope (:class:`sim.registry.CollectorEntry`): a host-local view (block
+devices, NFS client counters, host CPU) is taken once per host, from the lowest-numbered
+worker on that host — two workers on one machine see the same disk, and adding their views
+would double its IOPS — except per-process figures (dbsim's CPU), which are summed over that
+host's workers. A view of a shared system (the array's ONTAP counters, a database server's
 statistics) is taken once for the whole run. With workers on several hosts, host-local
-entities are named ``<host>/<entity>``.
+entities are named ``<host>/<entity>`` (unless the entity names the host already).
 """
 
 from __future__ import annotations
@@ -23,18 +24,14 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from sim import registry
 from sim.core.engine import Engine
 from sim.core.metrics import Interval, OpStats
 from sim.locust.stats import LatencyBatch, batch_from_stats
 from sim.protocols import Sample
+from sim.registry import COLLECTOR_SCOPE_SHARED
 
 PACKET_VERSION = 1
-#: Sources that observe one shared system rather than the worker's own host.
-SHARED_SOURCES = frozenset({"ontap", "db"})
-#: Sources whose entity already names the host.
-HOST_NAMED_SOURCES = frozenset({"host"})
-#: Per-process figures: summed over a host's workers instead of taken from one of them.
-PER_PROCESS_FIGURES = frozenset({"process_cpu_pct"})
 
 Packet = dict[str, Any]
 
@@ -175,10 +172,12 @@ def merge_samples(by_worker: Iterable[tuple[int, str, Sequence[Sample]]]) -> lis
     merged: dict[tuple[str, str], Sample] = {}
     for index, host, samples in ordered:
         for sample in samples:
-            scope = "*" if sample.source in SHARED_SOURCES else host
+            entry = registry.collector(sample.source)
+            shared = entry is not None and entry.scope == COLLECTOR_SCOPE_SHARED
+            scope = "*" if shared else host
             owner = taken.setdefault((scope, sample.source), index)
             entity = sample.entity
-            if len(hosts) > 1 and scope != "*" and sample.source not in HOST_NAMED_SOURCES:
+            if len(hosts) > 1 and not shared and not (entry and entry.entity_names_host):
                 entity = f"{host}/{entity}"
             key = (sample.source, entity)
             if owner == index:
@@ -199,7 +198,7 @@ def merge_samples(by_worker: Iterable[tuple[int, str, Sequence[Sample]]]) -> lis
             if existing is None or existing.gap:
                 continue
             values = dict(existing.values)
-            for figure in PER_PROCESS_FIGURES & set(sample.values):
+            for figure in (entry.per_process if entry else frozenset()) & set(sample.values):
                 values[figure] = values.get(figure, 0.0) + sample.values[figure]
             merged[key] = Sample(
                 existing.source, existing.entity, values, existing.t, existing.meta

@@ -5,9 +5,10 @@ web UI's template arguments declare them, and each ``/stats/requests`` answer (w
 polls every two seconds while a test runs) carries their rows in ``extended_stats``. So the
 tabs fill live, with no JavaScript of ours.
 
-* **Storage** — the latest interval's storage samples: per block device IOPS (read/write),
-  MB/s, await and %util; per NFS mount and operation ops/s and time per op; ONTAP volumes and
-  LUNs when configured; host CPU. In a distributed run, merged as the bundle merges them.
+* **Storage** — the latest interval's storage samples, each in the columns its collector
+  declares (:class:`sim.registry.Display`): per block device IOPS (read/write), MB/s, await
+  and %util; per NFS mount and operation ops/s and time per op; ONTAP volumes and LUNs when
+  configured; host CPU. In a distributed run, merged as the bundle merges them.
 * **Correlation** — the analysis (:func:`sim.analysis.analyze_bundle`) of the run's bundle so
   far: verdict, correlation of latency with IOPS and await, I/Os per operation, lag, knee,
   Little's law. Computed in a native thread at most every ``CORRELATION_REFRESH_S``.
@@ -26,6 +27,7 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,25 +37,15 @@ from flask_login import UserMixin, login_user
 from locust.env import Environment
 from werkzeug.wrappers import Response as WerkzeugResponse
 
+from sim import registry
 from sim.locust.roles import Controller
 from sim.protocols import Sample
+from sim.registry import UiFigure
 
 log = logging.getLogger(__name__)
 
 CORRELATION_REFRESH_S = 5.0
 STATS_PATH = "/stats/requests"
-STORAGE_COLUMNS = (
-    ("source", "Source"),
-    ("entity", "Entity"),
-    ("iops", "IOPS"),
-    ("read_s", "Reads/s"),
-    ("write_s", "Writes/s"),
-    ("read_mb_s", "Read MB/s"),
-    ("write_mb_s", "Write MB/s"),
-    ("read_await_ms", "Read await (ms)"),
-    ("write_await_ms", "Write await (ms)"),
-    ("util_pct", "Util %"),
-)
 FIGURE_COLUMNS = (("figure", "Figure"), ("value", "Value"), ("meaning", "Meaning"))
 TABS = (("storage", "Storage"), ("correlation", "Correlation"), ("run", "Run"))
 DOWNLOADS = ("report.html", "summary.json")
@@ -63,120 +55,104 @@ def _num(value: Any, digits: int = 2) -> Any:
     return "" if value is None else round(float(value), digits)
 
 
-def storage_row(sample: Sample) -> dict[str, Any]:
-    """One sample as a Storage-tab row (figures named per source; blank where none)."""
-    v = sample.values
-    row: dict[str, Any] = {"source": sample.source, "entity": sample.entity}
-    if sample.source == "block":
-        reads, writes = v.get("r_s"), v.get("w_s")
-        row.update(
-            iops=v.get("iops", (reads or 0) + (writes or 0)),
-            read_s=reads,
-            write_s=writes,
-            read_mb_s=v["rkB_s"] / 1024 if "rkB_s" in v else None,
-            write_mb_s=v["wkB_s"] / 1024 if "wkB_s" in v else None,
-            read_await_ms=v.get("r_await_ms"),
-            write_await_ms=v.get("w_await_ms"),
-            util_pct=v.get("util_pct"),
-        )
-    elif sample.source == "nfs":
-        row.update(
-            iops=v.get("ops_s"),
-            read_mb_s=v["read_kB_s"] / 1024 if "read_kB_s" in v else None,
-            write_mb_s=v["write_kB_s"] / 1024 if "write_kB_s" in v else None,
-            # per operation: the client's time per call (queue + round trip)
-            read_await_ms=v.get("avg_exe_ms"),
-        )
-    elif sample.source == "ontap":
-        reads, writes = v.get("read_iops"), v.get("write_iops")
-        row.update(
-            iops=v.get("total_iops", (reads or 0) + (writes or 0)),
-            read_s=reads,
-            write_s=writes,
-            read_mb_s=v["read_bps"] / 1e6 if "read_bps" in v else None,
-            write_mb_s=v["write_bps"] / 1e6 if "write_bps" in v else None,
-            read_await_ms=v["read_latency_us"] / 1000 if "read_latency_us" in v else None,
-            write_await_ms=v["write_latency_us"] / 1000 if "write_latency_us" in v else None,
-        )
-    elif sample.source == "host":
-        row.update(source="host CPU", util_pct=v.get("cpu_busy_pct"))
+def storage_columns() -> list[tuple[str, str]]:
+    """The Storage table's columns: source and entity, then every column a registered
+    collector fills, in registry order (a column two sources fill appears once)."""
+    columns = {"source": "Source", "entity": "Entity"}
+    for entry in registry.collectors().values():
+        for figure in entry.display.ui if entry.display else ():
+            columns.setdefault(figure.column, figure.title)
+    return list(columns.items())
+
+
+def _ui_value(figure: UiFigure, values: Mapping[str, float]) -> float | None:
+    if figure.key in values:
+        return values[figure.key] * figure.scale
+    if figure.or_sum:
+        return sum(values.get(key) or 0 for key in figure.or_sum) * figure.scale
+    return None
+
+
+def storage_row(sample: Sample, columns: list[tuple[str, str]]) -> dict[str, Any]:
+    """One sample as a Storage-tab row: the figures its collector declares; blank elsewhere."""
+    entry = registry.collector(sample.source)
+    shown = entry.display if entry is not None else None
+    row: dict[str, Any] = {"source": (shown and shown.ui_source) or sample.source}
+    row["entity"] = sample.entity
+    for figure in shown.ui if shown else ():
+        row[figure.column] = _ui_value(figure, sample.values)
     return {
         key: row.get(key) if key in ("source", "entity") else _num(row.get(key))
-        for key, _ in STORAGE_COLUMNS
+        for key, _ in columns
     }
 
 
 def storage_rows(samples: list[Sample]) -> list[dict[str, Any]]:
-    return [storage_row(s) for s in sorted(samples, key=lambda s: (s.source, s.entity))]
+    columns = storage_columns()
+    return [storage_row(s, columns) for s in sorted(samples, key=lambda s: (s.source, s.entity))]
+
+
+IO_PER_OP_LABELS = {
+    "device_ios_per_op": "device I/Os per operation",
+    "device_read_ios_per_read": "device reads per read",
+    "db_blocks_read_per_read": "database blocks read per read",
+    "cache_hit_pct": "cache hit %",
+}
+
+
+def _row(figure: str, value: Any, meaning: Any) -> dict[str, Any]:
+    return {"figure": figure, "value": value, "meaning": meaning}
 
 
 def correlation_rows(analysis: dict[str, Any] | None, problem: str | None) -> list[dict[str, Any]]:
     """The analysis so far as figure/value/meaning rows."""
     if analysis is None:
-        return [
-            {"figure": "analysis", "value": "not yet", "meaning": problem or "waiting for data"}
-        ]
-    rows: list[dict[str, Any]] = []
+        return [_row("analysis", "not yet", problem or "waiting for data")]
     verdict = analysis.get("verdict") or {}
-    rows.append(
-        {
-            "figure": "verdict so far",
-            "value": verdict.get("call", ""),
-            "meaning": verdict.get("summary", ""),
-        }
-    )
     op, device = analysis.get("primary_op"), analysis.get("primary_device")
-    rows.append(
-        {
-            "figure": "intervals analysed",
-            "value": analysis.get("intervals"),
-            "meaning": f"operation {op}, device {device}",
-        }
-    )
+    rows = [
+        _row("verdict so far", verdict.get("call", ""), verdict.get("summary", "")),
+        _row("intervals analysed", analysis.get("intervals"), f"operation {op}, device {device}"),
+    ]
     io = analysis.get("io_per_op") or {}
-    labels = {
-        "device_ios_per_op": "device I/Os per operation",
-        "device_read_ios_per_read": "device reads per read",
-        "db_blocks_read_per_read": "database blocks read per read",
-        "cache_hit_pct": "cache hit %",
-    }
-    for key, label in labels.items():
-        if io.get(key) is not None:
-            rows.append({"figure": label, "value": io[key], "meaning": "measured window so far"})
+    rows.extend(
+        _row(label, io[key], "measured window so far")
+        for key, label in IO_PER_OP_LABELS.items()
+        if io.get(key) is not None
+    )
+    rows.extend(_device_correlation_rows(analysis, op))
+    rows.extend(
+        _row(f"r({op} latency, {c['title']})", c["r"], f"{c['what']} over {c['n']} intervals")
+        for c in analysis.get("collector_coupling") or []
+        if c.get("r") is not None and not c.get("device_role")
+    )
+    lag = ((analysis.get("lag") or {}).get(op) or {}) if op else {}
+    if lag and lag.get("best_lag_s") is not None:
+        meaning = f"{lag.get('leader')} (r {lag.get('r')} with {lag.get('metric')})"
+        rows.append(_row("lag", lag.get("best_lag_s"), meaning))
+    knee = (analysis.get("curve") or {}).get("knee")
+    knee_text = json.dumps(knee) if knee else "none yet"
+    rows.append(_row("knee", knee_text, "latency-versus-IOPS knee"))
+    law = analysis.get("littles_law") or {}
+    if law:
+        rows.append(_row("Little's law", law.get("ratio"), law.get("note", "")))
+    return rows
+
+
+def _device_correlation_rows(analysis: dict[str, Any], op: str | None) -> list[dict[str, Any]]:
     correlations = ((analysis.get("correlation") or {}).get(op) or {}) if op else {}
+    rows = []
     for latency in ("p50_us", "p99_us"):
         for metric in ("iops", "await_ms", "util_pct"):
             pair = (correlations.get(latency) or {}).get(metric)
             if pair and pair.get("pearson") is not None:
                 rows.append(
-                    {
-                        "figure": f"r({op} {latency[:-3]}, {metric})",
-                        "value": pair["pearson"],
-                        "meaning": f"Pearson over {pair.get('n')} intervals; Spearman {pair.get('spearman')}",
-                    }
+                    _row(
+                        f"r({op} {latency[:-3]}, {metric})",
+                        pair["pearson"],
+                        f"Pearson over {pair.get('n')} intervals; Spearman {pair.get('spearman')}",
+                    )
                 )
-    lag = ((analysis.get("lag") or {}).get(op) or {}) if op else {}
-    if lag and lag.get("best_lag_s") is not None:
-        rows.append(
-            {
-                "figure": "lag",
-                "value": lag.get("best_lag_s"),
-                "meaning": f"{lag.get('leader')} (r {lag.get('r')} with {lag.get('metric')})",
-            }
-        )
-    knee = (analysis.get("curve") or {}).get("knee")
-    rows.append(
-        {
-            "figure": "knee",
-            "value": json.dumps(knee) if knee else "none yet",
-            "meaning": "latency-versus-IOPS knee",
-        }
-    )
-    law = analysis.get("littles_law") or {}
-    if law:
-        rows.append(
-            {"figure": "Little's law", "value": law.get("ratio"), "meaning": law.get("note", "")}
-        )
     return rows
 
 
@@ -291,23 +267,8 @@ def extend_web_ui(
     web_ui = environment.web_ui
     assert web_ui is not None and web_ui.app is not None
     app = web_ui.app
-    protect = web_ui.auth_required_if_enabled
     correlation = CorrelationCache()
-    web_ui.template_args.update(
-        extended_tabs=[{"key": key, "title": title} for key, title in TABS],
-        extended_tables=[
-            {"key": "storage", "structure": [{"key": k, "title": t} for k, t in STORAGE_COLUMNS]},
-            {
-                "key": "correlation",
-                "structure": [{"key": k, "title": t} for k, t in FIGURE_COLUMNS],
-            },
-            {"key": "run", "structure": [{"key": k, "title": t} for k, t in FIGURE_COLUMNS]},
-        ],
-        extended_csv_files=[
-            {"href": f"./dbsim/run/{name}", "title": f"dbsim {name} of the latest run"}
-            for name in DOWNLOADS
-        ],
-    )
+    web_ui.template_args.update(_template_args())
 
     def extended() -> list[dict[str, Any]]:
         snapshot = controller.snapshot()
@@ -325,6 +286,33 @@ def extend_web_ui(
             _unround_min_max(environment, body.get("stats") or [])
             response.set_data(json.dumps(body))
         return response
+
+    _add_routes(app, web_ui.auth_required_if_enabled, controller, correlation)
+    if login is not None:
+        _setup_login(environment, login)
+
+
+def _template_args() -> dict[str, Any]:
+    """The tabs, their tables' columns and the downloads, as Locust's template reads them."""
+    figures = [{"key": k, "title": t} for k, t in FIGURE_COLUMNS]
+    return {
+        "extended_tabs": [{"key": key, "title": title} for key, title in TABS],
+        "extended_tables": [
+            {"key": "storage", "structure": [{"key": k, "title": t} for k, t in storage_columns()]},
+            {"key": "correlation", "structure": figures},
+            {"key": "run", "structure": figures},
+        ],
+        "extended_csv_files": [
+            {"href": f"./dbsim/run/{name}", "title": f"dbsim {name} of the latest run"}
+            for name in DOWNLOADS
+        ],
+    }
+
+
+def _add_routes(
+    app: Any, protect: Any, controller: Controller, correlation: CorrelationCache
+) -> None:
+    """``/dbsim/status`` (the three tabs as JSON) and ``/dbsim/run/<name>`` (downloads)."""
 
     @app.route("/dbsim/status")
     @protect
@@ -348,9 +336,6 @@ def extend_web_ui(
         return send_file(
             path, as_attachment=name != "report.html", download_name=f"{Path(bundle).name}-{name}"
         )
-
-    if login is not None:
-        _setup_login(environment, login)
 
 
 class _WebUser(UserMixin):

@@ -7,6 +7,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sim import registry
+from sim.registry import Display
 from sim.report.markup import (
     DASH,
     Safe,
@@ -29,30 +31,6 @@ CALLS = {
     "database-bound": "Database-bound",
     "inconclusive": "Inconclusive",
     "invalid": "Invalid",
-}
-BLOCK_COLUMNS = (
-    ("r/s", "r_s", 1),
-    ("w/s", "w_s", 1),
-    ("IOPS", "iops", 1),
-    ("rkB/s", "rkB_s", 0),
-    ("wkB/s", "wkB_s", 0),
-    ("r_await ms", "r_await_ms", 2),
-    ("w_await ms", "w_await_ms", 2),
-    ("rareq-sz kB", "rareq_sz_kB", 1),
-    ("wareq-sz kB", "wareq_sz_kB", 1),
-    ("aqu-sz", "aqu_sz", 2),
-    ("%util", "util_pct", 1),
-)
-HOST_LABELS = {
-    "cpu_busy_pct": "busy %",
-    "cpu_user_pct": "user %",
-    "cpu_system_pct": "system %",
-    "cpu_iowait_pct": "iowait %",
-    "cpu_steal_pct": "steal %",
-    "cpu_idle_pct": "idle %",
-    "process_cpu_pct": "dbsim process CPU % (of one CPU)",
-    "cpus": "CPUs",
-    "samples": "samples",
 }
 
 
@@ -280,38 +258,47 @@ def mix(summary: Mapping[str, Any]) -> Safe:
 
 
 def storage(summary: Mapping[str, Any]) -> Safe:
-    """Means over the measured window: block devices, host CPU, any other collector."""
+    """Means over the measured window, one table per collector as it declares its display
+    (block devices one row per device, host CPU one row per figure); a collector without a
+    report display gets its figures as they are named in the bundle."""
     sources = summary.get("storage") or {}
     parts: list[str] = []
-    block = sources.get("block") or {}
-    if block:
-        rows = [
-            [dev, *(num(m.get(key), digits) for _, key, digits in BLOCK_COLUMNS)]
-            for dev, m in block.items()
-        ]
-        samples = ", ".join(f"{dev}: {plain(m.get('samples'))}" for dev, m in block.items())
-        parts.append(
-            table(
-                ("device", *(h for h, _, _ in BLOCK_COLUMNS)),
-                rows,
-                caption=f"Block devices (iostat figures, mean of the intervals; samples {samples})",
-            )
-        )
     for source, entities in sources.items():
-        if source == "block" or not isinstance(entities, dict) or not entities:
+        if not isinstance(entities, dict) or not entities:
             continue
+        entry = registry.collector(source)
+        shown = entry.display if entry is not None else None
+        if shown is not None and shown.report and not shown.report_by_figure:
+            parts.append(_entity_rows(shown, entities))
+            continue
+        labels = {f.key: f.label for f in shown.report} if shown is not None else {}
         names = list(entities)
         keys = list(dict.fromkeys(k for e in entities.values() for k in e))
-        labels = HOST_LABELS if source == "host" else {}
         rows = [
             [labels.get(key, key), *(plain((entities[n] or {}).get(key)) for n in names)]
             for key in keys
         ]
-        title = "Host CPU" if source == "host" else f"Collector {source}"
+        title = shown.title if shown is not None and shown.report else f"Collector {source}"
         parts.append(table(("figure", *names), rows, caption=f"{title} (mean per interval)"))
     if not parts:
         parts.append(para("No storage collector sampled during the measured window.", "note"))
     return section("storage", "Storage and host (measured window means)", *parts)
+
+
+def _entity_rows(shown: Display, entities: Mapping[str, Any]) -> Safe:
+    rows = [
+        [name, *(num((m or {}).get(f.key), f.digits) for f in shown.report)]
+        for name, m in entities.items()
+    ]
+    samples = ", ".join(
+        f"{name}: {plain((m or {}).get('samples'))}" for name, m in entities.items()
+    )
+    caption = shown.report_caption or shown.title + " (mean of the intervals; samples {samples})"
+    return table(
+        (shown.entity_label, *(f.label for f in shown.report)),
+        rows,
+        caption=caption.format(samples=samples),
+    )
 
 
 def run_details(summary: Mapping[str, Any]) -> Safe:

@@ -2,8 +2,9 @@
 
 A SLOB-like run is judged by the database's statistics over the measured window (Oracle AWR
 in the original): how many block reads each SQL statement caused and how many of the block
-requests the database cache served. This module samples them and holds the pure arithmetic
-the summary uses (:func:`physical_reads_per_op`, :func:`cache_warning`).
+requests the database cache served. This module samples them; the pure arithmetic the
+summary uses (:func:`physical_reads_per_op`, :func:`cache_warning`) is in
+:mod:`storage.collectors.database_figures`.
 
 Per target kind: PostgreSQL (:class:`PostgresStatsCollector`) runs now; Oracle and SQL Server
 are prepared as SQL constants (:data:`ORACLE_SYSSTAT_SQL`, :data:`SQLSERVER_FILE_STATS_SQL`)
@@ -24,131 +25,55 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sim.dialects import dialect_of
 from sim.errors import CollectorError
 from sim.protocols import GAP_RESET, Collector, Sample, Target, connect_sql, gap_sample
-from sim.registry import CollectorEntry, register_collector
+from sim.registry import (
+    COLLECTOR_SCOPE_SHARED,
+    ROLE_DATABASE,
+    CollectorEntry,
+    Display,
+    Figure,
+    register_collector,
+)
 from sim.sql import Statement
+from storage.collectors.database_figures import (
+    CACHE_WARNING_PCT,
+    RESET_PREFIX,
+    SOURCE,
+    TABLE_ENTITY_PREFIX,
+    blocks_read_from_means,
+    cache_warning,
+    counter_rates,
+    first_decrease,
+    hit_pct,
+    physical_reads_per_op,
+    stats_reset_moved,
+    table_blocks_read,
+    when,
+)
 
 if TYPE_CHECKING:
     from storage.targets.postgres import PostgresConnection
 
-SOURCE = "db"
-TABLE_ENTITY_PREFIX = "table:"
-#: Columns holding a view's ``stats_reset`` (seconds since the epoch, 0 for never) are named
-#: ``reset_<view>`` (written out in the SQL below).
-RESET_PREFIX = "reset_"
-#: Above this share of block requests served by the cache, reads did not reach storage.
-CACHE_WARNING_PCT = 50.0
-
-# --------------------------------------------------------------------------- pure arithmetic
-
-
-def first_decrease(
-    prev: Mapping[str, float], curr: Mapping[str, float], counters: Iterable[str]
-) -> str | None:
-    """The first of ``counters`` that went down between two readings, as ``"<counter>: <old>
-    -> <new>"``, or None. PostgreSQL's counters are 64-bit and never wrap: a decrease is a
-    reset (``pg_stat_reset()``, a crash restart), never a difference to turn into a rate."""
-    for name in counters:
-        if curr[name] < prev[name]:
-            return f"{name}: {prev[name]:.0f} -> {curr[name]:.0f}"
-    return None
-
-
-def stats_reset_moved(prev: Mapping[str, float], curr: Mapping[str, float]) -> str | None:
-    """Which view's ``stats_reset`` time changed between two readings (the ``reset_<view>``
-    entries, seconds since the epoch, 0 for never), as ``"<view>.stats_reset: <old> ->
-    <new>"``, or None. A reset that left a counter higher than before (pg_stat_reset() and
-    busy seconds after it) shows here and nowhere else."""
-    for key in sorted(k for k in curr if k.startswith(RESET_PREFIX)):
-        if curr[key] != prev.get(key, curr[key]):
-            view = key.removeprefix(RESET_PREFIX)
-            return f"{view}.stats_reset: {_when(prev[key])} -> {_when(curr[key])}"
-    return None
-
-
-def _when(epoch: float) -> str:
-    if not epoch:
-        return "never"
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
-
-
-def counter_rates(
-    prev: Mapping[str, float],
-    curr: Mapping[str, float],
-    interval_s: float,
-    names: Mapping[str, str],
-) -> dict[str, float]:
-    """Per-second rates of the counters in ``names`` (counter -> output key); the caller has
-    made sure none went down (:func:`first_decrease`)."""
-    return {out: (curr[c] - prev[c]) / interval_s for c, out in names.items()}
-
-
-def hit_pct(hits: float, reads: float) -> float:
-    """Share of block requests the cache served, in percent (0 when there were none)."""
-    total = hits + reads
-    return 100.0 * hits / total if total > 0 else 0.0
-
-
-def cache_warning(hit_pct: float | None) -> str | None:
-    """A warning when the database cache served more than half of the block requests: the
-    reads then measure memory, not storage (the SLOB method needs data far larger than the
-    cache). None when the figure is fine or unknown."""
-    if hit_pct is None or hit_pct <= CACHE_WARNING_PCT:
-        return None
-    return (
-        f"the database cache served {hit_pct:.1f} % of block requests (more than "
-        f"{CACHE_WARNING_PCT:.0f} %): most reads never reached storage; use a data set "
-        f"several times larger than the database cache"
-    )
-
-
-def table_blocks_read(samples: Iterable[Sample]) -> float:
-    """Heap plus index blocks read (cache misses) by the sampled tables over the samples
-    given: the sum of each table sample's read rates times its interval."""
-    total = 0.0
-    for sample in samples:
-        if sample.source == SOURCE and sample.entity.startswith(TABLE_ENTITY_PREFIX):
-            v = sample.values
-            total += (v["heap_blks_read_s"] + v["idx_blks_read_s"]) * v["interval_s"]
-    return total
-
-
-def physical_reads_per_op(
-    samples_or_blocks: Iterable[Sample] | float, op_count: int
-) -> float | None:
-    """Blocks read per statement: the first sanity check of a SLOB-like run (≈ WORK_UNIT−1
-    for reads when the data is far larger than the cache).
-
-    ``samples_or_blocks``: the ``db`` samples of the measured window (see
-    :func:`table_blocks_read`), or a block count already summed. None without operations.
-    """
-    if op_count <= 0:
-        return None
-    if isinstance(samples_or_blocks, int | float):
-        blocks = float(samples_or_blocks)
-    else:
-        blocks = table_blocks_read(samples_or_blocks)
-    return blocks / op_count
-
-
-def blocks_read_from_means(
-    entity_means: Mapping[str, Mapping[str, float]], measured_s: float
-) -> float:
-    """The table blocks read over a measured window from the bundle summary's per-entity
-    means of the ``db`` source (``summary["storage"]["db"]``); exact when the intervals
-    were equally long."""
-    return sum(
-        (means.get("heap_blks_read_s", 0.0) + means.get("idx_blks_read_s", 0.0)) * measured_s
-        for entity, means in entity_means.items()
-        if entity.startswith(TABLE_ENTITY_PREFIX)
-    )
-
+__all__ = [
+    "CACHE_WARNING_PCT",
+    "SOURCE",
+    "PostgresStatsCollector",
+    "auto_db",
+    "blocks_read_from_means",
+    "cache_warning",
+    "counter_rates",
+    "first_decrease",
+    "hit_pct",
+    "physical_reads_per_op",
+    "postgres_database_sql",
+    "stats_reset_moved",
+    "table_blocks_read",
+]
 
 # --------------------------------------------------------------------------- PostgreSQL SQL
 
@@ -393,7 +318,7 @@ class PostgresStatsCollector(Collector):
         key = RESET_PREFIX + "pg_stat_database"
         db_reset = None
         if db[key] != prev_db[key]:
-            db_reset = f"pg_stat_reset(): stats_reset {_when(prev_db[key])} -> {_when(db[key])}"
+            db_reset = f"pg_stat_reset(): stats_reset {when(prev_db[key])} -> {when(db[key])}"
         zero = dict.fromkeys(("relid", *PG_TABLE_RATES), 0.0)
         for name in sorted(tables):
             entity = TABLE_ENTITY_PREFIX + name
@@ -514,5 +439,9 @@ register_collector(
         source=SOURCE,
         auto=auto_db,
         summary="the database's own I/O statistics (PostgreSQL: pg_stat_database, pg_statio)",
+        scope=COLLECTOR_SCOPE_SHARED,
+        display=Display(title="database statistics"),
+        role=ROLE_DATABASE,
+        correlate=(Figure("blks_read_s", "physical reads/s"),),
     )
 )

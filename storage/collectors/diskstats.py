@@ -358,6 +358,16 @@ def _merge_pct(merges: int, ios: int, bits: int) -> float:
     return merges / total * 100 if total else 0.0
 
 
+#: The counters the kernel prints as ``%lu`` (the host's long) and as ``%u`` (32 bits).
+_LONG = (
+    "rd_ios", "wr_ios", "dc_ios", "fl_ios", "rd_merges", "wr_merges", "dc_merges",
+    "rd_sectors", "wr_sectors", "dc_sectors",
+)  # fmt: skip
+_TICKS = (
+    "rd_ticks", "wr_ticks", "dc_ticks", "fl_ticks", "io_ticks", "time_in_queue",
+)  # fmt: skip
+
+
 def iostat_rates(
     prev: DiskCounters,
     curr: DiskCounters,
@@ -377,22 +387,17 @@ def iostat_rates(
     def s_value(delta: int) -> float:  # common.h S_VALUE(m, n, p)
         return float(delta) / itv * 100
 
-    rd_ios = _d(curr.rd_ios, prev.rd_ios, long_bits)
-    wr_ios = _d(curr.wr_ios, prev.wr_ios, long_bits)
-    dc_ios = _d(curr.dc_ios, prev.dc_ios, long_bits)
-    fl_ios = _d(curr.fl_ios, prev.fl_ios, long_bits)
-    rd_merges = _d(curr.rd_merges, prev.rd_merges, long_bits)
-    wr_merges = _d(curr.wr_merges, prev.wr_merges, long_bits)
-    dc_merges = _d(curr.dc_merges, prev.dc_merges, long_bits)
-    rd_sectors = _d(curr.rd_sectors, prev.rd_sectors, long_bits)
-    wr_sectors = _d(curr.wr_sectors, prev.wr_sectors, long_bits)
-    dc_sectors = _d(curr.dc_sectors, prev.dc_sectors, long_bits)
-    rd_ticks = _d(curr.rd_ticks, prev.rd_ticks, 32)
-    wr_ticks = _d(curr.wr_ticks, prev.wr_ticks, 32)
-    dc_ticks = _d(curr.dc_ticks, prev.dc_ticks, 32)
-    fl_ticks = _d(curr.fl_ticks, prev.fl_ticks, 32)
-    io_ticks = _d(curr.io_ticks, prev.io_ticks, 32)
-    time_in_queue = _d(curr.time_in_queue, prev.time_in_queue, 32)
+    delta = {name: _d(getattr(curr, name), getattr(prev, name), long_bits) for name in _LONG}
+    delta |= {name: _d(getattr(curr, name), getattr(prev, name), 32) for name in _TICKS}
+    rd_ios, wr_ios, dc_ios, fl_ios = (delta[n] for n in ("rd_ios", "wr_ios", "dc_ios", "fl_ios"))
+    rd_merges, wr_merges, dc_merges = (delta[n] for n in ("rd_merges", "wr_merges", "dc_merges"))
+    rd_sectors, wr_sectors, dc_sectors = (
+        delta[n] for n in ("rd_sectors", "wr_sectors", "dc_sectors")
+    )
+    rd_ticks, wr_ticks, dc_ticks, fl_ticks = (
+        delta[n] for n in ("rd_ticks", "wr_ticks", "dc_ticks", "fl_ticks")
+    )
+    io_ticks, time_in_queue = delta["io_ticks"], delta["time_in_queue"]
 
     return {
         "r_s": s_value(rd_ios),

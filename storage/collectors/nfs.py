@@ -39,9 +39,18 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from sim.errors import CollectorError
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Collector, Sample, Target, gap_sample
-from sim.registry import CollectorEntry, register_collector
+from sim.registry import (
+    CollectorEntry,
+    Display,
+    Figure,
+    UiFigure,
+    collector_options,
+    register_collector,
+)
 from storage.collectors.mountstats import (
     KERNEL_LONG_BITS,
     MOUNTSTATS,
@@ -217,6 +226,17 @@ class NfsClientCollector(Collector):
         }
 
 
+class NfsOptions(BaseModel):
+    """Which NFS mounts the nfs collector watches."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mounts: list[str] = Field(
+        default_factory=list,
+        description="Watch these NFS mount points instead of resolving the target's paths.",
+    )
+
+
 def auto_nfs(
     target: Target,
     options: dict[str, Any],
@@ -225,13 +245,11 @@ def auto_nfs(
 ) -> list[Collector]:
     """One collector per NFS mount under ``target.storage_paths()`` (each mount once).
 
-    ``options["nfs_mounts"]`` (mount points) wins over resolution. Returns ``[]`` when no
+    ``options["nfs"].mounts`` (mount points) wins over resolution. Returns ``[]`` when no
     storage path is on NFS.
     """
-    mounts = options.get("nfs_mounts")
+    mounts = collector_options(NfsOptions, "nfs", options).mounts
     if mounts:
-        if isinstance(mounts, str) or not all(isinstance(m, str) for m in mounts):
-            raise CollectorError("collector nfs: option 'nfs_mounts' must be a list of paths")
         points = [os.path.normpath(m) for m in mounts]
     else:
         resolver = resolver or DeviceResolver()
@@ -256,5 +274,21 @@ register_collector(
         auto=_auto,
         summary="nfsiostat figures per NFS op and mount under the target, from "
         "/proc/self/mountstats",
+        options_model=NfsOptions,
+        display=Display(
+            title="NFS client",
+            ui=(
+                UiFigure("iops", "IOPS", "ops_s"),
+                UiFigure("read_mb_s", "Read MB/s", "read_kB_s", 1 / 1024),
+                UiFigure("write_mb_s", "Write MB/s", "write_kB_s", 1 / 1024),
+                # per operation: the client's time per call (queue + round trip)
+                UiFigure("read_await_ms", "Read await (ms)", "avg_exe_ms"),
+            ),
+        ),
+        correlate=(
+            Figure("avg_rtt_ms", "avg RTT", "ms", 2),
+            Figure("avg_exe_ms", "avg exe", "ms", 2),
+        ),
+        legacy_keys={"nfs_mounts": "mounts"},
     )
 )

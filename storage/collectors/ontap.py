@@ -35,7 +35,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from sim.config.scenario import error_lines
 from sim.errors import CollectorError, ConfigError, ScenarioError
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Collector, Sample, Target, gap_sample
-from sim.registry import CollectorEntry, register_collector
+from sim.registry import (
+    COLLECTOR_SCOPE_SHARED,
+    CollectorEntry,
+    Display,
+    Figure,
+    UiFigure,
+    register_collector,
+)
 from sim.secrets import SecretRef, redact, resolve_secret
 
 SOURCE = "ontap"
@@ -461,4 +468,30 @@ def auto(target: Target, options: Mapping[str, Any]) -> list[Collector]:
 
 
 SUMMARY = "IOPS, latency and throughput of ONTAP volumes and LUNs (REST API)"
-register_collector(CollectorEntry(SOURCE, auto, SUMMARY))
+register_collector(
+    CollectorEntry(
+        SOURCE,
+        auto,
+        SUMMARY,
+        options_model=OntapSettings,
+        scope=COLLECTOR_SCOPE_SHARED,
+        display=Display(
+            title="ONTAP",
+            ui=(
+                UiFigure("iops", "IOPS", "total_iops", or_sum=("read_iops", "write_iops")),
+                UiFigure("read_s", "Reads/s", "read_iops"),
+                UiFigure("write_s", "Writes/s", "write_iops"),
+                UiFigure("read_mb_s", "Read MB/s", "read_bps", 1e-6),
+                UiFigure("write_mb_s", "Write MB/s", "write_bps", 1e-6),
+                UiFigure("read_await_ms", "Read await (ms)", "read_latency_us", 1e-3),
+                UiFigure("write_await_ms", "Write await (ms)", "write_latency_us", 1e-3),
+            ),
+        ),
+        correlate=(
+            Figure("read_latency_us", "read latency", "µs"),
+            Figure("write_latency_us", "write latency", "µs"),
+            Figure("total_latency_us", "latency", "µs"),
+            Figure("total_iops", "IOPS"),
+        ),
+    )
+)

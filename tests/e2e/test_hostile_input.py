@@ -264,16 +264,18 @@ def test_a_literal_secret_anywhere_is_refused_by_validate_and_never_printed(dbsi
     scenario = write(
         dbsim.cwd / "ontap.yaml",
         SLOB + "collectors:\n  ontap:\n    cluster: https://c\n    password: S3cr3t-ontap-20\n"
-        "    nested: [{api_token: S3cr3t-token-20}]\n",
+        "    username_env: U\n    nested: [{api_token: S3cr3t-token-20}]\n",
     )
     for command in ("validate", "run"):
         result = bounded(dbsim, command, scenario)
-        lines = assert_refused(result, "collectors.ontap.", lines=2)
+        lines = assert_refused(result, "collectors.ontap.", lines=3)
         assert lines == [
             "error: collectors.ontap.password: a literal password is not accepted; name an "
             "environment variable with password_env or a file with password_file",
             "error: collectors.ontap.nested[0].api_token: a literal api_token is not accepted; "
             "name an environment variable with password_env or a file with password_file",
+            # collectors.ontap is validated with the scenario: its unknown field is named too
+            "error: collectors.ontap.nested: Extra inputs are not permitted",
         ]
         assert "S3cr3t" not in result.stdout + result.stderr
 

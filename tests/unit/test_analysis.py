@@ -25,6 +25,7 @@ from sim.bundle.writer import OPS_COLUMNS
 TOP_KEYS = {
     "schema", "intervals", "primary_op", "primary_device", "series", "correlation", "lag",
     "curve", "io_per_op", "regression", "littles_law", "verdict", "segments",
+    "collector_coupling",
 }  # fmt: skip
 Column = Sequence[float | None]
 

@@ -247,7 +247,8 @@ LEAVES = [
     Leaf("load.mode", "literal:closed,open", ALL),
     Leaf("collectors.interval_s", "float", ALL, below(0.1, False) | above(60, False)),
     Leaf("collectors.timeout_s", "float", ALL, below(0, False) | st.just(0.0)),
-    Leaf("collectors.nfs_mounts", "list", ALL),
+    Leaf("collectors.nfs.mounts", "list", ALL),
+    Leaf("collectors.block.devices", "list", ALL),
     Leaf("output.flush_interval_s", "float", ALL, below(0.5, False) | above(60, False)),
     Leaf("output.directory", "path", ALL),
     Leaf("description", "str", ALL),
@@ -1200,12 +1201,15 @@ REGRESSIONS = [
         ("case-",),
         raw=b"workload:\n  name: slob\n  parameters:\n    table_prefix: a\n    table_prefix: b\n",
     ),
-    # accepted by validate and printed: a literal secret in the free-form ontap section
+    # accepted by validate and printed: a literal secret in the (then free-form) ontap section
     Case(
         "regression",
         ("collectors.ontap.password",),
         data=_with(
-            "quickstart", "collectors.ontap", {"cluster": "https://c", "password": "S3cret-ontap"}
+            "quickstart",
+            "collectors.ontap",
+            {"cluster": "https://c", "username_env": "U", "password_env": "P", "svm": "s"}
+            | {"password": "S3cret-ontap"},
         ),
         secret="S3cret-ontap",
     ),

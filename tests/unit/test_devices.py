@@ -271,7 +271,9 @@ def test_auto_watches_devices_once_and_skips_deviceless(tree: FakeTree) -> None:
 
 
 def test_auto_devices_option_wins() -> None:
-    (collector,) = auto_block(PathsTarget([Path("/")]), {"devices": ["vda", "vdb", "vda"]})
+    (collector,) = auto_block(
+        PathsTarget([Path("/")]), {"block": {"devices": ["vda", "vdb", "vda"]}}
+    )
     assert isinstance(collector, BlockDeviceCollector)
     assert collector.names == ("vda", "vdb")
 

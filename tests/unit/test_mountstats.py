@@ -549,10 +549,10 @@ def mount_points(collectors: list[Any]) -> list[str]:
 def test_auto_one_collector_per_nfs_mount() -> None:
     target = PathsTarget([Path("/mnt/netapp/db"), Path("/mnt/netapp/wal"), Path("/tmp/x")])
     assert mount_points(auto_nfs(target, {}, resolver=StubResolver())) == ["/mnt/netapp"]
-    chosen = auto_nfs(target, {"nfs_mounts": ["/a", "/b/", "/a"]}, resolver=StubResolver())
+    chosen = auto_nfs(target, {"nfs": {"mounts": ["/a", "/b/", "/a"]}}, resolver=StubResolver())
     assert mount_points(chosen) == ["/a", "/b"]
-    with pytest.raises(CollectorError, match="list of paths"):
-        auto_nfs(target, {"nfs_mounts": "/a"})
+    with pytest.raises(CollectorError, match=r"^collector nfs: option mounts: Input should be"):
+        auto_nfs(target, {"nfs": {"mounts": "/a"}})
     assert auto_nfs(PathsTarget([]), {}) == []
 
 
