@@ -123,103 +123,15 @@ def timeseries_figure(
     ops = [op for op in ops if op in (series.get("ops_s") or {})] or sorted(
         series.get("ops_s") or {}
     )
-    panels: list[Panel] = []
-    if ops:
-        ops_s = series.get("ops_s") or {}
-        panels.append(
-            Panel(
-                "Throughput (ops/s)",
-                [Series(op, ops_s.get(op, []), colors.get(op, PALETTE[0])) for op in ops],
-            )
-        )
-        latency = [
-            Series(
-                f"{op} {name}",
-                (series.get(key) or {}).get(op, []),
-                colors.get(op, PALETTE[0]),
-                dashed=name == "p50",
-            )
-            for op in ops
-            for name, key in (("p99", "p99_us"), ("p50", "p50_us"))
-        ]
-        panels.append(
-            Panel(
-                "Latency per operation: p99 solid, p50 dashed (log scale)",
-                latency,
-                y_format=fmt_us,
-                log_y=True,
-            )
-        )
-    errors_s = series.get("errors_s") or {}
-    failing = [op for op in sorted(errors_s) if any(finite(v) for v in errors_s[op])]
-    if failing:
-        panels.append(
-            Panel(
-                "Errors (failed operations/s)",
-                [Series(op, errors_s[op], colors.get(op, PALETTE[0])) for op in failing],
-            )
-        )
-    names = devices(series, primary_device)
-    figures = series.get("device") or {}
-    dev_color = {dev: PALETTE[(i + 2) % len(PALETTE)] for i, dev in enumerate(names)}
-    if names:
-        panels.append(
-            Panel(
-                "Device IOPS",
-                [Series(dev, figures[dev].get("iops", []), dev_color[dev]) for dev in names],
-            )
-        )
-        awaits = [
-            Series(f"{dev} {label}", figures[dev].get(key, []), dev_color[dev], dashed=dashed)
-            for dev in names
-            for label, key, dashed in (
-                ("r_await", "r_await_ms", False),
-                ("w_await", "w_await_ms", True),
-            )
-        ]
-        panels.append(Panel("Device await: reads solid, writes dashed", awaits, y_format=fmt_ms))
-        queue = [
-            Series(f"{dev} %util", figures[dev].get("util_pct", []), dev_color[dev])
-            for dev in names
-        ] + [
-            Series(
-                f"{dev} aqu-sz (right)",
-                figures[dev].get("aqu_sz", []),
-                PALETTE[4],
-                dashed=True,
-                right=True,
-            )
-            for dev in names
-        ]
-        panels.append(
-            Panel("Device utilisation and queue size", queue, y_format=fmt_pct, y_max=100)
-        )
-    host = series.get("host") or {}
-    if any(finite(v) is not None for values in host.values() for v in values):
-        panels.append(
-            Panel(
-                "Host CPU",
-                [
-                    Series("host busy", host.get("cpu_busy_pct", []), PALETTE[6]),
-                    Series(
-                        "dbsim process (% of one CPU)",
-                        host.get("process_cpu_pct", []),
-                        PALETTE[3],
-                        dashed=True,
-                    ),
-                ],
-                y_format=fmt_pct,
-                y_max=100,
-            )
-        )
+    panels = [
+        *_operation_panels(series, ops, colors),
+        *_error_panels(series, colors),
+        *_device_panels(series, devices(series, primary_device)),
+        *_host_panels(series),
+    ]
     if not panels or not series.get("t"):
         return Safe('<p class="note">No measured intervals in this bundle: nothing to plot.</p>')
-    # The series hold measured intervals only; the warm-up before them is shown as a band
-    # so the empty start of the axis is not mistaken for missing data.
-    marks, bands = stage_marks(stages)
-    if not stages:
-        bands = [(0.0, warmup_s, "warm-up")] if warmup_s and warmup_s > 0 else []
-        marks = step_marks(series, steps)
+    marks, bands = _time_marks(series, steps, warmup_s, stages)
     svg = time_panels(
         series["t"],
         panels,
@@ -233,6 +145,119 @@ def timeseries_figure(
     return Safe(f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>")
 
 
+def _operation_panels(
+    series: Mapping[str, Any], ops: Sequence[str], colors: Mapping[str, str]
+) -> list[Panel]:
+    """Throughput and latency (p99 and p50) per operation; none without operations."""
+    if not ops:
+        return []
+    ops_s = series.get("ops_s") or {}
+    throughput = Panel(
+        "Throughput (ops/s)",
+        [Series(op, ops_s.get(op, []), colors.get(op, PALETTE[0])) for op in ops],
+    )
+    latency = [
+        Series(
+            f"{op} {name}",
+            (series.get(key) or {}).get(op, []),
+            colors.get(op, PALETTE[0]),
+            dashed=name == "p50",
+        )
+        for op in ops
+        for name, key in (("p99", "p99_us"), ("p50", "p50_us"))
+    ]
+    return [
+        throughput,
+        Panel(
+            "Latency per operation: p99 solid, p50 dashed (log scale)",
+            latency,
+            y_format=fmt_us,
+            log_y=True,
+        ),
+    ]
+
+
+def _error_panels(series: Mapping[str, Any], colors: Mapping[str, str]) -> list[Panel]:
+    """Failed operations per second, only when some operation failed."""
+    errors_s = series.get("errors_s") or {}
+    failing = [op for op in sorted(errors_s) if any(finite(v) for v in errors_s[op])]
+    if not failing:
+        return []
+    return [
+        Panel(
+            "Errors (failed operations/s)",
+            [Series(op, errors_s[op], colors.get(op, PALETTE[0])) for op in failing],
+        )
+    ]
+
+
+def _device_panels(series: Mapping[str, Any], names: Sequence[str]) -> list[Panel]:
+    """IOPS, await, and utilisation with queue size of the devices ``names``."""
+    if not names:
+        return []
+    figures = series.get("device") or {}
+    dev_color = {dev: PALETTE[(i + 2) % len(PALETTE)] for i, dev in enumerate(names)}
+    iops = [Series(dev, figures[dev].get("iops", []), dev_color[dev]) for dev in names]
+    awaits = [
+        Series(f"{dev} {label}", figures[dev].get(key, []), dev_color[dev], dashed=dashed)
+        for dev in names
+        for label, key, dashed in (
+            ("r_await", "r_await_ms", False),
+            ("w_await", "w_await_ms", True),
+        )
+    ]
+    queue = [
+        Series(f"{dev} %util", figures[dev].get("util_pct", []), dev_color[dev]) for dev in names
+    ] + [
+        Series(
+            f"{dev} aqu-sz (right)",
+            figures[dev].get("aqu_sz", []),
+            PALETTE[4],
+            dashed=True,
+            right=True,
+        )
+        for dev in names
+    ]
+    return [
+        Panel("Device IOPS", iops),
+        Panel("Device await: reads solid, writes dashed", awaits, y_format=fmt_ms),
+        Panel("Device utilisation and queue size", queue, y_format=fmt_pct, y_max=100),
+    ]
+
+
+def _host_panels(series: Mapping[str, Any]) -> list[Panel]:
+    """Host CPU busy and dbsim's own CPU, when the host collector gave any value."""
+    host = series.get("host") or {}
+    if not any(finite(v) is not None for values in host.values() for v in values):
+        return []
+    lines = [
+        Series("host busy", host.get("cpu_busy_pct", []), PALETTE[6]),
+        Series(
+            "dbsim process (% of one CPU)",
+            host.get("process_cpu_pct", []),
+            PALETTE[3],
+            dashed=True,
+        ),
+    ]
+    return [Panel("Host CPU", lines, y_format=fmt_pct, y_max=100)]
+
+
+def _time_marks(
+    series: Mapping[str, Any],
+    steps: Sequence[Any],
+    warmup_s: float | None,
+    stages: Sequence[Any],
+) -> tuple[list[tuple[float, str]], list[tuple[float, float, str]]]:
+    """Step marks and warm-up band: exact from the stage log, else inferred from the series'
+    step index and the scenario's warm-up."""
+    if stages:
+        return stage_marks(stages)
+    # The series hold measured intervals only; the warm-up before them is shown as a band
+    # so the empty start of the axis is not mistaken for missing data.
+    bands = [(0.0, warmup_s, "warm-up")] if warmup_s and warmup_s > 0 else []
+    return step_marks(series, steps), bands
+
+
 def curve_figure(
     series: Mapping[str, Any],
     analysis: Mapping[str, Any] | None,
@@ -241,16 +266,7 @@ def curve_figure(
 ) -> Safe:
     """p50 and p99 of the primary operation against load, with the knee ringed."""
     curve = (analysis or {}).get("curve") or {}
-    dev = devices(series, primary_device)
-    use_device = curve.get("x", "device_iops" if dev else "ops_s") == "device_iops" and dev
-    if use_device:
-        xs = (series.get("device") or {})[dev[0]].get("iops", [])
-        x_title = f"{dev[0]} IOPS"
-    else:
-        # The analysis' load axis without a device is all operations' ops/s together.
-        per_op = list((series.get("ops_s") or {}).values())
-        xs = [sum(finite(v) or 0.0 for v in column) for column in zip(*per_op, strict=False)]
-        x_title = "ops/s (all operations)"
+    xs, x_title = _load_axis(series, curve, primary_device)
     p50 = (series.get("p50_us") or {}).get(primary_op or "", [])
     p99 = (series.get("p99_us") or {}).get(primary_op or "", [])
     groups = [
@@ -262,57 +278,82 @@ def curve_figure(
     # With load steps the analysis gives one point per step, in step order: name them.
     names = [f"step {s + 1}" for s in steps] if len(steps) == len(points) else []
     if points:
-        groups += [
-            Points(
-                "p99 curve",
-                [(p.get("x"), p.get("p99_us")) for p in points],
-                PALETTE[1],
-                line=True,
-                dots=False,
-                labels=names,
-            ),
-            Points(
-                "p50 curve",
-                [(p.get("x"), p.get("p50_us")) for p in points],
-                PALETTE[0],
-                line=True,
-                dots=False,
-                dashed=True,
-            ),
-        ]
+        groups += _curve_lines(points, names)
     knee = curve.get("knee") if isinstance(curve.get("knee"), dict) else None
-    mark = None
-    if knee and finite(knee.get("x")) is not None and finite(knee.get("p99_us")) is not None:
-        mark = (
-            float(knee["x"]),
-            float(knee["p99_us"]),
-            f"knee ≈ {fmt_number(float(knee['x']))}, p99 {fmt_us(float(knee['p99_us']))}",
-        )
     svg = scatter_chart(
         groups,
         title=f"Latency of {primary_op} versus load",
         x_title=x_title,
         y_title="latency (log scale)",
         log_y=True,
-        mark=mark,
+        mark=_knee_mark(knee),
     )
+    joined = "one point per load step" if names else "intervals binned by load"
+    caption = (
+        f"Each dot is one measured interval; the lines join the analysis' {joined}. "
+        f"{_knee_note(knee, analysis)}"
+    )
+    return Safe(f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>")
+
+
+def _load_axis(
+    series: Mapping[str, Any], curve: Mapping[str, Any], primary_device: str | None
+) -> tuple[list[Any], str]:
+    """The load per interval the analysis' curve is drawn against, and its axis title: the
+    primary device's IOPS, or without a device all operations' ops/s together."""
+    dev = devices(series, primary_device)
+    if curve.get("x", "device_iops" if dev else "ops_s") == "device_iops" and dev:
+        return (series.get("device") or {})[dev[0]].get("iops", []), f"{dev[0]} IOPS"
+    per_op = list((series.get("ops_s") or {}).values())
+    xs = [sum(finite(v) or 0.0 for v in column) for column in zip(*per_op, strict=False)]
+    return xs, "ops/s (all operations)"
+
+
+def _curve_lines(points: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[Points]:
+    """The analysis' p99 (its points named) and p50 curves, joined in the order given."""
+    return [
+        Points(
+            "p99 curve",
+            [(p.get("x"), p.get("p99_us")) for p in points],
+            PALETTE[1],
+            line=True,
+            dots=False,
+            labels=names,
+        ),
+        Points(
+            "p50 curve",
+            [(p.get("x"), p.get("p50_us")) for p in points],
+            PALETTE[0],
+            line=True,
+            dots=False,
+            dashed=True,
+        ),
+    ]
+
+
+def _knee_mark(knee: Mapping[str, Any] | None) -> tuple[float, float, str] | None:
+    """The knee as the chart's ringed point and its label, when it has both coordinates."""
+    if not knee or finite(knee.get("x")) is None or finite(knee.get("p99_us")) is None:
+        return None
+    x, p99 = float(knee["x"]), float(knee["p99_us"])
+    return x, p99, f"knee ≈ {fmt_number(x)}, p99 {fmt_us(p99)}"
+
+
+def _knee_note(knee: Mapping[str, Any] | None, analysis: Mapping[str, Any] | None) -> str:
+    """What the ring means (a plateau is the storage's ceiling), or why there is none."""
     if knee and "plateau" in str(knee.get("method")):
-        note = (
+        return (
             f"The ring marks the knee ({knee.get('method')}): from there on the device's IOPS "
             "stayed flat while the load and the p99 latency kept rising, the storage's ceiling."
         )
-    elif knee:
-        note = (
+    if knee:
+        return (
             f"The ring marks the knee ({knee.get('method', 'method n/a')}): beyond about "
             f"{fmt_number(float(knee.get('x') or 0))} the p99 latency rises faster than the load."
         )
-    elif analysis:
-        note = "The analysis found no knee: latency did not turn upwards within the load range."
-    else:
-        note = "No analysis in this bundle, so no curve or knee; the dots are the raw intervals."
-    joined = "one point per load step" if names else "intervals binned by load"
-    caption = f"Each dot is one measured interval; the lines join the analysis' {joined}. {note}"
-    return Safe(f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>")
+    if analysis:
+        return "The analysis found no knee: latency did not turn upwards within the load range."
+    return "No analysis in this bundle, so no curve or knee; the dots are the raw intervals."
 
 
 def histogram_figures(
