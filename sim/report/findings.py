@@ -19,6 +19,12 @@ METRICS = {
     "process_cpu_pct": "dbsim process CPU",
 }
 LATENCY = {"p50_us": "p50", "p99_us": "p99"}
+IO_COST = {
+    "device_ios_per_op": "device I/Os per operation",
+    "device_read_ios_per_read": "device read I/Os per read",
+    "db_blocks_read_per_read": "database blocks read per read",
+    "cache_hit_pct": "database cache hit %",
+}
 STRONG_R = 0.7
 MODERATE_R = 0.4
 
@@ -42,8 +48,21 @@ def analysis_tables(analysis: Mapping[str, Any] | None) -> Safe:
     """Correlation, lag, regression, I/O per operation and Little's law."""
     if not analysis:
         return Safe("")
-    parts: list[str] = []
-    corr = analysis.get("correlation") or {}
+    tables = (
+        _correlation_table(analysis.get("correlation") or {}),
+        _lag_table(analysis.get("lag") or {}),
+        _regression_table(analysis.get("regression") or {}),
+        _io_cost_table(analysis.get("io_per_op") or {}),
+        _littles_law_table(analysis.get("littles_law") or {}),
+    )
+    parts = [part for part in tables if part is not None]
+    if not parts:
+        return Safe("")
+    return section("analysis", "Analysis", *parts)
+
+
+def _correlation_table(corr: Mapping[str, Any]) -> Safe | None:
+    """Pearson and Spearman of p50 and p99 against every figure, per operation."""
     rows = []
     for op, by_y in corr.items():
         metrics = list(dict.fromkeys([*(by_y.get("p50_us") or {}), *(by_y.get("p99_us") or {})]))
@@ -61,25 +80,27 @@ def analysis_tables(analysis: Mapping[str, Any] | None) -> Safe:
                     plain(p99.get("n", p50.get("n"))),
                 ]
             )
-    if rows:
-        parts.append(
-            table(
-                (
-                    "operation",
-                    "versus",
-                    "p50 Pearson r",
-                    "p50 Spearman ρ",
-                    "p99 Pearson r",
-                    "p99 Spearman ρ",
-                    "n",
-                ),
-                rows,
-                left=2,
-                caption="Correlation of latency with storage and host figures, per interval "
-                "(|r| ≥ 0.7 strong, ≥ 0.4 moderate)",
-            )
-        )
-    lag_rows = [
+    if not rows:
+        return None
+    return table(
+        (
+            "operation",
+            "versus",
+            "p50 Pearson r",
+            "p50 Spearman ρ",
+            "p99 Pearson r",
+            "p99 Spearman ρ",
+            "n",
+        ),
+        rows,
+        left=2,
+        caption="Correlation of latency with storage and host figures, per interval "
+        "(|r| ≥ 0.7 strong, ≥ 0.4 moderate)",
+    )
+
+
+def _lag_table(lag: Mapping[str, Any]) -> Safe | None:
+    rows = [
         [
             op,
             METRICS.get(str(v.get("metric")), v.get("metric")),
@@ -87,20 +108,22 @@ def analysis_tables(analysis: Mapping[str, Any] | None) -> Safe:
             ratio(v.get("r")),
             v.get("leader"),
         ]
-        for op, v in (analysis.get("lag") or {}).items()
+        for op, v in lag.items()
         if isinstance(v, dict)
     ]
-    if lag_rows:
-        parts.append(
-            table(
-                ("operation", "versus", "best lag s", "r", "leads"),
-                lag_rows,
-                left=2,
-                caption="Lag: the time shift that best aligns latency with the storage figure, and "
-                "which side moved first",
-            )
-        )
-    reg_rows = [
+    if not rows:
+        return None
+    return table(
+        ("operation", "versus", "best lag s", "r", "leads"),
+        rows,
+        left=2,
+        caption="Lag: the time shift that best aligns latency with the storage figure, and "
+        "which side moved first",
+    )
+
+
+def _regression_table(regression: Mapping[str, Any]) -> Safe | None:
+    rows = [
         [
             op,
             f"{LATENCY.get(str(v.get('y')), v.get('y'))} ~ "
@@ -109,44 +132,34 @@ def analysis_tables(analysis: Mapping[str, Any] | None) -> Safe:
             us(v.get("intercept_us")),
             ratio(v.get("r2")),
         ]
-        for op, v in (analysis.get("regression") or {}).items()
+        for op, v in regression.items()
         if isinstance(v, dict)
     ]
-    if reg_rows:
-        parts.append(
-            table(
-                ("operation", "model", "µs per ms of await", "intercept", "R²"),
-                reg_rows,
-                left=2,
-                caption="Linear regression of latency on device await",
-            )
-        )
-    io = analysis.get("io_per_op") or {}
-    if io:
-        labels = {
-            "device_ios_per_op": "device I/Os per operation",
-            "device_read_ios_per_read": "device read I/Os per read",
-            "db_blocks_read_per_read": "database blocks read per read",
-            "cache_hit_pct": "database cache hit %",
-        }
-        parts.append(
-            kv_table({labels.get(k, k): v for k, v in io.items()}, caption="I/O cost per operation")
-        )
-    little = analysis.get("littles_law") or {}
-    if little:
-        parts.append(
-            kv_table(
-                {
-                    "sessions": little.get("sessions"),
-                    "concurrency measured (ops/s × mean latency)": little.get(
-                        "concurrency_measured"
-                    ),
-                    "ratio": little.get("ratio"),
-                    "note": little.get("note"),
-                },
-                caption="Little's law",
-            )
-        )
-    if not parts:
-        return Safe("")
-    return section("analysis", "Analysis", *parts)
+    if not rows:
+        return None
+    return table(
+        ("operation", "model", "µs per ms of await", "intercept", "R²"),
+        rows,
+        left=2,
+        caption="Linear regression of latency on device await",
+    )
+
+
+def _io_cost_table(io: Mapping[str, Any]) -> Safe | None:
+    if not io:
+        return None
+    return kv_table({IO_COST.get(k, k): v for k, v in io.items()}, caption="I/O cost per operation")
+
+
+def _littles_law_table(little: Mapping[str, Any]) -> Safe | None:
+    if not little:
+        return None
+    return kv_table(
+        {
+            "sessions": little.get("sessions"),
+            "concurrency measured (ops/s × mean latency)": little.get("concurrency_measured"),
+            "ratio": little.get("ratio"),
+            "note": little.get("note"),
+        },
+        caption="Little's law",
+    )
