@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -118,74 +119,33 @@ def _scenario(bundle: Path) -> tuple[str | None, dict[str, Any]]:
     return text, data if isinstance(data, dict) else {}
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What the report's sections are drawn from, read once from the bundle."""
+
+    bundle: Path
+    summary: dict[str, Any]
+    analysis: dict[str, Any] | None
+    series: dict[str, Any]
+    scenario_text: str | None
+    steps: list[Any]
+    ops: list[str]
+    primary_op: str | None
+    primary_device: str | None
+
+
 def render_html(bundle: Path, analysis: dict[str, Any] | None = None) -> str:
     """The report page of ``bundle`` as a string (see :func:`render_report`)."""
     summary = load_summary(bundle)
-    if analysis is None:
-        analysis = load_analysis_file(bundle)
-    notes: list[str] = []
-    if analysis is not None and analysis.get("schema") != ANALYSIS_SCHEMA:
-        notes.append(
-            f"The analysis has schema {analysis.get('schema')!r}; this report reads schema "
-            f"{ANALYSIS_SCHEMA}, so it is left out."
-        )
-        analysis = None
-    scenario_text, scenario = _scenario(bundle)
-    steps = (scenario.get("load") or {}).get("steps") or []
-    series = (analysis or {}).get("series")
-    if not (isinstance(series, dict) and series.get("t")):
-        series = series_from_bundle(bundle)
-    ops = charts.op_order(summary, analysis)
-    primary_op = (analysis or {}).get("primary_op") or (ops[0] if ops else None)
-    primary_device = (analysis or {}).get("primary_device")
+    analysis, notes = _readable_analysis(bundle, analysis)
+    run = _read_run(bundle, summary, analysis)
     name = (summary.get("scenario") or {}).get("name") or summary.get("run") or bundle.name
-
-    def timeseries() -> str:
-        return section(
-            "timeseries",
-            "Time series",
-            charts.timeseries_figure(
-                series,
-                ops,
-                primary_device,
-                steps,
-                finite((summary.get("timing") or {}).get("warmup_s")),
-                summary.get("stages") or [],
-            ),
-        )
-
-    def curve() -> str:
-        if not primary_op:
-            return ""
-        figure = charts.curve_figure(series, analysis, primary_op, primary_device)
-        return section("curve", "Latency versus load", figure, _curve_table(analysis))
-
-    def histograms() -> str:
-        figures = charts.histogram_figures(
-            measured_histograms(bundle), summary.get("operations") or {}, ops
-        )
-        return section("histograms", "Latency histograms (measured window)", figures)
-
-    def scenario_section() -> str:
-        body = scenario_text if scenario_text is not None else "(scenario.yaml is missing)"
-        # Two columns on a long scenario: it is reference material, not worth three pages.
-        cls = ' class="columns"' if body.count("\n") > 40 else ""
-        return section("scenario", "Scenario as run", Safe(f"<pre{cls}>{esc(body)}</pre>"))
-
     head = _guarded("header", "Header", lambda: sections.header(summary, bundle))
     head += "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
-    parts: list[tuple[str, str, Callable[[], str]]] = [
-        ("verdict", "Verdict", lambda: sections.verdict(analysis)),
-        ("operations", "Operations", lambda: sections.operations(summary, ops)),
-        ("timeseries", "Time series", timeseries),
-        ("curve", "Latency vs load", curve),
-        ("histograms", "Histograms", histograms),
-        ("analysis", "Analysis", lambda: findings.analysis_tables(analysis)),
-        ("storage", "Storage", lambda: sections.storage(summary)),
-        ("run", "Run details", lambda: sections.run_details(summary)),
-        ("scenario", "Scenario", scenario_section),
+    built = [
+        (anchor, title, _guarded(anchor, title, build))
+        for anchor, title, build in _section_builders(run)
     ]
-    built = [(anchor, title, _guarded(anchor, title, build)) for anchor, title, build in parts]
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t, html in built if html)
     body = head + f"<nav>{nav}</nav>" + "".join(html for _, _, html in built)
     return page(
@@ -194,6 +154,90 @@ def render_html(bundle: Path, analysis: dict[str, Any] | None = None) -> str:
         f"From {bundle.resolve()}. Latencies are measured by the client, per operation; "
         "storage figures come from the host's collectors over the same intervals.",
     )
+
+
+def _readable_analysis(
+    bundle: Path, analysis: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """The analysis given, else the bundle's ``analysis.json``; one of another schema is left
+    out, with a note saying so."""
+    if analysis is None:
+        analysis = load_analysis_file(bundle)
+    if analysis is not None and analysis.get("schema") != ANALYSIS_SCHEMA:
+        note = (
+            f"The analysis has schema {analysis.get('schema')!r}; this report reads schema "
+            f"{ANALYSIS_SCHEMA}, so it is left out."
+        )
+        return None, [note]
+    return analysis, []
+
+
+def _read_run(bundle: Path, summary: dict[str, Any], analysis: dict[str, Any] | None) -> _Run:
+    scenario_text, scenario = _scenario(bundle)
+    series = (analysis or {}).get("series")
+    if not (isinstance(series, dict) and series.get("t")):
+        series = series_from_bundle(bundle)
+    ops = charts.op_order(summary, analysis)
+    return _Run(
+        bundle=bundle,
+        summary=summary,
+        analysis=analysis,
+        series=series,
+        scenario_text=scenario_text,
+        steps=(scenario.get("load") or {}).get("steps") or [],
+        ops=ops,
+        primary_op=(analysis or {}).get("primary_op") or (ops[0] if ops else None),
+        primary_device=(analysis or {}).get("primary_device"),
+    )
+
+
+def _section_builders(run: _Run) -> list[tuple[str, str, Callable[[], str]]]:
+    """(anchor, navigation title, builder) of every section after the header, in page order."""
+    summary, analysis = run.summary, run.analysis
+    return [
+        ("verdict", "Verdict", lambda: sections.verdict(analysis)),
+        ("operations", "Operations", lambda: sections.operations(summary, run.ops)),
+        ("timeseries", "Time series", lambda: _timeseries_section(run)),
+        ("curve", "Latency vs load", lambda: _curve_section(run)),
+        ("histograms", "Histograms", lambda: _histograms_section(run)),
+        ("analysis", "Analysis", lambda: findings.analysis_tables(analysis)),
+        ("storage", "Storage", lambda: sections.storage(summary)),
+        ("run", "Run details", lambda: sections.run_details(summary)),
+        ("scenario", "Scenario", lambda: _scenario_section(run.scenario_text)),
+    ]
+
+
+def _timeseries_section(run: _Run) -> str:
+    figure = charts.timeseries_figure(
+        run.series,
+        run.ops,
+        run.primary_device,
+        run.steps,
+        finite((run.summary.get("timing") or {}).get("warmup_s")),
+        run.summary.get("stages") or [],
+    )
+    return section("timeseries", "Time series", figure)
+
+
+def _curve_section(run: _Run) -> str:
+    if not run.primary_op:
+        return ""
+    figure = charts.curve_figure(run.series, run.analysis, run.primary_op, run.primary_device)
+    return section("curve", "Latency versus load", figure, _curve_table(run.analysis))
+
+
+def _histograms_section(run: _Run) -> str:
+    figures = charts.histogram_figures(
+        measured_histograms(run.bundle), run.summary.get("operations") or {}, run.ops
+    )
+    return section("histograms", "Latency histograms (measured window)", figures)
+
+
+def _scenario_section(scenario_text: str | None) -> str:
+    body = scenario_text if scenario_text is not None else "(scenario.yaml is missing)"
+    # Two columns on a long scenario: it is reference material, not worth three pages.
+    cls = ' class="columns"' if body.count("\n") > 40 else ""
+    return section("scenario", "Scenario as run", Safe(f"<pre{cls}>{esc(body)}</pre>"))
 
 
 def _curve_table(analysis: dict[str, Any] | None) -> str:
