@@ -88,65 +88,81 @@ def capacity_limits(
 ) -> tuple[list[Limit], list[Flag]]:
     """The provisioning ceilings and the flags that come with them."""
     rule = env.spec.capacity
-    limits: list[Limit] = []
-    flags: list[Flag] = []
     capacity = setting.capacity_tib if setting.capacity_tib is not None else default_capacity(env)
+    limits: list[Limit]
+    flags: list[Flag]
     if rule.kind == "per_tib":
-        assert capacity is not None and rule.tested is not None and rule.source is not None
-        level = resolve_level(env, setting.level)
-        assert level is not None
-        shown = fmt_capacity(capacity, capacity_unit(env))
-        how = f"{level.mibps_per_tib:g} MiBps per TiB" + (
-            f", from {level.derived}" if level.derived else ""
-        )
-        limits.append(
-            Limit(
-                kind="throughput",
-                label=f"{level.level} throughput at {shown} ({how})",
-                value=level.mibps_per_tib * capacity,
-                read=None,
-                write=None,
-                sources=(level.source.cite(), rule.source.cite()),
-                scales_with="capacity",
-            )
-        )
-        if level.level.lower() != env.spec.service_level.lower():
-            flags.append(
-                Flag(
-                    "estimate",
-                    f"no {level.level} table is published: the {env.spec.service_level} "
-                    f"tables are used as its ceiling",
-                )
-            )
-        tested = capacity_tib(rule.tested.value, rule.tested.unit)
-        if capacity > tested + _EPS:
-            flags.append(
-                Flag(
-                    "note",
-                    f"{shown} is above the tested {fmt_capacity(tested, 'TiB')}: the seed says "
-                    f"more capacity brings no further performance, so the tables stay the "
-                    f"ceiling",
-                )
-            )
+        assert capacity is not None
+        limits, flags = _per_tib_limits(env, rule, capacity, setting.level)
     elif rule.kind == "independent":
-        limits.extend(_pool_limits(env, rule, setting))
+        limits = _pool_limits(env, rule, setting)
+        flags = []
         if setting.capacity_tib is not None:
             flags.append(
                 Flag("note", "capacity does not set performance at this service level (seed)")
             )
     elif rule.kind == "points":
         assert capacity is not None
-        point_limits, point_flags = _points_limits(env, rule, capacity, fraction, block_kib)
-        limits.extend(point_limits)
-        flags.extend(point_flags)
-    elif setting.capacity_tib is not None:
+        limits, flags = _points_limits(env, rule, capacity, fraction, block_kib)
+    else:
+        limits, flags = [], []
+        if setting.capacity_tib is not None:
+            flags.append(
+                Flag(
+                    "note",
+                    "the seed gives no capacity rule for this envelope: its figures are for the "
+                    "tested configuration and the capacity given is not used",
+                )
+            )
+    return [*limits, *_stated_caps(env)], flags
+
+
+def _per_tib_limits(
+    env: Envelope, rule: CapacityRule, capacity: float, level_name: str | None
+) -> tuple[list[Limit], list[Flag]]:
+    """The chosen level's throughput at ``capacity``; flagged when the level borrows another
+    level's tables, or when the capacity is past the tested one (which adds nothing)."""
+    assert rule.tested is not None and rule.source is not None
+    level = resolve_level(env, level_name)
+    assert level is not None
+    shown = fmt_capacity(capacity, capacity_unit(env))
+    how = f"{level.mibps_per_tib:g} MiBps per TiB" + (
+        f", from {level.derived}" if level.derived else ""
+    )
+    limit = Limit(
+        kind="throughput",
+        label=f"{level.level} throughput at {shown} ({how})",
+        value=level.mibps_per_tib * capacity,
+        read=None,
+        write=None,
+        sources=(level.source.cite(), rule.source.cite()),
+        scales_with="capacity",
+    )
+    flags: list[Flag] = []
+    if level.level.lower() != env.spec.service_level.lower():
+        flags.append(
+            Flag(
+                "estimate",
+                f"no {level.level} table is published: the {env.spec.service_level} "
+                f"tables are used as its ceiling",
+            )
+        )
+    tested = capacity_tib(rule.tested.value, rule.tested.unit)
+    if capacity > tested + _EPS:
         flags.append(
             Flag(
                 "note",
-                "the seed gives no capacity rule for this envelope: its figures are for the "
-                "tested configuration and the capacity given is not used",
+                f"{shown} is above the tested {fmt_capacity(tested, 'TiB')}: the seed says "
+                f"more capacity brings no further performance, so the tables stay the "
+                f"ceiling",
             )
         )
+    return [limit], flags
+
+
+def _stated_caps(env: Envelope) -> list[Limit]:
+    """The envelope's 'up to' caps, each flagged as the estimate it is."""
+    limits = []
     for cap in env.spec.caps:
         value = cap.value if cap.kind == "iops" else to_mibps(cap.value, cap.unit)
         flag = Flag(
@@ -155,7 +171,7 @@ def capacity_limits(
             f"stated, applied to any workload",
         )
         limits.append(Limit(cap.kind, cap.label, value, None, None, (cap.source.cite(),), (flag,)))
-    return limits, flags
+    return limits
 
 
 def _pool_limits(env: Envelope, rule: CapacityRule, setting: Setting) -> list[Limit]:
@@ -220,19 +236,59 @@ def _points_limits(
     mibps = [(_point_tib(p), to_mibps(p.throughput.value, p.throughput.unit)) for p in points]
     unit = capacity_unit(env)
     shown = fmt_capacity(capacity, unit)
-    flags: list[Flag] = []
     iops_value, kind, _ = _interpolate(iops, capacity)
     mibps_value, _, _ = _interpolate(mibps, capacity)
-    published = ", ".join(fmt_capacity(c, unit) for c, _ in iops)
+    flags = _published_sizes_flags(kind, capacity, [c for c, _ in iops], unit)
+    iops_flags, mibps_flags = _request_size_flags(rule, block_kib)
+    sources = tuple(p.source.cite() for p in points)
+    # The bandwidth is in each point's second quote where the seed states it apart.
+    bandwidth_sources = tuple(p.source.cite(min(1, len(p.source.quotes) - 1)) for p in points)
+    limits = [
+        Limit(
+            "iops",
+            f"volume IOPS at {shown}",
+            iops_value,
+            fraction * iops_value,
+            (1 - fraction) * iops_value,
+            sources,
+            iops_flags,
+            "capacity",
+        ),
+        Limit(
+            "throughput",
+            f"volume bandwidth at {shown}",
+            mibps_value,
+            None,
+            None,
+            bandwidth_sources,
+            mibps_flags,
+            "capacity",
+        ),
+    ]
+    return limits, flags
+
+
+def _published_sizes_flags(
+    kind: str | None, capacity: float, sizes: list[float], unit: str
+) -> list[Flag]:
+    """Where ``capacity`` sits among the published ``sizes`` (TiB, ascending): between two
+    (interpolated), outside them (proportional below, held above), or on one (no flag)."""
+    shown = fmt_capacity(capacity, unit)
+    published = ", ".join(fmt_capacity(c, unit) for c in sizes)
     if kind == "estimate":
-        flags.append(
-            Flag("estimate", f"{shown} lies between the published sizes ({published}): linear")
-        )
-    elif kind == "out_of_range":
-        how = "proportional to capacity" if capacity < iops[0][0] else "held at the largest"
-        flags.append(
+        return [Flag("estimate", f"{shown} lies between the published sizes ({published}): linear")]
+    if kind == "out_of_range":
+        how = "proportional to capacity" if capacity < sizes[0] else "held at the largest"
+        return [
             Flag("out_of_range", f"{shown} is outside the published sizes ({published}): {how}")
-        )
+        ]
+    return []
+
+
+def _request_size_flags(
+    rule: CapacityRule, block_kib: float
+) -> tuple[tuple[Flag, ...], tuple[Flag, ...]]:
+    """The assumptions the IOPS and the bandwidth figures rest on for this request size."""
     mix = Flag("estimate", "the seed states no read/write mix for these figures: any mix")
     iops_flags = [mix]
     if rule.iops_block_kib and abs(block_kib - rule.iops_block_kib) > _EPS:
@@ -252,32 +308,7 @@ def _points_limits(
                 f"and more: assumed reachable at {kib(block_kib)} KiB",
             )
         )
-    sources = tuple(p.source.cite() for p in points)
-    # The bandwidth is in each point's second quote where the seed states it apart.
-    bandwidth_sources = tuple(p.source.cite(min(1, len(p.source.quotes) - 1)) for p in points)
-    limits = [
-        Limit(
-            "iops",
-            f"volume IOPS at {shown}",
-            iops_value,
-            fraction * iops_value,
-            (1 - fraction) * iops_value,
-            sources,
-            tuple(iops_flags),
-            "capacity",
-        ),
-        Limit(
-            "throughput",
-            f"volume bandwidth at {shown}",
-            mibps_value,
-            None,
-            None,
-            bandwidth_sources,
-            tuple(mibps_flags),
-            "capacity",
-        ),
-    ]
-    return limits, flags
+    return tuple(iops_flags), tuple(mibps_flags)
 
 
 def smallest_points_capacity(env: Envelope, demand_iops: float, demand_mibps: float) -> float:
