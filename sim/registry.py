@@ -193,6 +193,16 @@ def _ensure_loaded() -> None:
     for module in BUILTIN_PLUGINS:
         importlib.import_module(module)
 
+    # Collectors in BUILTIN_PLUGINS order whichever module was imported first: their order is
+    # the scenario's collectors.<source> fields, the reference page and the tables' order.
+    def rank(entry: CollectorEntry) -> int:
+        module = getattr(entry.auto, "__module__", "")
+        return BUILTIN_PLUGINS.index(module) if module in BUILTIN_PLUGINS else len(BUILTIN_PLUGINS)
+
+    ordered = sorted(_collectors.values(), key=rank)
+    _collectors.clear()
+    _collectors.update((entry.source, entry) for entry in ordered)
+
 
 def targets() -> dict[str, TargetEntry]:
     _ensure_loaded()
