@@ -30,6 +30,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "storage.collectors.database",
     "storage.collectors.ontap",
     "storage.collectors.nfs",
+    "storage.collectors.psi",
     "workloads.slob",
     "workloads.ssb",
     "workloads.eda",
