@@ -23,6 +23,7 @@ DEVICE_FIGURES = ("iops", "r_await_ms", "w_await_ms", "aqu_sz", "util_pct")
 HOST_FIGURES = ("cpu_busy_pct", "process_cpu_pct")
 MEASURED_PHASE = "measure"
 SHORT_FRACTION = 0.5
+Column = list[float | None]  # one figure per measured interval, None for a gap
 
 
 def is_bundle(path: Path) -> bool:
@@ -117,12 +118,28 @@ def series_from_bundle(bundle: Path) -> dict[str, Any]:
         )
     )
     index = {key: i for i, key in enumerate(keys)}
-    n = len(keys)
+    steps, ops_s, p50, p99 = _operation_series(ops_rows, index)
+    return {
+        "t": [float(k) for k in keys],
+        "step": steps,
+        "ops_s": ops_s,
+        "p50_us": p50,
+        "p99_us": p99,
+        "device": _device_series(block_rows, index),
+        "host": _host_series(host_rows, index),
+    }
+
+
+def _operation_series(
+    rows: list[dict[str, str]], index: dict[str, int]
+) -> tuple[list[int | None], dict[str, Column], dict[str, Column], dict[str, Column]]:
+    """Per interval: the load step, and per operation its ops/s, p50 and p99."""
+    n = len(index)
     steps: list[int | None] = [None] * n
-    ops_s: dict[str, list[float | None]] = {}
-    p50: dict[str, list[float | None]] = {}
-    p99: dict[str, list[float | None]] = {}
-    for row in ops_rows:
+    ops_s: dict[str, Column] = {}
+    p50: dict[str, Column] = {}
+    p99: dict[str, Column] = {}
+    for row in rows:
         i, op = index.get(row["t"]), row.get("op") or "?"
         if i is None:
             continue
@@ -130,8 +147,16 @@ def series_from_bundle(bundle: Path) -> dict[str, Any]:
         steps[i] = None if step is None else int(step)
         for target, column in ((ops_s, "ops_s"), (p50, "p50_us"), (p99, "p99_us")):
             target.setdefault(op, [None] * n)[i] = _number(row.get(column))
-    device: dict[str, dict[str, list[float | None]]] = {}
-    for row in block_rows:
+    return steps, ops_s, p50, p99
+
+
+def _device_series(
+    rows: list[dict[str, str]], index: dict[str, int]
+) -> dict[str, dict[str, Column]]:
+    """Per block device, its figures per interval, with iostat's combined await."""
+    n = len(index)
+    device: dict[str, dict[str, Column]] = {}
+    for row in rows:
         i = index.get(row["t"])
         if i is None:
             continue
@@ -142,22 +167,20 @@ def series_from_bundle(bundle: Path) -> dict[str, Any]:
         for name in DEVICE_FIGURES:
             figures[name][i] = _number(row.get(name))
         figures["await_ms"][i] = _iostat_await(row)
-    host: dict[str, list[float | None]] = {}
-    for row in host_rows:
+    return device
+
+
+def _host_series(rows: list[dict[str, str]], index: dict[str, int]) -> dict[str, Column]:
+    """The host's CPU figures per interval."""
+    n = len(index)
+    host: dict[str, Column] = {}
+    for row in rows:
         i = index.get(row["t"])
         if i is None:
             continue
         for name in HOST_FIGURES:
             host.setdefault(name, [None] * n)[i] = _number(row.get(name))
-    return {
-        "t": [float(k) for k in keys],
-        "step": steps,
-        "ops_s": ops_s,
-        "p50_us": p50,
-        "p99_us": p99,
-        "device": device,
-        "host": host,
-    }
+    return host
 
 
 def log_buckets(per_decade: int = 5, lo_us: float = 1.0, hi_us: float = 1e8) -> list[float]:
