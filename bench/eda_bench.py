@@ -16,9 +16,11 @@ Cases, each run alternating the tools ``--repeat`` times, medians reported:
   caches are dropped before each read run).
 * ``sqlite``: the default scenario (SLOB-like on SQLite) through the CLI.
 
-dbsim runs every case twice: as it runs file and SQLite sessions now (``threads``: each on an
-OS thread of its own, sim.core.session_threads) and as it did (``loop``: coroutines, one pool hop
-per operation). Results: ``bench/results/eda_bench-<time>.json`` and a table; see
+dbsim runs every file case three times, one runner after the other: ``native`` (batches of
+operations in the C file loop, storage/targets/native/fileloop.c: what ``auto`` picks),
+``threads`` (each session on an OS thread of its own making its calls from Python,
+sim.core.session_threads: the runner before the native loop) and ``loop`` (coroutines, one pool
+hop per operation: the runner when issue #15 was filed). Results: ``bench/results/eda_bench-<time>.json`` and a table; see
 bench/README.md.
 """
 
@@ -162,6 +164,7 @@ def dbsim(
     errors = sum(s.error_count for s in totals.values())
     moved = sum(n * workload.mean_bytes_per_op().get(op, 0) for op, n in _counts(totals).items())
     cpu = _cpu(marks["measure"], marks["stopping"])
+    user = marks["stopping"].ru_utime - marks["measure"].ru_utime
     mean_us = sum(s.count * s.row().get("mean_us", 0) for s in totals.values()) / max(ops, 1)
     return {
         "ops": ops,
@@ -169,6 +172,7 @@ def dbsim(
         "ops_s": ops / result.measured_s,
         "mib_s": moved / result.measured_s / MIB,
         "cpu_us_per_op": 1e6 * cpu / max(ops, 1),
+        "user_us_per_op": 1e6 * user / max(ops, 1),
         "latency_us": mean_us,
     }
 
@@ -185,10 +189,12 @@ def _cpu(first: Any, last: Any) -> float:
 
 
 def dbsim_both(root: Path, params: EdaParameters, sessions: int, seconds: float) -> dict[str, Any]:
-    """dbsim as it runs file sessions (``dbsim``: a thread per session) and as it did
-    (``dbsim_loop``: coroutines, one pool hop per operation), one after the other."""
+    """dbsim with each runner, one after the other: ``dbsim`` (native: the C file loop),
+    ``dbsim_threads`` (a Python thread per session) and ``dbsim_loop`` (coroutines, one pool
+    hop per operation)."""
     return {
-        "dbsim": dbsim(root, params, sessions, seconds, "threads"),
+        "dbsim": dbsim(root, params, sessions, seconds, "native"),
+        "dbsim_threads": dbsim(root, params, sessions, seconds, "threads"),
         "dbsim_loop": dbsim(root, params, sessions, seconds, "loop"),
     }
 
@@ -491,7 +497,7 @@ def summarise(report: dict[str, Any]) -> list[tuple[str, ...]]:
         if kind == "stat":
             n = int(rest)
             fio_ops = median(runs, "fio", "ops_s")
-            for tool, label in (("dbsim", "dbsim (threads)"), ("dbsim_loop", "dbsim (event loop)")):
+            for tool, label in (("dbsim", "dbsim (native)"), ("dbsim_threads", "dbsim (threads)")):
                 d = median(runs, tool, "ops_s")
                 cpu = median(runs, tool, "cpu_us_per_op")
                 row(f"stat, {n} session(s): {label}, {cpu:.1f} µs CPU/op",
@@ -500,30 +506,36 @@ def summarise(report: dict[str, Any]) -> list[tuple[str, ...]]:
             if n == 1:
                 floor = median(runs, "python_os_stat", "ops_s")
                 d = median(runs, "dbsim", "ops_s")
-                row("stat, 1 session: dbsim (threads) vs bare os.stat loop",
+                row("stat, 1 session: dbsim (native) vs bare os.stat loop",
                     f"os.stat loop {floor:,.0f} ops/s", f"{d:,.0f} ops/s", d / floor,
                     f"{key}/dbsim/python", TARGETS["stat_python"])  # fmt: skip
                 c = median(runs, "c", "ops_s")
-                row("stat, 1 session: dbsim (threads) vs C loop", f"C {c:,.0f} ops/s",
+                row("stat, 1 session: dbsim (native) vs C loop", f"C {c:,.0f} ops/s",
                     f"{d:,.0f} ops/s", d / c, f"{key}/dbsim/c", None)  # fmt: skip
         elif kind == "frontend":
-            per_cpu = {t: 1e6 / median(runs, t, "cpu_us_per_op") for t in ("dbsim", "dbsim_loop")}
-            row(f"EDA_FRONTEND mix, {rest} session(s): ops per client CPU-second",
-                f"event loop {per_cpu['dbsim_loop']:,.0f} ({median(runs, 'dbsim_loop', 'ops_s'):,.0f} ops/s)",
-                f"threads {per_cpu['dbsim']:,.0f} ({median(runs, 'dbsim', 'ops_s'):,.0f} ops/s)",
+            tools = ("dbsim", "dbsim_threads", "dbsim_loop")
+            per_cpu = {t: 1e6 / median(runs, t, "cpu_us_per_op") for t in tools}
+            rate = {t: median(runs, t, "ops_s") for t in tools}
+            row(f"EDA_FRONTEND mix, {rest} session(s): ops per client CPU-second, native vs event loop",
+                f"event loop {per_cpu['dbsim_loop']:,.0f} ({rate['dbsim_loop']:,.0f} ops/s)",
+                f"native {per_cpu['dbsim']:,.0f} ({rate['dbsim']:,.0f} ops/s)",
                 per_cpu["dbsim"] / per_cpu["dbsim_loop"], f"{key}/per_cpu", TARGETS["frontend"])  # fmt: skip
+            row(f"EDA_FRONTEND mix, {rest} session(s): ops per client CPU-second, native vs threads",
+                f"threads {per_cpu['dbsim_threads']:,.0f} ({rate['dbsim_threads']:,.0f} ops/s)",
+                f"native {per_cpu['dbsim']:,.0f} ({rate['dbsim']:,.0f} ops/s)",
+                per_cpu["dbsim"] / per_cpu["dbsim_threads"], f"{key}/per_cpu_threads", None)  # fmt: skip
         elif kind in ("read", "write"):
             bs, _, jobs = rest.partition("/")
             f = median(runs, "fio", "mib_s")
             u = median(runs, "fio_io_uring", "mib_s")
             d = median(runs, "dbsim", "mib_s")
-            row(f"seq {kind}, {jobs} sessions, {bs}, O_DIRECT: dbsim (threads) vs fio psync",
+            row(f"seq {kind}, {jobs} sessions, {bs}, O_DIRECT: dbsim (native) vs fio psync",
                 f"fio {f:,.1f} MiB/s", f"{d:,.1f} MiB/s", d / f, f"{key}/psync", TARGETS["stream"])  # fmt: skip
             row(f"seq {kind}, {jobs} sessions, {bs}: vs fio io_uring",
                 f"fio io_uring {u:,.1f} MiB/s", f"{d:,.1f} MiB/s", d / u, f"{key}/io_uring", None)  # fmt: skip
-            loop = median(runs, "dbsim_loop", "mib_s")
-            row(f"seq {kind}, {jobs} sessions, {bs}: dbsim (event loop) vs fio psync",
-                f"fio {f:,.1f} MiB/s", f"{loop:,.1f} MiB/s", loop / f, f"{key}/loop", None)  # fmt: skip
+            threads = median(runs, "dbsim_threads", "mib_s")
+            row(f"seq {kind}, {jobs} sessions, {bs}: dbsim (threads) vs fio psync",
+                f"fio {f:,.1f} MiB/s", f"{threads:,.1f} MiB/s", threads / f, f"{key}/threads", None)  # fmt: skip
         elif kind == "workers":
             one, auto = median(runs, "one_process", "ops_s"), median(runs, "auto", "ops_s")
             n = runs[0]["auto"]["workers"]

@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 
 #: At most this many operations per batch (the arrays' size).
 BATCH_OPS = 4096
-#: At most this long per batch: stops and samples stay responsive.
-BATCH_NS = 20_000_000
+#: At most this long per batch, so samples stay fresh (stops and stage boundaries end a batch
+#: at once through the generation cell; this bounds only the batch's fixed cost per op).
+BATCH_NS = 50_000_000
 #: Open loop: the thread sleeps on the engine's condition until this close to the next start;
 #: the C loop sleeps the rest precisely (the thread's own wake-up is not timed).
 NATIVE_SLEEP_NS = 2_000_000
@@ -108,14 +109,20 @@ def fold(
             code, error, arg = int(codes[at]), int(errors[at]), int(args[at])
             message = functools.partial(program.message, code, error, arg)
             recorder.record_error(names[code], program.error_class(error), message, n)
+    if ok is not None:
+        codes, latency = codes[ok], latency[ok]
+        if not len(codes):
+            return
     first = int(codes[0])
-    if ok is None and not np.any(codes != first):
+    if not np.any(codes != first):
         _append(recorder, names[first], latency)
         return
-    for code in np.unique(codes).tolist():
-        mask = codes == code if ok is None else (codes == code) & ok
-        if ok is None or np.any(mask):
-            _append(recorder, names[code], latency[mask])
+    # One stable sort, then a slice per operation (not a mask per operation).
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    starts = np.flatnonzero(np.diff(ordered)) + 1
+    for run in np.split(order, starts):
+        _append(recorder, names[int(codes[run[0]])], latency[run])
 
 
 def _append(recorder: ThreadRecorder, name: str, values: np.ndarray) -> None:

@@ -29,7 +29,9 @@ from workloads.eda.operations import FrontendSession, count_dealt
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(bool(fileloop.unavailable()), reason=fileloop.unavailable() or "built"),
+    pytest.mark.skipif(
+        bool(fileloop.unavailable()), reason=f"!!! NOT RUN: {fileloop.unavailable()}"
+    ),
 ]
 
 TREE = "EDA_FRONTEND-001-1"
