@@ -26,6 +26,7 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "storage.targets",
+    "storage.targets.mysql",
     "storage.collectors",
     "storage.collectors.database",
     "storage.collectors.ontap",

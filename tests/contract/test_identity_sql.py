@@ -24,6 +24,7 @@ EVERY_OBJECT = {
     "postgres": "pg_class",
     "oracle": "user_objects",
     "sqlserver": "objects",  # sys.objects: tables, views, synonyms, constraints …
+    "mysql": "tables",  # information_schema.TABLES: base tables, views, sequences …
 }
 #: Columns whose filter would limit the lookup to one kind of object.
 KIND_COLUMNS = {"type", "relkind", "object_type", "table_type"}
