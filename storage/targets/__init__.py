@@ -11,6 +11,8 @@ a kind is used.
 | oracle    | storage.targets.oracle     | python-oracledb async thin mode          |
 | sqlserver | storage.targets.odbc       | pyodbc, thread pool                      |
 | odbc      | storage.targets.odbc       | pyodbc with any ODBC driver and dialect  |
+| mysql     | storage.targets.mysql      | asyncmy, on the engine loop (registers   |
+|           |                            | itself: listed in sim.registry)          |
 | filetree  | storage.targets.filetree   | os calls, one pool hop per operation     |
 """
 
