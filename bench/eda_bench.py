@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sim.config.scenario import Load
-from sim.core.engine import Engine, new_event_loop
+from sim.core.engine import Engine
+from sim.core.loops import new_event_loop
 from sim.protocols import EngineContext
 from storage.targets.filetree import FileTreeTarget
 from storage.targets.settings import FileTreeSettings

@@ -180,11 +180,11 @@ def run_one(config: str, args: argparse.Namespace) -> int:
 
 def _run_one(config: str, args: argparse.Namespace) -> int:
     register()
-    from sim.config.scenario import validate
+    from sim.config.resolve import validate
 
     scenario = validate(scenario_data(args, Path(args.out)))
     if config == "plain":
-        from sim.core.engine import new_event_loop
+        from sim.core.loops import new_event_loop
         from sim.core.runner import finish_summary, prepare_run
 
         loop = new_event_loop()

@@ -37,7 +37,8 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel
 
 from sim.config.scenario import Load
-from sim.core.engine import Engine, new_event_loop
+from sim.core.engine import Engine
+from sim.core.loops import new_event_loop
 from sim.protocols import Connection, EngineContext, SqlConnection, Target, Workload, sql_connection
 from sim.sql import Statement, quote_identifier
 from storage.targets.postgres import PostgresTarget

@@ -26,6 +26,7 @@ import numpy as np
 from sim import registry
 from sim.analysis.stats import FloatArray
 from sim.bundle import reader as bundle_files
+from sim.bundle.figures import primary_device as primary_device_of
 from sim.bundle.reader import read_summary
 from sim.bundle.writer import OPS_COLUMNS, SAMPLE_PREFIX_COLUMNS
 from sim.errors import BundleError, ConfigError
@@ -326,15 +327,12 @@ def device_figures(series: BundleSeries) -> dict[str, dict[str, FloatArray]]:
 
 def primary_device(devices: dict[str, dict[str, FloatArray]]) -> str | None:
     """The device with the highest mean IOPS over the measured intervals (None if none)."""
-    best: tuple[float, str] | None = None
-    for device, figures in sorted(devices.items()):
-        iops = figures.get("iops")
-        if iops is None or not np.any(np.isfinite(iops)):
-            continue
-        mean = float(np.nanmean(iops))
-        if best is None or mean > best[0]:
-            best = (mean, device)
-    return None if best is None else best[1]
+    means = {
+        device: {"iops": float(np.nanmean(iops))}
+        for device, figures in devices.items()
+        if (iops := figures.get("iops")) is not None and np.any(np.isfinite(iops))
+    }
+    return primary_device_of(means)
 
 
 def primary_op(series: BundleSeries) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sim.baseline.run import busiest_device
+from sim.bundle.figures import primary_device_figures
 from sim.bundle.reader import read_json_file
 from sim.bundle.writer import atomic_write
 from sim.errors import ConfigError
@@ -33,7 +33,10 @@ def iops_chart(points: list[dict[str, Any]], rows: dict[str, dict[str, Any]]) ->
             "device r/s + w/s",
             PALETTE[2],
             [
-                sum(busiest_device(p.get("device") or {}).get(k, 0.0) for k in ("r_s", "w_s"))
+                sum(
+                    primary_device_figures(p.get("device") or {}).get(k, 0.0)
+                    for k in ("r_s", "w_s")
+                )
                 or None
                 for p in points
             ],
@@ -97,7 +100,7 @@ def points_table(points: list[dict[str, Any]], rows: dict[str, dict[str, Any]]) 
             body.append([p["id"], f"{p['numjobs']}×{p['iodepth']}", p.get("status")] + [""] * 9)
             continue
         read, write = p["read"], p["write"]
-        busiest = busiest_device(p.get("device") or {})
+        busiest = primary_device_figures(p.get("device") or {})
         row = rows.get(p["id"]) or {}
         published = row.get("published") or {}
         body.append(

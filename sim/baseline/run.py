@@ -419,11 +419,6 @@ class BaselineRun:
         return summary
 
 
-def busiest_device(device: dict[str, dict[str, float]]) -> dict[str, float]:
-    """Of a point's block devices (name → iostat figures), the one with the most IOPS."""
-    return max(device.values(), key=lambda d: d.get("r_s", 0) + d.get("w_s", 0), default={})
-
-
 def line(result: dict[str, Any]) -> str:
     """One point's figures, as the console prints them after the point."""
     read, write = result["read"], result["write"]

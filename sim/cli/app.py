@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sim.config.scenario import parse_value
+from sim.config.resolve import parse_value
 from sim.errors import ConfigError
 from sim.secrets import install_log_redaction, redact_known
 

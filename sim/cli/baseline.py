@@ -176,7 +176,7 @@ def _ms(value: float | None) -> str:
 
 def results_table(baseline: dict[str, Any]) -> Table:
     """One row per point: fio's figures, the device's iostat figures, the published one."""
-    from sim.baseline.run import busiest_device
+    from sim.bundle.figures import primary_device_figures
 
     comparison = {r["id"]: r for r in (baseline.get("comparison") or {}).get("rows", [])}
     title = "fio baseline" + (
@@ -194,7 +194,7 @@ def results_table(baseline: dict[str, Any]) -> Table:
             continue
         read, write = r["read"], r["write"]
         device = r.get("device") or {}
-        busiest = busiest_device(device)
+        busiest = primary_device_figures(device)
         row = comparison.get(r["id"]) or {}
         published = row.get("published") or {}
         flag = " *" if published.get("flags") else ""

@@ -7,7 +7,7 @@ import json
 import sys
 
 from sim.cli.app import ScenarioArg, SetOpt, app, overrides
-from sim.config.scenario import resolve
+from sim.config.resolve import resolve
 
 
 @app.command()

@@ -24,7 +24,8 @@ from sim.cli.app import (
     overrides,
     print_error,
 )
-from sim.config.scenario import ScenarioBase, resolve
+from sim.config.resolve import resolve
+from sim.config.scenario import ScenarioBase
 from sim.core.workers import parse_workers, plan_workers
 from sim.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED
 from sim.safeio import strict_json
@@ -107,7 +108,8 @@ def run(
 
 def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: bool) -> int:
     from sim.cli.console import LiveConsole, print_run_end, print_summary
-    from sim.core.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED, new_event_loop
+    from sim.core.loops import new_event_loop
+    from sim.core.result import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED
     from sim.core.runner import finish_summary, prepare_run
     from sim.judge.slo import completed_exit_code
 
@@ -186,7 +188,7 @@ def _refused_before_start(result: Any, summary: dict[str, Any]) -> int | None:
     like a wrong scenario, and is fixed the same way (another prefix, ``dbsim load``); the
     bundle directory was made a moment ago for this run alone and holds no measurement, so it
     is removed as a refused output directory is (sim.core.runner.prepare_run)."""
-    from sim.core.engine import OUTCOME_FAILED
+    from sim.core.result import OUTCOME_FAILED
 
     if (
         result is None

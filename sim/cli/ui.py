@@ -24,7 +24,7 @@ from typing import Annotated
 import typer
 
 from sim.cli.app import ScenarioArg, SetOpt, app, overrides
-from sim.config.scenario import resolve
+from sim.config.resolve import resolve
 from sim.errors import ConfigError
 from sim.secrets import ENV_NAME
 

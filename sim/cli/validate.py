@@ -11,7 +11,7 @@ import typer
 
 from sim import __version__
 from sim.cli.app import ScenarioArg, SetOpt, app, overrides
-from sim.config.scenario import json_schema, resolve, resolved_dict
+from sim.config.resolve import json_schema, resolve, resolved_dict
 
 
 @app.command()

@@ -10,29 +10,16 @@ with code 2.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-from collections.abc import Mapping
-from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     ValidatorFunctionWrapHandler,
-    create_model,
     model_validator,
 )
-
-from sim import registry, safeio, safeyaml
-from sim.errors import ConfigError, ScenarioError
-from sim.judge.slo import Slo
-from sim.judge.sweep import Sweep
-from sim.secrets import LITERAL_SECRET_KEYS
 
 ENV_PREFIX = "DBSIM_"
 DEFAULT_DURATION_S = 30.0
@@ -54,15 +41,136 @@ MAX_DEPTH = 32
 #: Most values (mappings, lists, scalars) a scenario may hold: YAML aliases nested in aliases
 #: expand exponentially ("billion laughs") and would keep validation busy for hours.
 MAX_VALUES = 100_000
+#: Most steps a sweep expands to.
+MAX_SWEEP_STEPS = 100
+LATENCY_LIMITS = {"p50_us_max": "p50_us", "p95_us_max": "p95_us", "p99_us_max": "p99_us"}
+OP_LIMITS = (*LATENCY_LIMITS, "ops_s_min", "error_pct_max")
+STORAGE_LIMITS = ("iops_min", "await_ms_max")
 
 
-class _Model(BaseModel):
+class StrictModel(BaseModel):
     # allow_inf_nan=False: ``duration_s: .inf`` (or ``--duration inf``) would run forever and
     # ``.nan`` compares false with every bound; both are refused with the field named.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-class ThinkTime(_Model):
+class Slo(BaseModel):
+    """One service-level objective: limits for an operation (or all) or for a device."""
+
+    # allow_inf_nan=False: an .inf limit is always met and would be written to summary.json as
+    # Infinity, which is not JSON.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    name: str | None = Field(default=None, description="A label for reports (optional).")
+    op: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Operation the limits apply to; '*' (the default): every operation.",
+    )
+    device: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Block device for storage limits; unset: the device with the most IOPS.",
+    )
+    p50_us_max: float | None = Field(default=None, gt=0, description="Median latency, µs.")
+    p95_us_max: float | None = Field(default=None, gt=0, description="95th percentile, µs.")
+    p99_us_max: float | None = Field(default=None, gt=0, description="99th percentile, µs.")
+    ops_s_min: float | None = Field(default=None, gt=0, description="Completed operations/s.")
+    error_pct_max: float | None = Field(
+        default=None, ge=0, le=100, description="Errors in percent of operations issued."
+    )
+    iops_min: float | None = Field(default=None, gt=0, description="Device IOPS (mean).")
+    await_ms_max: float | None = Field(
+        default=None, gt=0, description="Device await, ms (mean, reads and writes)."
+    )
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Slo:
+        ops = [k for k in OP_LIMITS if getattr(self, k) is not None]
+        storage = [k for k in STORAGE_LIMITS if getattr(self, k) is not None]
+        if not ops and not storage:
+            raise ValueError(f"give at least one limit ({', '.join(OP_LIMITS + STORAGE_LIMITS)})")
+        # A device IOPS floor under "op: read" would read as read IOPS, which it is not.
+        if ops and storage:
+            raise ValueError(
+                f"operation limits ({', '.join(ops)}) and storage limits ({', '.join(storage)}) "
+                "go in separate entries"
+            )
+        if ops and self.device is not None:
+            raise ValueError("device applies to storage limits (iops_min, await_ms_max) only")
+        if storage and self.op is not None:
+            raise ValueError("op applies to operation limits only; name a device instead")
+        return self
+
+    @property
+    def storage(self) -> bool:
+        """Whether this entry holds storage limits (else operation limits)."""
+        return any(getattr(self, k) is not None for k in STORAGE_LIMITS)
+
+    def limits(self) -> list[tuple[str, float]]:
+        """The limits set, in a fixed order."""
+        return [
+            (k, v) for k in (*OP_LIMITS, *STORAGE_LIMITS) if (v := getattr(self, k)) is not None
+        ]
+
+
+class Sweep(BaseModel):
+    """A load ramp: ``start``, then ×``factor`` or +``step`` per step, up to ``max``."""
+
+    # allow_inf_nan=False: ``max: .inf`` reached int(inf) below and crashed validation with
+    # an OverflowError instead of naming the field.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    vary: Literal["sessions", "rate_ops_s"] = Field(description="What each step raises.")
+    start: float = Field(gt=0, description="The first step's sessions or rate.")
+    max: float = Field(gt=0, description="No step goes above this.")
+    factor: float | None = Field(default=None, gt=1, description="Multiply per step.")
+    step: float | None = Field(default=None, gt=0, description="Add per step.")
+    step_duration_s: float = Field(gt=0, description="Measured seconds per step.")
+    stop_on_breach: bool = Field(
+        default=True, description="End the run after the first step that missed an SLO."
+    )
+
+    @model_validator(mode="after")
+    def _ramp(self) -> Sweep:
+        if (self.factor is None) == (self.step is None):
+            raise ValueError("give either factor (multiply per step) or step (add per step)")
+        if self.start > self.max:
+            raise ValueError(f"start ({self.start:g}) is above max ({self.max:g})")
+        if self.vary == "sessions":
+            whole = {"start": self.start, "max": self.max, "step": self.step}
+            fractional = [k for k, v in whole.items() if v is not None and v != int(v)]
+            if fractional:
+                raise ValueError(f"sessions are whole numbers: {', '.join(fractional)}")
+            if self.max > MAX_SESSIONS:
+                raise ValueError(f"max: at most {MAX_SESSIONS} sessions")
+        if len(self.values()) > MAX_SWEEP_STEPS:
+            raise ValueError(
+                f"more than {MAX_SWEEP_STEPS} steps from {self.start:g} to {self.max:g}; "
+                "raise factor or step"
+            )
+        return self
+
+    def values(self) -> list[float]:
+        """The load of each step, rising, none above ``max``."""
+        out = [self.start]
+        while len(out) <= MAX_SWEEP_STEPS:
+            last = out[-1]
+            nxt = last * self.factor if self.factor is not None else last + (self.step or 0)
+            # Sessions: ×1.2 of 1 session must still rise. Rates: 0.1 + 0.2 shows as 0.3.
+            nxt = max(float(round(nxt)), last + 1) if self.vary == "sessions" else round(nxt, 6)
+            if nxt > self.max * (1 + 1e-9):
+                break
+            out.append(nxt)
+        return out
+
+    def steps(self) -> list[dict[str, Any]]:
+        """The ``load.steps`` this sweep stands for."""
+        cast = int if self.vary == "sessions" else float
+        return [{"duration_s": self.step_duration_s, self.vary: cast(v)} for v in self.values()]
+
+
+class ThinkTime(StrictModel):
     """Closed-loop think time: every ``every_n_loops``-th loop a session waits a uniform
     random time in [min_ms, max_ms] (SLOB's THINK_TM_FREQUENCY / _MIN / _MAX)."""
 
@@ -79,7 +187,7 @@ class ThinkTime(_Model):
         return self
 
 
-class LabCeilings(_Model):
+class LabCeilings(StrictModel):
     """Storage ceilings of the lab device (``dbsim lab``) for one step; 0 means unlimited and
     an omitted one keeps its value."""
 
@@ -89,7 +197,7 @@ class LabCeilings(_Model):
     write_bps: int | None = Field(default=None, ge=0, description="Write bytes/s ceiling.")
 
 
-class Step(_Model):
+class Step(StrictModel):
     """One load point of a stepped run: its length and what changes."""
 
     duration_s: float = Field(gt=0, description="Measured time of this step.")
@@ -105,7 +213,7 @@ class Step(_Model):
     )
 
 
-class Load(_Model):
+class Load(StrictModel):
     """How the load is applied: sessions, duration, warm-up, pacing, steps."""
 
     sessions: int | None = Field(
@@ -205,9 +313,9 @@ class Load(_Model):
         return self
 
 
-class CollectorSettings(_Model):
+class CollectorSettings(StrictModel):
     """Which storage collectors sample during the run; each collector's own options are the
-    field named after it."""
+    field named after it (added from the registry by sim.config.resolve)."""
 
     enabled: Literal["auto", "none"] | list[str] = Field(
         default="auto", description="'auto': every collector that applies to the target."
@@ -222,41 +330,8 @@ class CollectorSettings(_Model):
         default=2.0, gt=0, description="A sample taking longer is dropped and counted."
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _moved_keys(cls, data: Any) -> Any:
-        """Earlier keys (``collectors.block_devices``) into their collector's section."""
-        if not isinstance(data, dict):
-            return data
-        moved = dict(data)
-        for entry in registry.collectors().values():
-            for old, option in entry.legacy_keys.items():
-                section = moved.get(entry.source) or {}
-                # Given both ways, the old key stays and is refused as unknown.
-                if old in moved and isinstance(section, dict) and option not in section:
-                    moved[entry.source] = {**section, option: moved.pop(old)}
-        return moved
 
-
-@cache
-def collector_settings_model() -> type[CollectorSettings]:
-    """CollectorSettings with one field per registered collector that has options: its
-    options model, defaulted; optional (``null``) when the model has required fields."""
-    fields: dict[str, Any] = {}
-    for entry in registry.collectors().values():
-        model = entry.options_model
-        if model is None:
-            continue
-        if any(f.is_required() for f in model.model_fields.values()):
-            fields[entry.source] = (model | None, Field(default=None, description=entry.summary))
-        else:
-            fields[entry.source] = (model, Field(default_factory=model, description=entry.summary))
-    return create_model(
-        "CollectorSettings", __base__=CollectorSettings, __doc__=CollectorSettings.__doc__, **fields
-    )
-
-
-class Output(_Model):
+class Output(StrictModel):
     """Where the run bundle goes."""
 
     directory: Path = Field(
@@ -275,7 +350,7 @@ class Output(_Model):
     )
 
 
-class ScenarioBase(_Model):
+class ScenarioBase(StrictModel):
     name: str = Field(
         default="scenario",
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$",
@@ -294,385 +369,3 @@ class ScenarioBase(_Model):
         default_factory=CollectorSettings, description="Storage collectors sampled during the run."
     )
     output: Output = Field(default_factory=Output, description="Where the run bundle goes.")
-
-
-@cache
-def scenario_model() -> type[ScenarioBase]:
-    """The Scenario model, with target and workload unions built from the registry."""
-    target_models = tuple(entry.settings_model for entry in registry.targets().values())
-    workload_models = []
-    for entry in registry.workloads().values():
-        spec = create_model(
-            f"{entry.workload_class.__name__}Spec",
-            __base__=_Model,
-            __doc__=entry.summary,
-            name=(Literal[entry.name], ...),  # type: ignore[arg-type]
-            parameters=(
-                entry.workload_class.parameters_model,
-                Field(default_factory=entry.workload_class.parameters_model),
-            ),
-        )
-        workload_models.append(spec)
-    target_union = Annotated[Union[target_models], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
-    if len(workload_models) == 1:
-        workload_type: Any = workload_models[0]
-    else:
-        workload_type = Annotated[Union[tuple(workload_models)], Field(discriminator="name")]  # noqa: UP007
-    default_target = registry.targets()["sqlite"].settings_model
-    model = create_model(
-        "Scenario",
-        __base__=ScenarioBase,
-        target=(
-            target_union,
-            Field(
-                default_factory=default_target,
-                description="The system under test; `kind` picks the driver (default: sqlite).",
-            ),
-        ),
-        workload=(
-            workload_type,
-            Field(description="What load is applied; `name` picks the workload."),
-        ),
-        collectors=(
-            collector_settings_model(),
-            Field(
-                default_factory=collector_settings_model(),
-                description="Storage collectors sampled during the run.",
-            ),
-        ),
-    )
-    return model
-
-
-def json_schema() -> dict[str, Any]:
-    schema = scenario_model().model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "dbsim scenario"
-    return schema
-
-
-# --------------------------------------------------------------------------- error lines
-
-
-def _path(loc: tuple[int | str, ...]) -> str:
-    parts: list[str] = []
-    for i, item in enumerate(loc):
-        # Discriminated unions put the tag in the location: target.sqlite.path -> target.path
-        if (
-            i == 1
-            and loc[0] in ("target", "workload")
-            and isinstance(item, str)
-            and (item in registry.targets() or item in registry.workloads())
-        ):
-            continue
-        if isinstance(item, int):
-            parts.append(f"[{item}]")
-        elif item.startswith(("function-", "literal[")) or item in (
-            "list[str]",
-            "str",
-            "int",
-            "float",
-        ):
-            continue
-        else:
-            parts.append(("." if parts else "") + item)
-    return "".join(parts) or "(scenario)"
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-_BLAMED_FIELD = re.compile(r"([a-z_][a-z0-9_]*): (.+)", re.DOTALL)
-
-
-def error_lines(exc: ValidationError) -> list[str]:
-    lines: list[str] = []
-    for err in exc.errors(include_url=False):
-        loc = tuple(err["loc"])
-        kind = err["type"]
-        message = err["msg"]
-        if kind == "union_tag_invalid":
-            field = "kind" if loc and loc[-1] == "target" else "name"
-            ctx = err.get("ctx", {})
-            lines.append(
-                f"{_path(loc)}.{field}: unknown {field} {_short(ctx.get('tag'))} "
-                f"(known: {ctx.get('expected_tags', '')})"
-            )
-            continue
-        if kind == "union_tag_not_found":
-            field = "kind" if loc and loc[-1] == "target" else "name"
-            lines.append(f"{_path(loc)}.{field}: missing")
-            continue
-        if kind == "extra_forbidden" and loc and loc[-1] in LITERAL_SECRET_KEYS:
-            message = (
-                f"a literal {loc[-1]} is not accepted; name an environment variable with "
-                "password_env or a file with password_file"
-            )
-        elif message.startswith("Value error, "):
-            message = message[len("Value error, ") :]
-            # A model check that blames one of its fields starts its message with the field
-            # ("scale: 500 rows is below …"): put it in the path, so the line names the field.
-            blamed = _BLAMED_FIELD.match(message)
-            if blamed and loc and blamed.group(1) != loc[-1]:
-                loc, message = (*loc, blamed.group(1)), blamed.group(2)
-        elif kind not in ("missing", "extra_forbidden") and not isinstance(
-            err.get("input"), dict | list
-        ):
-            message += f" (got {_short(err.get('input'))})"
-        line = f"{_path(loc)}: {message}"
-        if line not in lines:
-            lines.append(line)
-    return lines
-
-
-# --------------------------------------------------------------------------- loading
-
-
-def load_yaml(text: str, what: str = "(text)", *, marks: bool = True) -> Any:
-    """YAML text as plain data by :func:`sim.safeyaml.load_yaml` (core tags only, duplicate keys
-    refused, nesting, expansion and numbers bounded)."""
-    return safeyaml.load_yaml(
-        text, what=what, max_depth=MAX_DEPTH, max_values=MAX_VALUES, marks=marks
-    )
-
-
-#: A top-level key that looks like one of these is a scenario section (or a typo of one);
-#: a file none of whose keys does is not a scenario, and its keys are not printed back.
-_SECTION_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,40}$")
-
-
-def read_scenario_file(path: Path) -> dict[str, Any]:
-    """The scenario file's mapping. Only a regular UTF-8 file below
-    :data:`sim.safeio.MAX_SCENARIO_BYTES` is read (a FIFO or ``/dev/zero`` is refused before
-    a byte is read); a file that is not a mapping of sections is refused without showing its
-    content (``dbsim validate /etc/shadow`` printed the file's lines as unknown keys)."""
-    try:
-        text = safeio.read_text_file(
-            path, what="scenario file", max_bytes=safeio.MAX_SCENARIO_BYTES
-        )
-        data = load_yaml(text, what=str(path))
-    except ScenarioError:
-        raise
-    except ConfigError as exc:  # one type for every scenario problem, as callers expect
-        raise ScenarioError(str(exc).splitlines()) from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ScenarioError(
-            [f"{path}: a scenario is a mapping of sections, got {type(data).__name__}"]
-        )
-    sections = set(ScenarioBase.model_fields) | {"target", "workload"}
-    if data and not any(isinstance(k, str) and k in sections for k in data):
-        strange = sum(1 for k in data if not (isinstance(k, str) and _SECTION_LIKE.match(k)))
-        if strange:
-            raise ScenarioError(
-                [
-                    f"{path}: not a scenario: none of its {len(data)} top-level keys is a "
-                    f"section ({', '.join(sorted(sections))}); its content is not shown"
-                ]
-            )
-    return data
-
-
-def _set_path(data: dict[str, Any], dotted: str, value: Any, origin: str) -> None:
-    keys = dotted.split(".")
-    if any(not k for k in keys):
-        raise ScenarioError([f"{origin}: {dotted!r} is not a dotted field path"])
-    node = data
-    for key in keys[:-1]:
-        child = node.get(key)
-        if child is None:
-            child = node[key] = {}
-        if not isinstance(child, dict):
-            raise ScenarioError([f"{origin}: {'.'.join(keys[:-1])} is not a section"])
-        node = child
-    node[keys[-1]] = value
-
-
-def parse_value(text: str, origin: str = "value") -> Any:
-    """A ``--set`` or ``DBSIM_*`` value: YAML, or the text itself when it is not YAML (which
-    the field then refuses). A bound it exceeds (a number of 5,000 digits, deep nesting, a
-    duplicate key, a tag) is refused here, naming ``origin``."""
-    try:
-        return load_yaml(text, what=origin, marks=False)
-    except safeio.InputLimitError:
-        raise
-    except ConfigError:
-        return text
-
-
-def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, Any]]:
-    """``DBSIM_SECTION__FIELD=value`` pairs that name scenario fields."""
-    sections = set(ScenarioBase.model_fields) | {"target", "workload"}
-    found = []
-    for key, raw in sorted(environ.items()):
-        if not key.startswith(ENV_PREFIX) or "__" not in key:
-            continue
-        dotted = key[len(ENV_PREFIX) :].lower().replace("__", ".")
-        if dotted.split(".")[0] in sections:
-            found.append((dotted, parse_value(raw, f"environment {key}")))
-    return found
-
-
-def default_scenario_data() -> dict[str, Any]:
-    """The embedded default: SLOB-like on a fresh SQLite database (examples/quickstart.yaml)."""
-    return {"name": "quickstart", "target": {"kind": "sqlite"}, "workload": {"name": "slob"}}
-
-
-def resolve(
-    path: Path | None,
-    overrides: list[tuple[str, Any]] | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> ScenarioBase:
-    """Read, merge (CLI > env > file > defaults) and validate a scenario."""
-    data = read_scenario_file(path) if path is not None else default_scenario_data()
-    for dotted, value in env_overrides(os.environ if environ is None else environ):
-        _set_path(
-            data, dotted, value, f"environment {ENV_PREFIX}{dotted.upper().replace('.', '__')}"
-        )
-    for dotted, value in overrides or []:
-        _set_path(data, dotted, value, f"--set {dotted}")
-    return validate(data)
-
-
-def validate(data: dict[str, Any]) -> ScenarioBase:
-    shape = shape_problems(data)
-    if shape:
-        # Checked before the model: a cyclic alias or very deep nesting in a free-form section
-        # (collectors.ontap) passed validation and crashed writing the bundle, non-text keys
-        # gave paths like ``load[1]`` for ``yes:``, a NUL in a path failed only at mkdir.
-        raise ScenarioError(shape)
-    secrets, data = literal_secrets(data)
-    try:
-        scenario = scenario_model().model_validate(data)
-    except ValidationError as exc:
-        raise ScenarioError(secrets + error_lines(exc)) from None
-    if secrets:
-        raise ScenarioError(secrets)
-    problems = combination_problems(scenario)
-    if problems:
-        raise ScenarioError(problems)
-    return scenario
-
-
-def _is_secret_key(key: str) -> bool:
-    name = key.lower()
-    return name in LITERAL_SECRET_KEYS or name.endswith(tuple(f"_{k}" for k in LITERAL_SECRET_KEYS))
-
-
-def literal_secrets(data: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-    """Literal secrets anywhere in the scenario (``collectors.ontap.password`` is free form and
-    passed ``validate``, which printed it): one line per key, never its value, and the data
-    without them, so the rest is still validated and reported."""
-    lines: list[str] = []
-
-    def strip(node: Any, path: str) -> Any:
-        if isinstance(node, dict):
-            kept = {}
-            for key, value in node.items():
-                if isinstance(key, str) and _is_secret_key(key):
-                    lines.append(
-                        f"{_child(path, key)}: a literal {key} is not accepted; name an "
-                        "environment variable with password_env or a file with password_file"
-                    )
-                    continue
-                kept[key] = strip(value, _child(path, key))
-            return kept
-        if isinstance(node, list):
-            return [strip(value, _child(path, i)) for i, value in enumerate(node)]
-        return node
-
-    # Recursive, but only after shape_problems bounded the depth to MAX_DEPTH.
-    stripped = strip(data, "")
-    return lines, stripped if lines else data
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _child(path: str, key: str | int) -> str:
-    return f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else key
-
-
-def shape_problems(data: Any) -> list[str]:
-    """Input no field could take, whatever the model: keys that are not text, a YAML alias
-    inside its own anchor (a cycle), nesting deeper than :data:`MAX_DEPTH`, more than
-    :data:`MAX_VALUES` values, NUL characters. Iterative, so hostile input cannot exhaust the
-    stack here either."""
-    problems: list[str] = []
-    # (node, path, depth, ids of the containers above it)
-    stack: list[tuple[Any, str, int, frozenset[int]]] = [(data, "", 0, frozenset())]
-    seen = 0
-    while stack:
-        node, path, depth, above = stack.pop()
-        seen += 1
-        if seen > MAX_VALUES:
-            problems.append(f"(scenario): more than {MAX_VALUES} values (YAML aliases of aliases?)")
-            break
-        where = path or "(scenario)"
-        if isinstance(node, str):
-            if "\x00" in node:
-                problems.append(f"{where}: contains a NUL character")
-            if _SURROGATE.search(node):
-                # A non-UTF-8 byte of a command-line argument or an environment variable
-                # (Python keeps it as a surrogate): it cannot be written into the bundle.
-                problems.append(f"{where}: contains a byte that is not UTF-8 text")
-            continue
-        if not isinstance(node, dict | list):
-            continue
-        if id(node) in above:
-            problems.append(f"{where}: refers to itself (a YAML alias inside its own anchor)")
-            continue
-        if depth >= MAX_DEPTH:
-            problems.append(f"{where}: nested more than {MAX_DEPTH} levels deep")
-            continue
-        inner = above | {id(node)}
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        for key, value in items:
-            if isinstance(node, dict) and not isinstance(key, str):
-                problems.append(
-                    f"{where}: key {_short(key)} is not a field name (YAML read it as "
-                    f"{type(key).__name__}; quote it)"
-                )
-                continue
-            if isinstance(key, str) and "\x00" in key:
-                problems.append(f"{where}: a key contains a NUL character")
-                continue
-            stack.append((value, _child(path, key), depth + 1, inner))
-    return sorted(set(problems))
-
-
-def combination_problems(scenario: ScenarioBase) -> list[str]:
-    """What the sections allow on their own but not together: a workload on a target kind it
-    does not run on, and SQL names (table prefix, schema) the target's dialect does not take.
-    Found here, before anything connects, with the field named."""
-    from sim.dialects import needs_text, runs_on
-    from sim.sql import identifier_problem
-
-    target, workload = scenario.target, scenario.workload  # type: ignore[attr-defined]
-    problems = []
-    needs = registry.workloads()[workload.name].workload_class.needs
-    dialect = target.sql_dialect() if hasattr(target, "sql_dialect") else None
-    if not runs_on(needs, target.kind, dialect):
-        problems.append(
-            f"workload.name: {workload.name} does not run on a {target.kind} target "
-            f"(it needs {needs_text(needs)})"
-        )
-    if dialect is None:
-        return problems
-    # Every name a scenario puts into SQL comes through sql_identifiers() and is checked here;
-    # the statements quote them as well (sim.sql.quote_identifier, SQLAlchemy's DDL compiler).
-    for section, model in (("target", target), ("workload.parameters", workload.parameters)):
-        made = model.sql_identifiers() if hasattr(model, "sql_identifiers") else {}
-        for field, names in made.items():
-            found = next((p for n in names if (p := identifier_problem(dialect, n))), None)
-            if found:
-                problems.append(f"{section}.{field}: {found}")
-    return problems
-
-
-def resolved_dict(scenario: ScenarioBase) -> dict[str, Any]:
-    """The scenario as it will run, for the bundle. Holds secret references, never secrets."""
-    return scenario.model_dump(mode="json")

@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any
 
-from sim.config.scenario import json_schema
+from sim.config.resolve import json_schema
 
 Schema = dict[str, Any]
 

@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 from rich.console import Console
 from rich.progress import Progress
 
-from sim.core.engine import new_event_loop
 from sim.core.loading import WAITING
 from sim.core.loading import load_and_verify as locked_load
+from sim.core.loops import new_event_loop
 from sim.protocols import EngineContext, Target, Workload
 
 T = TypeVar("T")

@@ -22,21 +22,22 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import errno
 import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
-from sim.config.scenario import Load, Step
+from sim.config.scenario import Load
 from sim.core.events import EngineEvents
 from sim.core.loading import LoadReports, load_and_verify
 from sim.core.metrics import Interval, IntervalRecorder
+from sim.core.op_errors import error_class, error_message
+from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_INTERRUPTED, RunResult
 from sim.core.sampler import CollectorSampler
 from sim.core.session_threads import RUNNER_LOOP, RUNNER_NATIVE, ThreadedSessions, choose_runner
+from sim.core.stages import Stage, plan_stages
 from sim.errors import SimError, TargetError
 from sim.protocols import Collector, Connection, EngineContext, Target, Workload
 from sim.secrets import redact_known
@@ -52,108 +53,6 @@ RECONNECT_FIRST_DELAY_S = 0.1  # doubled after each failed attempt …
 RECONNECT_MAX_DELAY_S = 2.0  # … up to this, so a returning server is found within ~2 s
 MIN_INTERVAL_FRACTION = 0.05  # shorter leftovers are merged into the next interval
 YIELD_EVERY_MASK = 63  # yield to the loop at least every 64 transactions
-
-OUTCOME_COMPLETED = "completed"
-OUTCOME_INTERRUPTED = "interrupted"
-OUTCOME_FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class Stage:
-    """A stretch of the run with one phase, session count and rate."""
-
-    phase: str  # "warmup" or "measure"
-    step: int | None
-    duration_s: float | None  # None: until every session finished its loops
-    sessions: int
-    rate_ops_s: float | None
-    #: Lab ceilings to apply when the stage starts (``Step.lab``), or None.
-    lab: dict[str, int | None] | None = None
-
-
-def plan_stages(load: Load, default_sessions: int) -> list[Stage]:
-    """The run's stages in order, from the scenario's load section."""
-    sessions = load.sessions or default_sessions
-    stages: list[Stage] = []
-    first_rate = load.rate_ops_s
-    if load.steps:
-        first_rate = load.steps[0].rate_ops_s or load.rate_ops_s
-    first_lab = _lab(load.steps[0]) if load.steps else None
-    if load.warmup_s > 0:
-        first_sessions = (load.steps[0].sessions if load.steps else None) or sessions
-        stages.append(Stage("warmup", None, load.warmup_s, first_sessions, first_rate, first_lab))
-    if load.steps:
-        for i, step in enumerate(load.steps):
-            stages.append(
-                Stage(
-                    "measure",
-                    i,
-                    step.duration_s,
-                    step.sessions or sessions,
-                    step.rate_ops_s or load.rate_ops_s,
-                    _lab(step),
-                )
-            )
-    else:
-        duration = None if load.loops_per_session else load.duration_s
-        stages.append(Stage("measure", None, duration, sessions, load.rate_ops_s))
-    return stages
-
-
-def _lab(step: Step) -> dict[str, int | None] | None:
-    return step.lab.model_dump(exclude_unset=True) if step.lab is not None else None
-
-
-@dataclass
-class RunResult:
-    """How a run ended and what it measured (the bundle's summary is built from this)."""
-
-    outcome: str = OUTCOME_FAILED
-    reason: str = ""
-    last_state: str = "setup"
-    started_wall: float = field(default_factory=time.time)
-    sessions_started_wall: float | None = None
-    measured_s: float = 0.0
-    warmup_s: float = 0.0
-    load_report: dict[str, Any] = field(default_factory=dict)
-    verify_report: dict[str, Any] = field(default_factory=dict)
-    collectors: list[dict[str, Any]] = field(default_factory=list)
-    collector_errors: dict[str, int] = field(default_factory=dict)
-    #: ``target.describe()`` taken while the target was open (closing may forget facts).
-    target: dict[str, Any] = field(default_factory=dict)
-    sessions: int = 0
-    loops_completed: list[int] = field(default_factory=list)
-    #: Sessions that lost their connection: when, when it was back, after how many attempts.
-    outages: list[dict[str, Any]] = field(default_factory=list)
-    #: Every stage entered: t (s since sessions started), phase, step, sessions, rate, lab.
-    stage_log: list[dict[str, Any]] = field(default_factory=list)
-    #: Per session: index of its first measured transaction and one past its last.
-    op_ranges: list[tuple[int, int]] = field(default_factory=list)
-    error: str | None = None
-    #: How the sessions ran (sim.core.session_threads): ``native``, ``threads`` or ``event loop``.
-    session_runner: str = ""
-    #: Why that runner (e.g. "native loop unavailable: extension not built").
-    session_runner_why: str = ""
-    #: The exit code the error asks for (``SimError.exit_code``): 2 for bad input — a foreign
-    #: object refused, the data missing under --skip-load — found before any session started.
-    error_exit_code: int | None = None
-
-
-def error_class(exc: BaseException) -> str:
-    """The class errors are counted under: the driver's where one was wrapped, and for an
-    operating-system error its errno name (ENOSPC tells more than OSError)."""
-    cause = exc.__cause__ if isinstance(exc, SimError) and exc.__cause__ is not None else exc
-    errno_code = getattr(cause, "errno", None)
-    if isinstance(cause, OSError) and isinstance(errno_code, int) and errno_code in errno.errorcode:
-        return errno.errorcode[errno_code]
-    return type(cause).__name__
-
-
-def error_message(exc: BaseException) -> str:
-    """An operation's error as one line, masked of secrets (an untranslated driver error may
-    echo its connection string): the example the run's error line and report show."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return redact_known(text)
 
 
 class _StopRequested(Exception):
@@ -743,51 +642,3 @@ def _all_done(tasks: list[asyncio.Task[None]]) -> asyncio.Future[None]:
     for task in tasks:
         task.add_done_callback(one_finished)
     return done
-
-
-def run_on_native_thread(
-    engine: Engine,
-    start_new_thread: Callable[[Callable[..., None], tuple[Any, ...]], Any] | None = None,
-    use_uvloop: bool = True,
-    on_done: Callable[[], None] | None = None,
-) -> None:
-    """Run ``engine`` on a new event loop in a native OS thread.
-
-    A gevent (Locust) process passes ``gevent.monkey.get_original('_thread',
-    'start_new_thread')``: the loop then lives on a real OS thread, not a greenlet, and never
-    blocks the hub. (``threading.Thread`` is no good there even from ``get_original``: its
-    ``start()`` and ``is_alive()`` wait on gevent primitives set from the other thread, which
-    stalls the hub.) Completion is signalled through ``on_done``, called on the engine thread
-    after the loop is closed.
-    """
-
-    def body() -> None:
-        new_loop = _new_event_loop(use_uvloop)
-        try:
-            new_loop.run_until_complete(engine.run())
-        finally:
-            new_loop.close()
-            if on_done is not None:
-                on_done()
-
-    if start_new_thread is None:
-        import _thread
-
-        start_new_thread = _thread.start_new_thread
-    start_new_thread(body, ())
-
-
-def _new_event_loop(use_uvloop: bool) -> asyncio.AbstractEventLoop:
-    if use_uvloop:
-        try:
-            import uvloop
-
-            return uvloop.new_event_loop()
-        except ImportError:  # uvloop is a dependency, but a plain loop still works
-            pass
-    return asyncio.new_event_loop()
-
-
-def new_event_loop(use_uvloop: bool = True) -> asyncio.AbstractEventLoop:
-    """The loop the CLI runs the engine on: uvloop when available."""
-    return _new_event_loop(use_uvloop)

@@ -64,7 +64,7 @@ class EngineEvents:
         #: ``state(state: str, detail: str)``: setup, loading, verifying, connecting, warmup,
         #: measure, stopping, finished.
         self.state = EventHook("state")
-        #: ``stage(stage: sim.core.engine.Stage, log: dict)``: a stage (warm-up, a step) begins;
+        #: ``stage(stage: sim.core.stages.Stage, log: dict)``: a stage (warm-up, a step) begins;
         #: a listener may add facts to ``log`` (it goes into the summary's ``stages``).
         self.stage = EventHook("stage")
         #: ``progress(what: str, done: int, total: int)``: long set-up steps (loading data).
@@ -74,5 +74,5 @@ class EngineEvents:
         self.interval = EventHook("interval")
         #: ``collector_error(source: str, message: str)``: a sample failed or timed out.
         self.collector_error = EventHook("collector_error")
-        #: ``finished(result: sim.core.engine.RunResult)``: the run has ended, however it ended.
+        #: ``finished(result: sim.core.result.RunResult)``: the run has ended, however it ended.
         self.finished = EventHook("finished")

@@ -15,17 +15,13 @@ from typing import Any
 
 from sim import registry
 from sim.bundle.writer import BundleWriter, iso, new_bundle_dir, os_reason
-from sim.config.scenario import CollectorSettings, ScenarioBase, resolved_dict
-from sim.core.engine import (
-    OUTCOME_COMPLETED,
-    OUTCOME_FAILED,
-    OUTCOME_INTERRUPTED,
-    Engine,
-    RunResult,
-    Stage,
-)
+from sim.config.resolve import resolved_dict
+from sim.config.scenario import CollectorSettings, ScenarioBase
+from sim.core.engine import Engine
 from sim.core.metrics import OpStats, mix_report
+from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_INTERRUPTED, RunResult
 from sim.core.session_threads import RUNNER_DESCRIPTIONS
+from sim.core.stages import Stage
 from sim.core.validity import error_section, failure_line
 from sim.dialects import needs_text, runs_on
 from sim.errors import ConfigError, OutputDirectoryError, ScenarioError, SimError

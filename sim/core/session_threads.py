@@ -80,7 +80,7 @@ class ThreadRecorder:
                 raw = self.raw[name] = array("q")
             raw.append(latency_us)
             return
-        from sim.core.engine import error_class, error_message
+        from sim.core.op_errors import error_class, error_message
 
         self.record_error(name, error_class(failure), lambda: error_message(failure))
 

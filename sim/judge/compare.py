@@ -20,10 +20,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sim.bundle.figures import combined_await_ms, finite, primary_device
 from sim.bundle.reader import read_analysis, read_summary
 from sim.bundle.reader import read_scenario as bundle_scenario
 from sim.errors import ConfigError, ScenarioError, SimError
-from sim.judge.slo import combined_await_ms, finite, format_value
+from sim.judge.slo import format_value
 from sim.safeio import MAX_SCENARIO_BYTES, InputLimitError, read_text_file
 from sim.safeyaml import load_yaml
 
@@ -87,7 +88,7 @@ def load_thresholds(path: Path | None, overrides: Mapping[str, Any] | None = Non
     try:
         return Thresholds.model_validate(data)
     except ValidationError as exc:
-        from sim.config.scenario import error_lines
+        from sim.field_errors import error_lines
 
         where = f"{path}: " if path is not None else ""
         raise ScenarioError([where + line for line in error_lines(exc)]) from None
@@ -116,8 +117,7 @@ def run_figures(bundle: Path, role: str) -> dict[str, Any]:
     block = (summary.get("storage") or {}).get("block") or {}
     device = (analysis or {}).get("primary_device")
     if device not in block:
-        known = {d: finite(m.get("iops")) or 0.0 for d, m in block.items() if isinstance(m, dict)}
-        device = min(known, key=lambda d: (-known[d], d)) if known else None
+        device = primary_device(block)
     means = block.get(device) or {}
     measured_s = finite((summary.get("timing") or {}).get("measured_s"))
     total_ops = sum(finite(s.get("count")) or 0.0 for s in operations.values())

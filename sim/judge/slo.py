@@ -25,84 +25,19 @@ of a sweep (:func:`sim.judge.sweep.step_windows`, from the bundle's time series 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from sim.bundle.figures import RATES, device_figures, finite, primary_device
+from sim.config.scenario import LATENCY_LIMITS, Slo
 from sim.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SLO_MISSED
 
 ALL_OPS = "*"
 #: Latency limit → the figure it bounds.
-LATENCY_LIMITS = {"p50_us_max": "p50_us", "p95_us_max": "p95_us", "p99_us_max": "p99_us"}
-OP_LIMITS = (*LATENCY_LIMITS, "ops_s_min", "error_pct_max")
-STORAGE_LIMITS = ("iops_min", "await_ms_max")
 PERCENTILES = {"p50_us": 50.0, "p95_us": 95.0, "p99_us": 99.0}
-#: Block rates a window keeps per device (besides await): what sizing needs.
-RATES = ("iops", "r_s", "w_s", "rkB_s", "wkB_s")
-
-
-class Slo(BaseModel):
-    """One service-level objective: limits for an operation (or all) or for a device."""
-
-    # allow_inf_nan=False: an .inf limit is always met and would be written to summary.json as
-    # Infinity, which is not JSON.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    name: str | None = Field(default=None, description="A label for reports (optional).")
-    op: str | None = Field(
-        default=None,
-        min_length=1,
-        description="Operation the limits apply to; '*' (the default): every operation.",
-    )
-    device: str | None = Field(
-        default=None,
-        min_length=1,
-        description="Block device for storage limits; unset: the device with the most IOPS.",
-    )
-    p50_us_max: float | None = Field(default=None, gt=0, description="Median latency, µs.")
-    p95_us_max: float | None = Field(default=None, gt=0, description="95th percentile, µs.")
-    p99_us_max: float | None = Field(default=None, gt=0, description="99th percentile, µs.")
-    ops_s_min: float | None = Field(default=None, gt=0, description="Completed operations/s.")
-    error_pct_max: float | None = Field(
-        default=None, ge=0, le=100, description="Errors in percent of operations issued."
-    )
-    iops_min: float | None = Field(default=None, gt=0, description="Device IOPS (mean).")
-    await_ms_max: float | None = Field(
-        default=None, gt=0, description="Device await, ms (mean, reads and writes)."
-    )
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> Slo:
-        ops = [k for k in OP_LIMITS if getattr(self, k) is not None]
-        storage = [k for k in STORAGE_LIMITS if getattr(self, k) is not None]
-        if not ops and not storage:
-            raise ValueError(f"give at least one limit ({', '.join(OP_LIMITS + STORAGE_LIMITS)})")
-        # A device IOPS floor under "op: read" would read as read IOPS, which it is not.
-        if ops and storage:
-            raise ValueError(
-                f"operation limits ({', '.join(ops)}) and storage limits ({', '.join(storage)}) "
-                "go in separate entries"
-            )
-        if ops and self.device is not None:
-            raise ValueError("device applies to storage limits (iops_min, await_ms_max) only")
-        if storage and self.op is not None:
-            raise ValueError("op applies to operation limits only; name a device instead")
-        return self
-
-    @property
-    def storage(self) -> bool:
-        """Whether this entry holds storage limits (else operation limits)."""
-        return any(getattr(self, k) is not None for k in STORAGE_LIMITS)
-
-    def limits(self) -> list[tuple[str, float]]:
-        """The limits set, in a fixed order."""
-        return [
-            (k, v) for k in (*OP_LIMITS, *STORAGE_LIMITS) if (v := getattr(self, k)) is not None
-        ]
 
 
 def unknown_operations(slos: Iterable[Slo], known: Iterable[str]) -> list[str]:
@@ -144,48 +79,6 @@ class Window:
         }
         seconds = finite(timing.get("measured_s")) or 0.0
         return cls("measured window", seconds, ops, devices)
-
-
-def finite(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def device_figures(means: Mapping[str, Any]) -> dict[str, float | None]:
-    """A device's window figures from its block means: IOPS, await and the read/write rates."""
-    out = {k: finite(means.get(k)) for k in RATES}
-    out.update(iops=device_iops(means), await_ms=combined_await_ms(means))
-    return out
-
-
-def device_iops(means: Mapping[str, Any]) -> float | None:
-    """The block collector's ``iops``; reads plus writes where an older bundle lacks it."""
-    iops = finite(means.get("iops"))
-    r_s, w_s = finite(means.get("r_s")), finite(means.get("w_s"))
-    if iops is None and (r_s is not None or w_s is not None):
-        iops = (r_s or 0.0) + (w_s or 0.0)
-    return iops
-
-
-def combined_await_ms(means: Mapping[str, Any]) -> float | None:
-    """Reads' and writes' awaits weighted by their rates (iostat's ``await``); 0 without I/O."""
-    r_s, w_s = finite(means.get("r_s")), finite(means.get("w_s"))
-    if r_s is None and w_s is None:
-        return finite(means.get("await_ms"))
-    r_s, w_s = r_s or 0.0, w_s or 0.0
-    if r_s + w_s <= 0:
-        return 0.0
-    r_await, w_await = finite(means.get("r_await_ms")) or 0.0, finite(means.get("w_await_ms"))
-    return (r_s * r_await + w_s * (w_await or 0.0)) / (r_s + w_s)
-
-
-def primary_device(devices: Mapping[str, Mapping[str, float | None]]) -> str | None:
-    """The device with the most IOPS (ties: alphabetical), or None."""
-    known = {d: f.get("iops") for d, f in devices.items() if f.get("iops") is not None}
-    return min(known, key=lambda d: (-(known[d] or 0.0), d)) if known else None
 
 
 class WindowBuilder:

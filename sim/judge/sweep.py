@@ -30,83 +30,28 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from hdrh.histogram import HdrHistogram
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from sim.bundle.figures import finite, primary_device
+from sim.config.scenario import Slo, Sweep
 from sim.judge import slo as slo_mod
-from sim.judge.slo import Slo, Window, WindowBuilder
+from sim.judge.slo import Window, WindowBuilder
 
 if TYPE_CHECKING:  # sim.core.engine and sim.config.scenario import this module: no runtime cycle
     from sim.config.scenario import ScenarioBase
-    from sim.core.engine import Engine, RunResult, Stage
+    from sim.core.engine import Engine
     from sim.core.metrics import Interval
+    from sim.core.result import RunResult
+    from sim.core.stages import Stage
     from sim.protocols import Sample
 
 log = logging.getLogger(__name__)
 
-MAX_SWEEP_STEPS = 100
-MAX_SESSIONS = 4096  # sim.config.scenario.MAX_SESSIONS (not imported: that module imports this one)
 #: A step that ran less than this share of its planned time (stopped, interrupted) is shown
 #: but not judged: a fraction of a second of figures proves nothing either way.
 COMPLETE_FRACTION = 0.9
-
-
-class Sweep(BaseModel):
-    """A load ramp: ``start``, then ×``factor`` or +``step`` per step, up to ``max``."""
-
-    # allow_inf_nan=False: ``max: .inf`` reached int(inf) below and crashed validation with
-    # an OverflowError instead of naming the field.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    vary: Literal["sessions", "rate_ops_s"] = Field(description="What each step raises.")
-    start: float = Field(gt=0, description="The first step's sessions or rate.")
-    max: float = Field(gt=0, description="No step goes above this.")
-    factor: float | None = Field(default=None, gt=1, description="Multiply per step.")
-    step: float | None = Field(default=None, gt=0, description="Add per step.")
-    step_duration_s: float = Field(gt=0, description="Measured seconds per step.")
-    stop_on_breach: bool = Field(
-        default=True, description="End the run after the first step that missed an SLO."
-    )
-
-    @model_validator(mode="after")
-    def _ramp(self) -> Sweep:
-        if (self.factor is None) == (self.step is None):
-            raise ValueError("give either factor (multiply per step) or step (add per step)")
-        if self.start > self.max:
-            raise ValueError(f"start ({self.start:g}) is above max ({self.max:g})")
-        if self.vary == "sessions":
-            whole = {"start": self.start, "max": self.max, "step": self.step}
-            fractional = [k for k, v in whole.items() if v is not None and v != int(v)]
-            if fractional:
-                raise ValueError(f"sessions are whole numbers: {', '.join(fractional)}")
-            if self.max > MAX_SESSIONS:
-                raise ValueError(f"max: at most {MAX_SESSIONS} sessions")
-        if len(self.values()) > MAX_SWEEP_STEPS:
-            raise ValueError(
-                f"more than {MAX_SWEEP_STEPS} steps from {self.start:g} to {self.max:g}; "
-                "raise factor or step"
-            )
-        return self
-
-    def values(self) -> list[float]:
-        """The load of each step, rising, none above ``max``."""
-        out = [self.start]
-        while len(out) <= MAX_SWEEP_STEPS:
-            last = out[-1]
-            nxt = last * self.factor if self.factor is not None else last + (self.step or 0)
-            # Sessions: ×1.2 of 1 session must still rise. Rates: 0.1 + 0.2 shows as 0.3.
-            nxt = max(float(round(nxt)), last + 1) if self.vary == "sessions" else round(nxt, 6)
-            if nxt > self.max * (1 + 1e-9):
-                break
-            out.append(nxt)
-        return out
-
-    def steps(self) -> list[dict[str, Any]]:
-        """The ``load.steps`` this sweep stands for."""
-        cast = int if self.vary == "sessions" else float
-        return [{"duration_s": self.step_duration_s, self.vary: cast(v)} for v in self.values()]
 
 
 # --------------------------------------------------------------------------- step figures
@@ -118,7 +63,7 @@ def step_windows(bundle: Path, stages: Sequence[Mapping[str, Any]]) -> dict[int,
     stage that started before it ended: a step boundary closes the interval in flight, so
     none spans two steps (an interval ending exactly at a boundary is the earlier step's)."""
     starts = [
-        (float(s["t"]), s["step"], slo_mod.finite(s.get("duration_s")))
+        (float(s["t"]), s["step"], finite(s.get("duration_s")))
         for s in stages
         if s.get("phase") == "measure" and isinstance(s.get("step"), int) and "t" in s
     ]
@@ -139,22 +84,20 @@ def step_windows(bundle: Path, stages: Sequence[Mapping[str, Any]]) -> dict[int,
     block_rows = read_rows(series / "block.csv")
     builders: dict[int, WindowBuilder] = {step: WindowBuilder() for _, step, _ in starts}
     # Each interval covers the time since the previous one ended (any phase).
-    ends = sorted(
-        {t for r in (*ops_rows, *block_rows) if (t := slo_mod.finite(r.get("t"))) is not None}
-    )
+    ends = sorted({t for r in (*ops_rows, *block_rows) if (t := finite(r.get("t"))) is not None})
     length = {t: t - previous for previous, t in zip([0.0, *ends], ends, strict=False)}
     for row in ops_rows:
-        t, step = slo_mod.finite(row.get("t")), None
+        t, step = finite(row.get("t")), None
         if t is not None and row.get("phase") == "measure":
             step = step_at(t)
         if step is not None and row.get("op"):
             builders[step].add_op(
                 row["op"],
-                slo_mod.finite(row.get("count")) or 0.0,
-                slo_mod.finite(row.get("errors")) or 0.0,
+                finite(row.get("count")) or 0.0,
+                finite(row.get("errors")) or 0.0,
             )
     for row in block_rows:
-        t = slo_mod.finite(row.get("t"))
+        t = finite(row.get("t"))
         if t is None or row.get("phase") != "measure" or (step := step_at(t)) is None:
             continue
         builders[step].add_device(row.get("entity") or "", row, length.get(t, 0.0))
@@ -179,7 +122,7 @@ def _hlog(path: Path) -> Iterable[tuple[float, str, HdrHistogram]]:
         parts = line.split(",")
         if line.startswith("#") or len(parts) != 5 or parts[2] != "measure":
             continue
-        t_end = slo_mod.finite(parts[1])
+        t_end = finite(parts[1])
         if t_end is None:
             continue
         try:
@@ -236,7 +179,7 @@ class BreachMonitor:
 
     def on_finished(self, result: RunResult) -> None:
         """A run the sweep stopped did what was asked of it: completed, not interrupted."""
-        from sim.core.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED
+        from sim.core.result import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED
 
         if result.outcome == OUTCOME_INTERRUPTED and result.reason == self.reason:
             result.outcome = OUTCOME_COMPLETED
@@ -259,7 +202,7 @@ def attach(engine: Engine, scenario: ScenarioBase) -> BreachMonitor | None:
 def _point(
     stage: dict[str, Any], window: Window, sweep: Sweep, op: str | None, device: str | None
 ) -> dict[str, Any]:
-    duration = slo_mod.finite(stage.get("duration_s")) or 0.0
+    duration = finite(stage.get("duration_s")) or 0.0
     dev = window.devices.get(device or "") or {}
     figures = window.ops.get(op or "") or {}
     return {
@@ -292,7 +235,7 @@ def sweep_sections(
     windows = step_windows(bundle, measured)
     # The device a storage SLO names, else the run's busiest: every step is read on one device.
     named = [s.device for s in slos if s.device]
-    device = named[0] if named else slo_mod.primary_device(Window.from_summary(summary).devices)
+    device = named[0] if named else primary_device(Window.from_summary(summary).devices)
     operations = summary.get("operations") or {}
     op = max(sorted(operations), key=lambda o: operations[o].get("count") or 0, default=None)
     points: list[dict[str, Any]] = []

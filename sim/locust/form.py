@@ -20,7 +20,8 @@ from typing import Any
 import locust
 
 from sim import registry
-from sim.config.scenario import ScenarioBase, resolved_dict, validate
+from sim.config.resolve import resolved_dict, validate
+from sim.config.scenario import ScenarioBase
 from sim.errors import ConfigError
 
 #: Workload parameters shown in the form when the workload has them, in this order.

@@ -2,7 +2,7 @@
 
 One engine per test start per process, with as many sessions as Locust placed users on this
 process. The engine runs on its own asyncio loop on a native OS thread
-(:func:`sim.core.engine.run_on_native_thread` with gevent's original ``start_new_thread``), so its
+(:func:`sim.core.loops.run_on_native_thread` with gevent's original ``start_new_thread``), so its
 sessions never wait for the gevent hub and the hub never waits for them. Everything that
 touches files — preparing the run (bundle directory, scenario.yaml with fsync) and finishing
 it (summary, histograms, report.html) — runs off the hub too: preparation in gevent's native
@@ -29,7 +29,8 @@ from gevent.monkey import get_original
 from locust.env import Environment
 
 from sim.config.scenario import ScenarioBase
-from sim.core.engine import Engine, run_on_native_thread
+from sim.core.engine import Engine
+from sim.core.loops import run_on_native_thread
 from sim.core.metrics import Interval
 from sim.core.runner import (
     PreparedRun,

@@ -33,7 +33,8 @@ from gevent.threadpool import ThreadPool
 from locust.env import Environment
 
 from sim.bundle.writer import BundleWriter, iso, new_bundle_dir
-from sim.config.scenario import ScenarioBase, resolved_dict
+from sim.config.resolve import resolved_dict
+from sim.config.scenario import ScenarioBase
 from sim.core.metrics import Interval, OpStats
 from sim.core.runner import judge_errors, write_service_levels
 from sim.core.validity import failure_line

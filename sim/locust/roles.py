@@ -32,7 +32,8 @@ import gevent
 from locust.env import Environment
 from locust.runners import STATE_RUNNING, STATE_SPAWNING
 
-from sim.config.scenario import ScenarioBase, validate
+from sim.config.resolve import validate
+from sim.config.scenario import ScenarioBase
 from sim.core.metrics import OpStats
 from sim.errors import SimError
 from sim.locust.form import scenario_from_options, share_scenario

@@ -32,8 +32,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sim.config.scenario import error_lines
 from sim.errors import CollectorError, ConfigError, ScenarioError
+from sim.field_errors import error_lines
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Collector, Sample, Target, gap_sample
 from sim.registry import (
     COLLECTOR_SCOPE_SHARED,

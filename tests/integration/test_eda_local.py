@@ -18,8 +18,10 @@ import pytest
 
 from sim.config.scenario import Load
 from sim.core.dataset import drop_objects, load_and_verify
-from sim.core.engine import Engine, RunResult, new_event_loop
+from sim.core.engine import Engine
+from sim.core.loops import new_event_loop
 from sim.core.metrics import Interval, OpStats
+from sim.core.result import RunResult
 from sim.errors import OwnershipError, WorkloadError
 from sim.protocols import EngineContext, Sample
 from storage.targets.filetree import FileTreeTarget

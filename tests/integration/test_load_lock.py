@@ -153,7 +153,7 @@ def test_two_eda_loaders_at_once_one_builds(tmp_path: Path) -> None:
 
 
 def test_two_postgres_loaders_at_once_one_builds(tmp_path: Path) -> None:
-    from sim.config.scenario import resolve
+    from sim.config.resolve import resolve
     from sim.core.dataset import drop_objects
     from sim.core.runner import build_target, build_workload
 

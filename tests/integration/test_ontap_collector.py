@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from sim.config.scenario import Load
-from sim.core.engine import OUTCOME_COMPLETED, Engine
+from sim.core.engine import Engine
+from sim.core.result import OUTCOME_COMPLETED
 from sim.errors import CollectorError, ConfigError, ScenarioError
 from sim.protocols import GAP_RESET, Sample
 from sim.registry import collectors

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from sim.config.scenario import validate
+from sim.config.resolve import validate
 from sim.core.dataset import drop_objects, load_and_verify
 from sim.core.engine import Engine
 from sim.core.runner import build_target, build_workload

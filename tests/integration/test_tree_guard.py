@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from sim.core.dataset import load_and_verify
-from sim.core.engine import new_event_loop
+from sim.core.loops import new_event_loop
 from sim.errors import OwnershipError, TargetError
 from sim.protocols import EngineContext
 from storage.targets.filetree import FileSession, FileTreeTarget

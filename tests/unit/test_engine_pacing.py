@@ -8,8 +8,10 @@ import time
 import pytest
 
 from sim.config.scenario import Load
-from sim.core.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED, Engine, plan_stages
+from sim.core.engine import Engine
 from sim.core.metrics import Interval
+from sim.core.result import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED
+from sim.core.stages import plan_stages
 from tests.support.fakes import PingParameters, PingWorkload, TimedTarget
 
 #: Every test runs twice: sessions as coroutines on the loop, and on their own threads

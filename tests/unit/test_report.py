@@ -459,7 +459,7 @@ def test_partial_bundle_of_a_killed_run(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def real_bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A 2-second run of the default scenario (SLOB-like on a temporary SQLite), in process."""
-    from sim.config.scenario import resolve
+    from sim.config.resolve import resolve
     from sim.core.runner import finish_summary, prepare_run
 
     out = tmp_path_factory.mktemp("real")

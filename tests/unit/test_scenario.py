@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.config.scenario import json_schema, resolve, resolved_dict, validate
+from sim.config.resolve import json_schema, resolve, resolved_dict, validate
 from sim.errors import ScenarioError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from sim.config.scenario import validate
+from sim.bundle.figures import combined_await_ms
+from sim.config.resolve import validate
+from sim.config.scenario import Slo
 from sim.core.metrics import new_histogram
 from sim.errors import ScenarioError
 from sim.judge.slo import (
-    Slo,
     Window,
     WindowBuilder,
-    combined_await_ms,
     evaluate,
     missed,
     summary_section,

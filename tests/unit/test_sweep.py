@@ -10,20 +10,14 @@ from typing import Any
 import pytest
 
 from sim.bundle.writer import BundleWriter
-from sim.config.scenario import resolved_dict, validate
-from sim.core.engine import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED, RunResult, Stage, plan_stages
+from sim.config.resolve import resolved_dict, validate
+from sim.config.scenario import Slo, Sweep
 from sim.core.events import EngineEvents
 from sim.core.metrics import Interval, OpStats, new_histogram
+from sim.core.result import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED, RunResult
+from sim.core.stages import Stage, plan_stages
 from sim.errors import ScenarioError
-from sim.judge.slo import Slo
-from sim.judge.sweep import (
-    Sweep,
-    attach,
-    service_levels,
-    step_windows,
-    sweep_line,
-    sweep_sections,
-)
+from sim.judge.sweep import attach, service_levels, step_windows, sweep_line, sweep_sections
 from sim.protocols import Sample
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.config.scenario import validate
+from sim.config.resolve import validate
 from sim.core.workers import CLIENT_CPU_US_PER_FILE_OP, CORE_SHARE, parse_workers, plan_workers
 from sim.errors import ConfigError
 

@@ -1,0 +1,59 @@
+"""Event loops for the engine: uvloop when available, on the caller's thread or on a native
+OS thread inside a gevent (Locust) process."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sim.core.engine import Engine
+
+
+def run_on_native_thread(
+    engine: Engine,
+    start_new_thread: Callable[[Callable[..., None], tuple[Any, ...]], Any] | None = None,
+    use_uvloop: bool = True,
+    on_done: Callable[[], None] | None = None,
+) -> None:
+    """Run ``engine`` on a new event loop in a native OS thread.
+
+    A gevent (Locust) process passes ``gevent.monkey.get_original('_thread',
+    'start_new_thread')``: the loop then lives on a real OS thread, not a greenlet, and never
+    blocks the hub. (``threading.Thread`` is no good there even from ``get_original``: its
+    ``start()`` and ``is_alive()`` wait on gevent primitives set from the other thread, which
+    stalls the hub.) Completion is signalled through ``on_done``, called on the engine thread
+    after the loop is closed.
+    """
+
+    def body() -> None:
+        new_loop = _new_event_loop(use_uvloop)
+        try:
+            new_loop.run_until_complete(engine.run())
+        finally:
+            new_loop.close()
+            if on_done is not None:
+                on_done()
+
+    if start_new_thread is None:
+        import _thread
+
+        start_new_thread = _thread.start_new_thread
+    start_new_thread(body, ())
+
+
+def _new_event_loop(use_uvloop: bool) -> asyncio.AbstractEventLoop:
+    if use_uvloop:
+        try:
+            import uvloop
+
+            return uvloop.new_event_loop()
+        except ImportError:  # uvloop is a dependency, but a plain loop still works
+            pass
+    return asyncio.new_event_loop()
+
+
+def new_event_loop(use_uvloop: bool = True) -> asyncio.AbstractEventLoop:
+    """The loop the CLI runs the engine on: uvloop when available."""
+    return _new_event_loop(use_uvloop)
