@@ -31,8 +31,8 @@ from typing import Any
 
 from sim.errors import ConfigError
 
-#: Longest number text converted (digits, sign, exponent): ``int()`` of 5,000 digits raised
-#: ValueError (Python's 4,300-digit guard) and nothing dbsim takes needs more than 20.
+#: Longest number text converted (digits, sign, exponent): ``int()`` refuses more than 4,300
+#: digits (Python's guard) and nothing dbsim takes needs more than 20.
 MAX_NUMBER_CHARS = 100
 #: Deepest nesting read (a scenario's own sections go ~6 deep; bundle files ~5).
 DEFAULT_MAX_DEPTH = 32

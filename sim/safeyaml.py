@@ -11,7 +11,6 @@ source, the line and column, and the dotted path of the field.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
 import yaml
@@ -23,9 +22,7 @@ from sim.safeio import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_VALUES,
     MAX_NUMBER_CHARS,
-    MAX_SCENARIO_BYTES,
     InputLimitError,
-    read_text_file,
 )
 
 _CORE = "tag:yaml.org,2002:"
@@ -241,7 +238,7 @@ def load_yaml(
     loader = None
     try:
         # The reader checks the characters when it is made: a surrogate (a non-UTF-8 byte of
-        # a command-line argument) raised ReaderError there, outside any handler.
+        # a command-line argument) raises ReaderError there, so it is made inside the handler.
         loader = loader_class(text)
         return loader.get_single_data()
     except yaml.YAMLError as exc:
@@ -255,9 +252,3 @@ def load_yaml(
     finally:
         if loader is not None:
             loader.dispose()
-
-
-def read_yaml_file(path: Path, *, what: str, max_bytes: int = MAX_SCENARIO_BYTES) -> Any:
-    """A YAML file by :func:`read_text_file` and :func:`load_yaml`."""
-    text = read_text_file(path, what=what, max_bytes=max_bytes)
-    return load_yaml(text, what=str(path))

@@ -68,8 +68,8 @@ def resolve_secret(ref: SecretRef, what: str) -> str | None:
             )
         return _remember(value)
     if ref.password_file:
-        # Through sim.safeio: a FIFO hung here (ignoring SIGTERM), /dev/zero filled memory,
-        # a bad byte escaped as a traceback. Its messages name the path, never the content.
+        # Through sim.safeio, so a FIFO cannot block here, /dev/zero cannot fill memory and a
+        # bad byte is one error line. Its messages name the path, never the content.
         text = read_text_file(
             ref.password_file,
             what="password file",

@@ -411,10 +411,3 @@ def _dedup(devices: list[BlockDevice]) -> tuple[BlockDevice, ...]:
             seen.add(device.name)
             out.append(device)
     return tuple(out)
-
-
-def resolve_path(
-    path: Path | str, sys_root: Path = Path("/sys"), proc_root: Path = Path("/proc")
-) -> ResolvedStorage:
-    """Shortcut for ``DeviceResolver(sys_root, proc_root).resolve(path)``."""
-    return DeviceResolver(sys_root, proc_root).resolve(path)

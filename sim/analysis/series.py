@@ -14,7 +14,6 @@ they are left out (see :data:`SHORT_INTERVAL_FRACTION`) unless nothing else is l
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,11 +26,10 @@ from sim import registry
 from sim.analysis.stats import FloatArray
 from sim.bundle import reader as bundle_files
 from sim.bundle.figures import primary_device as primary_device_of
-from sim.bundle.reader import read_summary
+from sim.bundle.reader import read_csv_rows, read_summary
 from sim.bundle.writer import OPS_COLUMNS, SAMPLE_PREFIX_COLUMNS
 from sim.errors import BundleError, ConfigError
 from sim.registry import ROLE_DATABASE, ROLE_DEVICE, ROLE_HOST_CPU, CollectorEntry, Figure
-from sim.safeio import open_text_stream
 
 MEASURED_PHASE = "measure"
 OPS_FILE = "ops.csv"
@@ -104,19 +102,9 @@ def number(text: str | None) -> float:
 def read_rows(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
     """A CSV file's rows; BundleError when it cannot be read or lacks ``required`` columns."""
     try:
-        # Not open(): a FIFO planted as a time series would block the reader for ever.
-        with open_text_stream(path, what="time series") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in required if c not in (reader.fieldnames or [])]
-            if missing:
-                raise BundleError(
-                    f"{path}: not a dbsim time series (no column {', '.join(missing)})"
-                )
-            return list(reader)
+        return read_csv_rows(path, required=required)
     except ConfigError as exc:
-        raise BundleError(str(exc)) from None
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise BundleError(f"{path}: cannot read: {exc}") from exc
+        raise BundleError(str(exc)) from exc.__cause__
 
 
 def row_key(row: dict[str, str]) -> Key | None:

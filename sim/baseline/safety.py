@@ -30,7 +30,6 @@ from workloads.eda.tree import MARKER, new_marker, read_marker, write_marker
 
 BASELINE_DIR = "dbsim-baseline"
 FIO_FILE_PREFIX = "dbsim-fio."
-SYS_BLOCK = Path("/sys/class/block")
 MOUNTINFO = Path("/proc/self/mountinfo")
 SWAPS = Path("/proc/swaps")
 

@@ -3,10 +3,10 @@
 
 A bundle directory is input like any other: it may be hand-edited, damaged or planted. Its
 files are read through :mod:`sim.safeio` (regular files only, size-limited, nesting and
-numbers bounded: a FIFO as ``summary.json`` hung ``runs``, JSON nested 100,000 deep escaped
-as RecursionError), and ``summary.json`` must match :class:`SummaryFile` — the types of every
-field a reader descends into — or the command stops with one line naming the file and the
-field (wrong types escaped as AttributeError in ``report``, ``runs`` and ``compare``).
+numbers bounded, so a FIFO cannot block a reader nor deep nesting exhaust the recursion
+limit), and ``summary.json`` must match :class:`SummaryFile` — the types of every field a
+reader descends into — or the command stops with one line naming the file and the field,
+rather than failing deep inside ``report``, ``runs`` or ``compare``.
 
 The schema is deliberately loose where the readers are: every field is optional (a failed or
 interrupted run writes few), unknown fields are kept (newer writers add sections), and numbers
@@ -15,6 +15,7 @@ may be null. It is strict about types: a string where a number or a mapping goes
 
 from __future__ import annotations
 
+import csv
 import logging
 import re
 from pathlib import Path
@@ -229,3 +230,30 @@ def read_text(path: Path, *, what: str) -> str | None:
         return safeio.read_text_file(path, what=what, max_bytes=safeio.MAX_BUNDLE_FILE_BYTES)
     except ConfigError:
         return None
+
+
+def read_csv_rows(path: Path, *, required: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    """A bundle CSV (a time series) as dicts, bounded and regular files only; a
+    :class:`ConfigError` naming the file when it cannot be read or lacks a ``required``
+    column. Readers that can do without the file catch it (the report shows what it has)."""
+    try:
+        # Not open(): a FIFO planted as a time series would block the reader for ever.
+        with safeio.open_text_stream(path, what="time series") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in required if c not in (reader.fieldnames or [])]
+            if missing:
+                raise ConfigError(
+                    f"{path}: not a dbsim time series (no column {', '.join(missing)})"
+                )
+            return list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+
+
+def read_rows_if_readable(path: Path) -> list[dict[str, str]]:
+    """A bundle CSV as dicts; [] when it is missing, unreadable or not a regular file (for
+    readers that show what there is: the report, a sweep's step figures)."""
+    try:
+        return read_csv_rows(path)
+    except ConfigError:
+        return []

@@ -456,7 +456,7 @@ class BundleWriter:
         ):
             return
         # Strict JSON: a non-finite figure (an SLO limit of 1e308 scaled past the float range)
-        # was written as ``Infinity``, which no JSON parser but Python's accepts.
+        # becomes null, since ``Infinity`` is accepted by no JSON parser but Python's.
         atomic_write(self.path / "summary.json", strict_json(summary) + "\n")
         self._summary_state, self._summary_written = state, now
 

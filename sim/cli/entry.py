@@ -23,8 +23,8 @@ COMMAND_MODULES = (run, validate, load, report, compare, size, baseline, lab, ui
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the Typer app and turns every failure into lines and an exit code."""
-    # A name with a non-UTF-8 byte (a surrogate, to Python) printed on stdout raised
-    # UnicodeEncodeError mid-output: shown escaped instead, as stderr already does.
+    # A name with a non-UTF-8 byte (a surrogate, to Python) cannot be encoded for stdout;
+    # shown escaped, as stderr does, rather than failing mid-output.
     with contextlib.suppress(AttributeError, ValueError):
         sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     try:

@@ -241,9 +241,9 @@ def resolve(
 def validate(data: dict[str, Any]) -> ScenarioBase:
     shape = shape_problems(data)
     if shape:
-        # Checked before the model: a cyclic alias or very deep nesting in a free-form section
-        # (collectors.ontap) passed validation and crashed writing the bundle, non-text keys
-        # gave paths like ``load[1]`` for ``yes:``, a NUL in a path failed only at mkdir.
+        # Checked before the model, which does not look inside free-form sections
+        # (collectors.ontap): a cyclic alias or very deep nesting there cannot be written to
+        # the bundle, a non-text key (``yes:``) has no field name, a NUL fits no path.
         raise ScenarioError(shape)
     secrets, data = literal_secrets(data)
     try:

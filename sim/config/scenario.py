@@ -117,8 +117,8 @@ class Slo(BaseModel):
 class Sweep(BaseModel):
     """A load ramp: ``start``, then ×``factor`` or +``step`` per step, up to ``max``."""
 
-    # allow_inf_nan=False: ``max: .inf`` reached int(inf) below and crashed validation with
-    # an OverflowError instead of naming the field.
+    # allow_inf_nan=False: ``max: .inf`` has no whole number of steps (int(inf) overflows);
+    # refused as a field error instead.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     vary: Literal["sessions", "rate_ops_s"] = Field(description="What each step raises.")

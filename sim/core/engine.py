@@ -264,12 +264,10 @@ class Engine:
         """Drop the pool's queued calls and wait, bounded, for the running ones to return.
 
         A stop cancels coroutines, not the driver calls they await: those run on in the pool's
-        threads. Left running, they raced with the target's close: a stop while sessions were
-        connecting abandoned a ``sqlite3.connect()`` that then re-created ``dbsim.sqlite`` in
-        the temporary directory the SQLite target was removing, so the directory was left
-        behind in TMPDIR (found by tests/e2e/test_signal_sweep.py; the loader's connect at the
-        start of loading is exposed the same way). Bounded because a call hung on a dead server
-        must not turn a stop into a hang; the target is then closed anyway, as before.
+        threads and would race with the target's close (a ``sqlite3.connect()`` abandoned by a
+        stop while sessions connect re-creates ``dbsim.sqlite`` in the temporary directory
+        the SQLite target is removing; tests/e2e/test_signal_sweep.py). Bounded because a call
+        stuck on a dead server must not turn a stop into a hang; the target is closed anyway.
         """
         executor.shutdown(wait=False, cancel_futures=True)
         try:

@@ -378,10 +378,6 @@ def _write_report(path: Path) -> None:
         log.warning("report.html written without analysis: %s", problem)
 
 
-def bundle_path(run: PreparedRun) -> Path:
-    return run.bundle.path
-
-
 __all__ = [
     "PreparedRun",
     "SimError",

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from hdrh.histogram import HdrHistogram
 
 from sim.bundle.figures import finite, primary_device
+from sim.bundle.reader import read_rows_if_readable
 from sim.config.scenario import Slo, Sweep
 from sim.judge import slo as slo_mod
 from sim.judge.slo import Window, WindowBuilder
@@ -78,10 +79,9 @@ def step_windows(bundle: Path, stages: Sequence[Mapping[str, Any]]) -> dict[int,
         return found
 
     series = bundle / "timeseries"
-    from sim.report.data import read_rows  # the report's reader: one way to read bundle CSVs
 
-    ops_rows = read_rows(series / "ops.csv")
-    block_rows = read_rows(series / "block.csv")
+    ops_rows = read_rows_if_readable(series / "ops.csv")
+    block_rows = read_rows_if_readable(series / "block.csv")
     builders: dict[int, WindowBuilder] = {step: WindowBuilder() for _, step, _ in starts}
     # Each interval covers the time since the previous one ended (any phase).
     ends = sorted({t for r in (*ops_rows, *block_rows) if (t := finite(r.get("t"))) is not None})

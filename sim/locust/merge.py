@@ -355,8 +355,9 @@ class RunMerger:
                     extra=extra,
                 )
             if self._writer.failure is not None:
-                # The writer no longer raises (sim.bundle.writer): a bundle that could not be written
-                # makes the run failed, with the in-memory summary and no report.
+                # The writer keeps its first failure instead of raising (sim.bundle.writer): a
+                # bundle that could not be written makes the run failed, with the in-memory
+                # summary and no report.
                 return {**summary, "status": "failed", "error": self._failure_line()}
             _write_report(self._writer.path)
             return summary

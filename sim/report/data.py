@@ -7,7 +7,6 @@ still shows its plots.
 
 from __future__ import annotations
 
-import csv
 import itertools
 import math
 import statistics
@@ -15,20 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from sim.bundle import reader as bundle_files
-from sim.bundle.reader import read_analysis, read_summary
+from sim.bundle.reader import read_analysis, read_rows_if_readable, read_summary
 from sim.errors import ConfigError
-from sim.safeio import load_json, open_text_stream
 
 DEVICE_FIGURES = ("iops", "r_await_ms", "w_await_ms", "aqu_sz", "util_pct")
 HOST_FIGURES = ("cpu_busy_pct", "process_cpu_pct")
 MEASURED_PHASE = "measure"
 SHORT_FRACTION = 0.5
 Column = list[float | None]  # one figure per measured interval, None for a gap
-
-
-def is_bundle(path: Path) -> bool:
-    """A directory holding a run's summary.json."""
-    return path.is_dir() and (path / "summary.json").is_file()
 
 
 def load_summary(bundle: Path) -> dict[str, Any]:
@@ -45,15 +38,6 @@ def load_analysis_file(bundle: Path) -> dict[str, Any] | None:
 def read_text(path: Path) -> str | None:
     """A bundle's text file (bounded, regular files only); None when it cannot be read."""
     return bundle_files.read_text(path, what=path.name)
-
-
-def read_rows(path: Path) -> list[dict[str, str]]:
-    """A bundle CSV as dicts; [] when it is missing, unreadable or not a regular file."""
-    try:
-        with open_text_stream(path, what=path.name) as handle:
-            return list(csv.DictReader(handle))
-    except (OSError, ConfigError, UnicodeDecodeError, csv.Error):
-        return []
 
 
 def _number(text: str | None) -> float | None:
@@ -97,15 +81,19 @@ def series_from_bundle(bundle: Path) -> dict[str, Any]:
     aligns application and storage figures; a figure missing at some ``t`` is None (a gap).
     """
     ops_rows = [
-        r for r in read_rows(bundle / "timeseries" / "ops.csv") if r.get("phase") == MEASURED_PHASE
+        r
+        for r in read_rows_if_readable(bundle / "timeseries" / "ops.csv")
+        if r.get("phase") == MEASURED_PHASE
     ]
     block_rows = [
         r
-        for r in read_rows(bundle / "timeseries" / "block.csv")
+        for r in read_rows_if_readable(bundle / "timeseries" / "block.csv")
         if r.get("phase") == MEASURED_PHASE
     ]
     host_rows = [
-        r for r in read_rows(bundle / "timeseries" / "host.csv") if r.get("phase") == MEASURED_PHASE
+        r
+        for r in read_rows_if_readable(bundle / "timeseries" / "host.csv")
+        if r.get("phase") == MEASURED_PHASE
     ]
     keys = _full_intervals(
         sorted(
@@ -209,11 +197,11 @@ def latency_buckets(encoded: str, per_decade: int = 5) -> list[tuple[float, floa
 
 def measured_histograms(bundle: Path) -> dict[str, list[tuple[float, float, int]]]:
     """Per operation, the measured window's latency buckets (empty without measured.json)."""
-    text = read_text(bundle / "histograms" / "measured.json")
-    if text is None:
+    path = bundle / "histograms" / "measured.json"
+    if not path.exists():
         return {}
     try:
-        data = load_json(text, what="histograms/measured.json")
+        data = bundle_files.read_json_file(path, what="histograms/measured.json")
     except ConfigError:
         return {}
     out: dict[str, list[tuple[float, float, int]]] = {}

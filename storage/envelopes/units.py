@@ -7,7 +7,6 @@ iostat, whose ``kB`` is 1024 bytes: ``8k``, ``8kB`` and ``8KiB`` are all 8 KiB.
 
 from __future__ import annotations
 
-import math
 import re
 
 from sim.errors import ConfigError
@@ -102,11 +101,6 @@ def capacity_tib(value: float, unit: str) -> float:
 def from_tib(tib: float, unit: str) -> float:
     """TiB in the given capacity unit."""
     return tib * TIB / _CAPACITY_BYTES[unit.lower()]
-
-
-def ceil_to(value: float, step: float) -> float:
-    """``value`` rounded up to a multiple of ``step`` (tolerant of float noise)."""
-    return math.ceil(value / step - 1e-9) * step
 
 
 def kib(value: float) -> str:
