@@ -8,7 +8,7 @@ file is replaced by writing such a new temporary file and renaming it over the o
 crash is removed only when it is a plain regular file (``unlink`` removes a name and never
 follows it either); anything else there is refused, named, and left alone.
 
-The bundle (:func:`sim.bundle.writer.atomic_write`), the file-tree target and the EDA trees use these.
+The bundle (:func:`sim.bundle.files.atomic_write`), the file-tree target and the EDA trees use these.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from sim.bundle.figures import primary_device_figures
+from sim.bundle.files import atomic_write
 from sim.bundle.reader import read_json_file
-from sim.bundle.writer import atomic_write
 from sim.errors import ConfigError
 from sim.report import sections
 from sim.report.data import load_summary

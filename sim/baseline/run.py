@@ -34,7 +34,8 @@ from typing import Any
 from sim import registry
 from sim.baseline import fio, safety
 from sim.baseline.matrix import PlannedPoint, plan
-from sim.bundle.writer import BundleWriter, atomic_write, new_bundle_dir
+from sim.bundle.files import atomic_write, new_bundle_dir
+from sim.bundle.writer import BundleWriter
 from sim.core.metrics import Interval
 from sim.core.sampler import CollectorSampler
 from sim.errors import (

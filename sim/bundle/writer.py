@@ -27,10 +27,6 @@ and writes nothing more but the final summary and histograms, which it still tri
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import errno
-import io
 import json
 import logging
 import math
@@ -38,17 +34,16 @@ import os
 import platform
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from sim import __version__
+from sim.bundle.files import AppendCsv, AppendFile, atomic_write, iso, os_reason
 from sim.core.metrics import Interval, OpStats
 from sim.errors import OutputDirectoryError
-from sim.nofollow import replace_file
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Sample
 from sim.safeio import strict_json
 
@@ -78,136 +73,6 @@ MAX_GAP_INTERVALS_LISTED = 100
 log = logging.getLogger(__name__)
 
 
-def os_reason(exc: OSError) -> str:
-    """``ENOSPC (No space left on device)``: the errno's name for searching, its meaning for
-    reading (the same shape as the file-tree target's messages)."""
-    name = errno.errorcode.get(exc.errno) if isinstance(exc.errno, int) else None
-    reason = exc.strerror or str(exc)
-    return f"{name} ({reason})" if name else reason
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and a rename: never a torn file.
-
-    On any failure (a full disk mid-write, a directory made read-only) the previous ``path``
-    is untouched, because the rename never happened, and the temporary file is removed, so a
-    full disk is not left fuller and the bundle holds no stray ``.tmp``. The error propagates.
-
-    The temporary file is created with ``O_EXCL|O_NOFOLLOW`` (:mod:`sim.nofollow`): a stale
-    one is removed only if it is a regular file, and a link planted at that name is refused
-    (:class:`~sim.nofollow.UnsafeEntryError`, an OSError) instead of written through.
-    """
-    tmp = path.with_name(f".{path.name}.tmp")
-    replace_file(str(path), text.encode("utf-8"), str(tmp))
-
-
-def iso(ts: float | None) -> str | None:
-    return (
-        None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
-    )
-
-
-def new_bundle_dir(directory: Path, name: str, now: float | None = None) -> Path:
-    """Create a fresh run directory; never reuses (and so never overwrites) an existing one."""
-    stamp = datetime.fromtimestamp(now or time.time()).strftime("%Y%m%d-%H%M%S")
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputDirectoryError(
-            f"output.directory: cannot create {directory}: {os_reason(exc)}"
-        ) from exc
-    for attempt in range(1, 1000):
-        candidate = directory / (f"{stamp}-{name}" if attempt == 1 else f"{stamp}-{name}-{attempt}")
-        try:
-            candidate.mkdir()
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            # Name the directory the user chose, not the run directory we tried to make in it.
-            raise OutputDirectoryError(
-                f"output.directory: cannot create a run directory in {directory}: {os_reason(exc)}"
-            ) from exc
-        return candidate
-    raise OutputDirectoryError(
-        f"output.directory: too many runs named {stamp}-{name} in {directory}"
-    )
-
-
-class _AppendFile:
-    """An append-only text file written straight to its descriptor, whole lines at a time.
-
-    Unbuffered on purpose: a buffered file writes whenever its buffer fills, so a full disk
-    would surface at some later flush with part of a line already in the file and the rest
-    lost. Here every :meth:`append` is one ``os.write`` of whole lines (looped only if the
-    kernel takes fewer bytes), and when it fails part-way — ENOSPC typically lets the first
-    page in and refuses the next — the file is cut back to its size before the call, so it
-    ends with the last whole line. Shrinking a file needs no free block: that ``ftruncate``
-    works on a full disk. Readers of a running bundle see each interval as soon as it is
-    written.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-
-    @property
-    def empty(self) -> bool:
-        return self._fd is None or os.fstat(self._fd).st_size == 0
-
-    def append(self, text: str) -> None:
-        if not text or self._fd is None:
-            return
-        fd = self._fd
-        start = os.fstat(fd).st_size
-        view = memoryview(text.encode("utf-8"))
-        try:
-            while view:
-                view = view[os.write(fd, view) :]
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, start)
-            raise
-
-    def flush(self) -> None:
-        """Nothing is buffered (kept for callers that flush)."""
-
-    def close(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
-
-
-class _AppendCsv:
-    """An append-only CSV whose header is fixed by the first row written."""
-
-    def __init__(self, path: Path, columns: tuple[str, ...]) -> None:
-        self.path = path
-        self.columns = columns
-        self._file = _AppendFile(path)
-        if self._file.empty:
-            self._write_rows([dict(zip(columns, columns, strict=True))])
-
-    def _write_rows(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        buffer = io.StringIO()
-        writer = csv.DictWriter(
-            buffer, fieldnames=self.columns, extrasaction="ignore", lineterminator="\n"
-        )
-        writer.writerows(rows)
-        # One write of whole lines: a kill never leaves half a row behind, and a full disk
-        # is cut back to the last whole row (_AppendFile.append).
-        self._file.append(buffer.getvalue())
-
-    def append(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        if rows:
-            self._write_rows(rows)
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()
-
-
 class BundleWriter:
     """Writes one run's bundle as the engine's events arrive.
 
@@ -235,8 +100,8 @@ class BundleWriter:
         #: The first write that failed, as the line the user sees; None while all is well.
         self.failure: str | None = None
         self.on_failure = on_failure
-        self._samples: dict[str, _AppendCsv] = {}
-        self._open: list[_AppendCsv | _AppendFile] = []
+        self._samples: dict[str, AppendCsv] = {}
+        self._open: list[AppendCsv | AppendFile] = []
         self._last_flush = 0.0
         self.intervals = 0
         self.state = "setup"
@@ -259,13 +124,13 @@ class BundleWriter:
             writing = path / "scenario.yaml"
             atomic_write(writing, yaml.safe_dump(scenario, sort_keys=False))
             writing = path / "timeseries" / "ops.csv"
-            self._ops = _AppendCsv(writing, OPS_COLUMNS)
+            self._ops = AppendCsv(writing, OPS_COLUMNS)
             self._open.append(self._ops)
             writing = path / "timeseries" / "errors.csv"
-            self._errors = _AppendCsv(writing, ("t", "interval", "phase", "op", "class", "count"))
+            self._errors = AppendCsv(writing, ("t", "interval", "phase", "op", "class", "count"))
             self._open.append(self._errors)
             writing = path / "histograms" / "intervals.hlog"
-            self._hlog = _AppendFile(writing)
+            self._hlog = AppendFile(writing)
             self._open.append(self._hlog)
             if self._hlog.empty:
                 self._hlog.append(
@@ -341,7 +206,7 @@ class BundleWriter:
                 if writer is None:
                     writing = self.path / "timeseries" / f"{source}.csv"
                     columns = SAMPLE_PREFIX_COLUMNS + tuple(sorted(samples_keys(samples, source)))
-                    writer = self._samples[source] = _AppendCsv(writing, columns)
+                    writer = self._samples[source] = AppendCsv(writing, columns)
                 writing = writer.path
                 writer.append(rows)
         except OSError as exc:
@@ -403,7 +268,7 @@ class BundleWriter:
         self._last_flush = time.monotonic()
         self.write_summary(status="running")
 
-    def _handles(self) -> list[_AppendCsv | _AppendFile]:
+    def _handles(self) -> list[AppendCsv | AppendFile]:
         return [*self._open, *self._samples.values()]
 
     # ------------------------------------------------------------------ summary

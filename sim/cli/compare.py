@@ -72,7 +72,7 @@ def compare(
 ) -> None:
     """Compare two runs (per operation and storage), judge the candidate by thresholds;
     exit 1 when it is worse."""
-    from sim.bundle.writer import atomic_write
+    from sim.bundle.files import atomic_write
     from sim.judge.compare import compare as compare_runs
     from sim.judge.compare import load_thresholds, render_html
 

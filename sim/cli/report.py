@@ -50,7 +50,7 @@ def report(
     except OSError as exc:
         # Nothing was replaced (atomic_write renames last); exit 2, like an output directory
         # that cannot hold a bundle: a link planted at a temporary name, a read-only bundle.
-        from sim.bundle.writer import os_reason
+        from sim.bundle.files import os_reason
 
         raise ConfigError(
             f"report: cannot write {exc.filename or run_dir}: {os_reason(exc)}"

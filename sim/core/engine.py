@@ -26,18 +26,18 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import Any, TypeVar
 
 from sim.config.scenario import Load
+from sim.core.coroutine_sessions import CoroutineSessions
 from sim.core.events import EngineEvents
 from sim.core.loading import LoadReports, load_and_verify
-from sim.core.metrics import Interval, IntervalRecorder
-from sim.core.op_errors import error_class, error_message
+from sim.core.metrics import IntervalRecorder
 from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_INTERRUPTED, RunResult
 from sim.core.sampler import CollectorSampler
 from sim.core.session_threads import RUNNER_LOOP, RUNNER_NATIVE, ThreadedSessions, choose_runner
 from sim.core.stages import Stage, plan_stages
+from sim.core.ticker import IntervalTicker
 from sim.errors import SimError, TargetError
 from sim.protocols import Collector, Connection, EngineContext, Target, Workload
 from sim.secrets import redact_known
@@ -49,17 +49,13 @@ T = TypeVar("T")
 DEFAULT_STOP_GRACE_S = 10.0
 POOL_DRAIN_S = 5.0  # how long the end of a run waits for driver calls still on the pool
 EXTRA_POOL_THREADS = 4  # collectors and bundle writes beside one thread per session
-RECONNECT_FIRST_DELAY_S = 0.1  # doubled after each failed attempt …
-RECONNECT_MAX_DELAY_S = 2.0  # … up to this, so a returning server is found within ~2 s
-MIN_INTERVAL_FRACTION = 0.05  # shorter leftovers are merged into the next interval
-YIELD_EVERY_MASK = 63  # yield to the loop at least every 64 transactions
 
 
 class _StopRequested(Exception):
     pass
 
 
-class Engine:
+class Engine(CoroutineSessions, IntervalTicker):
     """Runs one workload against one target with one load plan."""
 
     def __init__(
@@ -102,6 +98,10 @@ class Engine:
         self.stages = plan_stages(load, workload.default_sessions())
         self.max_sessions = max(stage.sessions for stage in self.stages)
         self.result = RunResult(sessions=self.max_sessions)
+        self._init_run_state()
+
+    def _init_run_state(self) -> None:
+        """The state the run's parts share: stopping, the current stage, intervals, sessions."""
         self.context: EngineContext | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_event: asyncio.Event | None = None
@@ -124,9 +124,11 @@ class Engine:
         self._issued: list[int] = []
         self._connections: list[Connection] = []
         self._stage_ops: list[int] = []
-        weights = workload.session_weights(self.max_sessions)
+        weights = self.workload.session_weights(self.max_sessions)
         if weights is not None and (len(weights) < self.max_sessions or min(weights) <= 0):
-            raise ValueError(f"{workload.name}: session_weights must give each session a share > 0")
+            raise ValueError(
+                f"{self.workload.name}: session_weights must give each session a share > 0"
+            )
         self._weights = list(weights or [1.0] * self.max_sessions)
         self._first_measured: list[int] = []
         self._threaded: ThreadedSessions | None = None
@@ -198,34 +200,8 @@ class Engine:
             self._set_state("setup", self.target.kind)
             await self._unless_stopped(self.target.open(self.context))
             target_open = True
-            self.result.target = self.target.describe()
-            if self.collector_factory is not None:
-                try:
-                    self.collectors.extend(self.collector_factory(self.target))
-                except SimError as exc:  # never fatal: run without that storage view
-                    self.result.collector_errors["setup"] = 1
-                    self.events.collector_error.fire(source="setup", message=str(exc))
-            if not self.skip_load:
-                # Under the target's load lock (sim.core.loading); filled in place, so a failed
-                # verification still records what the load did.
-                reports = LoadReports(self.result.load_report, self.result.verify_report)
-                await self._unless_stopped(
-                    load_and_verify(
-                        self.workload,
-                        self.target,
-                        self._progress,
-                        build=not self.verify_only,
-                        on_state=self._set_state,
-                        reports=reports,
-                    )
-                )
-            else:
-                # --skip-load still checks, cheaply and before any session connects, that the
-                # data is there and dbsim's (MissingDataError / OwnershipError: exit 2).
-                self._set_state("checking", self.workload.name)
-                self.result.load_report.update(
-                    await self._unless_stopped(self.workload.check_loaded())
-                )
+            self._target_opened()
+            await self._prepare_data()
             if not self.load_only:
                 self._set_state("connecting", f"{self.max_sessions} sessions")
                 self._connections = await self._unless_stopped(self._connect_all(self.max_sessions))
@@ -246,19 +222,57 @@ class Engine:
             self.result.error = redact_known(f"{type(exc).__name__}: {exc}")
             self.result.reason = f"{self.result.last_state}: unexpected {type(exc).__name__}"
         finally:
-            self._set_state("stopping", self.result.outcome)
-            await asyncio.gather(*(c.close() for c in self._connections), return_exceptions=True)
-            await self._sampler.stop()
-            await self._drain_pool(executor)  # before the target closes: see there
-            if target_open:
-                try:
-                    self.result.target = self.target.describe()
-                    await self.target.close()
-                except Exception as exc:
-                    log.warning("target did not close cleanly: %s", exc)
-            self._set_state("finished", self.result.outcome)
-            self.events.finished.fire(result=self.result)
+            await self._tear_down(executor, target_open=target_open)
         return self.result
+
+    def _target_opened(self) -> None:
+        """Describe the open target and build the collectors that needed it open."""
+        self.result.target = self.target.describe()
+        if self.collector_factory is not None:
+            try:
+                self.collectors.extend(self.collector_factory(self.target))
+            except SimError as exc:  # never fatal: run without that storage view
+                self.result.collector_errors["setup"] = 1
+                self.events.collector_error.fire(source="setup", message=str(exc))
+
+    async def _prepare_data(self) -> None:
+        """Load and verify the workload's data, or with --skip-load check it is there."""
+        if not self.skip_load:
+            # Under the target's load lock (sim.core.loading); filled in place, so a failed
+            # verification still records what the load did.
+            reports = LoadReports(self.result.load_report, self.result.verify_report)
+            await self._unless_stopped(
+                load_and_verify(
+                    self.workload,
+                    self.target,
+                    self._progress,
+                    build=not self.verify_only,
+                    on_state=self._set_state,
+                    reports=reports,
+                )
+            )
+        else:
+            # --skip-load still checks, cheaply and before any session connects, that the
+            # data is there and dbsim's (MissingDataError / OwnershipError: exit 2).
+            self._set_state("checking", self.workload.name)
+            self.result.load_report.update(await self._unless_stopped(self.workload.check_loaded()))
+
+    async def _tear_down(
+        self, executor: concurrent.futures.ThreadPoolExecutor, *, target_open: bool
+    ) -> None:
+        """However the run ended: close the sessions, collectors, pool and target, and say so."""
+        self._set_state("stopping", self.result.outcome)
+        await asyncio.gather(*(c.close() for c in self._connections), return_exceptions=True)
+        await self._sampler.stop()
+        await self._drain_pool(executor)  # before the target closes: see there
+        if target_open:
+            try:
+                self.result.target = self.target.describe()
+                await self.target.close()
+            except Exception as exc:
+                log.warning("target did not close cleanly: %s", exc)
+        self._set_state("finished", self.result.outcome)
+        self.events.finished.fire(result=self.result)
 
     async def _drain_pool(self, executor: concurrent.futures.ThreadPoolExecutor) -> None:
         """Drop the pool's queued calls and wait, bounded, for the running ones to return.
@@ -337,15 +351,6 @@ class Engine:
             closed = self._close_interval(stage_ends=True)
             if closed is not None:
                 await self._publish(closed)
-
-    def schedule(self, index: int, stage: Stage) -> tuple[int, int]:
-        """Open loop: session ``index``'s period in this stage and its first due time (ns,
-        ``perf_counter_ns``) — its weighted share of the rate, the sessions spread evenly
-        over one period. The same for coroutine sessions and session threads."""
-        assert stage.rate_ops_s is not None
-        share = self._weights[index] / sum(self._weights[: stage.sessions])
-        period_ns = int(1e9 / (stage.rate_ops_s * share))
-        return period_ns, self._stage_started_ns + period_ns * index // stage.sessions
 
     def _enter_stage(self, stage: Stage, now: float) -> None:
         self._stage = stage
@@ -432,185 +437,6 @@ class Engine:
             stop.cancel()
 
     # ------------------------------------------------------------------ sessions
-
-    async def _session(self, index: int, session: Any) -> None:
-        record = self.recorder.record
-        record_error = self.recorder.record_error
-        perf_ns = time.perf_counter_ns
-        rng = random.Random(index)
-        loops_limit = self.load.loops_per_session
-        think = self.load.think
-        open_loop = self.load.mode == "open"
-        epoch = -1
-        next_due_ns = 0
-        period_ns = 0
-        loops = 0
-        issued = 0  # transactions this session has started, warm-up included
-        while not self._stopping:
-            stage = self._stage
-            if index >= stage.sessions:  # parked: this stage runs fewer sessions
-                assert self._active_changed is not None
-                await self._active_changed.wait()
-                continue
-            if open_loop:
-                if epoch != self._stage_epoch:
-                    epoch = self._stage_epoch
-                    period_ns, next_due_ns = self.schedule(index, stage)
-                delay_ns = next_due_ns - perf_ns()
-                if delay_ns > 0:
-                    # On schedule: the timer may wake us up to a millisecond late; that is the
-                    # client's slop, not the target's, so time from the actual start.
-                    await asyncio.sleep(delay_ns / 1e9)
-                    if self._stopping or epoch != self._stage_epoch:
-                        continue
-                    start_ns = perf_ns()
-                else:
-                    # Behind schedule because earlier transactions were slow: time from the
-                    # intended start, or the stall would vanish (coordinated omission).
-                    start_ns = next_due_ns
-                next_due_ns += period_ns
-            else:
-                start_ns = perf_ns()
-            name, transaction = session.next_transaction()
-            issued += 1
-            self._stage_ops[index] += 1
-            try:
-                await transaction
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                record_error(name, error_class(exc), partial(error_message, exc))
-                if self.target.is_disconnect(exc):
-                    await self._reconnect(index, session)
-            else:
-                record(name, (perf_ns() - start_ns) // 1000)
-            if self._measuring:
-                if loops == 0:
-                    self._first_measured[index] = issued - 1
-                loops += 1
-                self.result.loops_completed[index] = loops
-                self._issued[index] = issued
-                if loops_limit is not None and loops >= loops_limit:
-                    return
-            if think is not None and think.max_ms > 0 and loops % think.every_n_loops == 0:
-                await asyncio.sleep(rng.uniform(think.min_ms, think.max_ms) / 1000)
-            elif not issued & YIELD_EVERY_MASK:
-                # A transaction that completes without suspending (a cached answer) would
-                # otherwise starve the ticker and the stage timer.
-                await asyncio.sleep(0)
-
-    async def _reconnect(self, index: int, session: Any) -> None:
-        """The session lost its connection (server restarted, network cut): reconnect with
-        exponential backoff until it works or the run stops, and log the outage."""
-        lost = self.clock()
-        old = self._connections[index]
-        with contextlib.suppress(Exception):
-            await old.close()
-        delay = RECONNECT_FIRST_DELAY_S
-        attempts = 0
-        while not self._stopping:
-            attempts += 1
-            try:
-                conn = await self.target.connect()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self.recorder.record_error("connect", error_class(exc), partial(error_message, exc))
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, RECONNECT_MAX_DELAY_S)
-                continue
-            self._connections[index] = conn
-            session.replace_connection(conn)
-            self.result.outages.append(
-                {
-                    "session": index,
-                    "lost_t": round(lost - self._t0, 3),
-                    "restored_t": round(self.clock() - self._t0, 3),
-                    "attempts": attempts,
-                }
-            )
-            return
-
-    # ------------------------------------------------------------------ ticker and collectors
-
-    async def _ticker(self) -> None:
-        """Close an interval every ``interval_s`` on the run clock. Stopped only while it
-        sleeps (see _stop_ticker): an interval it has closed is always published."""
-        while not self._ticker_done:
-            tick = self._tick + 1
-            delay = max(self._t0 + tick * self.interval_s - self.clock(), 0)
-            self._tick_sleep = asyncio.ensure_future(asyncio.sleep(delay))
-            try:
-                await self._tick_sleep
-            except asyncio.CancelledError:
-                if self._ticker_done:
-                    return
-                raise
-            self._tick = tick
-            if self._stage_ends_just_after(self._t0 + tick * self.interval_s):
-                continue  # the boundary closes this interval, a few ms longer than usual
-            interval = self._close_interval()
-            if interval is not None:
-                await self._publish(interval)
-
-    def _stage_ends_just_after(self, tick_due: float) -> bool:
-        """Whether the current stage is due to end less than MIN_INTERVAL_FRACTION after this
-        tick (a warm-up of a whole number of intervals ends a hair after its last tick).
-
-        Closing here would leave the boundary a fragment of a few ms; whether that fragment
-        exists would then depend on which of two timers fired first, and the workers of a
-        distributed run, whose intervals are merged by index, could disagree on it.
-        """
-        duration = self._stage.duration_s
-        if duration is None:
-            return False
-        ends_after = self._stage_started + duration - tick_due
-        return 0 <= ends_after < MIN_INTERVAL_FRACTION * self.interval_s
-
-    def _close_interval(self, *, stage_ends: bool = False) -> Interval | None:
-        """Hand the current interval over, synchronously: no transaction can complete between
-        this and what the caller does next (a stage boundary enters the new stage at once, so
-        every completion lands in the interval and the phase it belongs to).
-
-        A leftover shorter than MIN_INTERVAL_FRACTION (a tick just after a stage boundary) is
-        merged into the next interval, which is of the same stage. When the stage itself ends
-        (``stage_ends``: a boundary, or the end of the run) a leftover holding completions is
-        closed on its own however short: merged, a warm-up's last milliseconds would count as
-        measured (and a sweep step's as the next step's) and the mix would no longer match
-        its rule to the op.
-        """
-        now = self.clock()
-        if now - self._interval_start < MIN_INTERVAL_FRACTION * self.interval_s and not (
-            stage_ends and self.recorder.pending
-        ):
-            return None
-        stage = self._stage
-        interval = self.recorder.rotate(
-            self._interval_seq,
-            self._interval_start - self._t0,
-            now - self._t0,
-            stage.phase,
-            stage.step,
-        )
-        self._interval_seq += 1
-        self._interval_start = now
-        return interval
-
-    def _is_fragment(self, interval: Interval) -> bool:
-        return interval.t_end - interval.t_start < MIN_INTERVAL_FRACTION * self.interval_s
-
-    async def _publish(self, interval: Interval, *, sample: bool = True) -> None:
-        """Sample the collectors for the interval just closed and tell the listeners.
-
-        ``sample=False`` for a boundary's fragment (a few ms after a tick, common when a
-        warm-up is a whole number of intervals): its storage rates over milliseconds would be
-        noise, and the collectors' next reading covers it, as iostat's next report would.
-        """
-        # In interval order: a fragment closed while the tick's interval is still being
-        # sampled must not reach the listeners (the bundle's CSVs) before it.
-        async with self._publishing:
-            samples = await self._sampler.sample(interval.t_end) if sample else []
-            self.events.interval.fire(interval=interval, samples=samples)
 
     @property
     def started_collectors(self) -> list[Collector]:

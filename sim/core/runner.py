@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from sim import registry
-from sim.bundle.writer import BundleWriter, iso, new_bundle_dir, os_reason
+from sim.bundle.files import iso, new_bundle_dir, os_reason
+from sim.bundle.writer import BundleWriter
 from sim.config.resolve import resolved_dict
 from sim.config.scenario import CollectorSettings, ScenarioBase
 from sim.core.engine import Engine

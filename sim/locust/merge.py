@@ -32,7 +32,8 @@ import gevent
 from gevent.threadpool import ThreadPool
 from locust.env import Environment
 
-from sim.bundle.writer import BundleWriter, iso, new_bundle_dir
+from sim.bundle.files import iso, new_bundle_dir
+from sim.bundle.writer import BundleWriter
 from sim.config.resolve import resolved_dict
 from sim.config.scenario import ScenarioBase
 from sim.core.metrics import Interval, OpStats

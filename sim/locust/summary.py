@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sim.bundle.writer import iso
+from sim.bundle.files import iso
 from sim.core.metrics import mix_report
 
 if TYPE_CHECKING:

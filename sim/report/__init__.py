@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.bundle.writer import atomic_write
+from sim.bundle.files import atomic_write
 from sim.errors import ConfigError, SimError
 from sim.report import charts, findings, sections
 from sim.report.data import (
