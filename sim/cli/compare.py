@@ -74,7 +74,8 @@ def compare(
     exit 1 when it is worse."""
     from sim.bundle.files import atomic_write
     from sim.judge.compare import compare as compare_runs
-    from sim.judge.compare import load_thresholds, render_html
+    from sim.judge.compare import load_thresholds
+    from sim.report.compare import render_html
 
     limits = load_thresholds(
         thresholds,
@@ -109,7 +110,7 @@ def _print(result: dict[str, object]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from sim.judge.compare import HEADERS, table_rows
+    from sim.report.compare import HEADERS, table_rows
 
     out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
     base, cand = result["baseline"], result["candidate"]

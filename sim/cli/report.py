@@ -41,12 +41,17 @@ def report(
 ) -> None:
     """Analyse a run bundle again, write its analysis.json and report.html; prints the
     report's path."""
+    from sim.baseline.page import write_baseline_report
     from sim.bundle.reader import read_summary
     from sim.report import write_report
 
     read_summary(run_dir, label="report: ")  # not a bundle, unreadable, a field's wrong type
     try:
-        path, problem = write_report(run_dir)
+        if (run_dir / "baseline.json").is_file():
+            # A storage baseline (dbsim baseline): fio's points, no operations to correlate.
+            path, problem = write_baseline_report(run_dir), None
+        else:
+            path, problem = write_report(run_dir)
     except OSError as exc:
         # Nothing was replaced (atomic_write renames last); exit 2, like an output directory
         # that cannot hold a bundle: a link planted at a temporary name, a read-only bundle.

@@ -24,7 +24,6 @@ from sim.bundle.figures import combined_await_ms, finite, primary_device
 from sim.bundle.reader import read_analysis, read_summary
 from sim.bundle.reader import read_scenario as bundle_scenario
 from sim.errors import ConfigError, ScenarioError, SimError
-from sim.judge.slo import format_value
 from sim.safeio import MAX_SCENARIO_BYTES, InputLimitError, read_text_file
 from sim.safeyaml import load_yaml
 
@@ -227,6 +226,19 @@ def _row(
     }
 
 
+LABELS = {
+    "ops_s": "ops/s",
+    "p50_us": "p50",
+    "p99_us": "p99",
+    "device_iops": "IOPS",
+    "await_ms": "await",
+    "ios_per_op": "I/Os per op",
+    "error_pct": "errors %",
+}
+#: Figures that are percentages: changes and thresholds in points, not relative.
+POINT_METRICS = frozenset({"error_pct"})
+
+
 def describe(row: Mapping[str, Any]) -> str:
     """A judged row in words: ``read p99 +23.4 % (threshold 10 %)``."""
     name = LABELS.get(row["metric"], row["metric"])
@@ -318,117 +330,3 @@ def compare(
 
 
 # --------------------------------------------------------------------------- formatting
-
-
-def fmt(metric: str, value: float | None, *, signed: bool = False) -> str:
-    """A figure in the unit a DBA reads it (signed for a delta)."""
-    from sim.report.markup import DASH, num, short
-
-    if value is None:
-        return DASH
-    sign = "+" if signed and value > 0 else ""
-    if metric in ("p50_us", "p99_us"):
-        return ("−" if value < 0 else sign) + format_value("p99_us_max", abs(value))
-    if metric == "await_ms":
-        return sign + f"{value:.2f} ms".replace("-", "−")
-    if metric == "ios_per_op":
-        return sign + short(value)
-    if metric in POINT_METRICS:
-        return sign + f"{value:.3g} %".replace("-", "−")
-    return sign + num(value, 1 if metric == "ops_s" else 0)
-
-
-def fmt_pct(value: float | None) -> str:
-    """A percent change with its sign."""
-    return "–" if value is None else f"{value:+.1f} %".replace("-", "−")
-
-
-LABELS = {
-    "ops_s": "ops/s",
-    "p50_us": "p50",
-    "p99_us": "p99",
-    "device_iops": "IOPS",
-    "await_ms": "await",
-    "ios_per_op": "I/Os per op",
-    "error_pct": "errors %",
-}
-#: Figures that are percentages: changes and thresholds in points, not relative.
-POINT_METRICS = frozenset({"error_pct"})
-
-
-def table_rows(result: Mapping[str, Any]) -> list[list[str]]:
-    """The comparison as text cells: scope, metric, baseline, candidate, Δ, Δ %, threshold,
-    judgement (shared by the terminal table and the HTML page)."""
-    out = []
-    for row in result["rows"]:
-        metric = row["metric"]
-        threshold = row["threshold_pct"]
-        out.append(
-            [
-                row["scope"],
-                LABELS.get(metric, metric),
-                fmt(metric, row["baseline"]),
-                fmt(metric, row["candidate"]),
-                fmt(metric, row["delta"], signed=True),
-                fmt_pct(row["delta_pct"]),
-                "–"
-                if threshold is None
-                else f"{threshold:g} pt"
-                if metric in POINT_METRICS
-                else f"{threshold:g} %",
-                row["change"],
-            ]
-        )
-    return out
-
-
-HEADERS = ("scope", "figure", "baseline", "candidate", "Δ", "Δ %", "threshold", "judgement")
-
-
-def render_html(result: Mapping[str, Any]) -> str:
-    """The comparison as one self-contained page (inline CSS, no script, no request)."""
-    from sim.report.markup import Safe, esc, kv_table, page, section, table
-
-    verdict = result["verdict"]
-    call = verdict["call"]
-    kind = {"worse": "fail", "invalid": "fail", "better": "pass"}.get(call, "")
-    decided = "".join(f"<li>{esc(line)}</li>" for line in verdict["decided_by"])
-    sentence = (
-        "No comparison is made: a run whose operations failed measured its errors, not its storage"
-        if call == "invalid"
-        else f"The candidate is <strong>{esc(call)}</strong> "
-        f"{'to' if call == 'equivalent' else 'than'} the baseline by the thresholds below"
-        + ("" if call != "equivalent" else " (no judged figure moved beyond its threshold)")
-    )
-    summary = (
-        f'<p class="verdict"><span class="badge {kind}">{esc(call)}</span> {sentence}.</p>'
-        + (f"<ul>{decided}</ul>" if decided else "")
-    )
-    cells = [
-        [*row[:-1], Safe(f'<span class="{_css(row[-1])}">{esc(row[-1])}</span>')]
-        for row in table_rows(result)
-    ]
-    runs = {
-        "baseline": f"{result['baseline']['run']} ({result['baseline']['path']})",
-        "candidate": f"{result['candidate']['run']} ({result['candidate']['path']})",
-        "baseline device": result["baseline"]["device"],
-        "candidate device": result["candidate"]["device"],
-    }
-    thresholds = dict(verdict["thresholds"])
-    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in result["notes"])
-    body = (
-        f"<header><h1>dbsim compare: {esc(call)}</h1></header>"
-        + section("verdict", "Verdict", Safe(summary), Safe(notes))
-        + section("figures", "Figures", table(HEADERS, cells, left=(0, 1, 7)))
-        + section("runs", "Runs", kv_table(runs), kv_table(thresholds, caption="Thresholds"))
-    )
-    return page(
-        f"dbsim compare: {result['baseline']['run']} vs {result['candidate']['run']}",
-        body,
-        "Percent changes are relative to the baseline; a regression is a rise of a latency, "
-        "await or I/Os per op, or a fall of ops/s or IOPS.",
-    )
-
-
-def _css(change: str) -> str:
-    return {"worse": "bad", "better": "ok"}.get(change, "")

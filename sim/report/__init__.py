@@ -55,11 +55,6 @@ def write_report(bundle: Path) -> tuple[Path, str | None]:
     """
     bundle = Path(bundle)
     load_summary(bundle)  # a ConfigError naming the directory when it is not a bundle
-    if (bundle / "baseline.json").is_file():
-        # A storage baseline (dbsim baseline): fio's points, no operations to correlate.
-        from sim.baseline.page import write_baseline_report
-
-        return write_baseline_report(bundle), None
     problem: str | None = None
     analysis: dict[str, Any] | None = None
     try:

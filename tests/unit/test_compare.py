@@ -13,7 +13,8 @@ import yaml
 
 from sim.cli import main
 from sim.errors import ConfigError, ScenarioError
-from sim.judge.compare import Thresholds, compare, load_thresholds, render_html, table_rows
+from sim.judge.compare import Thresholds, compare, load_thresholds
+from sim.report.compare import render_html, table_rows
 
 
 def bundle(
