@@ -20,7 +20,8 @@ monkey.patch_all()
 import json, time
 import gevent
 from gevent.monkey import get_original
-from sim.core.engine import Engine, run_on_native_thread
+from sim.core.engine import Engine
+from sim.core.loops import run_on_native_thread
 from sim.config.scenario import Load
 from tests.support.fakes import PingParameters, PingWorkload, TimedTarget
 

@@ -44,7 +44,7 @@ from sim.locust.app import environment_for, setup_process
 from sim.locust.roles import LocalController
 from sim.locust.stats import batch_from_stats, bucket_response_time_us, feed
 from sim.core.metrics import OpStats
-from sim.config.scenario import resolve
+from sim.config.resolve import resolve
 
 out = {}
 setup_process("WARNING")
