@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from sqlalchemy.engine.interfaces import Dialect
 
     from sim.protocols import Collector, Target
-    from sim.sql import Statement
 
 #: Where the ownership token goes: ``COMMENT ON TABLE`` after the CREATE, a comment inside the
 #: CREATE text (kept by the catalogue), a ``COMMENT = '…'`` table option, or nowhere (the
@@ -113,16 +112,6 @@ class SqlDialect:
 def _sqlalchemy_dialect(module: str) -> Dialect:
     dialect: Dialect = importlib.import_module(module).dialect()
     return dialect
-
-
-def refresh_page_counts(dialect_name: str, quoted_table: str) -> list[Statement]:
-    """The statement that brings ``quoted_table``'s page counts up to date (none: they are)."""
-    from sim.sql import Statement
-
-    template = dialect(dialect_name).refresh_page_counts
-    if not template:
-        return []
-    return [Statement("refresh_page_counts", template.format(table=quoted_table), ())]
 
 
 def dialects() -> dict[str, SqlDialect]:

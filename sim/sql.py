@@ -47,6 +47,14 @@ class Statement:
     param_names: tuple[str, ...]
 
 
+def refresh_page_counts(dialect_name: str, quoted_table: str) -> list[Statement]:
+    """The statement that brings ``quoted_table``'s page counts up to date (none: they are)."""
+    template = dialect_record(dialect_name).refresh_page_counts
+    if not template:
+        return []
+    return [Statement("refresh_page_counts", template.format(table=quoted_table), ())]
+
+
 def dialect_names() -> tuple[str, ...]:
     """Every registered SQL dialect's name, sorted."""
     return tuple(sorted(dialects()))

@@ -35,6 +35,7 @@ from sim.core.loading import LoadReports, load_and_verify
 from sim.core.metrics import IntervalRecorder
 from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_INTERRUPTED, RunResult
 from sim.core.sampler import CollectorSampler
+from sim.core.session_native import run_native
 from sim.core.session_threads import RUNNER_LOOP, RUNNER_NATIVE, ThreadedSessions, choose_runner
 from sim.core.stages import Stage, plan_stages
 from sim.core.ticker import IntervalTicker
@@ -392,7 +393,8 @@ class Engine(CoroutineSessions, IntervalTicker):
         self.result.session_runner = runner
         if runner != RUNNER_LOOP:
             assert self._loop is not None
-            self._threaded = ThreadedSessions(self, sessions, native=runner == RUNNER_NATIVE)
+            native = run_native if runner == RUNNER_NATIVE else None
+            self._threaded = ThreadedSessions(self, sessions, native=native)
             self.recorder.attach(self._threaded.recorders)
             return self._threaded.start(self._loop)
         return [

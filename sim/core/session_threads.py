@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Runs session ``index`` of the ThreadedSessions with its native program to the end.
+NativeRunner = Callable[["ThreadedSessions", int, Any], None]
+
 RUNNER_NATIVE = "native"
 RUNNER_THREADS = "threads"
 RUNNER_LOOP = "event loop"
@@ -108,10 +111,13 @@ class ThreadedSessions:
     sessions do, so the mix check and the stage log do not care which runner ran.
     """
 
-    def __init__(self, engine: Engine, sessions: list[Any], native: bool = False) -> None:
+    def __init__(
+        self, engine: Engine, sessions: list[Any], native: NativeRunner | None = None
+    ) -> None:
         self.engine = engine
         self.sessions = sessions
-        #: Run each session's operations in batches in the native file loop.
+        #: Runs a session's operations in batches in the native file loop (the engine hands
+        #: over sim.core.session_native.run_native when that runner was chosen), or None.
         self.native = native
         self.recorders = [ThreadRecorder() for _ in sessions]
         # Bumped at every stage change and stop: a native batch ends at the first operation
@@ -203,9 +209,7 @@ class ThreadedSessions:
         if self.native:
             program = self._native_program(index, session)
             if program is not None:
-                from sim.core.session_native import run_native
-
-                run_native(self, index, program)
+                self.native(self, index, program)
                 return
         self._python_loop(index, session, loop)
 

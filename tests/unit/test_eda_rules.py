@@ -16,7 +16,8 @@ from sim.errors import ConfigError, OwnershipError
 from storage.targets.filetree import FileTreeTarget, mount_of, os_error_message
 from storage.targets.settings import FileTreeSettings
 from workloads.eda import tree as layout
-from workloads.eda.operations import CREATE_FAMILY, Deck, count_dealt, deal
+from workloads.eda.deal import CREATE_FAMILY, deal
+from workloads.eda.operations import Deck, count_dealt
 from workloads.eda.parameters import BACKEND_MIX, FRONTEND_MIX, EdaParameters
 from workloads.eda.workload import (
     EdaWorkload,

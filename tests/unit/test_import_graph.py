@@ -34,6 +34,7 @@ PUBLISHED = frozenset(
         "sim.protocols",  # Target, Workload, Collector, Sample, EngineContext …
         "sim.registry",  # register_* and the entries
         "sim.sql",  # dialect statement catalogues and quoting
+        "sim.dialects",  # the SQL dialect records a target registers
         "sim.secrets",  # SecretRef, resolving and redacting secrets
         "sim.field_errors",  # a pydantic error as one `path: what is wrong` line per field
         "sim.safeio",  # bounded, regular-file-only reading and atomic writing

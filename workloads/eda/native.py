@@ -22,7 +22,7 @@ import numpy as np
 
 from sim.nofollow import kind_of
 from storage.targets import fileloop
-from workloads.eda.operations import deal
+from workloads.eda.deal import deal
 from workloads.eda.tree import CREATED_PREFIX, SCRATCH_PREFIX
 
 if TYPE_CHECKING:
@@ -121,9 +121,9 @@ class DeckCodes:
 class NativeProgram:
     """One EDA session's native loop: its tables, its deck codes, its counters."""
 
-    def __init__(self, session: EdaSession, tables: dict[str, Sequence[str]]) -> None:
-        from workloads.eda.operations import FrontendSession
-
+    def __init__(
+        self, session: EdaSession, tables: dict[str, Sequence[str]], *, backend: bool
+    ) -> None:
         self.session = session
         fs = session.fs
         why = fileloop.unavailable()
@@ -168,7 +168,7 @@ class NativeProgram:
                 pattern=fs.write_pattern(),
                 direct=int(io.direct_io),
                 fsync=FSYNC_CODES[io.fsync],
-                backend=int(not isinstance(session, FrontendSession)),
+                backend=int(backend),
                 transfer=io.transfer_size_bytes,
                 block=session.p.block_size_bytes,
                 file_size=session.tree.file_size_bytes,
@@ -321,11 +321,14 @@ def frontend_program(session: FrontendSession) -> NativeProgram:
             "data": session.data,
             "dirs": session.dirs,
         },
+        backend=False,
     )
 
 
 def backend_program(session: BackendSession) -> NativeProgram:
-    return NativeProgram(session, {"any": [], "empty": [], "data": session.data, "dirs": []})
+    return NativeProgram(
+        session, {"any": [], "empty": [], "data": session.data, "dirs": []}, backend=True
+    )
 
 
 Factory = Callable[[Any], NativeProgram]

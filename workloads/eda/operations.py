@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from sim.errors import WorkloadError
 from sim.protocols import Connection
 from storage.targets.filetree import FileSession, IoOptions, StreamCursor
+from workloads.eda.deal import deal
 from workloads.eda.parameters import FRONTEND, EdaParameters
 from workloads.eda.tree import CREATED_PREFIX, SCRATCH_PREFIX, ProcessTree
 
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 
 SCRATCH_RING = 8  # scratch directories a session keeps before mkdir removes the oldest
 CHMOD_MODES = (0o664, 0o644)
-CREATE_FAMILY = frozenset({"create", "unlink", "unlink2"})
 
 
 # --------------------------------------------------------------------------- decks
@@ -59,19 +59,6 @@ CREATE_FAMILY = frozenset({"create", "unlink", "unlink2"})
 def deck_base(p: EdaParameters, component: str, session_seed: int) -> str:
     """The seed prefix of a session's decks (deck ``k`` is seeded ``f"{base}:{k}"``)."""
     return f"eda-deck:{p.seed}:{session_seed}:{component}"
-
-
-def deal(weights: Mapping[str, int], seed: str) -> list[str]:
-    """One deck: every operation ``weight`` times, shuffled; creates before removals."""
-    cards = [name for name in sorted(weights) for _ in range(weights[name])]
-    random.Random(seed).shuffle(cards)
-    slots = [i for i, card in enumerate(cards) if card in CREATE_FAMILY]
-    if slots:
-        removals = [card for card in (cards[i] for i in slots) if card != "create"]
-        creates = len(slots) - len(removals)
-        for n, i in enumerate(slots):
-            cards[i] = "create" if n < creates else removals[n - creates]
-    return cards
 
 
 def count_dealt(weights: Mapping[str, int], base: str, first: int, end: int) -> dict[str, int]:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel
 
-from sim.dialects import NEEDS_SQL, dialect_of, refresh_page_counts
+from sim.dialects import NEEDS_SQL, dialect_of
 from sim.dialects import dialect as dialect_record
 from sim.errors import WorkloadError
 from sim.protocols import (
@@ -31,7 +31,7 @@ from sim.protocols import (
     connect_sql,
     sql_connection,
 )
-from sim.sql import Catalogue, Statement, quote_identifier
+from sim.sql import Catalogue, Statement, quote_identifier, refresh_page_counts
 from workloads.common import (
     bind,
     bind_order,
