@@ -26,50 +26,55 @@ if TYPE_CHECKING:
     from sim.baseline.run import BaselineOptions
 
 
+TargetOpt = Annotated[
+    Path | None,
+    typer.Argument(help="A directory (new, empty or dbsim-marked) or a raw block device."),
+]
+PresetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--preset", "-p", help="Test matrix (repeatable; see --list). Default random-4k."),
+]
+OnlyOpt = Annotated[
+    list[str] | None,
+    typer.Option("--only", help="Run only matching points, e.g. r75, 4k, seq, rand-4k-r100."),
+]
+RawDeviceOpt = Annotated[
+    str | None,
+    typer.Option("--raw-device", help="Confirms a raw device target: name the same device."),
+]
+EnvelopeOpt = Annotated[
+    str | None, typer.Option("--envelope", "-e", help="Compare with this published envelope.")
+]
+SizeOpt = Annotated[
+    str | None, typer.Option("--size", help="Working set (files) or span (device), e.g. 4G.")
+]
+KeepFilesOpt = Annotated[
+    bool, typer.Option("--keep-files", help="Keep fio's files (else removed at the end).")
+]
+OutputOpt = Annotated[Path, typer.Option("--output", "-o", help="Directory for the run bundle.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the bundle path.")]
+
+
 @app.command("baseline")
 def baseline_command(
-    target: Annotated[
-        Path | None,
-        typer.Argument(help="A directory (new, empty or dbsim-marked) or a raw block device."),
-    ] = None,
-    preset: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--preset", "-p", help="Test matrix (repeatable; see --list). Default random-4k."
-        ),
-    ] = None,
-    only: Annotated[
-        list[str] | None,
-        typer.Option("--only", help="Run only matching points, e.g. r75, 4k, seq, rand-4k-r100."),
-    ] = None,
-    raw_device: Annotated[
-        str | None,
-        typer.Option("--raw-device", help="Confirms a raw device target: name the same device."),
-    ] = None,
-    envelope: Annotated[
-        str | None, typer.Option("--envelope", "-e", help="Compare with this published envelope.")
-    ] = None,
+    target: TargetOpt = None,
+    preset: PresetOpt = None,
+    only: OnlyOpt = None,
+    raw_device: RawDeviceOpt = None,
+    envelope: EnvelopeOpt = None,
     runtime: Annotated[float, typer.Option("--runtime", help="Measured seconds per point.")] = 30.0,
     ramp: Annotated[float, typer.Option("--ramp", help="Seconds before measuring.")] = 5.0,
-    size: Annotated[
-        str | None, typer.Option("--size", help="Working set (files) or span (device), e.g. 4G.")
-    ] = None,
+    size: SizeOpt = None,
     numjobs: Annotated[int | None, typer.Option("--numjobs", help="fio jobs per point.")] = None,
     iodepth: Annotated[int | None, typer.Option("--iodepth", help="Queue depth per job.")] = None,
     lab: Annotated[bool, typer.Option("--lab", help="Run fio inside the lab's cgroups.")] = False,
-    keep_files: Annotated[
-        bool, typer.Option("--keep-files", help="Keep fio's files (else removed at the end).")
-    ] = False,
-    output: Annotated[
-        Path, typer.Option("--output", "-o", help="Directory for the run bundle.")
-    ] = Path("runs"),
+    keep_files: KeepFilesOpt = False,
+    output: OutputOpt = Path("runs"),
     name: Annotated[str | None, typer.Option("--name", help="Bundle name.")] = None,
     fio_binary: Annotated[str | None, typer.Option("--fio", help="fio binary to use.")] = None,
     list_: Annotated[bool, typer.Option("--list", help="List the presets and exit.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Print only the bundle path.")
-    ] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Measure the storage with fio as the vendors did, beside their published figures."""
     from sim.baseline.matrix import PRESETS

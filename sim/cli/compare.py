@@ -1,7 +1,7 @@
 """``dbsim compare BASELINE CANDIDATE``: is the candidate storage worse than the baseline?
 
-Importing this module registers the command on :data:`sim.cli.app` (``sim.cli`` imports it
-at its end). Exit codes: 0 the candidate is not worse (better or equivalent), 1 it is worse
+Importing this module registers the command on :data:`sim.cli.app.app` (:mod:`sim.cli.entry`
+does). Exit codes: 0 the candidate is not worse (better or equivalent), 1 it is worse
 by the thresholds or a run is invalid (its operations failed: no comparison is made), 2 bad
 input (not a bundle, a bad thresholds file or option).
 """
@@ -11,71 +11,79 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from sim.cli.app import WIDE_OUTPUT, app
-from sim.errors import EXIT_OK, EXIT_SLO_MISSED
+from sim.errors import EXIT_OK, EXIT_SLO_MISSED, ConfigError
+
+ThresholdsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--thresholds",
+        help="YAML file of thresholds (keys as the options below, with underscores; "
+        "null: report without judging).",
+    ),
+]
+MaxP50Opt = Annotated[
+    float | None,
+    typer.Option("--max-p50-regression-pct", min=0.0, help="p50 may rise this much (10)."),
+]
+MaxP99Opt = Annotated[
+    float | None,
+    typer.Option("--max-p99-regression-pct", min=0.0, help="p99 may rise this much (10)."),
+]
+MaxOpsOpt = Annotated[
+    float | None,
+    typer.Option("--max-ops-s-regression-pct", min=0.0, help="ops/s may fall this much (5)."),
+]
+MaxAwaitOpt = Annotated[
+    float | None,
+    typer.Option("--max-await-regression-pct", min=0.0, help="await may rise this much (20)."),
+]
+MaxIopsOpt = Annotated[
+    float | None,
+    typer.Option("--max-iops-regression-pct", min=0.0, help="IOPS may fall this much (off)."),
+]
+MaxIosPerOpOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-ios-per-op-regression-pct", min=0.0, help="I/Os per op may rise this much (off)."
+    ),
+]
+MaxErrorPctOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-error-pct-increase",
+        min=0.0,
+        help="An operation's error share may rise this many points of percent (0.5).",
+    ),
+]
+HtmlOpt = Annotated[
+    Path | None, typer.Option("--html", help="Also write a self-contained HTML page here.")
+]
 
 
 @app.command()
 def compare(
     baseline: Annotated[Path, typer.Argument(help="The baseline run bundle (the old storage).")],
     candidate: Annotated[Path, typer.Argument(help="The candidate run bundle (the new one).")],
-    thresholds: Annotated[
-        Path | None,
-        typer.Option(
-            "--thresholds",
-            help="YAML file of thresholds (keys as the options below, with underscores; "
-            "null: report without judging).",
-        ),
-    ] = None,
-    max_p50: Annotated[
-        float | None,
-        typer.Option("--max-p50-regression-pct", min=0.0, help="p50 may rise this much (10)."),
-    ] = None,
-    max_p99: Annotated[
-        float | None,
-        typer.Option("--max-p99-regression-pct", min=0.0, help="p99 may rise this much (10)."),
-    ] = None,
-    max_ops_s: Annotated[
-        float | None,
-        typer.Option("--max-ops-s-regression-pct", min=0.0, help="ops/s may fall this much (5)."),
-    ] = None,
-    max_await: Annotated[
-        float | None,
-        typer.Option("--max-await-regression-pct", min=0.0, help="await may rise this much (20)."),
-    ] = None,
-    max_iops: Annotated[
-        float | None,
-        typer.Option("--max-iops-regression-pct", min=0.0, help="IOPS may fall this much (off)."),
-    ] = None,
-    max_ios_per_op: Annotated[
-        float | None,
-        typer.Option(
-            "--max-ios-per-op-regression-pct", min=0.0, help="I/Os per op may rise this much (off)."
-        ),
-    ] = None,
-    max_error_pct: Annotated[
-        float | None,
-        typer.Option(
-            "--max-error-pct-increase",
-            min=0.0,
-            help="An operation's error share may rise this many points of percent (0.5).",
-        ),
-    ] = None,
+    thresholds: ThresholdsOpt = None,
+    max_p50: MaxP50Opt = None,
+    max_p99: MaxP99Opt = None,
+    max_ops_s: MaxOpsOpt = None,
+    max_await: MaxAwaitOpt = None,
+    max_iops: MaxIopsOpt = None,
+    max_ios_per_op: MaxIosPerOpOpt = None,
+    max_error_pct: MaxErrorPctOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
-    html: Annotated[
-        Path | None, typer.Option("--html", help="Also write a self-contained HTML page here.")
-    ] = None,
+    html: HtmlOpt = None,
 ) -> None:
     """Compare two runs (per operation and storage), judge the candidate by thresholds;
     exit 1 when it is worse."""
-    from sim.bundle.files import atomic_write
     from sim.judge.compare import compare as compare_runs
     from sim.judge.compare import load_thresholds
-    from sim.report.compare import render_html
 
     limits = load_thresholds(
         thresholds,
@@ -91,19 +99,25 @@ def compare(
     )
     result = compare_runs(baseline, candidate, limits)
     if html is not None:
-        try:
-            atomic_write(html, render_html(result))
-        except OSError as exc:
-            from sim.errors import ConfigError
-
-            raise ConfigError(f"--html {html}: cannot write: {exc.strerror}") from None
-        result["html"] = str(html)
+        _write_html(html, result)
     if as_json:
         sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
     else:
         _print(result)
     call = result["verdict"]["call"]
     raise typer.Exit(EXIT_SLO_MISSED if call in ("worse", "invalid") else EXIT_OK)
+
+
+def _write_html(html: Path, result: dict[str, Any]) -> None:
+    """The comparison's page at ``html`` (named in ``result``); a bad path is bad input."""
+    from sim.bundle.files import atomic_write
+    from sim.report.compare import render_html
+
+    try:
+        atomic_write(html, render_html(result))
+    except OSError as exc:
+        raise ConfigError(f"--html {html}: cannot write: {exc.strerror}") from None
+    result["html"] = str(html)
 
 
 def _print(result: dict[str, object]) -> None:

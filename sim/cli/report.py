@@ -65,11 +65,12 @@ def report(
     sys.stdout.write(f"{path}\n")
 
 
+DirectoryOpt = Annotated[Path, typer.Argument(help="The output.directory holding the run bundles.")]
+
+
 @app.command()
 def runs(
-    directory: Annotated[
-        Path, typer.Argument(help="The output.directory holding the run bundles.")
-    ] = Path("runs"),
+    directory: DirectoryOpt = Path("runs"),
     as_json: Annotated[bool, typer.Option("--json", help="Print the list as JSON.")] = False,
 ) -> None:
     """List past runs, newest first: status, workload, target, main operation, verdict."""

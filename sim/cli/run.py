@@ -39,6 +39,22 @@ def _planned_seconds(scenario: ScenarioBase) -> float | None:
     return load.warmup_s + measured
 
 
+SkipLoadOpt = Annotated[
+    bool, typer.Option("--skip-load", help="Use the data as loaded; do not build or verify.")
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the bundle path.")]
+AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")]
+WorkersOpt = Annotated[
+    str,
+    typer.Option(
+        "--workers",
+        help="Run through Locust's master/worker mode with N local worker processes; "
+        "auto: as many as a file workload needs to not be bound by one process's CPU "
+        "(0, the default: one process, no Locust).",
+    ),
+]
+
+
 @app.command()
 def run(
     scenario: ScenarioArg = None,
@@ -47,24 +63,10 @@ def run(
     sessions: Annotated[int | None, typer.Option("--sessions", help="load.sessions")] = None,
     warmup: Annotated[float | None, typer.Option("--warmup", help="load.warmup_s")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="output.directory")] = None,
-    skip_load: Annotated[
-        bool, typer.Option("--skip-load", help="Use the data as loaded; do not build or verify.")
-    ] = False,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Print only the bundle path.")
-    ] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the summary as JSON on stdout.")
-    ] = False,
-    workers: Annotated[
-        str,
-        typer.Option(
-            "--workers",
-            help="Run through Locust's master/worker mode with N local worker processes; "
-            "auto: as many as a file workload needs to not be bound by one process's CPU "
-            "(0, the default: one process, no Locust).",
-        ),
-    ] = "0",
+    skip_load: SkipLoadOpt = False,
+    quiet: QuietOpt = False,
+    as_json: AsJsonOpt = False,
+    workers: WorkersOpt = "0",
 ) -> None:
     """Run a scenario and write its bundle."""
     scenario_overrides = overrides(
@@ -107,7 +109,7 @@ def run(
 
 
 def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: bool) -> int:
-    from sim.cli.console import LiveConsole, print_run_end, print_summary
+    from sim.cli.console import LiveConsole
     from sim.core.loops import new_event_loop
     from sim.core.result import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED
     from sim.core.runner import finish_summary, prepare_run
@@ -116,18 +118,8 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     received: list[int] = []
-
     engines: list[Any] = []
-
-    def on_signal(signum: int) -> None:
-        received.append(signum)
-        if engines:
-            engines[0].request_stop(f"stopped by {signal.Signals(signum).name}")
-
-    # Installed before anything else, so a signal at any moment is handled the same way:
-    # one that lands before the engine exists stops it the moment it is created.
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, on_signal, signum)
+    _stop_on_signals(loop, received, engines)
 
     async def main() -> dict[str, Any]:
         prepared = prepare_run(scenario, skip_load=skip_load)
@@ -160,15 +152,7 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
     refused = _refused_before_start(engines[0].result if engines else None, summary)
     if refused is not None:
         return refused
-    if as_json:
-        sys.stdout.write(strict_json(summary) + "\n")  # what summary.json holds
-    elif quiet:
-        sys.stdout.write(summary["bundle"] + "\n")
-    else:
-        # A log or a pipe gets a width that fits the tables rather than 80 columns.
-        out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
-        print_summary(out, summary)
-        print_run_end(out, summary)
+    _print_outcome(summary, quiet=quiet, as_json=as_json)
     status = summary["status"]
     if status == OUTCOME_COMPLETED:
         code, problem = completed_exit_code(summary, declared=bool(scenario.slos))
@@ -180,6 +164,37 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
     if summary.get("error"):
         print_error(str(summary["error"]))
     return EXIT_RUN_FAILED
+
+
+def _stop_on_signals(
+    loop: asyncio.AbstractEventLoop, received: list[int], engines: list[Any]
+) -> None:
+    """SIGINT and SIGTERM stop the run gracefully; each is kept in ``received`` (for the exit
+    code). Installed before anything else, so a signal at any moment is handled the same
+    way: one that lands before the engine exists stops it the moment it is created."""
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        if engines:
+            engines[0].request_stop(f"stopped by {signal.Signals(signum).name}")
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_signal, signum)
+
+
+def _print_outcome(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> None:
+    """The run's summary on stdout: as JSON, as the bundle's path alone, or as tables."""
+    from sim.cli.console import print_run_end, print_summary
+
+    if as_json:
+        sys.stdout.write(strict_json(summary) + "\n")  # what summary.json holds
+    elif quiet:
+        sys.stdout.write(summary["bundle"] + "\n")
+    else:
+        # A log or a pipe gets a width that fits the tables rather than 80 columns.
+        out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
+        print_summary(out, summary)
+        print_run_end(out, summary)
 
 
 def _refused_before_start(result: Any, summary: dict[str, Any]) -> int | None:

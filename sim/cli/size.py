@@ -26,41 +26,48 @@ if TYPE_CHECKING:
 BLOCK_FIELDS = ("r_s", "w_s", "rkB_s", "wkB_s")
 
 
+EnvelopeOpt = Annotated[
+    str | None, typer.Option("--envelope", "-e", help="Envelope name (see --list).")
+]
+ListOpt = Annotated[bool, typer.Option("--list", help="List the envelopes and their sources.")]
+CapacityOpt = Annotated[
+    str | None,
+    typer.Option("--capacity", help="Volume capacity, e.g. 10TiB or 500GB (default: tested)."),
+]
+ServiceLevelOpt = Annotated[
+    str | None,
+    typer.Option("--service-level", help="Service level (per-TiB envelopes), e.g. Premium."),
+]
+BundleOpt = Annotated[
+    Path | None, typer.Option("--bundle", help="Run bundle directory to take the load from.")
+]
+DeviceOpt = Annotated[
+    str | None, typer.Option("--device", help="Block device of the bundle (default: busiest).")
+]
+BlockSizeOpt = Annotated[str | None, typer.Option("--block-size", help="Request size, e.g. 8KiB.")]
+PoolIopsOpt = Annotated[
+    float | None, typer.Option("--pool-iops", help="Custom-performance IOPS provisioned.")
+]
+PoolMibpsOpt = Annotated[
+    float | None, typer.Option("--pool-mibps", help="Custom-performance MiB/s provisioned.")
+]
+
+
 @app.command("size")
 def size_command(
-    envelope: Annotated[
-        str | None, typer.Option("--envelope", "-e", help="Envelope name (see --list).")
-    ] = None,
-    list_: Annotated[
-        bool, typer.Option("--list", help="List the envelopes and their sources.")
-    ] = False,
-    capacity: Annotated[
-        str | None,
-        typer.Option("--capacity", help="Volume capacity, e.g. 10TiB or 500GB (default: tested)."),
-    ] = None,
-    service_level: Annotated[
-        str | None,
-        typer.Option("--service-level", help="Service level (per-TiB envelopes), e.g. Premium."),
-    ] = None,
-    bundle: Annotated[
-        Path | None, typer.Option("--bundle", help="Run bundle directory to take the load from.")
-    ] = None,
-    device: Annotated[
-        str | None, typer.Option("--device", help="Block device of the bundle (default: busiest).")
-    ] = None,
+    envelope: EnvelopeOpt = None,
+    list_: ListOpt = False,
+    capacity: CapacityOpt = None,
+    service_level: ServiceLevelOpt = None,
+    bundle: BundleOpt = None,
+    device: DeviceOpt = None,
     read_iops: Annotated[float | None, typer.Option("--read-iops", help="Read IOPS.")] = None,
     write_iops: Annotated[float | None, typer.Option("--write-iops", help="Write IOPS.")] = None,
     read_mibps: Annotated[float | None, typer.Option("--read-mibps", help="Read MiB/s.")] = None,
     write_mibps: Annotated[float | None, typer.Option("--write-mibps", help="Write MiB/s.")] = None,
-    block_size: Annotated[
-        str | None, typer.Option("--block-size", help="Request size, e.g. 8KiB.")
-    ] = None,
-    pool_iops: Annotated[
-        float | None, typer.Option("--pool-iops", help="Custom-performance IOPS provisioned.")
-    ] = None,
-    pool_mibps: Annotated[
-        float | None, typer.Option("--pool-mibps", help="Custom-performance MiB/s provisioned.")
-    ] = None,
+    block_size: BlockSizeOpt = None,
+    pool_iops: PoolIopsOpt = None,
+    pool_mibps: PoolMibpsOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")] = False,
 ) -> None:
     """Size a workload against a published performance envelope (see docs/sizing.md)."""

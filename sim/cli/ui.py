@@ -98,49 +98,58 @@ def _debug() -> bool:
     return logging.getLogger().isEnabledFor(logging.DEBUG)  # dbsim --debug sets the root level
 
 
+WorkersOpt = Annotated[
+    int, typer.Option("--workers", help="Start a Locust master and N local workers.")
+]
+HostOpt = Annotated[
+    str,
+    typer.Option("--host", help="Web UI interface; any but loopback needs --web-login."),
+]
+WebLoginOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--web-login",
+        metavar="ENV_VAR",
+        help="Require a login: the NAME of an environment variable holding user:password.",
+    ),
+]
+DistributedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--distributed",
+        help="Run as a Locust master even without --workers (remote dbsim worker join).",
+    ),
+]
+MasterBindOpt = Annotated[
+    str, typer.Option("--master-bind", help="Interface the master's worker port binds to.")
+]
+MasterPortOpt = Annotated[
+    int, typer.Option("--master-port", help="The master's worker port (0: any free port).")
+]
+MasterSecretEnvOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--master-secret",
+        metavar="ENV_VAR",
+        help="Encrypt and authenticate the worker port (CURVE) with a shared secret: the "
+        "NAME of an environment variable holding it (16+ characters). Required with a "
+        "non-loopback --master-bind.",
+    ),
+]
+
+
 @app.command()
 def ui(
     scenario: ScenarioArg = None,
     set_: SetOpt = None,
-    workers: Annotated[
-        int, typer.Option("--workers", help="Start a Locust master and N local workers.")
-    ] = 0,
-    host: Annotated[
-        str,
-        typer.Option("--host", help="Web UI interface; any but loopback needs --web-login."),
-    ] = "127.0.0.1",
+    workers: WorkersOpt = 0,
+    host: HostOpt = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Web UI port.")] = 8089,
-    web_login: Annotated[
-        str | None,
-        typer.Option(
-            "--web-login",
-            metavar="ENV_VAR",
-            help="Require a login: the NAME of an environment variable holding user:password.",
-        ),
-    ] = None,
-    distributed: Annotated[
-        bool,
-        typer.Option(
-            "--distributed",
-            help="Run as a Locust master even without --workers (remote dbsim worker join).",
-        ),
-    ] = False,
-    master_bind: Annotated[
-        str, typer.Option("--master-bind", help="Interface the master's worker port binds to.")
-    ] = "127.0.0.1",
-    master_port: Annotated[
-        int, typer.Option("--master-port", help="The master's worker port (0: any free port).")
-    ] = 5557,
-    master_secret_env: Annotated[
-        str | None,
-        typer.Option(
-            "--master-secret",
-            metavar="ENV_VAR",
-            help="Encrypt and authenticate the worker port (CURVE) with a shared secret: the "
-            "NAME of an environment variable holding it (16+ characters). Required with a "
-            "non-loopback --master-bind.",
-        ),
-    ] = None,
+    web_login: WebLoginOpt = None,
+    distributed: DistributedOpt = False,
+    master_bind: MasterBindOpt = "127.0.0.1",
+    master_port: MasterPortOpt = 5557,
+    master_secret_env: MasterSecretEnvOpt = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="output.directory")] = None,
 ) -> None:
     """Start Locust's web UI driving dbsim's engine (users = sessions); Ctrl-C quits."""
@@ -177,21 +186,25 @@ def ui(
     raise typer.Exit(run_ui(resolved, options))
 
 
+MasterOpt = Annotated[
+    str, typer.Option("--master", help="The master's HOST:PORT (its --master-port).")
+]
+WorkerSecretEnvOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--master-secret",
+        metavar="ENV_VAR",
+        help="Encrypt and authenticate the worker port (CURVE) with a shared secret: the "
+        "NAME of an environment variable holding it (16+ characters). The master's "
+        "--master-secret.",
+    ),
+]
+
+
 @app.command()
 def worker(
-    master: Annotated[
-        str, typer.Option("--master", help="The master's HOST:PORT (its --master-port).")
-    ],
-    master_secret_env: Annotated[
-        str | None,
-        typer.Option(
-            "--master-secret",
-            metavar="ENV_VAR",
-            help="Encrypt and authenticate the worker port (CURVE) with a shared secret: the "
-            "NAME of an environment variable holding it (16+ characters). The master's "
-            "--master-secret.",
-        ),
-    ] = None,
+    master: MasterOpt,
+    master_secret_env: WorkerSecretEnvOpt = None,
 ) -> None:
     """Join a dbsim Locust master as a worker and run its sessions here."""
     host, port = parse_master(master)
