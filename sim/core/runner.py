@@ -205,7 +205,35 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
         result.outcome = OUTCOME_FAILED
         result.error = failure_line(errors)
         result.reason = "measure: invalid run"
-    extra = {
+    extra = _summary_extra(run, errors)
+    extra["findings"] = _collector_findings(run)
+    for failure in engine.events.failures():
+        bundle.add_message(failure)
+    bundle.close()  # the time series are complete (a close can fail too: NFS write-back)
+    bundle.write_histograms(totals)
+    _bundle_failure(run, extra)
+    summary = bundle.write_summary(
+        result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
+    )
+    if _bundle_failure(run, extra):
+        # The file keeps its last good version; the caller gets the whole summary, failed.
+        summary = bundle.summary_dict(
+            result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
+        )
+        return summary
+    summary = write_service_levels(
+        run.scenario, bundle, summary, totals=totals, measured_s=result.measured_s, extra=extra
+    )
+    _write_report(bundle.path)
+    return summary
+
+
+def _summary_extra(run: PreparedRun, errors: dict[str, Any]) -> dict[str, Any]:
+    """What the engine's result adds to the bundle's summary: how the run ended, its timing,
+    stages, errors, outages, mix, workload reports, target and collectors."""
+    engine, result = run.engine, run.engine.result
+    totals = engine.recorder.totals
+    return {
         "reason": result.reason,
         "last_state": result.last_state,
         "error": result.error,
@@ -236,6 +264,13 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
         "collectors": result.collectors,
         "collector_errors": result.collector_errors,
     }
+
+
+def _collector_findings(run: PreparedRun) -> dict[str, Any]:
+    """Each started collector's findings over the measured window (its warnings become the
+    bundle's messages); a collector whose findings fail costs only those."""
+    engine, bundle, result = run.engine, run.bundle, run.engine.result
+    totals = engine.recorder.totals
     findings: dict[str, Any] = {}
     storage_means = bundle.storage_summary()
     op_counts = {name: stats.count for name, stats in totals.items()}
@@ -251,26 +286,7 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
             findings[collector.source] = facts
         for warning in warnings:
             bundle.add_message(f"{collector.source}: {warning}")
-    extra["findings"] = findings
-    for failure in engine.events.failures():
-        bundle.add_message(failure)
-    bundle.close()  # the time series are complete (a close can fail too: NFS write-back)
-    bundle.write_histograms(totals)
-    _bundle_failure(run, extra)
-    summary = bundle.write_summary(
-        result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
-    )
-    if _bundle_failure(run, extra):
-        # The file keeps its last good version; the caller gets the whole summary, failed.
-        summary = bundle.summary_dict(
-            result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
-        )
-        return summary
-    summary = write_service_levels(
-        run.scenario, bundle, summary, totals=totals, measured_s=result.measured_s, extra=extra
-    )
-    _write_report(bundle.path)
-    return summary
+    return findings
 
 
 def judge_errors(

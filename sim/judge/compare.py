@@ -250,14 +250,11 @@ def describe(row: Mapping[str, Any]) -> str:
     return f"{row['scope']} {name} {row['delta_pct']:+.1f} % (threshold {row['threshold_pct']:g} %)"
 
 
-def compare(
-    baseline: Path, candidate: Path, thresholds: Thresholds | None = None
-) -> dict[str, Any]:
-    """The comparison of two bundles (see the module's docstring); :class:`ConfigError`
-    when either is not a readable run bundle."""
-    limits = thresholds or Thresholds()
-    base, cand = run_figures(Path(baseline), "baseline"), run_figures(Path(candidate), "candidate")
-    notes: list[str] = []
+def _op_rows(
+    base: dict[str, Any], cand: dict[str, Any], limits: Thresholds, notes: list[str]
+) -> list[dict[str, Any]]:
+    """One row per figure of each operation both runs measured (judged where the thresholds
+    cover the operation); what is not compared goes to ``notes``."""
     common = sorted(set(base["ops"]) & set(cand["ops"]))
     for role, figs in (("baseline", base), ("candidate", cand)):
         only = sorted(set(figs["ops"]) - set(common))
@@ -282,24 +279,37 @@ def compare(
                     threshold,
                 )
             )
+    return rows
+
+
+def _device_rows(
+    base: dict[str, Any], cand: dict[str, Any], limits: Thresholds, notes: list[str]
+) -> list[dict[str, Any]]:
+    """One row per storage figure of each run's primary device."""
     device_scope = (
         f"{base['device'] or '?'}"
         if base["device"] == cand["device"]
         else f"{base['device'] or '?'} → {cand['device'] or '?'}"
     )
-    for metric, (better_when, field) in DEVICE_METRICS.items():
-        rows.append(
-            _row(
-                metric,
-                device_scope,
-                base["storage"][metric],
-                cand["storage"][metric],
-                better_when,
-                getattr(limits, field),
-            )
+    rows = [
+        _row(
+            metric,
+            device_scope,
+            base["storage"][metric],
+            cand["storage"][metric],
+            better_when,
+            getattr(limits, field),
         )
+        for metric, (better_when, field) in DEVICE_METRICS.items()
+    ]
     if base["device"] is None or cand["device"] is None:
         notes.append("a run has no block device figures: storage rows are not compared")
+    return rows
+
+
+def _context_notes(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
+    """What else differs between the runs, so the difference is not read as the storage's."""
+    notes = []
     for key in CONTEXT_KEYS:
         b, c = base["context"].get(key), cand["context"].get(key)
         if b != c:
@@ -307,6 +317,19 @@ def compare(
     for role, figs in (("baseline", base), ("candidate", cand)):
         if figs["status"] != "completed":
             notes.append(f"the {role} run did not complete (status {figs['status']})")
+    return notes
+
+
+def compare(
+    baseline: Path, candidate: Path, thresholds: Thresholds | None = None
+) -> dict[str, Any]:
+    """The comparison of two bundles (see the module's docstring); :class:`ConfigError`
+    when either is not a readable run bundle."""
+    limits = thresholds or Thresholds()
+    base, cand = run_figures(Path(baseline), "baseline"), run_figures(Path(candidate), "candidate")
+    notes: list[str] = []
+    rows = _op_rows(base, cand, limits, notes) + _device_rows(base, cand, limits, notes)
+    notes.extend(_context_notes(base, cand))
     worse = [r for r in rows if r["change"] == "worse"]
     better = [r for r in rows if r["change"] == "better"]
     call = "worse" if worse else "better" if better else "equivalent"
