@@ -315,7 +315,7 @@ class Load(StrictModel):
 
 class CollectorSettings(StrictModel):
     """Which storage collectors sample during the run; each collector's own options are the
-    field named after it (added from the registry by sim.config.resolve)."""
+    field named after it."""
 
     enabled: Literal["auto", "none"] | list[str] = Field(
         default="auto", description="'auto': every collector that applies to the target."
