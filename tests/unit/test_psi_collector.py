@@ -16,8 +16,8 @@ from sim import registry
 from sim.analysis.series import BundleSeries
 from sim.analysis.verdict import Findings, decide
 from sim.cli.console import live_tables, summary_tables
-from sim.config.scenario import ScenarioError, validate
-from sim.errors import CollectorError
+from sim.config.resolve import validate
+from sim.errors import CollectorError, ScenarioError
 from sim.locust.packets import merge_samples
 from sim.locust.webui import storage_columns, storage_rows
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Sample
