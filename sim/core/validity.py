@@ -43,29 +43,13 @@ def error_section(
     successes are not counted. ``budget_by_slo``: an SLO judges the share, so a share over the
     budget is noted but does not make the run invalid.
     """
-    by_op: dict[str, dict[str, Any]] = {}
-    issued_all = errors_all = 0
-    for name, stats in sorted(totals.items()):
-        errors = stats.error_count
-        issued = stats.count + errors
-        if not issued:
-            continue
-        entry: dict[str, Any] = {
-            "issued": issued,
-            "completed": stats.count,
-            "errors": errors,
-            "error_pct": _pct(errors, issued),
-            "classes": dict(sorted(stats.errors.items(), key=lambda kv: (-kv[1], kv[0]))),
-        }
-        if errors:
-            dominant = next(iter(entry["classes"]))
-            entry["dominant"] = dominant
-            entry["example"] = examples.get(name, {}).get(dominant, "")
-        entry["judged"] = name in judged_ops
-        by_op[name] = entry
-        if entry["judged"]:
-            issued_all += issued
-            errors_all += errors
+    by_op = {
+        name: _op_errors(stats, examples.get(name, {}), judged=name in judged_ops)
+        for name, stats in sorted(totals.items())
+        if stats.count + stats.error_count
+    }
+    issued_all = sum(e["issued"] for e in by_op.values() if e["judged"])
+    errors_all = sum(e["errors"] for e in by_op.values() if e["judged"])
     never = [n for n, e in by_op.items() if e["judged"] and e["completed"] == 0]
     over = [
         n for n, e in by_op.items() if e["judged"] and e["errors"] and e["error_pct"] > budget_pct
@@ -92,6 +76,26 @@ def error_section(
     if invalid:
         section["reason"] = "; ".join(problems)
     return section
+
+
+def _op_errors(stats: OpStats, examples: Mapping[str, str], *, judged: bool) -> dict[str, Any]:
+    """One operation's measured errors: issued, completed, failed by class (the dominant
+    class first, with its example), and whether the run's validity counts it."""
+    errors = stats.error_count
+    issued = stats.count + errors
+    entry: dict[str, Any] = {
+        "issued": issued,
+        "completed": stats.count,
+        "errors": errors,
+        "error_pct": _pct(errors, issued),
+        "classes": dict(sorted(stats.errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }
+    if errors:
+        dominant = next(iter(entry["classes"]))
+        entry["dominant"] = dominant
+        entry["example"] = examples.get(dominant, "")
+    entry["judged"] = judged
+    return entry
 
 
 def failure_line(section: Mapping[str, Any]) -> str | None:

@@ -126,8 +126,6 @@ def run_figures(bundle: Path, role: str) -> dict[str, Any]:
     iops = finite(means.get("iops"))
     if ios_per_op is None and iops is not None and measured_s and total_ops:
         ios_per_op = iops * measured_s / total_ops  # from the means when there is no analysis
-    scenario = _scenario(bundle)
-    load = scenario.get("load") or {}
     return {
         "path": str(bundle),
         "run": summary.get("run") or bundle.name,
@@ -148,14 +146,20 @@ def run_figures(bundle: Path, role: str) -> dict[str, Any]:
             "await_ms": combined_await_ms(means) if means else None,
             "ios_per_op": ios_per_op,
         },
-        "context": {
-            "workload": (summary.get("scenario") or {}).get("workload"),
-            "target": (summary.get("scenario") or {}).get("target"),
-            "sessions": summary.get("sessions"),
-            "mode": load.get("mode"),
-            "rate_ops_s": load.get("rate_ops_s"),
-            "steps": len(load.get("steps") or []),
-        },
+        "context": _context(bundle, summary),
+    }
+
+
+def _context(bundle: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """What a comparison says differs besides the storage: workload, target, load shape."""
+    load = _scenario(bundle).get("load") or {}
+    return {
+        "workload": (summary.get("scenario") or {}).get("workload"),
+        "target": (summary.get("scenario") or {}).get("target"),
+        "sessions": summary.get("sessions"),
+        "mode": load.get("mode"),
+        "rate_ops_s": load.get("rate_ops_s"),
+        "steps": len(load.get("steps") or []),
     }
 
 

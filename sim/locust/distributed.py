@@ -99,6 +99,16 @@ def run_distributed(
         sys.stderr.write("error: stopped before the run started; no bundle written\n")
         return _signal_code(received) or EXIT_RUN_FAILED
     _print(summary, quiet=quiet, as_json=as_json)
+    return _exit_code(scenario, summary, controller, received)
+
+
+def _exit_code(
+    scenario: ScenarioBase,
+    summary: dict[str, Any],
+    controller: MasterController,
+    received: list[int],
+) -> int:
+    """The exit code a single-process run of the same outcome would give (and its error)."""
     status = summary.get("status")
     if status == "completed":
         code, problem = completed_exit_code(summary, declared=bool(scenario.slos))

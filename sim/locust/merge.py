@@ -306,30 +306,11 @@ class RunMerger:
     def _finish(self) -> None:
         self._wait_for_locust_table()
         workers = sorted(self.workers.values(), key=lambda w: w.index)
-        for worker in workers:
-            if worker.final is None or not worker.final.get("totals"):
-                continue
-            own = {n: s.count for n, s in decode_ops(worker.final["totals"]).items() if s.count}
-            merged = {n: s.count for n, s in worker.measured.items() if s.count}
-            if own != merged:
-                self._write(
-                    self._writer.add_message,
-                    f"worker {worker.index}: its own totals {own} differ from the intervals "
-                    f"received from it {merged}",
-                )
+        self._check_worker_totals(workers)
         status = run_status([w.final for w in workers], self.stopped_by)
         extra = distributed_extra(self, workers)
         totals = self.totals
-        finals = [w.final for w in workers if w.final is not None]
-        examples: dict[str, dict[str, str]] = {}
-        for final in finals:
-            for op, by_class in (final.get("error_examples") or {}).items():
-                for cls, text in by_class.items():
-                    examples.setdefault(op, {}).setdefault(cls, text)
-        requested: dict[str, float] = next(
-            (f["requested_pct"] for f in finals if f.get("requested_pct")), {}
-        )
-        extra["errors"] = judge_errors(self.spec, totals, examples, requested)
+        extra["errors"] = self._judge_errors([w.final for w in workers if w.final is not None])
         if status == STATUS_COMPLETED and extra["errors"]["invalid"]:
             status = STATUS_FAILED
             extra["error"] = failure_line(extra["errors"])
@@ -378,6 +359,34 @@ class RunMerger:
                 self.on_finished(summary)
             except Exception:
                 log.exception("run-finished listener failed")
+
+    def _check_worker_totals(self, workers: list[WorkerRun]) -> None:
+        """A worker whose own final totals differ from the intervals received from it is
+        named in the bundle's messages (an interval lost on the way)."""
+        for worker in workers:
+            if worker.final is None or not worker.final.get("totals"):
+                continue
+            own = {n: s.count for n, s in decode_ops(worker.final["totals"]).items() if s.count}
+            merged = {n: s.count for n, s in worker.measured.items() if s.count}
+            if own != merged:
+                self._write(
+                    self._writer.add_message,
+                    f"worker {worker.index}: its own totals {own} differ from the intervals "
+                    f"received from it {merged}",
+                )
+
+    def _judge_errors(self, finals: list[dict[str, Any]]) -> dict[str, Any]:
+        """The merged run's error section, with the workers' first example of each class and
+        the mix they were asked to run."""
+        examples: dict[str, dict[str, str]] = {}
+        for final in finals:
+            for op, by_class in (final.get("error_examples") or {}).items():
+                for cls, text in by_class.items():
+                    examples.setdefault(op, {}).setdefault(cls, text)
+        requested: dict[str, float] = next(
+            (f["requested_pct"] for f in finals if f.get("requested_pct")), {}
+        )
+        return judge_errors(self.spec, self.totals, examples, requested)
 
     def _wait_for_locust_table(self) -> None:
         """Workers feed Locust's table through Locust's own report, which may trail the final

@@ -53,6 +53,23 @@ def _check_ceiling(kind: str, value: int | None) -> None:
         raise ConfigError(f"lab ceiling {kind}={value}: must be >= 0 (0 = unlimited)")
 
 
+def _check_new_lab(size_bytes: int, mount_point: Path, image: Path, pg_port: int | None) -> None:
+    """Refuse a new lab that would be too small, hide files or a mount, reuse an image, or
+    start PostgreSQL (``pg_port`` given) without its binaries or on a port in use."""
+    if size_bytes < 16 << 20:
+        raise ConfigError(f"lab size {size_bytes} bytes: at least 16 MiB, e.g. --size 1G")
+    if system.mounted_source(mount_point) is not None:
+        raise ConfigError(f"{mount_point} is already a mount point; choose another --mount")
+    if mount_point.is_dir() and any(mount_point.iterdir()):
+        raise ConfigError(f"{mount_point} is not empty; mounting there would hide its files")
+    if pg_port is not None:
+        pg_bin()
+        if not port_free(pg_port):
+            raise ConfigError(f"lab postgres: 127.0.0.1:{pg_port} is in use (--pg-port)")
+    if image.exists():
+        raise ConfigError(f"{image} exists and no lab is recorded; remove it or run down")
+
+
 class Lab:
     """One lab, described by the state file ``<state_root>/state.json``.
 
@@ -130,21 +147,11 @@ class Lab:
             if os.path.abspath(mount_point) != state["mount_point"]:
                 result["note"] = f"already up at {state['mount_point']}; --mount/--size ignored"
             return result
-        if size_bytes < 16 << 20:
-            raise ConfigError(f"lab size {size_bytes} bytes: at least 16 MiB, e.g. --size 1G")
         mount_point = Path(os.path.abspath(mount_point))
-        if system.mounted_source(mount_point) is not None:
-            raise ConfigError(f"{mount_point} is already a mount point; choose another --mount")
-        if mount_point.is_dir() and any(mount_point.iterdir()):
-            raise ConfigError(f"{mount_point} is not empty; mounting there would hide its files")
-        if postgres:  # checked before anything is built, so a refusal leaves nothing to undo
-            pg_bin()
-            if not port_free(pg_port):
-                raise ConfigError(f"lab postgres: 127.0.0.1:{pg_port} is in use (--pg-port)")
-        groups = cgroups.lab_groups(self.name)
         image = self.image_dir / f"{self.name}.img"
-        if image.exists():
-            raise ConfigError(f"{image} exists and no lab is recorded; remove it or run down")
+        # Checked before anything is built, so a refusal leaves nothing to undo.
+        _check_new_lab(size_bytes, mount_point, image, pg_port if postgres else None)
+        groups = cgroups.lab_groups(self.name)
         state = {
             "version": STATE_VERSION,
             "name": self.name,

@@ -35,10 +35,7 @@ def describe(state: dict[str, Any], state_file: Path) -> dict[str, Any]:
     ceilings = state.get("ceilings", {})
     if blkio is not None and blkio.is_dir() and state.get("dev"):
         ceilings = cgroups.read_throttles(blkio, state["dev"])
-    allocated = None
-    if image:
-        with contextlib.suppress(OSError):
-            allocated = os.stat(image).st_blocks * 512
+    allocated = _allocated_bytes(image)
     out: dict[str, Any] = {
         "up": attached and mounted and not problems,
         "name": state["name"],
@@ -65,17 +62,30 @@ def describe(state: dict[str, Any], state_file: Path) -> dict[str, Any]:
     }
     pg = state.get("postgres")
     if pg:
-        # The data directory is postgres's own (0700): without root the PID is unknown, but
-        # whether something listens on the port can still be told.
-        pid = Cluster(Path(pg["root"]), pg["port"]).pid() if mounted else None
-        out["postgres"] = {
-            **pg,
-            "host": "127.0.0.1",
-            "pid": pid,
-            "running": pid is not None,
-            "listening": not port_free(pg["port"]),
-        }
+        out["postgres"] = _postgres_status(pg, mounted=mounted)
     return out
+
+
+def _postgres_status(pg: dict[str, Any], *, mounted: bool) -> dict[str, Any]:
+    """The lab's PostgreSQL as recorded, with whether it runs and listens now."""
+    # The data directory is postgres's own (0700): without root the PID is unknown, but
+    # whether something listens on the port can still be told.
+    pid = Cluster(Path(pg["root"]), pg["port"]).pid() if mounted else None
+    return {
+        **pg,
+        "host": "127.0.0.1",
+        "pid": pid,
+        "running": pid is not None,
+        "listening": not port_free(pg["port"]),
+    }
+
+
+def _allocated_bytes(image: str | None) -> int | None:
+    """The disk space the sparse image takes now (None when it cannot be read)."""
+    if image:
+        with contextlib.suppress(OSError):
+            return os.stat(image).st_blocks * 512
+    return None
 
 
 def _ceiling(iops: int | None, bps: int | None) -> str:
