@@ -27,29 +27,7 @@ WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760.0, 300.0, 64.0, 16.0, 28.0, 70.0
 
 def iops_chart(points: list[dict[str, Any]], rows: dict[str, dict[str, Any]]) -> str:
     """Grouped bars per point: fio's IOPS, the device's IOPS (iostat) and the published."""
-    series: list[tuple[str, str, list[float | None]]] = [
-        ("fio IOPS", PALETTE[0], [p.get("iops") for p in points]),
-        (
-            "device r/s + w/s",
-            PALETTE[2],
-            [
-                sum(
-                    primary_device_figures(p.get("device") or {}).get(k, 0.0)
-                    for k in ("r_s", "w_s")
-                )
-                or None
-                for p in points
-            ],
-        ),
-    ]
-    if rows:
-        series.append(
-            (
-                "published",
-                PALETTE[1],
-                [((rows.get(p["id"]) or {}).get("published") or {}).get("iops") for p in points],
-            )
-        )
+    series = _iops_series(points, rows)
     values = [v for _, _, vs in series for v in vs if v]
     if not values:
         return ""
@@ -87,6 +65,37 @@ def iops_chart(points: list[dict[str, Any]], rows: dict[str, dict[str, Any]]) ->
     parts.append(legend([(name, color, "dot") for name, color, _ in series], WIDTH - RIGHT, 14))
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _iops_series(
+    points: list[dict[str, Any]], rows: dict[str, dict[str, Any]]
+) -> list[tuple[str, str, list[float | None]]]:
+    """The chart's bar series (name, colour, one value per point): fio's IOPS, the primary
+    device's reads plus writes per second, and the published figure where there is one."""
+    series: list[tuple[str, str, list[float | None]]] = [
+        ("fio IOPS", PALETTE[0], [p.get("iops") for p in points]),
+        (
+            "device r/s + w/s",
+            PALETTE[2],
+            [
+                sum(
+                    primary_device_figures(p.get("device") or {}).get(k, 0.0)
+                    for k in ("r_s", "w_s")
+                )
+                or None
+                for p in points
+            ],
+        ),
+    ]
+    if rows:
+        series.append(
+            (
+                "published",
+                PALETTE[1],
+                [((rows.get(p["id"]) or {}).get("published") or {}).get("iops") for p in points],
+            )
+        )
+    return series
 
 
 def _ms(value: object) -> str:

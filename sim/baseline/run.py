@@ -262,13 +262,8 @@ class BaselineRun:
         self.point_id, self.phase = point.id, "ramp"
         t_start = self.clock()
         ramp_over = asyncio.get_running_loop().call_later(opts.ramp_s, self._measuring, point.id)
-        argv = [
-            self.binary,
-            "--output-format=json,normal",
-            f"--output={out}",
-            "--eta=never",
-            str(job_path),
-        ]
+        argv = [self.binary, "--output-format=json,normal", f"--output={out}", "--eta=never"]
+        argv.append(str(job_path))
         try:
             run = await fio.run_fio(argv, stop, self.wrap)
         finally:
@@ -297,16 +292,19 @@ class BaselineRun:
         result.update(parsed)
         result["status"] = "interrupted" if run.interrupted else "completed"
         result["t_measure_start"] = round(measure_from, 3)
-        # The interval in flight when fio ended holds the window's last part: wait (at most
-        # one interval) for the sampler to record it, else a short point's window (about one
-        # interval) could overlap no recorded interval and get no device figures at all.
-        deadline = self.clock() + opts.interval_s + 1.0
+        await self._sampled_until(t_end, stop)
+        result["device"] = self.device_means(measure_from, t_end)
+        return result
+
+    async def _sampled_until(self, t_end: float, stop: asyncio.Event) -> None:
+        """Wait (at most one interval) until the sampler has recorded the interval in flight
+        when fio ended: it holds the window's last part, and a short point's window (about one
+        interval) could otherwise overlap no recorded interval and get no device figures."""
+        deadline = self.clock() + self.opts.interval_s + 1.0
         while not stop.is_set() and self.clock() < deadline:
             if self.samples and self.samples[-1][1] >= t_end:
                 break
             await asyncio.sleep(0.02)
-        result["device"] = self.device_means(measure_from, t_end)
-        return result
 
     def _measuring(self, point_id: str) -> None:
         if self.point_id == point_id and self.phase == "ramp":
