@@ -253,7 +253,7 @@ def findings(
     law = sections.littles_law(window, sessions_per_interval(window))
     host = host_figures(window)
     r, what, n = sections.coupling(window, ctx.op, device)
-    others = [c for c in sections.collector_coupling(window, ctx.op) if not c["device_role"]]
+    others = sections.collector_coupling(window, ctx.op)
     p99: float | None = None
     if whole_run and ctx.op:
         p99 = _positive(mapping(mapping(window.summary, "operations"), ctx.op).get("p99_us"))

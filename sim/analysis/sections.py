@@ -119,23 +119,19 @@ def coupling(
 
 
 def collector_coupling(series: BundleSeries, op: str | None) -> list[dict[str, Any]]:
-    """Per collector, the strongest sign that ``op``'s latency moves with one of the figures it
-    declares correlatable (sim.registry ``CollectorEntry.correlate``): the best of Pearson and
-    Spearman, p99 or p50, over its entities. One row per source with such figures."""
+    """Per collector other than the block devices (whose figures :func:`correlation_section`
+    and :func:`coupling` cover), the strongest sign that ``op``'s latency moves with one of
+    the figures it declares correlatable (sim.registry ``CollectorEntry.correlate``): the best
+    of Pearson and Spearman, p99 or p50, over its entities. One row per such collector."""
     if op is None or op not in series.ops:
         return []
     best: dict[str, dict[str, Any]] = {}
     for entry, entity, figure, values in correlatable(series):
+        if entry.role == ROLE_DEVICE:
+            continue
+        title = entry.display.title if entry.display else entry.source
         row = best.setdefault(
-            entry.source,
-            {
-                "source": entry.source,
-                "title": entry.display.title if entry.display else entry.source,
-                "device_role": entry.role == ROLE_DEVICE,
-                "r": None,
-                "what": "",
-                "n": 0,
-            },
+            entry.source, {"source": entry.source, "title": title, "r": None, "what": "", "n": 0}
         )
         for latency in ("p99_us", "p50_us"):
             result = stats.correlation(series.ops[op][latency], values)

@@ -124,7 +124,7 @@ def correlation_rows(analysis: dict[str, Any] | None, problem: str | None) -> li
     rows.extend(
         _row(f"r({op} latency, {c['title']})", c["r"], f"{c['what']} over {c['n']} intervals")
         for c in analysis.get("collector_coupling") or []
-        if c.get("r") is not None and not c.get("device_role")
+        if c.get("r") is not None
     )
     lag = ((analysis.get("lag") or {}).get(op) or {}) if op else {}
     if lag and lag.get("best_lag_s") is not None:
