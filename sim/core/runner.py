@@ -15,6 +15,7 @@ from typing import Any
 
 from sim import registry
 from sim.bundle.files import iso, new_bundle_dir, os_reason
+from sim.bundle.summary import RunFacts
 from sim.bundle.writer import BundleWriter
 from sim.config.resolve import resolved_dict
 from sim.config.scenario import CollectorSettings, ScenarioBase
@@ -233,37 +234,37 @@ def _summary_extra(run: PreparedRun, errors: dict[str, Any]) -> dict[str, Any]:
     stages, errors, outages, mix, workload reports, target and collectors."""
     engine, result = run.engine, run.engine.result
     totals = engine.recorder.totals
-    return {
-        "reason": result.reason,
-        "last_state": result.last_state,
-        "error": result.error,
-        "sessions": result.sessions,
-        "session_runner": {
-            "runner": result.session_runner,
-            "means": RUNNER_DESCRIPTIONS.get(result.session_runner, ""),
-            "why": result.session_runner_why,
-        },
-        "timing": {
-            "sessions_started_at": iso(result.sessions_started_wall),
-            "warmup_s": round(result.warmup_s, 3),
-            "measured_s": round(result.measured_s, 3),
-        },
-        "stages": result.stage_log,
-        "errors": errors,
-        "outages": outage_windows(result.outages),
-        "mix": mix_report(
+    facts = RunFacts(
+        reason=result.reason,
+        last_state=result.last_state,
+        error=result.error,
+        sessions=result.sessions,
+        sessions_started_at=iso(result.sessions_started_wall),
+        warmup_s=result.warmup_s,
+        measured_s=result.measured_s,
+        stages=result.stage_log,
+        mix=mix_report(
             run.workload.operations(), totals, run.workload.expected_mix(result.op_ranges)
         ),
-        "workload": {
+        workload={
             "name": run.workload.name,
             "load": result.load_report,
             "verify": result.verify_report,
             "score": _score(run.workload, result, engine.recorder.step_totals),
         },
-        "target": result.target or run.target.describe(),
-        "collectors": result.collectors,
-        "collector_errors": result.collector_errors,
-    }
+        target=result.target or run.target.describe(),
+        collectors=result.collectors,
+        collector_errors=result.collector_errors,
+    )
+    return facts.summary_fields(
+        session_runner={
+            "runner": result.session_runner,
+            "means": RUNNER_DESCRIPTIONS.get(result.session_runner, ""),
+            "why": result.session_runner_why,
+        },
+        errors=errors,
+        outages=outage_windows(result.outages),
+    )
 
 
 def _collector_findings(run: PreparedRun) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sim.bundle.files import iso
+from sim.bundle.summary import RunFacts
 from sim.core.metrics import mix_report
 
 if TYPE_CHECKING:
@@ -126,31 +127,31 @@ def distributed_extra(merger: RunMerger, workers: Sequence[WorkerRun]) -> dict[s
             collector_errors[source] = collector_errors.get(source, 0) + int(n)
     started = [f["sessions_started_wall"] for f in finals if f.get("sessions_started_wall")]
     stats = merger.environment.stats
-    return {
-        "reason": merger.stopped_by or _first(finals, "reason", ""),
-        "last_state": _first(finals, "last_state", "setup"),
-        "error": _first(finals, "error"),
-        "sessions": sum(w.sessions for w in workers),
-        "timing": {
-            "sessions_started_at": iso(min(started)) if started else None,
-            "warmup_s": round(max((float(f.get("warmup_s") or 0) for f in finals), default=0.0), 3),
-            "measured_s": round(measured_s, 3),
-        },
-        "stages": merged_stages(finals),
-        "mix": mix_section(merger, finals, complete=not lost and len(finals) == len(workers)),
-        "workload": {
+    facts = RunFacts(
+        reason=merger.stopped_by or _first(finals, "reason", ""),
+        last_state=_first(finals, "last_state", "setup"),
+        error=_first(finals, "error"),
+        sessions=sum(w.sessions for w in workers),
+        sessions_started_at=iso(min(started)) if started else None,
+        warmup_s=max((float(f.get("warmup_s") or 0) for f in finals), default=0.0),
+        measured_s=measured_s,
+        stages=merged_stages(finals),
+        mix=mix_section(merger, finals, complete=not lost and len(finals) == len(workers)),
+        workload={
             "name": (merger.scenario.get("workload") or {}).get("name"),
             # The loader's report where one loaded for everyone (the engines only verified).
             "load": (merger.loading or {}).get("load") or _first(finals, "load", {}),
             "verify": _first(finals, "verify", {}) or (merger.loading or {}).get("verify", {}),
         },
-        "target": _first(finals, "target", {}),
-        "collectors": _first(finals, "collectors", []),
-        "collector_errors": collector_errors,
+        target=_first(finals, "target", {}),
+        collectors=_first(finals, "collectors", []),
+        collector_errors=collector_errors,
         # Collectors' findings divide the storage figures by the operations of one process;
         # with several workers on one device they would mislead, so they are left out here.
-        "findings": {},
-        "distributed": {
+        findings={},
+    )
+    return facts.summary_fields(
+        distributed={
             "run_id": merger.run_id,
             "workers": [_worker_row(w) for w in workers],
             "lost": [
@@ -170,5 +171,5 @@ def distributed_extra(merger: RunMerger, workers: Sequence[WorkerRun]) -> dict[s
             },
             "merge": "interval k = sum of every worker's interval k; totals = sum of every "
             "worker's measured intervals; storage views once per host (process CPU summed)",
-        },
-    }
+        }
+    )

@@ -1,0 +1,51 @@
+"""The run facts summary.json holds beside its totals, typed once: the runner builds them
+from the engine's result for a run in one process, the merger from its workers' final
+reports for a distributed run, and both write them through :meth:`RunFacts.summary_fields`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class RunFacts:
+    """How a run ended and what it ran: the fields every kind of run writes."""
+
+    reason: str
+    last_state: str
+    error: str | None
+    sessions: int
+    sessions_started_at: str | None
+    warmup_s: float
+    measured_s: float
+    stages: list[dict[str, Any]]
+    mix: dict[str, Any]
+    workload: dict[str, Any]
+    target: dict[str, Any]
+    collectors: list[dict[str, Any]]
+    collector_errors: dict[str, int]
+    findings: dict[str, Any] = field(default_factory=dict)
+
+    def summary_fields(self, **more: Any) -> dict[str, Any]:
+        """The fields as summary.json holds them, then ``more``: what only one kind of run
+        has (the session runner, errors and outages of one process; ``distributed``)."""
+        return {
+            "reason": self.reason,
+            "last_state": self.last_state,
+            "error": self.error,
+            "sessions": self.sessions,
+            "timing": {
+                "sessions_started_at": self.sessions_started_at,
+                "warmup_s": round(self.warmup_s, 3),
+                "measured_s": round(self.measured_s, 3),
+            },
+            "stages": self.stages,
+            "mix": self.mix,
+            "workload": self.workload,
+            "target": self.target,
+            "collectors": self.collectors,
+            "collector_errors": self.collector_errors,
+            "findings": self.findings,
+            **more,
+        }
