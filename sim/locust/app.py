@@ -32,6 +32,7 @@ from sim.config.scenario import ScenarioBase
 from sim.errors import EXIT_OK, ConfigError
 from sim.locust import secure
 from sim.locust.form import check_locust_scenario, register_form
+from sim.locust.host import warm_inspect_caches
 from sim.locust.master import MasterController
 from sim.locust.roles import Controller, LocalController, WorkerController
 from sim.locust.stats import install_bucket
@@ -74,6 +75,7 @@ def setup_process(level: str) -> None:
     # worker forwards to its master come from them).
     install_log_redaction()
     install_bucket()
+    warm_inspect_caches()
 
 
 def default_users(scenario: ScenarioBase) -> int:

@@ -18,6 +18,7 @@ samples for the web UI, and hands packets and, at the end, the final result to t
 from __future__ import annotations
 
 import collections
+import inspect
 import logging
 import time
 from collections.abc import Callable
@@ -185,6 +186,7 @@ class EngineHost:
             log.exception("preparing the run failed")
             self._finish_failed(redact_known(f"unexpected {type(exc).__name__}: {exc}"))
             return
+        warm_inspect_caches()  # the run's own modules are imported now
         self.engine = engine
         if self._stop_reason is not None:
             engine.request_stop(self._stop_reason)  # honoured as soon as the loop starts
@@ -277,3 +279,15 @@ class EngineHost:
             final = {"outcome": "failed", "status": "failed", "error": str(exc), "packets": 0}
         final.setdefault("run_id", self.run_id)
         self._done = final
+
+
+def warm_inspect_caches() -> None:
+    """Fill ``inspect``'s module-file cache now, while no session runs.
+
+    Locust's ``Runner.stop`` calls ``inspect.stack()`` to log its caller; the first such call
+    checks the source file of every loaded module (a syscall each, each giving up the GIL). Made
+    for the first time during a run, those hand-offs queue behind the session threads that hold
+    the GIL, and Stop took tens of seconds with four SQLite sessions. Made here, later calls only
+    look at modules imported since.
+    """
+    inspect.stack()
