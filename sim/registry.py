@@ -32,6 +32,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "storage.collectors.ontap",
     "storage.collectors.nfs",
     "storage.collectors.psi",
+    "storage.collectors.blocklatency",
     "workloads.slob",
     "workloads.ssb",
     "workloads.eda",
@@ -69,6 +70,8 @@ COLLECTOR_SCOPE_SHARED = "shared"
 ROLE_DEVICE = "device"
 ROLE_HOST_CPU = "host-cpu"
 ROLE_DATABASE = "database"
+#: Per-device latency quantiles (``p50_ms``, ``p95_ms``, ``p99_ms``) the device SLOs judge.
+ROLE_DEVICE_LATENCY = "device-latency"
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,9 @@ MAX_VALUES = 100_000
 MAX_SWEEP_STEPS = 100
 LATENCY_LIMITS = {"p50_us_max": "p50_us", "p95_us_max": "p95_us", "p99_us_max": "p99_us"}
 OP_LIMITS = (*LATENCY_LIMITS, "ops_s_min", "error_pct_max")
-STORAGE_LIMITS = ("iops_min", "await_ms_max")
+#: Device latency limit → the device-latency collector's figure it bounds (ms).
+DEVICE_LATENCY_LIMITS = {"device_p95_ms_max": "p95_ms", "device_p99_ms_max": "p99_ms"}
+STORAGE_LIMITS = ("iops_min", "await_ms_max", *DEVICE_LATENCY_LIMITS)
 
 
 class StrictModel(BaseModel):
@@ -83,6 +85,12 @@ class Slo(BaseModel):
     await_ms_max: float | None = Field(
         default=None, gt=0, description="Device await, ms (mean, reads and writes)."
     )
+    device_p95_ms_max: float | None = Field(
+        default=None, gt=0, description="Device 95th percentile latency, ms (eBPF)."
+    )
+    device_p99_ms_max: float | None = Field(
+        default=None, gt=0, description="Device 99th percentile latency, ms (eBPF)."
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> Slo:
@@ -97,7 +105,7 @@ class Slo(BaseModel):
                 "go in separate entries"
             )
         if ops and self.device is not None:
-            raise ValueError("device applies to storage limits (iops_min, await_ms_max) only")
+            raise ValueError(f"device applies to storage limits ({', '.join(STORAGE_LIMITS)}) only")
         if storage and self.op is not None:
             raise ValueError("op applies to operation limits only; name a device instead")
         return self

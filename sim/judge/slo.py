@@ -11,8 +11,12 @@ Operation limits (``op``: an operation name, or ``"*"`` — the default):
   the sum, the error share is errors over everything issued).
 
 Storage limits (``device``: a block device name; unset: the device with the most IOPS):
-``iops_min`` and ``await_ms_max`` (reads' and writes' awaits weighted by their rates, as
-iostat combines them), from the block collector's means.
+``iops_min`` (the delivered device IOPS) and ``await_ms_max`` (reads' and writes' awaits
+weighted by their rates, as iostat combines them), from the block collector's means;
+``device_p95_ms_max`` and ``device_p99_ms_max``, from the device-latency collector (eBPF,
+``storage.collectors.blocklatency``): the time-weighted mean of each interval's quantile of
+block request latency, issue to completion. "p99 ≤ 2 ms at 20,000 IOPS" is one entry:
+``{device_p99_ms_max: 2, iops_min: 20000}``.
 
 A verdict is ``{slo, op | device, limit, measured, met, margin_pct}`` (+ ``name`` and
 ``note``). ``margin_pct`` is the headroom relative to the limit: positive when met, negative
@@ -32,7 +36,7 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from sim.bundle.figures import RATES, device_figures, finite, primary_device
-from sim.config.scenario import LATENCY_LIMITS, Slo
+from sim.config.scenario import DEVICE_LATENCY_LIMITS, LATENCY_LIMITS, Slo
 from sim.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SLO_MISSED
 
 ALL_OPS = "*"
@@ -73,12 +77,32 @@ class Window:
             for name, stats in (summary.get("operations") or {}).items()
             if isinstance(stats, dict)
         }
-        block = (summary.get("storage") or {}).get("block") or {}
+        storage = summary.get("storage") or {}
+        block = storage.get("block") or {}
         devices = {
             dev: device_figures(means) for dev, means in block.items() if isinstance(means, dict)
         }
+        add_device_latency(devices, storage.get(device_latency_source() or "") or {})
         seconds = finite(timing.get("measured_s")) or 0.0
         return cls("measured window", seconds, ops, devices)
+
+
+def device_latency_source() -> str | None:
+    """The collector whose per-device quantiles the device latency limits judge."""
+    from sim.registry import ROLE_DEVICE_LATENCY, collector_with_role
+
+    return collector_with_role(ROLE_DEVICE_LATENCY)
+
+
+def add_device_latency(
+    devices: dict[str, dict[str, float | None]], latency: Mapping[str, Any]
+) -> None:
+    """The device latency quantiles (means per device) added to the block devices' figures
+    (the collector's per-direction entities name no block device and are left out)."""
+    for dev, figures in devices.items():
+        means = latency.get(dev)
+        if isinstance(means, dict):
+            figures.update({k: finite(means.get(k)) for k in DEVICE_LATENCY_LIMITS.values()})
 
 
 class WindowBuilder:
@@ -184,6 +208,12 @@ def _measure(limit_name: str, figures: Mapping[str, float | None]) -> float | No
     return _error_pct(figures.get("count"), figures.get("errors"))
 
 
+def _figure_of(storage_limit: str) -> str:
+    if storage_limit in DEVICE_LATENCY_LIMITS:
+        return DEVICE_LATENCY_LIMITS[storage_limit]
+    return "iops" if storage_limit == "iops_min" else "await_ms"
+
+
 def evaluate(
     slos: Sequence[Slo], window: Window, device: str | None = None
 ) -> list[dict[str, Any]]:
@@ -198,10 +228,14 @@ def evaluate(
             dev = slo.device or device or primary_device(window.devices)
             block = window.devices.get(dev or "") or {}
             for name, limit in slo.limits():
-                figure = "iops" if name == "iops_min" else "await_ms"
-                entry = _verdict(slo, name, limit, ("device", dev), block.get(figure))
+                entry = _verdict(slo, name, limit, ("device", dev), block.get(_figure_of(name)))
                 if not block:
                     entry["note"] = f"no block figures for device {dev or '(none measured)'}"
+                elif name in DEVICE_LATENCY_LIMITS and entry["measured"] is None:
+                    entry["note"] = (
+                        f"no device latency percentiles for {dev} (eBPF unavailable: see "
+                        "the summary's messages)"
+                    )
                 out.append(entry)
             continue
         op = slo.op or ALL_OPS
@@ -268,6 +302,8 @@ LABELS = {
     "error_pct_max": ("errors", "≤"),
     "iops_min": ("IOPS", "≥"),
     "await_ms_max": ("await", "≤"),
+    "device_p95_ms_max": ("device p95", "≤"),
+    "device_p99_ms_max": ("device p99", "≤"),
 }
 
 
@@ -281,7 +317,7 @@ def format_value(limit_name: str, value: float | None) -> str:
         return f"{value / 1000:,.2f} ms" if value >= 1000 else f"{value:,.0f} µs"
     if limit_name == "error_pct_max":
         return f"{value:.2f} %"
-    if limit_name == "await_ms_max":
+    if limit_name == "await_ms_max" or limit_name in DEVICE_LATENCY_LIMITS:
         return f"{value:.2f} ms"
     return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
 

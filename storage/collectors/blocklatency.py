@@ -1,0 +1,415 @@
+"""The ``blocklatency`` collector: per-device p50/p95/p99 of block I/O latency, from eBPF.
+
+One ``bpftrace`` process per run traces the kernel's ``block:block_rq_issue`` and
+``block:block_rq_complete`` tracepoints for the devices under the target. Each request's
+latency is the time from its issue to the driver to its completion — the device's service
+time as the kernel sees it, without the time the request waited in the I/O scheduler before
+issue. iostat's ``r_await``/``w_await`` (the block collector) count from the request's start
+in the block layer, before that queue, so they are the larger of the two under queueing.
+
+Latencies are counted in buckets of 1/8 of a power of two of nanoseconds (the script divides
+by two until the value is below 16: the exponent and the remaining 8..15 name the bucket), so
+a quantile is known to ±6 % of its value. bpftrace prints and clears the counts every
+``TICK_MS``; an interval's figures are the ticks printed before its close, so its edges are
+off by up to one tick.
+
+Figures per interval: ``p50_ms``, ``p95_ms``, ``p99_ms`` and ``n`` (the requests measured)
+for each device (the names ``/proc/diskstats`` uses: all its requests, discards and flushes
+included) and for its reads and its writes apart (entities ``<device>:read``,
+``<device>:write``). An entity without requests in an interval has no sample for it, so the
+bundle's means are over the intervals that had requests, not diluted by idle ones.
+
+Where eBPF cannot be used (not root, no ``bpftrace``, no tracefs, the kernel refuses the
+program) the collector stays in the run without figures and the summary says why; the block
+collector's mean awaits stand in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sim.errors import CollectorError
+from sim.protocols import Collector, Sample, Target
+from sim.registry import (
+    ROLE_DEVICE_LATENCY,
+    CollectorEntry,
+    Display,
+    Figure,
+    UiFigure,
+    collector_options,
+    register_collector,
+)
+from storage.collectors import BlockOptions
+from storage.devices import DeviceResolver
+
+SOURCE = "blocklatency"
+TRACEFS = Path("/sys/kernel/tracing")
+SYS_CLASS_BLOCK = Path("/sys/class/block")
+TICK_MS = 100
+READY = "blocklatency-ready"
+TICK = "blocklatency-tick"
+#: The sampler allows ``stop`` 2 s.
+STOP_WAIT_S = 1.5
+QUANTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
+DIRECTIONS = {"R": "r", "W": "w"}
+FALLBACK = "iostat mean await used"
+
+_COUNT_LINE = re.compile(r"^@lat\[(\d+), (\w*), (\d+), (\d+)\]: (\d+)$")
+
+
+def kernel_dev(major: int, minor: int) -> int:
+    """The device number as the block tracepoints carry it (the kernel's internal dev_t:
+    major in the bits above 20, unlike userspace's encoding)."""
+    return (major << 20) | minor
+
+
+def bpftrace_script(devs: Sequence[int]) -> str:
+    """The program for the devices numbered ``devs`` (kernel dev_t)."""
+    only = " || ".join(f"args->dev == {dev}" for dev in devs) or "0"
+    return f"""
+BEGIN {{ printf("{READY}\\n"); }}
+tracepoint:block:block_rq_issue /{only}/ {{ @start[args->dev, args->sector] = nsecs; }}
+tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ {{
+  $ns = nsecs - @start[args->dev, args->sector];
+  delete(@start[args->dev, args->sector]);
+  $e = 0; $m = $ns;
+  while ($m >= 16) {{ $m = $m >> 1; $e = $e + 1; }}
+  @lat[args->dev, args->rwbs, $e, $m] = count();
+}}
+interval:ms:{TICK_MS} {{ print(@lat); clear(@lat); printf("{TICK}\\n"); }}
+END {{ clear(@start); clear(@lat); }}
+"""
+
+
+def direction(rwbs: str) -> str:
+    """``r``, ``w`` or ``other`` (discard, flush only …) from the tracepoint's rwbs flags,
+    whose first letter is the operation after an optional ``F`` (preflush)."""
+    op = rwbs[1:2] if rwbs.startswith("F") else rwbs[:1]
+    return DIRECTIONS.get(op, "other")
+
+
+@dataclass
+class LatencyHistogram:
+    """Request counts per bucket ``(exponent, mantissa)``: latencies in
+    ``[m << e, (m + 1) << e)`` ns."""
+
+    buckets: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def add(self, bucket: tuple[int, int], count: int) -> None:
+        self.buckets[bucket] = self.buckets.get(bucket, 0) + count
+
+    def merge(self, other: LatencyHistogram) -> None:
+        for bucket, count in other.buckets.items():
+            self.add(bucket, count)
+
+    @property
+    def count(self) -> int:
+        return sum(self.buckets.values())
+
+    def quantile_ns(self, q: float) -> float | None:
+        """The midpoint of the bucket holding the ``q``-th request by latency (nearest rank),
+        or None without requests."""
+        total = self.count
+        if total == 0:
+            return None
+        rank = max(1, math.ceil(q * total - 1e-9))
+        seen = 0
+        for exponent, mantissa in sorted(self.buckets, key=lambda b: b[1] << b[0]):
+            seen += self.buckets[(exponent, mantissa)]
+            if seen >= rank:
+                return ((mantissa << exponent) + ((mantissa + 1) << exponent)) / 2
+        raise AssertionError("unreachable: the ranks add up to the total")
+
+
+def parse_counts(lines: Sequence[str]) -> dict[int, dict[str, LatencyHistogram]]:
+    """Per device (kernel dev_t) and direction the histogram printed in ``lines`` (lines that
+    are not counts are skipped: bpftrace's banner, blank lines, tick markers)."""
+    out: dict[int, dict[str, LatencyHistogram]] = {}
+    for line in lines:
+        found = _COUNT_LINE.match(line.strip())
+        if found is None:
+            continue
+        dev, rwbs, exponent, mantissa, count = found.groups()
+        per_dir = out.setdefault(int(dev), {})
+        per_dir.setdefault(direction(rwbs), LatencyHistogram()).add(
+            (int(exponent), int(mantissa)), int(count)
+        )
+    return out
+
+
+def latency_figures(hist: LatencyHistogram) -> dict[str, float]:
+    """An entity's sample values: its quantiles (ms) and how many requests they are of."""
+    values: dict[str, float] = {"n": float(hist.count)}
+    for name, q in QUANTILES.items():
+        ns = hist.quantile_ns(q)
+        if ns is not None:
+            values[f"{name}_ms"] = round(ns / 1e6, 4)
+    return values
+
+
+def device_entities(
+    device: str, per_dir: Mapping[str, LatencyHistogram]
+) -> dict[str, LatencyHistogram]:
+    """The histograms of a device's entities: the device (all requests), its reads and its
+    writes; those without requests left out."""
+    every = LatencyHistogram()
+    for direction_hist in per_dir.values():
+        every.merge(direction_hist)
+    entities = {device: every}
+    for short, label in (("r", "read"), ("w", "write")):
+        if short in per_dir:
+            entities[f"{device}:{label}"] = per_dir[short]
+    return {entity: hist for entity, hist in entities.items() if hist.count}
+
+
+# --------------------------------------------------------------------------- availability
+
+
+def ebpf_unavailable(tracefs: Path = TRACEFS) -> str | None:
+    """Why bpftrace cannot trace the block layer here, or None when it can (mounting tracefs
+    first where it is not mounted)."""
+    if os.geteuid() != 0:
+        return "not running as root (eBPF tracing needs CAP_BPF and CAP_PERFMON)"
+    if shutil.which("bpftrace") is None:
+        return "bpftrace not found on PATH (Debian package bpftrace)"
+    if not (tracefs / "events" / "block" / "block_rq_issue").exists():
+        mounted = subprocess.run(
+            ["mount", "-t", "tracefs", "nodev", str(tracefs)], capture_output=True, text=True
+        )
+        if mounted.returncode != 0:
+            why = mounted.stderr.strip() or f"exit {mounted.returncode}"
+            return f"tracefs is not mounted at {tracefs} and mounting it failed: {why}"
+        if not (tracefs / "events" / "block" / "block_rq_issue").exists():
+            return f"the kernel offers no block:block_rq_issue tracepoint under {tracefs}"
+    return None
+
+
+def _die_with_parent() -> None:
+    # The child must not outlive dbsim killed without a chance to stop it (SIGKILL, OOM):
+    # PR_SET_PDEATHSIG (1) sends it SIGTERM when its parent goes.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+
+
+class BpftraceReader:
+    """One bpftrace process and the thread reading its output: counts gathered per tick,
+    handed over by :meth:`take`. ``failure`` says why it ended early, if it did."""
+
+    def __init__(self, script: str, command: str = "bpftrace") -> None:
+        # Its own session: the terminal's Ctrl-C reaches dbsim, whose stop() ends it in order.
+        self.process = subprocess.Popen(
+            [command, "-e", script],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,  # only a prctl call before exec
+        )
+        self.ready = threading.Event()
+        self.failure: str | None = None
+        self._lock = threading.Lock()
+        self._ticks: list[str] = []
+        self._stopping = False
+        self._thread = threading.Thread(target=self._read, name="blocklatency", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        building: list[str] = []
+        for line in self.process.stdout:
+            line = line.rstrip("\n")
+            if line == READY:
+                self.ready.set()
+            elif line == TICK:
+                with self._lock:
+                    self._ticks.extend(building)
+                building = []
+            elif line:
+                building.append(line)
+        code = self.process.wait()
+        if not self._stopping:
+            assert self.process.stderr is not None
+            errors = [ln.strip() for ln in self.process.stderr if "ERROR" in ln]
+            # bpftrace warns about RLIMIT_MEMLOCK on kernels that no longer use it: not why.
+            errors = [e for e in errors if "RLIMIT_MEMLOCK" not in e] or errors
+            self.failure = f"bpftrace exited ({code}): {errors[-1] if errors else 'no message'}"
+        self.ready.set()
+
+    def take(self) -> dict[int, dict[str, LatencyHistogram]]:
+        """The counts of the ticks completed since the last call."""
+        with self._lock:
+            lines, self._ticks = self._ticks, []
+        return parse_counts(lines)
+
+    def stop(self) -> None:
+        """End the process (SIGTERM, then SIGKILL) and reap it and the reading thread."""
+        self._stopping = True
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._thread.join(STOP_WAIT_S)
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+# --------------------------------------------------------------------------- the collector
+
+
+class BlockLatencyCollector(Collector):
+    """Per-device latency quantiles each interval (see the module's notes). ``devices``:
+    name -> (major, minor) as ``/sys/class/block/<name>/dev`` gives them."""
+
+    source: ClassVar[str] = SOURCE
+
+    def __init__(self, devices: Mapping[str, tuple[int, int]]) -> None:
+        self.devices = dict(devices)
+        self.names = {kernel_dev(*numbers): name for name, numbers in self.devices.items()}
+        self.unavailable: str | None = None
+        self._reader: BpftraceReader | None = None
+
+    async def start(self, now: float) -> None:
+        if self._reader is not None:
+            raise CollectorError("blocklatency collector: started twice")
+        self.unavailable = ebpf_unavailable()
+        if self.unavailable is not None:
+            return
+        try:
+            self._reader = BpftraceReader(bpftrace_script(sorted(self.names)))
+        except OSError as exc:
+            self.unavailable = f"cannot start bpftrace: {exc}"
+        # Not waiting for bpftrace to attach (about a second): that overlaps the run's
+        # connecting and loading, and intervals closed before it has attached have no figures.
+
+    async def sample(self, now: float) -> list[Sample]:
+        reader = self._reader
+        if reader is None:
+            return []
+        counts = reader.take()
+        if reader.failure is not None and self.unavailable is None:
+            self.unavailable = reader.failure
+        if not reader.ready.is_set() or self.unavailable is not None:
+            return []
+        samples = []
+        for dev, name in sorted(self.names.items(), key=lambda item: item[1]):
+            for entity, hist in device_entities(name, counts.get(dev, {})).items():
+                samples.append(Sample(self.source, entity, latency_figures(hist), t=now))
+        return samples
+
+    async def stop(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            await asyncio.to_thread(reader.stop)
+            if reader.failure is not None and self.unavailable is None:
+                self.unavailable = reader.failure
+
+    def describe(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {
+            "source": self.source,
+            "devices": {name: f"{ma}:{mi}" for name, (ma, mi) in self.devices.items()},
+            "measures": "block request issue (to the driver) to completion, per device and "
+            "direction; excludes I/O scheduler queueing, which iostat's await includes",
+            "resolution": "buckets of 1/8 of a power of two (quantiles within ±6 %)",
+            "load": f"one bpftrace process: two tracepoints, counts printed every {TICK_MS} ms",
+        }
+        if self.unavailable is not None:
+            facts["unavailable"] = self.unavailable
+        return facts
+
+    def findings(
+        self,
+        means: Mapping[str, Mapping[str, float]],
+        op_counts: Mapping[str, int],
+        measured_s: float,
+    ) -> tuple[dict[str, Any], list[str]]:
+        if self.unavailable is not None:
+            why = f"device latency percentiles unavailable: {self.unavailable}; {FALLBACK}"
+            return {"unavailable": self.unavailable}, [why]
+        return {}, []
+
+
+def _device_numbers(name: str, sys_class_block: Path) -> tuple[int, int] | None:
+    try:
+        major, _, minor = (sys_class_block / name / "dev").read_text().strip().partition(":")
+        return int(major), int(minor)
+    except (OSError, ValueError):
+        return None
+
+
+def auto_blocklatency(
+    target: Target,
+    options: dict[str, Any],
+    resolver: DeviceResolver | None = None,
+    sys_class_block: Path = SYS_CLASS_BLOCK,
+) -> list[Collector]:
+    """The collector for the block devices the block collector watches: the names of
+    ``collectors.block.devices`` when given, else the devices under the target's paths."""
+    names = collector_options(BlockOptions, "block", options).devices
+    devices: dict[str, tuple[int, int]] = {}
+    if names:
+        for name in names:
+            if (numbers := _device_numbers(name, sys_class_block)) is not None:
+                devices[name] = numbers
+    else:
+        resolver = resolver or DeviceResolver()
+        for path in target.storage_paths():
+            try:
+                resolved = resolver.resolve(path)
+            except OSError:  # the block collector reports the path it cannot resolve
+                continue
+            for device in resolved.devices:
+                devices.setdefault(device.name, (device.major, device.minor))
+    return [BlockLatencyCollector(devices)] if devices else []
+
+
+def _ms(key: str, label: str) -> Figure:
+    return Figure(key, label, "ms", 3, grouped=False)
+
+
+_FIGURES = (
+    _ms("p50_ms", "p50"),
+    _ms("p95_ms", "p95"),
+    _ms("p99_ms", "p99"),
+    Figure("n", "requests per interval"),
+)
+
+register_collector(
+    CollectorEntry(
+        source=SOURCE,
+        auto=auto_blocklatency,
+        summary="per-device p50/p95/p99 of block I/O latency (issue to completion) from the "
+        "kernel's block tracepoints, with bpftrace (root)",
+        display=Display(
+            title="device latency",
+            entity_label="device",
+            live=_FIGURES[:3],
+            console=_FIGURES,
+            console_title="device latency percentiles (eBPF, issue to completion; mean of "
+            "the intervals' quantiles, measured window)",
+            report=_FIGURES,
+            report_caption="Device latency percentiles (eBPF, block request issue to "
+            "completion; time-weighted mean of each interval's quantile; samples {samples})",
+            ui=(UiFigure("device_p99_ms", "Device p99 (ms)", "p99_ms"),),
+        ),
+        role=ROLE_DEVICE_LATENCY,
+        correlate=(_ms("p99_ms", "device p99"), _ms("p50_ms", "device p50")),
+    )
+)
