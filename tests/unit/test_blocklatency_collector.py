@@ -12,7 +12,9 @@ import pytest
 
 from sim import registry
 from sim.cli.console import summary_tables
-from sim.config.scenario import ScenarioError, Slo, validate
+from sim.config.resolve import validate
+from sim.config.scenario import Slo
+from sim.errors import ScenarioError
 from sim.judge.slo import Window, evaluate, verdict_line
 from sim.locust.webui import storage_rows
 from sim.protocols import Sample
