@@ -115,6 +115,9 @@ class WindowBuilder:
         self.errors: dict[str, float] = {}
         self.device_sums: dict[str, dict[str, float]] = {}
         self.device_seconds: dict[str, float] = {}
+        #: Per device: each latency quantile × seconds, and the seconds of intervals with one.
+        self.latency_sums: dict[str, dict[str, float]] = {}
+        self.latency_seconds: dict[str, float] = {}
 
     def add_op(
         self, op: str, count: float, errors: float, histogram: HdrHistogram | None = None
@@ -145,6 +148,19 @@ class WindowBuilder:
                 sums[wait] = sums.get(wait, 0.0) + r * w * seconds
         self.device_seconds[device] = self.device_seconds.get(device, 0.0) + seconds
 
+    def add_device_latency(self, device: str, values: Mapping[str, Any], seconds: float) -> None:
+        """One interval's latency quantiles of one device (the device-latency collector's),
+        weighted by the interval's length like the summary's means."""
+        found = {
+            k: v for k in DEVICE_LATENCY_LIMITS.values() if (v := finite(values.get(k))) is not None
+        }
+        if seconds <= 0 or not found:
+            return
+        sums = self.latency_sums.setdefault(device, {})
+        for key, value in found.items():
+            sums[key] = sums.get(key, 0.0) + value * seconds
+        self.latency_seconds[device] = self.latency_seconds.get(device, 0.0) + seconds
+
     def window(self, label: str, seconds: float) -> Window:
         """The accumulated figures over ``seconds`` of measured time."""
         ops: dict[str, dict[str, float | None]] = {}
@@ -168,6 +184,13 @@ class WindowBuilder:
                 if wait in sums and io_count > 0:
                     means[wait] = sums[wait] / io_count
             devices[dev] = device_figures(means)
+        add_device_latency(
+            devices,
+            {
+                dev: {k: v / self.latency_seconds[dev] for k, v in sums.items()}
+                for dev, sums in self.latency_sums.items()
+            },
+        )
         return Window(label, seconds, ops, devices)
 
 

@@ -82,6 +82,8 @@ def step_windows(bundle: Path, stages: Sequence[Mapping[str, Any]]) -> dict[int,
 
     ops_rows = read_rows_if_readable(series / "ops.csv")
     block_rows = read_rows_if_readable(series / "block.csv")
+    latency_source = slo_mod.device_latency_source()
+    latency_rows = read_rows_if_readable(series / f"{latency_source}.csv") if latency_source else []
     builders: dict[int, WindowBuilder] = {step: WindowBuilder() for _, step, _ in starts}
     # Each interval covers the time since the previous one ended (any phase).
     ends = sorted({t for r in (*ops_rows, *block_rows) if (t := finite(r.get("t"))) is not None})
@@ -96,11 +98,12 @@ def step_windows(bundle: Path, stages: Sequence[Mapping[str, Any]]) -> dict[int,
                 finite(row.get("count")) or 0.0,
                 finite(row.get("errors")) or 0.0,
             )
-    for row in block_rows:
+    for row, latency in (*((r, False) for r in block_rows), *((r, True) for r in latency_rows)):
         t = finite(row.get("t"))
         if t is None or row.get("phase") != "measure" or (step := step_at(t)) is None:
             continue
-        builders[step].add_device(row.get("entity") or "", row, length.get(t, 0.0))
+        add = builders[step].add_device_latency if latency else builders[step].add_device
+        add(row.get("entity") or "", row, length.get(t, 0.0))
     for t_end, op, hist in _hlog(bundle / "histograms" / "intervals.hlog"):
         if (step := step_at(t_end)) is not None:
             builders[step].add_op(op, 0.0, 0.0, hist)
@@ -145,6 +148,7 @@ class BreachMonitor:
         self.builders: dict[int, WindowBuilder] = {}
         self.seconds: dict[int, float] = {}
         self.reason: str | None = None
+        self.latency_source = slo_mod.device_latency_source()
 
     def on_interval(self, interval: Interval, samples: list[Sample]) -> None:
         """Fold a measured interval into its step's figures."""
@@ -156,8 +160,12 @@ class BreachMonitor:
         for op, stats in interval.ops.items():
             builder.add_op(op, stats.count, stats.error_count, stats.histogram)
         for sample in samples:
-            if sample.source == "block" and not sample.gap:  # a gap has no figures to weigh
+            if sample.gap:  # a gap has no figures to weigh
+                continue
+            if sample.source == "block":
                 builder.add_device(sample.entity, sample.values, seconds)
+            elif sample.source == self.latency_source:
+                builder.add_device_latency(sample.entity, sample.values, seconds)
 
     def on_stage(self, stage: Stage, log: dict[str, Any]) -> None:
         """At the start of step k+1, judge step k; stop the run if it missed an SLO."""

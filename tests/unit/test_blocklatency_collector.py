@@ -15,7 +15,7 @@ from sim.cli.console import summary_tables
 from sim.config.resolve import validate
 from sim.config.scenario import Slo
 from sim.errors import ScenarioError
-from sim.judge.slo import Window, evaluate, verdict_line
+from sim.judge.slo import Window, WindowBuilder, evaluate, verdict_line
 from sim.locust.webui import storage_rows
 from sim.protocols import Sample
 from sim.report.sections import storage as report_storage
@@ -154,6 +154,20 @@ def test_device_p99_at_an_iops_floor_is_one_entry_judged_on_both() -> None:
     assert verdict_line(met[1]) == "SLO met: loop1 device p99 ≤ 2.00 ms: 1.50 ms (margin +25.0 %)"
     missed = evaluate([slo], Window.from_summary(summary_with(2.5, 19000)))
     assert [v["met"] for v in missed] == [False, False]
+
+
+def test_a_sweep_step_weighs_each_interval_p99_by_its_length() -> None:
+    builder = WindowBuilder()
+    builder.add_device("loop1", {"iops": 1000.0, "r_s": 1000.0, "r_await_ms": 1.0}, 3.0)
+    builder.add_device_latency("loop1", {"n": 3000.0, "p99_ms": 1.0, "p95_ms": 0.5}, 3.0)
+    builder.add_device_latency("loop1", {"n": 1000.0, "p99_ms": 5.0, "p95_ms": 0.5}, 1.0)
+    builder.add_device_latency("loop1:read", {"n": 1000.0, "p99_ms": 9.0}, 1.0)
+    builder.add_device_latency("loop1", {"n": 0.0}, 1.0)  # no quantiles: not weighed
+    window = builder.window("step 1", 4.0)
+    assert set(window.devices) == {"loop1"}
+    assert window.devices["loop1"]["p99_ms"] == (3 * 1.0 + 1 * 5.0) / 4
+    (verdict,) = evaluate([Slo(device_p99_ms_max=2)], window)
+    assert verdict["measured"] == 2.0 and verdict["met"] is True
 
 
 def test_device_p99_without_ebpf_figures_is_not_met_and_says_why() -> None:
