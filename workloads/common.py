@@ -17,13 +17,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import MetaData, Table, insert
+from sqlalchemy import Index, MetaData, Table, insert
 from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
 from sqlalchemy.sql.elements import ClauseElement
 
 from sim.dialects import dialect as dialect_record
 from sim.errors import WorkloadError
-from sim.sql import Statement, sqlalchemy_dialect, to_paramstyle
+from sim.protocols import Target
+from sim.sql import Statement, quote_identifier, sqlalchemy_dialect, to_paramstyle
 
 SIZE_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGT])?B?\s*$", re.IGNORECASE)
@@ -42,6 +43,43 @@ def parse_size_bytes(value: int | str) -> int:
 
 # --------------------------------------------------------------------------- DDL and binds
 
+#: SQLAlchemy's keyword that puts a table in a tablespace, per dialect that has one.
+TABLE_TABLESPACE_KEYWORD = {"postgres": "postgresql_tablespace", "oracle": "oracle_tablespace"}
+#: The key of ``Table.info`` naming the table's tablespace (its indexes go there too).
+TABLESPACE_KEY = "dbsim_tablespace"
+
+
+def tablespace_of(target: Target) -> str | None:
+    """The tablespace the target puts the workload's tables and indexes in (None: the
+    database's default), from the target's ``tablespace`` (PostgreSQL, Oracle)."""
+    name = getattr(target, "tablespace", None)
+    return name if isinstance(name, str) and name else None
+
+
+def tablespace_kwargs(dialect: str, tablespace: str | None) -> dict[str, Any]:
+    """The Table keyword arguments that put a table in ``tablespace`` (with ``info``, which
+    :func:`index_statement` reads for the table's indexes)."""
+    if tablespace is None:
+        return {}
+    keyword = TABLE_TABLESPACE_KEYWORD.get(dialect)
+    if keyword is None:
+        raise WorkloadError(f"{dialect}: tablespaces are not supported for this dialect")
+    return {keyword: tablespace, "info": {TABLESPACE_KEY: tablespace}}
+
+
+def index_statement(index: Index, dialect: str) -> Statement:
+    """CREATE INDEX, in its table's tablespace when the table has one (PostgreSQL through
+    SQLAlchemy's ``postgresql_tablespace``; Oracle, which SQLAlchemy gives no index option,
+    with a ``TABLESPACE`` clause appended)."""
+    tablespace = index.table.info.get(TABLESPACE_KEY) if index.table is not None else None
+    if tablespace and dialect == "postgres":
+        index.dialect_options["postgresql"]["tablespace"] = tablespace
+    statement = compile_ddl(CreateIndex(index), dialect)
+    if tablespace and dialect == "oracle":
+        clause = f" TABLESPACE {quote_identifier(dialect, tablespace)}"
+        return Statement(statement.name, statement.sql + clause, ())
+    return statement
+
 
 def compile_ddl(element: ClauseElement, dialect: str) -> Statement:
     """A DDL element compiled for ``dialect``, named after its kind (``CreateTable`` …)."""
@@ -52,7 +90,7 @@ def compile_ddl(element: ClauseElement, dialect: str) -> Statement:
 def create_statements(table: Table, dialect: str) -> list[Statement]:
     """CREATE TABLE, then CREATE INDEX for each index (by name): load data in between."""
     return [compile_ddl(CreateTable(table), dialect)] + [
-        compile_ddl(CreateIndex(index), dialect)
+        index_statement(index, dialect)
         for index in sorted(table.indexes, key=lambda i: i.name or "")
     ]
 

@@ -180,6 +180,23 @@ class TableRegistry:
         statement = self._render("registry_delete")
         await conn.execute(statement, bind(statement, name=name))
 
+    async def put_record(
+        self, conn: SqlConnection, name: str, owner: str, record: Mapping[str, Any]
+    ) -> None:
+        """Record an object dbsim creates outside the tables (a tablespace), and commit."""
+        await self._put(conn, name, owner, record)
+        await conn.commit()
+
+    async def set_record(self, conn: SqlConnection, name: str, record: Mapping[str, Any]) -> None:
+        """Replace the record of ``name`` (put by :meth:`put_record`), and commit."""
+        await self._set(conn, name, record)
+        await conn.commit()
+
+    async def forget(self, conn: SqlConnection, name: str) -> None:
+        """Delete the record of ``name`` (dbsim dropped it), and commit."""
+        await self._forget(conn, name)
+        await conn.commit()
+
     async def ensure(self, conn: SqlConnection) -> None:
         """Create the registry, with its token and identity row, unless it is there (a
         look-alike raises OwnershipError)."""

@@ -269,6 +269,9 @@ def print_run_end(out: Console, summary: dict[str, Any]) -> None:
         out.print(verdict_line(verdict), highlight=False, markup=False)
     if summary.get("sweep"):
         out.print(sweep_line(summary["sweep"]), highlight=False, markup=False)
+    located = (summary.get("target") or {}).get("data_location")
+    if located:  # what the device figures describe: the storage under this path
+        out.print(f"data: {located['path']} ({located['from']})", highlight=False, markup=False)
     out.print(f"bundle: {summary['bundle']}")
     report = Path(summary["bundle"]) / "report.html"
     if report.exists():

@@ -296,6 +296,11 @@ class OracleTarget(Target):
             except oracledb.Error as exc:
                 log.warning("oracle: load lock connection did not close: %s", error_text(exc))
 
+    @property
+    def tablespace(self) -> str | None:
+        """The tablespace the workload's tables and indexes are created in (None: default)."""
+        return self.settings.tablespace
+
     def storage_paths(self) -> list[Path]:
         directory = self.settings.data_directory
         return [directory] if directory is not None else []

@@ -26,11 +26,12 @@ import asyncpg
 
 from sim.config.scenario import MAX_SESSIONS
 from sim.dialects import PageFit, SqlDialect
-from sim.errors import TargetError
+from sim.errors import ConfigError, TargetError
 from sim.protocols import EngineContext, LoadLock, SqlConnection, Statement, Target, WaitCallback
 from sim.secrets import redact, resolve_secret
 from storage.targets.locks import lock_id, polled_lock
 from storage.targets.postgres_room import ConnectionRoom, connection_room
+from storage.targets.postgres_tablespace import TablespacePlacement, tablespace_placement
 from storage.targets.settings import PostgresSettings
 
 _DISCONNECTS: tuple[type[BaseException], ...] = (
@@ -296,6 +297,7 @@ class PostgresTarget(Target):
         #: Connections the server had room for at open() (None: unknown) and how many
         #: connect() holds now: sessions beyond the room are refused with the figures.
         self.connection_room: ConnectionRoom | None = None
+        self.placement: TablespacePlacement | None = None
         self._held = 0
 
     def _where(self) -> str:
@@ -338,6 +340,13 @@ class PostgresTarget(Target):
                 except asyncpg.InsufficientPrivilegeError:
                     self.server_data_directory = None  # not a superuser: that is fine
                 self.connection_room = await connection_room(conn)
+                if s.tablespace is not None:
+                    self.placement = await tablespace_placement(
+                        conn, s.tablespace, self.server_data_directory, self._is_local()
+                    )
+        except ConfigError:
+            await self._terminate()
+            raise
         except DRIVER_ERRORS as exc:
             await self._terminate()
             raise self._error("cannot connect", exc) from exc
@@ -446,20 +455,31 @@ class PostgresTarget(Target):
         state = getattr(cause, "sqlstate", None) or ""
         return state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
-    def storage_paths(self) -> list[Path]:
-        """The configured data directory, else the server's own when the server runs here
-        and the path is readable (so the block collector can find its devices)."""
+    @property
+    def tablespace(self) -> str | None:
+        """The tablespace the workload's tables and indexes are created in (None: default)."""
+        return self.settings.tablespace.name if self.settings.tablespace else None
+
+    def data_location(self) -> tuple[Path, str] | None:
+        """Where the data lives and how dbsim knows (tablespace, setting, server's own)."""
+        if self.placement is not None and self.placement.location is not None:
+            return self.placement.location, f"tablespace {self.placement.name}"
         if self.settings.data_directory is not None:
-            return [self.settings.data_directory]
+            return self.settings.data_directory, "target.data_directory"
         path = self.server_data_directory
         if path is not None and self._is_local() and path.exists() and os.access(path, os.R_OK):
-            return [path]
-        return []
+            return path, "the server's data_directory (SHOW data_directory)"
+        return None
+
+    def storage_paths(self) -> list[Path]:
+        located = self.data_location()
+        return [located[0]] if located else []
 
     def describe(self) -> dict[str, Any]:
         """Connection facts and server settings for the bundle; never the password."""
         s = self.settings
         data_directory = s.data_directory or self.server_data_directory
+        located = self.data_location()
         return {
             "kind": self.kind,
             "host": s.host,
@@ -474,4 +494,6 @@ class PostgresTarget(Target):
             "server_version": self.server_version,
             "shared_buffers": self.shared_buffers,
             "data_directory": str(data_directory) if data_directory else None,
+            "tablespace": self.placement.describe() if self.placement else None,
+            "data_location": {"path": str(located[0]), "from": located[1]} if located else None,
         }

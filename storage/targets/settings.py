@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sim.secrets import LITERAL_SECRET_KEYS, SecretRef
 
@@ -61,6 +61,56 @@ class SqliteSettings(_Settings):
     keep: bool = Field(default=False, description="Keep a temporary database after the run.")
 
 
+#: A tablespace name that needs no quoting anywhere (lower case, so PostgreSQL and the catalogue
+#: agree on it); ``pg_`` names are reserved by the server (refused by the model).
+TABLESPACE_NAME = r"^[a-z_][a-z0-9_]{0,62}$"
+
+
+class TablespaceSettings(BaseModel):
+    """Where a PostgreSQL target's workload tables and indexes live (docs/databases.md).
+
+    With ``create``, dbsim runs CREATE TABLESPACE at ``location`` (an existing, empty directory
+    owned by the server's OS user), records it as its own and ``dbsim drop`` removes it once no
+    object is left in it; without, the tablespace must exist and is only used."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=TABLESPACE_NAME, description="The tablespace's name.")
+    location: Path | None = Field(
+        default=None,
+        description="Its directory on the server's host (required with create; else read "
+        "from the server).",
+    )
+    create: bool = Field(
+        default=False, description="Create it (and own it) when it does not exist yet."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, name: str) -> str:
+        if name.startswith("pg_"):
+            raise ValueError(f"{name}: names starting pg_ are reserved by PostgreSQL")
+        return name
+
+    @field_validator("location")
+    @classmethod
+    def _absolute(cls, location: Path | None) -> Path | None:
+        if location is None:
+            return None
+        if not location.is_absolute():
+            raise ValueError(f"{location} is not an absolute path (the server needs one)")
+        # It goes into CREATE TABLESPACE as a string literal: no quote or escape can end it.
+        if any(ch in str(location) for ch in "'\\\n\r\0"):
+            raise ValueError(f"{str(location)!r}: quotes, backslashes and line breaks are refused")
+        return location
+
+    @model_validator(mode="after")
+    def _create_needs_location(self) -> TablespaceSettings:
+        if self.create and self.location is None:
+            raise ValueError("create: true needs a location (the directory to create it in)")
+        return self
+
+
 #: A PostgreSQL run-time parameter name (``lock_timeout``, ``auto_explain.log_min_duration``).
 SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 #: Settings dbsim sets on every connection, with the field that controls them.
@@ -82,6 +132,11 @@ class PostgresSettings(SecretRef, _Settings):
     schema_name: str = Field(default="public", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
     data_directory: Path | None = Field(
         default=None, description="Server data directory, for the block collector (local servers)."
+    )
+    tablespace: TablespaceSettings | None = Field(
+        default=None,
+        description="Put the workload's tables and indexes in this tablespace; the collectors "
+        "then watch the storage under its location.",
     )
     connect_timeout_s: float = Field(default=10.0, gt=0)
     session_settings: dict[str, str] = Field(
@@ -105,7 +160,10 @@ class PostgresSettings(SecretRef, _Settings):
 
     def sql_identifiers(self) -> dict[str, list[str]]:
         # The schema goes into search_path (quoted) and asyncpg's COPY (quoted by asyncpg).
-        return {"schema_name": [self.schema_name]}
+        names = {"schema_name": [self.schema_name]}
+        if self.tablespace is not None:
+            names["tablespace"] = [self.tablespace.name]
+        return names
 
 
 class OracleSettings(SecretRef, _Settings):
@@ -117,7 +175,20 @@ class OracleSettings(SecretRef, _Settings):
     port: int = Field(default=1521, ge=1, le=65535)
     service_name: str = "FREEPDB1"
     user: str = "dbsim"
-    data_directory: Path | None = None
+    data_directory: Path | None = Field(
+        default=None,
+        description="Directory of the datafiles on this machine (of target.tablespace when "
+        "set), for the block collector.",
+    )
+    tablespace: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z][A-Za-z0-9_]{0,29}$",
+        description="An existing tablespace (the user needs a quota on it) for the workload's "
+        "tables and indexes; dbsim does not create Oracle tablespaces.",
+    )
+
+    def sql_identifiers(self) -> dict[str, list[str]]:
+        return {"tablespace": [self.tablespace]} if self.tablespace else {}
 
 
 class SqlServerSettings(SecretRef, _Settings):

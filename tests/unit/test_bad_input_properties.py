@@ -1467,6 +1467,8 @@ SQL_INTERPOLATION_ALLOWED = {
     ("storage/collectors/database.py", "',\\n       '.join(sources)"): "module constants",
     ("workloads/identity.py", "MARKER_PREFIX"): "a module constant",
     ("workloads/identity.py", "token"): "checked to be 32 hex digits just before",
+    ("workloads/tablespace.py", "location_literal(placement.location)"): "refused unless an "
+    "absolute path free of quotes, backslashes and line breaks, then single-quoted",
 }
 SQL_WORD = re.compile(
     r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|TRUNCATE|GRANT|EXEC|MERGE|FROM|WHERE|TABLE|INDEX|SCHEMA)\b|search_path"

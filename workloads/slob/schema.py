@@ -16,12 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text
-from sqlalchemy.schema import CreateIndex, CreateTable
+from sqlalchemy.schema import CreateTable
 
 from sim.dialects import PageFit
 from sim.dialects import dialect as dialect_record
 from sim.sql import Statement, quote_identifier
-from workloads.common import compile_ddl
+from workloads.common import compile_ddl, index_statement, tablespace_kwargs
 from workloads.naming import index_of
 
 PAGE_FIT_KEY = "dbsim_page_fit"
@@ -39,15 +39,25 @@ def page_fit(dialect: str, block_size_bytes: int) -> PageFit:
     return record.one_row_per_page(ROW_BYTES, record.page_bytes or block_size_bytes)
 
 
-def slob_table(name: str, dialect: str, block_size_bytes: int, *, indexed: bool) -> Table:
-    """The SLOB-like table ``name`` for ``dialect``, with its one-row-per-block mechanism."""
+def slob_table(
+    name: str,
+    dialect: str,
+    block_size_bytes: int,
+    *,
+    indexed: bool,
+    tablespace: str | None = None,
+) -> Table:
+    """The SLOB-like table ``name`` for ``dialect``, with its one-row-per-block mechanism,
+    in ``tablespace`` with its index when one is given."""
     fit = page_fit(dialect, block_size_bytes)
     columns: list[Column[Any]] = [Column("custid", Integer, nullable=False)]
     columns += [Column(c, String(TEXT_WIDTH)) for c in TEXT_COLUMNS]
     if fit.pad_column is not None and fit.pad_chars:
         columns.append(Column(fit.pad_column, Text))
     columns += fit.columns
-    table = Table(name, MetaData(), *columns, info={PAGE_FIT_KEY: fit}, **fit.table_kwargs)
+    placed = tablespace_kwargs(dialect, tablespace)
+    info = {PAGE_FIT_KEY: fit, **placed.pop("info", {})}
+    table = Table(name, MetaData(), *columns, info=info, **fit.table_kwargs, **placed)
     if indexed:
         Index(index_of(name), table.c.custid)
     return table
@@ -73,7 +83,7 @@ def create_statements(table: Table, dialect: str) -> list[Statement]:
     quoted = quote_identifier(dialect, table.name)
     after_load = [Statement(n, sql.format(table=quoted), ()) for n, sql in fit.after_load]
     indexes = [
-        compile_ddl(CreateIndex(index), dialect)
+        index_statement(index, dialect)
         for index in sorted(table.indexes, key=lambda i: i.name or "")
     ]
     return [create, *after_load, *indexes]

@@ -38,6 +38,7 @@ from workloads.common import (
     catalog_name,
     drop_statement,
     insert_statement,
+    tablespace_of,
 )
 from workloads.naming import like_prefix, numbered, owned_pattern
 from workloads.ownership import TableRegistry
@@ -49,6 +50,7 @@ from workloads.slob.schema import (
     pad_values,
     slob_table,
 )
+from workloads.tablespace import drop_tablespace, ensure_tablespace
 
 SQL_DIR = Path(__file__).parent / "sql"
 WORKLOAD_NAME = "slob"
@@ -91,6 +93,7 @@ class SlobWorkload(Workload):
         self.registry = TableRegistry(WORKLOAD_NAME, target.dialect, target.paramstyle)
         #: One, unless the engine keeps more rows on a page however large they are (InnoDB).
         self.rows_per_block = dialect_record(target.dialect).min_rows_per_page
+        self.tablespace = tablespace_of(target)
 
     # ------------------------------------------------------------------ naming
 
@@ -138,6 +141,9 @@ class SlobWorkload(Workload):
             "rows": rows,
             "block_size_bytes": self.p.block_size_bytes,
             "load_seed": self.p.load_seed,
+            # Moving the data to another tablespace rebuilds it there (None matches a table
+            # recorded before placements existed, which is in the default tablespace).
+            "tablespace": self.tablespace,
         }
 
     def _planned_tables(self) -> list[tuple[int, str, str, int]]:
@@ -157,6 +163,7 @@ class SlobWorkload(Workload):
             # Refuse before loading anything, so a foreign table costs no loading time.
             for _, _, name, _ in planned:
                 await self.registry.check_ownership(conn, name)
+            await ensure_tablespace(self.target, conn, self.registry)
             tables = [
                 await self._load_table(conn, schema, role, name, rows, progress)
                 for schema, role, name, rows in planned
@@ -178,7 +185,13 @@ class SlobWorkload(Workload):
         if not await self.registry.begin_load(conn, name, fingerprint):
             return {"table": name, "rows": rows, "built": False}
         dialect = self.target.dialect
-        table = slob_table(name, dialect, self.p.block_size_bytes, indexed=role == "cf1")
+        table = slob_table(
+            name,
+            dialect,
+            self.p.block_size_bytes,
+            indexed=role == "cf1",
+            tablespace=self.tablespace,
+        )
         statements = create_statements(table, dialect)
         # The table (with dbsim's marker and identity); indexes after the data (faster load).
         await self.registry.create_table(conn, name, statements[0])
@@ -280,14 +293,16 @@ class SlobWorkload(Workload):
         conn = await connect_sql(self.target)
         try:
             names = await self.registry.owned(conn, like_prefix(self.p.table_prefix), pattern)
-            return await self.registry.drop(conn, sorted(names))
+            dropped = await self.registry.drop(conn, sorted(names))
+            return dropped + await drop_tablespace(self.target, conn, self.registry)
         finally:
             await conn.close()
 
     def statement_inventory(self) -> list[Statement]:
         dialect = self.target.dialect
-        cf1 = slob_table(self.table_name(1), dialect, self.p.block_size_bytes, indexed=True)
-        cf2 = slob_table(self.scan_table_name(1), dialect, self.p.block_size_bytes, indexed=False)
+        size, placed = self.p.block_size_bytes, self.tablespace
+        cf1 = slob_table(self.table_name(1), dialect, size, indexed=True, tablespace=placed)
+        cf2 = slob_table(self.scan_table_name(1), dialect, size, indexed=False, tablespace=placed)
         ddl = self.registry.inventory(cf1.name)
         for table in (cf1, cf2):
             ddl += create_statements(table, dialect)

@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import Column, Index, Integer, MetaData, String, Table
 
+from workloads.common import tablespace_kwargs
 from workloads.naming import index_of
 
 KEY_COLUMN = "custid"
@@ -37,13 +38,13 @@ def index_name(table_name: str) -> str:
     return index_of(table_name)
 
 
-def ssb_table(name: str, dialect: str) -> Table:
-    """The table ``name`` with its unique index on ``custid``."""
+def ssb_table(name: str, dialect: str, tablespace: str | None = None) -> Table:
+    """The table ``name`` with its unique index on ``custid`` (both in ``tablespace``)."""
     columns: list[Column[Any]] = [Column(KEY_COLUMN, Integer, nullable=False)]
     columns += [Column(c, String(TEXT_WIDTH)) for c in TEXT_COLUMNS]
     kwargs: dict[str, Any] = {}
     if dialect == "postgres":
         kwargs["postgresql_with"] = {"toast_tuple_target": POSTGRES_TOAST_TUPLE_TARGET}
-    table = Table(name, MetaData(), *columns, **kwargs)
+    table = Table(name, MetaData(), *columns, **kwargs, **tablespace_kwargs(dialect, tablespace))
     Index(index_name(name), table.c.custid, unique=True)
     return table

@@ -43,11 +43,13 @@ from workloads.common import (
     create_statements,
     drop_statement,
     insert_statement,
+    tablespace_of,
 )
 from workloads.naming import like_prefix, numbered, owned_pattern
 from workloads.ownership import TableRegistry
 from workloads.ssb.parameters import PAGE_BYTES, SsbParameters
 from workloads.ssb.schema import ALL_COLUMNS, TEXT_COLUMNS, TEXT_WIDTH, index_name, ssb_table
+from workloads.tablespace import drop_tablespace, ensure_tablespace
 
 SQL_DIR = Path(__file__).parent / "sql"
 WORKLOAD_NAME = "ssb"
@@ -116,6 +118,7 @@ class SsbWorkload(Workload):
         self.catalogue = Catalogue.load(SQL_DIR, self.dialect, required=STATEMENTS)
         self.registry = TableRegistry(WORKLOAD_NAME, self.dialect, target.paramstyle)
         self._own_names = owned_pattern(self.p.table_prefix)
+        self.tablespace = tablespace_of(target)
 
     # ------------------------------------------------------------------ naming and mix
 
@@ -154,6 +157,8 @@ class SsbWorkload(Workload):
             "columns": len(TEXT_COLUMNS),
             "text_width": TEXT_WIDTH,
             "load_seed": self.p.load_seed,
+            # Another tablespace rebuilds the data there (None: the default, as before).
+            "tablespace": self.tablespace,
         }
 
     async def load(self, progress: ProgressCallback) -> dict[str, Any]:
@@ -165,6 +170,7 @@ class SsbWorkload(Workload):
             for name in names:
                 await self.registry.check_ownership(conn, name)
             await self.registry.ensure(conn)
+            await ensure_tablespace(self.target, conn, self.registry)
             tables = [
                 await self._load_table(conn, number, name, progress)
                 for number, name in enumerate(names, 1)
@@ -185,7 +191,7 @@ class SsbWorkload(Workload):
         fingerprint = self._fingerprint()
         if not await self.registry.begin_load(conn, name, fingerprint):
             return {"table": name, "rows": rows, "built": False}
-        table = ssb_table(name, self.dialect)
+        table = ssb_table(name, self.dialect, self.tablespace)
         create_table, *create_indexes = create_statements(table, self.dialect)
         await self.registry.create_table(conn, name, create_table)  # with dbsim's marker
         insert = insert_statement(table, self.dialect, self.target.paramstyle)
@@ -299,14 +305,15 @@ class SsbWorkload(Workload):
         try:
             like = like_prefix(self.p.table_prefix)
             names = await self.registry.owned(conn, like, self._own_names)
-            return await self.registry.drop(
+            dropped = await self.registry.drop(
                 conn, sorted(names, key=lambda n: int(n.rsplit("_", 1)[-1]))
             )
+            return dropped + await drop_tablespace(self.target, conn, self.registry)
         finally:
             await conn.close()
 
     def statement_inventory(self) -> list[Statement]:
-        table = ssb_table(self.table_name(1), self.dialect)
+        table = ssb_table(self.table_name(1), self.dialect, self.tablespace)
         ddl = [
             *self.registry.inventory(table.name),
             *create_statements(table, self.dialect),
