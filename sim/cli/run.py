@@ -17,17 +17,21 @@ from sim.cli.app import (
     EXIT_SIGINT,
     EXIT_SIGTERM,
     WIDE_OUTPUT,
+    DurationOpt,
+    OutputOpt,
     ScenarioArg,
+    SessionsOpt,
     SetOpt,
+    WarmupOpt,
     app,
     debug_requested,
-    overrides,
     print_error,
+    run_overrides,
 )
 from sim.config.resolve import resolve
 from sim.config.scenario import ScenarioBase
 from sim.core.workers import parse_workers, plan_workers
-from sim.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED
+from sim.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, SimError
 from sim.safeio import strict_json
 
 
@@ -59,25 +63,17 @@ WorkersOpt = Annotated[
 def run(
     scenario: ScenarioArg = None,
     set_: SetOpt = None,
-    duration: Annotated[float | None, typer.Option("--duration", help="load.duration_s")] = None,
-    sessions: Annotated[int | None, typer.Option("--sessions", help="load.sessions")] = None,
-    warmup: Annotated[float | None, typer.Option("--warmup", help="load.warmup_s")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="output.directory")] = None,
+    duration: DurationOpt = None,
+    sessions: SessionsOpt = None,
+    warmup: WarmupOpt = None,
+    output: OutputOpt = None,
     skip_load: SkipLoadOpt = False,
     quiet: QuietOpt = False,
     as_json: AsJsonOpt = False,
     workers: WorkersOpt = "0",
 ) -> None:
     """Run a scenario and write its bundle."""
-    scenario_overrides = overrides(
-        set_,
-        **{
-            "load.duration_s": duration,
-            "load.sessions": sessions,
-            "load.warmup_s": warmup,
-            "output.directory": str(output) if output else None,
-        },
-    )
+    scenario_overrides = run_overrides(set_, duration, sessions, warmup, output)
     resolved = resolve(scenario, scenario_overrides)
     count = parse_workers(workers)
     if count is None:
@@ -115,6 +111,7 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
     from sim.core.runner import finish_summary, prepare_run
     from sim.judge.slo import completed_exit_code
 
+    not_yet_there = _missing_directories(Path(scenario.output.directory))
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     received: list[int] = []
@@ -143,6 +140,10 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
 
     try:
         summary = loop.run_until_complete(main())
+    except SimError as exc:
+        if exc.exit_code == EXIT_BAD_INPUT:
+            _remove_if_empty(not_yet_there)
+        raise
     finally:
         loop.close()
         # The bundle is complete; closing the loop restored the default handlers, under which a
@@ -151,6 +152,7 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
             signal.signal(signum, signal.SIG_IGN)
     refused = _refused_before_start(engines[0].result if engines else None, summary)
     if refused is not None:
+        _remove_if_empty(not_yet_there)
         return refused
     _print_outcome(summary, quiet=quiet, as_json=as_json)
     status = summary["status"]
@@ -215,6 +217,27 @@ def _refused_before_start(result: Any, summary: dict[str, Any]) -> int | None:
     shutil.rmtree(summary["bundle"], ignore_errors=True)
     print_error(str(result.error))
     return EXIT_BAD_INPUT
+
+
+def _missing_directories(directory: Path) -> list[Path]:
+    """The directories of ``directory``'s path that do not exist yet, deepest first: the ones
+    this invocation is about to create for its bundle, and so the only ones it may remove."""
+    missing: list[Path] = []
+    for candidate in (directory, *directory.parents):
+        if candidate.exists():
+            break
+        missing.append(candidate)
+    return missing
+
+
+def _remove_if_empty(created: list[Path]) -> None:
+    """After a refused start, the output directories this invocation created, while they are
+    empty (rmdir never removes a directory that holds anything, so nothing of the user's goes)."""
+    for directory in created:
+        try:
+            directory.rmdir()
+        except OSError:
+            return
 
 
 class _Null:
