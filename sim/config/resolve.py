@@ -217,6 +217,9 @@ def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, Any]]:
     return found
 
 
+DURATION_FIELD = "load.duration_s"
+
+
 def default_scenario_data() -> dict[str, Any]:
     """The embedded default: SLOB-like on a fresh SQLite database (examples/quickstart.yaml)."""
     return {"name": "quickstart", "target": {"kind": "sqlite"}, "workload": {"name": "slob"}}
@@ -229,13 +232,27 @@ def resolve(
 ) -> ScenarioBase:
     """Read, merge (CLI > env > file > defaults) and validate a scenario."""
     data = read_scenario_file(path) if path is not None else default_scenario_data()
+    duration_from: list[str] = []
     for dotted, value in env_overrides(os.environ if environ is None else environ):
-        _set_path(
-            data, dotted, value, f"environment {ENV_PREFIX}{dotted.upper().replace('.', '__')}"
-        )
+        origin = f"environment {ENV_PREFIX}{dotted.upper().replace('.', '__')}"
+        _set_path(data, dotted, value, origin)
+        if dotted == DURATION_FIELD:
+            duration_from.append(origin)
     for dotted, value in overrides or []:
         _set_path(data, dotted, value, f"--set {dotted}")
-    return validate(data)
+        if dotted == DURATION_FIELD:
+            duration_from.append(f"--duration/--set {dotted}")
+    scenario = validate(data)
+    if duration_from and scenario.load.steps:
+        # A stepped run takes each step's own duration_s; an override that would be ignored
+        # is refused, so the run that happens is the one that was asked for.
+        raise ScenarioError(
+            [
+                f"{DURATION_FIELD}: {duration_from[-1]} cannot be used with load.steps (each "
+                "step has its own duration_s, a sweep its step_duration_s): drop one of the two"
+            ]
+        )
+    return scenario
 
 
 def validate(data: dict[str, Any]) -> ScenarioBase:
