@@ -41,6 +41,30 @@ SetOpt = Annotated[
     typer.Option("--set", "-s", help="Override a field: --set load.sessions=8 (repeatable)."),
 ]
 
+DurationOpt = Annotated[float | None, typer.Option("--duration", help="load.duration_s")]
+SessionsOpt = Annotated[int | None, typer.Option("--sessions", help="load.sessions")]
+WarmupOpt = Annotated[float | None, typer.Option("--warmup", help="load.warmup_s")]
+OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="output.directory")]
+
+
+def run_overrides(
+    sets: list[str] | None,
+    duration: float | None,
+    sessions: int | None,
+    warmup: float | None,
+    output: Path | None,
+) -> list[tuple[str, Any]]:
+    """The overrides ``run`` and ``validate`` share: ``--set`` and the named load options."""
+    return overrides(
+        sets,
+        **{
+            "load.duration_s": duration,
+            "load.sessions": sessions,
+            "load.warmup_s": warmup,
+            "output.directory": str(output) if output else None,
+        },
+    )
+
 
 def overrides(sets: list[str] | None, **named: Any) -> list[tuple[str, Any]]:
     """``--set FIELD=VALUE`` pairs, then the named options that were given."""

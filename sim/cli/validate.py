@@ -10,16 +10,47 @@ from typing import Annotated
 import typer
 
 from sim import __version__
-from sim.cli.app import ScenarioArg, SetOpt, app, overrides
+from sim.cli.app import (
+    DurationOpt,
+    OutputOpt,
+    ScenarioArg,
+    SessionsOpt,
+    SetOpt,
+    WarmupOpt,
+    app,
+    run_overrides,
+)
 from sim.config.resolve import json_schema, resolve, resolved_dict
 
 
 @app.command()
-def validate(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
-    """Check a scenario and print it as it would run (after environment and --set overrides)."""
+def validate(
+    scenario: ScenarioArg = None,
+    set_: SetOpt = None,
+    duration: DurationOpt = None,
+    sessions: SessionsOpt = None,
+    warmup: WarmupOpt = None,
+    output: OutputOpt = None,
+    connect: Annotated[
+        bool,
+        typer.Option(
+            "--connect",
+            help="Also open the target and close it again: reachability and credentials.",
+        ),
+    ] = False,
+) -> None:
+    """Check a scenario as `dbsim run` would, without connecting (unless --connect), and print
+    it as it would run (after environment and --set overrides)."""
     import yaml
 
-    resolved = resolve(scenario, overrides(set_))
+    from sim.core.runner import check_before_run
+
+    resolved = resolve(scenario, run_overrides(set_, duration, sessions, warmup, output))
+    target = check_before_run(resolved)
+    if connect:
+        from sim.core.dataset import connect_and_close
+
+        connect_and_close(target)
     sys.stdout.write(yaml.safe_dump(resolved_dict(resolved), sort_keys=False))
 
 

@@ -38,6 +38,15 @@ def _with_target(target: Target, work: Callable[[], Awaitable[T]]) -> T:
         loop.close()
 
 
+def connect_and_close(target: Target) -> None:
+    """Open the target (reachability, credentials) and close it again, touching no data."""
+
+    async def nothing() -> None:
+        return None
+
+    _with_target(target, nothing)
+
+
 def load_and_verify(workload: Workload, target: Target) -> dict[str, Any]:
     """Build the data if needed (idempotent) with a progress bar on stderr, then verify it,
     under the target's load lock (a run or another ``dbsim load`` loading the same data is

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from sim import registry
 from sim.bundle.files import iso, new_bundle_dir, os_reason
 from sim.bundle.summary import RunFacts
@@ -31,6 +33,7 @@ from sim.judge.slo import unknown_operations
 from sim.judge.sweep import attach as attach_sweep
 from sim.judge.sweep import service_levels
 from sim.protocols import Collector, Target, Workload
+from sim.secrets import SecretRef, resolve_secret
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +149,35 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
     engine.events.interval.add_listener(bundle.on_interval)
     engine.events.collector_error.add_listener(bundle.on_collector_error)
     return PreparedRun(scenario, target, workload, engine, bundle)
+
+
+def check_before_run(scenario: ScenarioBase) -> Target:
+    """Everything ``dbsim run`` would refuse before a session starts that can be known without
+    connecting: the target kind's driver, the workload on that target, the SLOs' operation
+    names, and every secret reference (an unset variable, an unreadable file). Raises the error
+    ``run`` would (exit 2); returns the target, not opened."""
+    target = build_target(scenario)
+    workload = build_workload(scenario, target)
+    check_slo_operations(scenario, workload)
+    sections = {"target": scenario.target, "collectors": scenario.collectors}  # type: ignore[attr-defined]
+    for where, ref in secret_references(sections):
+        resolve_secret(ref, where)
+    return target
+
+
+def secret_references(sections: Mapping[str, Any]) -> list[tuple[str, SecretRef]]:
+    """Each secret reference in the settings, with its dotted place (``target``,
+    ``collectors.ontap``)."""
+    found: list[tuple[str, SecretRef]] = []
+    for where, model in sections.items():
+        if isinstance(model, SecretRef):
+            found.append((where, model))
+        if isinstance(model, BaseModel):
+            children = {
+                f"{where}.{name}": getattr(model, name) for name in type(model).model_fields
+            }
+            found.extend(secret_references(children))
+    return found
 
 
 def check_slo_operations(scenario: ScenarioBase, workload: Workload) -> None:
