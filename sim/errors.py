@@ -20,7 +20,7 @@ and exits with ``error.exit_code``; tracebacks appear only with ``--debug``.
 
 from __future__ import annotations
 
-# Exit codes shared by every command (see docs/cli.md).
+# Exit codes shared by every command (the table: docs/index.md, "Exit codes").
 EXIT_OK = 0
 EXIT_SLO_MISSED = 1
 EXIT_BAD_INPUT = 2
