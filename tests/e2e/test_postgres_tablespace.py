@@ -220,3 +220,34 @@ def test_a_directory_create_tablespace_would_refuse_is_one_line_and_exit_2(
     assert tablespace_of(f"{prefix}_1_cf1") is None
     if problem == "not empty":
         assert (location / "someones.dat").read_text() == "precious\n"
+
+
+def test_a_tablespace_still_holding_another_workloads_tables_is_kept_until_the_last_drop(
+    dbsim: Dbsim, reachable_dir: Path, server_user: pwd.struct_passwd
+) -> None:
+    name, prefix = f"dbsim_s{uuid.uuid4().hex[:8]}", f"s{uuid.uuid4().hex[:6]}"
+    with server_owned(reachable_dir / "shared", server_user) as location:
+        settings = {"name": name, "location": str(location), "create": True}
+        slob = scenario(dbsim, settings, prefix)
+        ssb = yaml.safe_load(slob.read_text())
+        ssb["workload"] = {
+            "name": "ssb",
+            "parameters": {"tables": 1, "database_size": "1600K", "table_prefix": f"{prefix}b"},
+        }
+        ssb_path = dbsim.cwd / "ssb.yaml"
+        ssb_path.write_text(yaml.safe_dump(ssb), encoding="utf-8")
+        try:
+            ok(dbsim("load", slob, timeout=300))
+            ok(dbsim("load", ssb_path, timeout=300))
+            assert tablespace_of(f"{prefix}b_1") == name
+            first = ok(dbsim("drop", slob))
+            assert "tablespace" not in first.stdout
+            assert f"tablespace {name} kept: " in first.stderr, first.describe()
+            assert tablespace_of(f"{prefix}b_1") == name  # the other workload's data is intact
+            last = ok(dbsim("drop", ssb_path)).stdout
+            assert f"{prefix}b_1, tablespace {name}" in last
+            assert sql(f"SELECT count(*) FROM pg_tablespace WHERE spcname = '{name}'") == ["0"]
+        finally:
+            sql(f"DROP TABLE IF EXISTS {prefix}_1_cf1, {prefix}b_1")
+            sql(f"DELETE FROM dbsim_registry WHERE name = 'tablespace:{name}'")
+            sql(f"DROP TABLESPACE IF EXISTS {name}")
