@@ -107,9 +107,7 @@ def run(
 def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: bool) -> int:
     from sim.cli.console import LiveConsole
     from sim.core.loops import new_event_loop
-    from sim.core.result import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED
     from sim.core.runner import finish_summary, prepare_run
-    from sim.judge.slo import completed_exit_code
 
     not_yet_there = _missing_directories(Path(scenario.output.directory))
     loop = new_event_loop()
@@ -155,9 +153,18 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
         _remove_if_empty(not_yet_there)
         return refused
     _print_outcome(summary, quiet=quiet, as_json=as_json)
+    return _outcome_exit_code(summary, slos_declared=bool(scenario.slos), received=received)
+
+
+def _outcome_exit_code(summary: dict[str, Any], *, slos_declared: bool, received: list[int]) -> int:
+    """The exit code of a run that started: its SLOs' judgement, the signal that stopped it, or
+    a failure (whose error line is printed)."""
+    from sim.core.result import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED
+    from sim.judge.slo import completed_exit_code
+
     status = summary["status"]
     if status == OUTCOME_COMPLETED:
-        code, problem = completed_exit_code(summary, declared=bool(scenario.slos))
+        code, problem = completed_exit_code(summary, declared=slos_declared)
         if problem:  # objectives that could not be judged
             print_error(problem)
         return code
