@@ -291,6 +291,11 @@ def all_met(verdicts: Iterable[Mapping[str, Any]]) -> bool:
 def summary_section(slos: Sequence[Slo], summary: Mapping[str, Any]) -> dict[str, Any]:
     """``summary["slos"]`` of a run without a sweep: verdicts over the measured window."""
     verdicts = evaluate(slos, Window.from_summary(summary))
+    source = device_latency_source()
+    why = ((summary.get("findings") or {}).get(source or "") or {}).get("unavailable")
+    for verdict in verdicts:
+        if why and verdict["slo"] in DEVICE_LATENCY_LIMITS and verdict["measured"] is None:
+            verdict["note"] = f"no device latency percentiles: {why}"
     return {"met": all_met(verdicts), "window": "measured window", "verdicts": verdicts}
 
 

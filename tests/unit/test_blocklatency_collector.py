@@ -15,7 +15,7 @@ from sim.cli.console import summary_tables
 from sim.config.resolve import validate
 from sim.config.scenario import Slo
 from sim.errors import ScenarioError
-from sim.judge.slo import Window, WindowBuilder, evaluate, verdict_line
+from sim.judge.slo import Window, WindowBuilder, evaluate, summary_section, verdict_line
 from sim.locust.webui import storage_rows
 from sim.protocols import Sample
 from sim.report.sections import storage as report_storage
@@ -174,6 +174,14 @@ def test_device_p99_without_ebpf_figures_is_not_met_and_says_why() -> None:
     (verdict,) = evaluate([Slo(device_p99_ms_max=2)], Window.from_summary(summary_with(None, 500)))
     assert verdict["met"] is False and verdict["measured"] is None
     assert "no device latency percentiles for loop1" in verdict["note"]
+
+
+def test_the_verdict_names_why_ebpf_was_unavailable() -> None:
+    summary = summary_with(None, 500)
+    summary["findings"] = {SOURCE: {"unavailable": "bpftrace not found on PATH"}}
+    (verdict,) = summary_section([Slo(device_p99_ms_max=2)], summary)["verdicts"]
+    assert verdict["met"] is False
+    assert verdict["note"] == "no device latency percentiles: bpftrace not found on PATH"
 
 
 def test_device_limits_are_storage_limits_in_the_scenario() -> None:
