@@ -10,8 +10,9 @@ PYTEST_ARGS ?=
 # (nfs-common) to check the NFS collector's arithmetic; the pyodbc path through
 # unixODBC and the PostgreSQL ODBC driver; chromium for the report and web-UI browser tests
 # (driven by Playwright through its executable path, never a downloaded browser); fio for the
-# storage baseline (`dbsim baseline` drives the real fio, never a Python imitation).
-TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio
+# storage baseline (`dbsim baseline` drives the real fio, never a Python imitation); bpftrace
+# for the device latency percentiles (the blocklatency collector reads the block tracepoints).
+TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio bpftrace
 
 .PHONY: run test venv system-packages lint typecheck bench clean
 
