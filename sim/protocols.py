@@ -325,6 +325,21 @@ class Workload(ABC):
         Returns facts for the bundle. Default: nothing to check."""
         return {"skipped": True}
 
+    def data_bytes(self) -> int | None:
+        """The bytes of data this configuration builds and its sessions read from (what the
+        server's and the host's caches are held against, sim.core.cache); None: unknown."""
+        return None
+
+    def scale_for_bytes(self, data_bytes: int) -> str | None:
+        """The parameter setting (``scale: 12G``) that builds at least ``data_bytes`` of data
+        with the rest of this configuration unchanged; None: the workload cannot say."""
+        return None
+
+    def read_operations(self) -> frozenset[str]:
+        """The operations that read the workload's data, whose rate the device's reads are
+        held against to tell whether the storage was exercised at all (sim.core.cache)."""
+        return frozenset()
+
     def session_weights(self, sessions: int) -> list[float] | None:
         """Relative open-loop rates of sessions 0..sessions-1 (EDA: a front-end process asks
         for 100 ops/s, a back-end one for 75); None: every session gets an equal share."""

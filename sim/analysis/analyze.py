@@ -26,6 +26,7 @@ from sim.analysis.verdict import (
     Findings,
     decide,
 )
+from sim.core.cache import not_exercised
 from sim.core.validity import verdict_sentence
 
 SCHEMA = 1
@@ -112,13 +113,32 @@ def run_verdict(
     call would have rested on is kept for reference."""
     errors = mapping(summary, "errors")
     if not errors.get("invalid"):
-        return storage_call
+        return _unless_not_exercised(summary, storage_call, part=part)
     return {
         "call": "invalid",
         "summary": "Invalid: no call for this part, the run's operations failed (see the "
         "verdict above)"
         if part
         else verdict_sentence(errors),
+        "evidence": storage_call.get("evidence", []),
+        "storage_call_withheld": storage_call.get("call"),
+    }
+
+
+def _unless_not_exercised(
+    summary: dict[str, Any], storage_call: dict[str, Any], *, part: bool
+) -> dict[str, Any]:
+    """A run whose devices hardly read measured the caches: no storage call is made on it
+    (sim.core.cache), and the call it would have had is kept for reference."""
+    reason = not_exercised(summary)
+    if reason is None:
+        return storage_call
+    return {
+        "call": "not-exercised",
+        "summary": "Storage not exercised: no call for this part (see the verdict above)"
+        if part
+        else f"Storage not exercised: {reason}, so the latencies are the caches', not the "
+        "storage's.",
         "evidence": storage_call.get("evidence", []),
         "storage_call_withheld": storage_call.get("call"),
     }

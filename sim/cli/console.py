@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sim import registry
+from sim.core.cache import not_exercised_headline
 from sim.core.metrics import Interval
 from sim.protocols import Sample
 from sim.registry import Display
@@ -96,6 +97,16 @@ class LiveConsole:
                 f"[dim]{interval.t_end:6.0f}s {interval.phase}[/dim] {ops} {dev}", highlight=False
             )
         self._refresh()
+
+    def on_notice(self, message: str) -> None:
+        # One line, however wide: a log reader greps for it.
+        self.err.print(
+            f"dbsim warning: {message}",
+            style="yellow",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
 
     def on_collector_error(self, source: str, message: str) -> None:
         self.err.print(f"[yellow]warning[/yellow]: collector {source}: {message}", highlight=False)
@@ -201,9 +212,9 @@ def summary_tables(summary: dict[str, Any]) -> list[Table]:
 def print_summary(out: Console, summary: dict[str, Any]) -> None:
     """The final tables of ``dbsim run`` (with or without ``--workers``), after the headline
     that an invalid run gets before any figure."""
-    headline = invalid_headline(summary)
-    if headline is not None:
-        out.print(headline, style="bold red", highlight=False, markup=False)
+    for headline in (invalid_headline(summary), not_exercised_headline(summary)):
+        if headline is not None:
+            out.print(headline, style="bold red", highlight=False, markup=False, soft_wrap=True)
     for table in summary_tables(summary):
         out.print(table)
 

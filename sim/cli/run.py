@@ -126,6 +126,7 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
             events.progress.add_listener(live.on_progress)
             events.interval.add_listener(live.on_interval)
             events.collector_error.add_listener(live.on_collector_error)
+            events.notice.add_listener(live.on_notice)
         try:
             with live if not (quiet or as_json) else _Null():
                 if received:  # a signal arrived while the run was being prepared

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from rich.console import Console
 from rich.progress import Progress
 
+from sim.core.cache import check_caches
 from sim.core.loading import WAITING
 from sim.core.loading import load_and_verify as locked_load
 from sim.core.loops import new_event_loop
@@ -67,8 +68,21 @@ def load_and_verify(workload: Workload, target: Target) -> dict[str, Any]:
             bar.update(tasks[what], completed=done)
 
         async def work() -> dict[str, Any]:
+            cache = await check_caches(target, workload)
+            if cache.get("warning"):
+                console.print(
+                    f"dbsim load: warning: {cache['warning']}",
+                    highlight=False,
+                    markup=False,
+                    soft_wrap=True,
+                )
             reports = await locked_load(workload, target, progress, on_state=on_state)
-            return {"load": reports.load, "verify": reports.verify, "target": target.describe()}
+            return {
+                "load": reports.load,
+                "verify": reports.verify,
+                "target": target.describe(),
+                "cache": cache,
+            }
 
         return _with_target(target, work)
 

@@ -74,10 +74,13 @@ class Engine(CoroutineSessions, IntervalTicker):
         verify_only: bool = False,
         load_only: bool = False,
         clock: Callable[[], float] = time.perf_counter,  # for phases, ticks and collectors
+        before_load: Callable[[Target], Awaitable[dict[str, Any]]] | None = None,
     ) -> None:
         """``skip_load``: use the data as it is (no build, no verification); ``verify_only``:
         another process loaded it, verify only; ``load_only``: load and verify, then end the
-        run without a session (a distributed run's elected loader)."""
+        run without a session (a distributed run's elected loader). ``before_load``: run on
+        the opened target before the data is built or checked; its facts go to ``result.cache``."""
+        self.before_load = before_load
         self.workload = workload
         self.target = target
         self.load = load
@@ -238,6 +241,8 @@ class Engine(CoroutineSessions, IntervalTicker):
 
     async def _prepare_data(self) -> None:
         """Load and verify the workload's data, or with --skip-load check it is there."""
+        if self.before_load is not None:
+            self.result.cache = await self._unless_stopped(self.before_load(self.target))
         if not self.skip_load:
             # Under the target's load lock (sim.core.loading); filled in place, so a failed
             # verification still records what the load did.

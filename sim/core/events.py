@@ -56,6 +56,7 @@ class EngineEvents:
             self.progress,
             self.interval,
             self.collector_error,
+            self.notice,
             self.finished,
         )
         return [failure for hook in hooks for failure in hook.failures]
@@ -74,5 +75,8 @@ class EngineEvents:
         self.interval = EventHook("interval")
         #: ``collector_error(source: str, message: str)``: a sample failed or timed out.
         self.collector_error = EventHook("collector_error")
+        #: ``notice(message: str)``: one line the user should read before the figures (the data
+        #: fits in the caches, sim.core.cache).
+        self.notice = EventHook("notice")
         #: ``finished(result: sim.core.result.RunResult)``: the run has ended, however it ended.
         self.finished = EventHook("finished")

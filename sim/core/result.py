@@ -45,3 +45,5 @@ class RunResult:
     #: The exit code the error asks for (``SimError.exit_code``): 2 for bad input — a foreign
     #: object refused, the data missing under --skip-load — found before any session started.
     error_exit_code: int | None = None
+    #: What the engine's ``before_load`` hook found (sim.core.cache: the data against the caches).
+    cache: dict[str, Any] = field(default_factory=dict)

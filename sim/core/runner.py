@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from sim.bundle.summary import RunFacts
 from sim.bundle.writer import BundleWriter
 from sim.config.resolve import resolved_dict
 from sim.config.scenario import CollectorSettings, ScenarioBase
+from sim.core.cache import check_caches, exercised_section
 from sim.core.engine import Engine
 from sim.core.metrics import OpStats, mix_report
 from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_INTERRUPTED, RunResult
@@ -116,6 +117,7 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
         collector_timeout_s=settings.timeout_s,
         skip_load=skip_load,
     )
+    engine.before_load = _cache_check(engine, workload)
     lab_steps = [stage for stage in engine.stages if stage.lab]
     if lab_steps:
         attach_lab(engine)
@@ -180,6 +182,20 @@ def secret_references(sections: Mapping[str, Any]) -> list[tuple[str, SecretRef]
     return found
 
 
+def _cache_check(
+    engine: Engine, workload: Workload
+) -> Callable[[Target], Awaitable[dict[str, Any]]]:
+    """The engine's pre-load hook: the data against the caches, its warning as a notice."""
+
+    async def check(target: Target) -> dict[str, Any]:
+        section = await check_caches(target, workload)
+        if section.get("warning"):
+            engine.events.notice.fire(message=section["warning"])
+        return section
+
+    return check
+
+
 def check_slo_operations(scenario: ScenarioBase, workload: Workload) -> None:
     """Refuse (exit 2, one line each) objectives naming an operation the workload does not
     have, before anything runs (``dbsim run`` with and without ``--workers``)."""
@@ -240,6 +256,7 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
         result.reason = "measure: invalid run"
     extra = _summary_extra(run, errors)
     extra["findings"] = _collector_findings(run)
+    extra["cache"] = _cache_summary(run)
     for failure in engine.events.failures():
         bundle.add_message(failure)
     bundle.close()  # the time series are complete (a close can fail too: NFS write-back)
@@ -320,6 +337,25 @@ def _collector_findings(run: PreparedRun) -> dict[str, Any]:
         for warning in warnings:
             bundle.add_message(f"{collector.source}: {warning}")
     return findings
+
+
+def _cache_summary(run: PreparedRun) -> dict[str, Any]:
+    """The summary's ``cache`` section: the pre-load check and whether the devices read at
+    all (sim.core.cache), each said in the summary's messages when it warns."""
+    bundle, result = run.bundle, run.engine.result
+    device_source = registry.collector_with_role(registry.ROLE_DEVICE) or ""
+    cache: dict[str, Any] = dict(result.cache)
+    cache["exercised"] = exercised_section(
+        bundle.storage_summary().get(device_source, {}),
+        run.engine.recorder.totals,
+        run.workload.read_operations(),
+        result.measured_s,
+    )
+    if cache.get("warning"):
+        bundle.add_message(str(cache["warning"]))
+    if cache["exercised"].get("exercised") is False:
+        bundle.add_message(f"storage not exercised: {cache['exercised']['reason']}")
+    return cache
 
 
 def judge_errors(

@@ -182,6 +182,7 @@ p { margin: 6px 0; }
 .verdict.database-bound { border-color: #0072B2; }
 .verdict.inconclusive { border-color: #8a94a0; }
 .verdict.invalid { border-color: #b3261e; background: #fdf1f0; }
+.verdict.not-exercised { border-color: #b3261e; background: #fdf1f0; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px;
   font-weight: bold; color: #fff; background: #8a94a0; }
 .badge.completed, .badge.pass { background: #1b7f4b; }

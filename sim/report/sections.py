@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sim import registry
+from sim.core.cache import not_exercised_headline
 from sim.registry import Display
 from sim.report.markup import (
     DASH,
@@ -31,6 +32,7 @@ CALLS = {
     "database-bound": "Database-bound",
     "inconclusive": "Inconclusive",
     "invalid": "Invalid",
+    "not-exercised": "Storage not exercised",
 }
 
 
@@ -106,6 +108,10 @@ def header(summary: Mapping[str, Any], bundle: Path) -> Safe:
             f'<p class="alert"><strong>Run {esc(status)}:</strong> {esc(problem)}. The figures '
             "cover the intervals measured before it ended.</p>"
         )
+    cached = not_exercised_headline(summary)
+    if cached is not None:
+        lead, _, rest = cached.partition(": ")
+        out.append(f'<p class="alert"><strong>{esc(lead)}:</strong> {esc(rest)}.</p>')
     return Safe("".join(out))
 
 

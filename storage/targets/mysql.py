@@ -91,6 +91,8 @@ MYSQL_DIALECT = SqlDialect(
     min_rows_per_page=2,
     refresh_page_counts="ANALYZE TABLE {table}",
     stats_collectors=mysql_stats_collectors,
+    cache_query="SELECT @@innodb_buffer_pool_size",
+    cache_name="innodb_buffer_pool_size",
 )
 
 

@@ -62,6 +62,11 @@ ORACLE_DIALECT = SqlDialect(
     folds_unquoted="upper",
     drop_suffix="PURGE",
     one_row_per_page=oracle_page_fit,
+    # The buffer cache as the SGA holds it now (ASMM resizes it; db_cache_size is a floor).
+    cache_query=(
+        "SELECT current_size FROM v$sga_dynamic_components WHERE component = 'DEFAULT buffer cache'"
+    ),
+    cache_name="the SGA's buffer cache",
 )
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0

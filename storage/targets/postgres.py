@@ -61,6 +61,8 @@ POSTGRES_DIALECT = SqlDialect(
     sqlglot="postgres",
     max_identifier_chars=63,
     one_row_per_page=postgres_page_fit,
+    cache_query="SELECT pg_size_bytes(current_setting('shared_buffers'))",
+    cache_name="shared_buffers",
 )
 
 APPLICATION_NAME = "dbsim"

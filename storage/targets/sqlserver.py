@@ -39,4 +39,7 @@ SQLSERVER_DIALECT = SqlDialect(
     marker="none",
     page_bytes=SQLSERVER_PAGE_BYTES,
     one_row_per_page=sqlserver_page_fit,
+    # What the buffer pool may grow to now (max server memory, bounded by the host's RAM).
+    cache_query="SELECT committed_target_kb * 1024 FROM sys.dm_os_sys_info",
+    cache_name="the buffer pool",
 )

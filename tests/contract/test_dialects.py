@@ -93,3 +93,15 @@ def test_statements_match_the_expected_text(
         path.write_text(text)
     assert path.exists(), f"{path} missing: run pytest tests/contract --regen-contracts"
     assert text == path.read_text(), f"{path} differs: review, then --regen-contracts"
+
+
+@pytest.mark.parametrize("dialect", sorted(RECORDS))
+def test_the_cache_size_query_parses_and_the_cache_is_named(dialect: str) -> None:
+    """Each dialect names the cache that hides its storage; a server cache has a query that
+    sqlglot reads as one SELECT (sim.core.cache runs it before the load)."""
+    record = RECORDS[dialect]
+    assert record.cache_name
+    if record.cache_query:
+        parsed = sqlglot.parse_one(record.cache_query, read=SQLGLOT_DIALECT[dialect])
+        assert isinstance(parsed, sqlglot.exp.Select)
+        assert len(parsed.expressions) == 1

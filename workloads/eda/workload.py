@@ -68,6 +68,19 @@ class EdaWorkload(Workload):
     def default_sessions(self) -> int:
         return len(self.trees)
 
+    def data_bytes(self) -> int:
+        return sum(t.data_bytes for t in self.trees)
+
+    def scale_for_bytes(self, data_bytes: int) -> str | None:
+        # Every job set builds the same trees, so the data grows with job_sets alone.
+        per_job_set = self.data_bytes() // max(self.p.job_sets, 1)
+        if per_job_set <= 0:
+            return None
+        return f"job_sets: {-(-data_bytes // per_job_set)}"
+
+    def read_operations(self) -> frozenset[str]:
+        return frozenset({"read_file", "random_read", "seq_read"})
+
     def session_weights(self, sessions: int) -> list[float]:
         if sessions > len(self.trees):
             raise ConfigError(

@@ -110,6 +110,19 @@ class SlobWorkload(Workload):
     def render(self, name: str, **identifiers: str) -> Statement:
         return self.catalogue.render(name, self.target.paramstyle, **identifiers)
 
+    def data_bytes(self) -> int:
+        """SLOB's sizing: one row per block, ``schemas`` tables of ``scale`` rows (plus the
+        scanned tables when ``scan_pct`` > 0)."""
+        rows = self.p.scale_rows + (self.p.scan_rows if self.p.scan_pct else 0)
+        return self.p.schemas * rows * self.p.block_size_bytes
+
+    def scale_for_bytes(self, data_bytes: int) -> str:
+        per_schema = -(-data_bytes // self.p.schemas)
+        return f"scale: {-(-per_schema // 2**30)}G (per schema, {self.p.schemas} schema(s))"
+
+    def read_operations(self) -> frozenset[str]:
+        return frozenset({"read", "scan"})
+
     def operations(self) -> Mapping[str, float]:
         update = float(self.p.update_pct)
         reads = 100.0 - update

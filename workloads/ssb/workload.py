@@ -132,6 +132,15 @@ class SsbWorkload(Workload):
     def render(self, name: str, **identifiers: str) -> Statement:
         return self.catalogue.render(name, self.target.paramstyle, **identifiers)
 
+    def data_bytes(self) -> int:
+        return self.p.database_size_bytes
+
+    def scale_for_bytes(self, data_bytes: int) -> str:
+        return f"database_size: {-(-data_bytes // 2**30)}G"
+
+    def read_operations(self) -> frozenset[str]:
+        return frozenset({"read"})
+
     def operations(self) -> Mapping[str, float]:
         return {"read": float(self.p.read_pct), "update": float(100 - self.p.read_pct)}
 

@@ -1,0 +1,151 @@
+"""The cache arithmetic (sim.core.cache): data against EXERCISE_FACTOR x (server cache + host
+RAM) before the load, device reads against the workload's reads after the run, and what the
+verdict and the console make of a run that never reached the storage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sim.analysis.analyze import run_verdict
+from sim.core.cache import (
+    EXERCISE_FACTOR,
+    cache_section,
+    exercised_section,
+    host_ram_bytes,
+    not_exercised_headline,
+    server_is_local,
+)
+from sim.core.metrics import OpStats
+from storage.targets.settings import SqliteSettings
+from storage.targets.sqlite import SqliteTarget
+from workloads.slob.parameters import SlobParameters
+from workloads.slob.workload import SlobWorkload
+
+MIB, GIB = 2**20, 2**30
+
+
+def slob(**params: Any) -> SlobWorkload:
+    return SlobWorkload(SlobParameters(**params), SqliteTarget(SqliteSettings()))
+
+
+def ops(**counts: int) -> dict[str, OpStats]:
+    out = {}
+    for name, n in counts.items():
+        stats = OpStats()
+        for _ in range(n):
+            stats.histogram.record_value(100)
+        out[name] = stats
+    return out
+
+
+def test_data_under_the_factor_times_the_caches_is_warned_with_a_scale_that_reaches_it() -> None:
+    workload = slob(scale="80M")
+    section = cache_section(
+        data_bytes=workload.data_bytes(),
+        server_cache_name="shared_buffers",
+        server_cache_bytes=128 * MIB,
+        host_ram=1 * GIB,
+        scale_for=workload.scale_for_bytes,
+    )
+    assert section["data_bytes"] == 80 * MIB
+    assert section["needed_bytes"] == EXERCISE_FACTOR * (128 * MIB + GIB) == 4.5 * GIB
+    assert section["hidden_by_caches"] is True
+    assert section["recommended"].startswith("scale: 5G ")
+    assert (
+        "80 MiB" in section["warning"]
+        and "shared_buffers 128 MiB + host RAM 1.0 GiB" in (section["warning"])
+    )
+    # The recommended setting, applied, builds at least the data that was asked for.
+    bigger = slob(scale=section["recommended"].split()[1])
+    assert bigger.data_bytes() >= section["needed_bytes"]
+
+
+def test_data_at_the_factor_times_the_caches_is_not_warned() -> None:
+    section = cache_section(
+        data_bytes=EXERCISE_FACTOR * (128 * MIB + 256 * MIB),
+        server_cache_name="shared_buffers",
+        server_cache_bytes=128 * MIB,
+        host_ram=256 * MIB,
+        scale_for=lambda n: f"scale: {n}",
+    )
+    assert section["hidden_by_caches"] is False
+    assert "warning" not in section and "recommended" not in section
+
+
+def test_a_remote_server_is_judged_on_its_own_cache_and_says_the_host_ram_is_unknown() -> None:
+    section = cache_section(
+        data_bytes=256 * MIB,
+        server_cache_name="innodb_buffer_pool_size",
+        server_cache_bytes=128 * MIB,
+        host_ram=None,
+        scale_for=lambda n: None,
+    )
+    assert section["host_ram_bytes"] == "unknown"
+    assert section["needed_bytes"] == 512 * MIB
+    assert "host RAM unknown" in section["warning"] and "use" not in section["warning"]
+
+
+def test_nothing_known_of_the_caches_gives_no_warning() -> None:
+    section = cache_section(
+        data_bytes=MIB,
+        server_cache_name="the buffer pool",
+        server_cache_bytes=None,
+        host_ram=None,
+        scale_for=lambda n: "x",
+    )
+    assert section["hidden_by_caches"] is False and "warning" not in section
+
+
+def test_host_ram_is_memtotal_and_unknown_when_unreadable(tmp_path: Path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24683584 kB\nMemFree:  1 kB\n")
+    assert host_ram_bytes(meminfo) == 24683584 * 1024
+    assert host_ram_bytes(tmp_path / "absent") is None
+    real = host_ram_bytes()
+    assert real is not None and real > 64 * MIB
+
+
+@pytest.mark.parametrize(
+    ("host", "local"),
+    [(None, True), ("127.0.0.1", True), ("localhost", True), ("::1", True),
+     ("/var/run/postgresql", True), ("db.example.net", False), ("10.0.0.5", False)],
+)  # fmt: skip
+def test_only_a_server_on_this_host_counts_this_hosts_ram(host: str | None, local: bool) -> None:
+    assert server_is_local({"kind": "postgres", "host": host}) is local
+
+
+def test_device_reads_under_one_percent_of_the_reads_is_storage_not_exercised() -> None:
+    totals = ops(read=7000, update=700)
+    section = exercised_section({"vda": {"r_s": 5.0}}, totals, {"read", "scan"}, 10.0)
+    assert section["read_ops_s"] == 700.0 and section["device_reads_pct"] == pytest.approx(0.714)
+    assert section["exercised"] is False
+    assert section["reason"].startswith("vda read 5.0/s against 700.0 reading operations/s")
+    busy = exercised_section({"vda": {"r_s": 104.0}}, totals, {"read"}, 10.0)
+    assert busy["exercised"] is True and "reason" not in busy
+
+
+def test_no_device_or_no_reads_cannot_be_judged() -> None:
+    assert exercised_section({}, ops(read=100), {"read"}, 10.0)["exercised"] is None
+    writes_only = exercised_section({"vda": {"r_s": 0.0}}, ops(update=100), {"read"}, 10.0)
+    assert writes_only["exercised"] is None and writes_only["why"] == "the workload read too little"
+
+
+def test_a_run_that_did_not_exercise_the_storage_gets_no_storage_call() -> None:
+    reason = "vda read 0.0/s against 700.0 reading operations/s (0 %, under 1 %)"
+    summary = {
+        "errors": {"invalid": False},
+        "cache": {"recommended": "scale: 95G", "exercised": {"exercised": False, "reason": reason}},
+    }
+    call = {"call": "storage-bound", "summary": "Storage-bound: …", "evidence": [{"check": "x"}]}
+    verdict = run_verdict(summary, call)
+    assert verdict["call"] == "not-exercised"
+    assert verdict["storage_call_withheld"] == "storage-bound"
+    assert reason in verdict["summary"] and verdict["evidence"] == [{"check": "x"}]
+    headline = not_exercised_headline(summary)
+    assert headline is not None and headline.startswith(f"STORAGE NOT EXERCISED: {reason}")
+    assert headline.endswith("use scale: 95G")
+    summary["cache"]["exercised"] = {"exercised": True}
+    assert run_verdict(summary, call) is call and not_exercised_headline(summary) is None
