@@ -17,9 +17,9 @@ collector and the contract tests all ask the record:
   ``refresh_page_counts``, what brings the page counts ``verify`` reads up to date;
 * ``stats_collectors``: the ``db`` collector's sampling of the database's own I/O statistics,
   when the dialect has one beyond those ``storage.collectors.database`` knows;
-* ``cache_query`` / ``cache_name``: the one-value query giving the bytes of the server's own
-  data cache (shared_buffers, the InnoDB buffer pool, the SGA's buffer cache …) and what that
-  cache is called, which :mod:`sim.core.cache` holds the data size against before a load.
+* ``cache``: the server's own data cache (shared_buffers, the InnoDB buffer pool, the SGA's
+  buffer cache …) by name and the one-value query giving its bytes, which
+  :mod:`sim.core.cache` holds the data size against before a load.
 
 This module is a published interface: plug-ins (``storage/``, ``workloads/``) may import it.
 """
@@ -81,6 +81,15 @@ def _no_page_fit(row_bytes: int, page_bytes: int) -> PageFit:
 
 
 @dataclass(frozen=True)
+class ServerCache:
+    """A server's data cache: its name for messages and the query (one row, one column)
+    giving its size in bytes."""
+
+    name: str
+    query: str
+
+
+@dataclass(frozen=True)
 class SqlDialect:
     """Everything dbsim needs to know about one SQL dialect (see the module docstring)."""
 
@@ -105,11 +114,8 @@ class SqlDialect:
     #: come from statistics that may lag the data (InnoDB: ``ANALYZE TABLE``); "" for none.
     refresh_page_counts: str = ""
     stats_collectors: StatsCollectors | None = None
-    #: One row, one column: the bytes of the server's data cache; "" when the engine keeps
-    #: none worth counting (SQLite reads through the host's page cache).
-    cache_query: str = ""
-    #: The cache's name for messages (``shared_buffers``); for "" queries, what caches instead.
-    cache_name: str = ""
+    #: None when the engine keeps no cache worth counting (SQLite reads through the host's).
+    cache: ServerCache | None = None
 
     def sqlalchemy(self) -> Dialect:
         """SQLAlchemy's dialect object (built once per dialect)."""

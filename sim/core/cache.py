@@ -3,7 +3,7 @@
 Two checks, both reported in the summary's ``cache`` section (docs/validation.md, "Caches"):
 
 * **before the load**, the data the scenario builds (``Workload.data_bytes``) is held against
-  the server's own data cache (the dialect record's ``cache_query``: shared_buffers, the
+  the server's own data cache (the dialect record's ``cache``: shared_buffers, the
   InnoDB buffer pool …) plus the host's RAM, which bounds its page cache — when the server
   runs on this host; for a remote one the host's RAM is "unknown" and only the server's cache
   counts. Data under :data:`EXERCISE_FACTOR` times the caches gets one warning line naming
@@ -113,15 +113,15 @@ def cache_section(
 
 
 async def server_cache_bytes(target: Target) -> tuple[int | None, str | None]:
-    """The server's data cache in bytes by its dialect's ``cache_query`` (None: it has none
+    """The server's data cache in bytes by its dialect's ``cache`` query (None: it has none
     or the query failed — then with the reason; never fatal to the run)."""
     record = dialect_of(target)
-    if record is None or not record.cache_query:
+    if record is None or record.cache is None:
         return None, None
     try:
         conn = await connect_sql(target)
         try:
-            value = await conn.scalar(Statement("cache_size", record.cache_query, ()))
+            value = await conn.scalar(Statement("cache_size", record.cache.query, ()))
         finally:
             await conn.close()
         return int(value), None
@@ -138,7 +138,7 @@ async def check_caches(
     """The pre-load ``cache`` section for ``workload`` on the opened ``target``.
     ``host_ram``: "auto" reads this host's MemTotal when the server is local."""
     record = dialect_of(target)
-    name = (record.cache_name if record else "") or "none (the host's page cache)"
+    name = record.cache.name if record and record.cache else "none (the host's page cache)"
     cache_bytes, failed = await server_cache_bytes(target)
     if host_ram == "auto":
         ram = host_ram_bytes() if server_is_local(target.describe()) else None

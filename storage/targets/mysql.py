@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from sim.config.scenario import MAX_SESSIONS
-from sim.dialects import PageFit, SqlDialect
+from sim.dialects import PageFit, ServerCache, SqlDialect
 from sim.errors import CollectorError, ConfigError, TargetError
 from sim.protocols import (
     Collector,
@@ -91,8 +91,7 @@ MYSQL_DIALECT = SqlDialect(
     min_rows_per_page=2,
     refresh_page_counts="ANALYZE TABLE {table}",
     stats_collectors=mysql_stats_collectors,
-    cache_query="SELECT @@innodb_buffer_pool_size",
-    cache_name="innodb_buffer_pool_size",
+    cache=ServerCache("innodb_buffer_pool_size", "SELECT @@innodb_buffer_pool_size"),
 )
 
 

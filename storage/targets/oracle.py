@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import oracledb
 
 from sim.config.scenario import MAX_SESSIONS
-from sim.dialects import PageFit, SqlDialect
+from sim.dialects import PageFit, ServerCache, SqlDialect
 from sim.errors import TargetError
 from sim.protocols import EngineContext, LoadLock, SqlConnection, Statement, Target, WaitCallback
 from sim.secrets import redact, resolve_secret
@@ -63,10 +63,10 @@ ORACLE_DIALECT = SqlDialect(
     drop_suffix="PURGE",
     one_row_per_page=oracle_page_fit,
     # The buffer cache as the SGA holds it now (ASMM resizes it; db_cache_size is a floor).
-    cache_query=(
-        "SELECT current_size FROM v$sga_dynamic_components WHERE component = 'DEFAULT buffer cache'"
+    cache=ServerCache(
+        "the SGA's buffer cache",
+        "SELECT current_size FROM v$sga_dynamic_components WHERE component = 'DEFAULT buffer cache'",
     ),
-    cache_name="the SGA's buffer cache",
 )
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0

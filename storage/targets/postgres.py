@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import asyncpg
 
 from sim.config.scenario import MAX_SESSIONS
-from sim.dialects import PageFit, SqlDialect
+from sim.dialects import PageFit, ServerCache, SqlDialect
 from sim.errors import ConfigError, TargetError
 from sim.protocols import EngineContext, LoadLock, SqlConnection, Statement, Target, WaitCallback
 from sim.secrets import redact, resolve_secret
@@ -61,8 +61,7 @@ POSTGRES_DIALECT = SqlDialect(
     sqlglot="postgres",
     max_identifier_chars=63,
     one_row_per_page=postgres_page_fit,
-    cache_query="SELECT pg_size_bytes(current_setting('shared_buffers'))",
-    cache_name="shared_buffers",
+    cache=ServerCache("shared_buffers", "SELECT pg_size_bytes(current_setting('shared_buffers'))"),
 )
 
 APPLICATION_NAME = "dbsim"

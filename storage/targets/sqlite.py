@@ -54,8 +54,6 @@ SQLITE_DIALECT = SqlDialect(
     max_identifier_chars=128,
     marker="create_text",
     one_row_per_page=sqlite_page_fit,
-    # Its own page cache is 2 MiB by default; what hides the storage is the host's.
-    cache_name="none of its own (the host's page cache)",
 )
 
 

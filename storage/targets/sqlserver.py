@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import CHAR, Column
 
-from sim.dialects import PageFit, SqlDialect
+from sim.dialects import PageFit, ServerCache, SqlDialect
 
 # SQL Server pages are always 8 KB: 8,192 - 96 header = 8,096 bytes for records, and every
 # record also takes a 2-byte slot, so two records fit only if 2 × (r + 2) <= 8,096, i.e.
@@ -40,6 +40,7 @@ SQLSERVER_DIALECT = SqlDialect(
     page_bytes=SQLSERVER_PAGE_BYTES,
     one_row_per_page=sqlserver_page_fit,
     # What the buffer pool may grow to now (max server memory, bounded by the host's RAM).
-    cache_query="SELECT committed_target_kb * 1024 FROM sys.dm_os_sys_info",
-    cache_name="the buffer pool",
+    cache=ServerCache(
+        "the buffer pool", "SELECT committed_target_kb * 1024 FROM sys.dm_os_sys_info"
+    ),
 )

@@ -100,8 +100,8 @@ def test_the_cache_size_query_parses_and_the_cache_is_named(dialect: str) -> Non
     """Each dialect names the cache that hides its storage; a server cache has a query that
     sqlglot reads as one SELECT (sim.core.cache runs it before the load)."""
     record = RECORDS[dialect]
-    assert record.cache_name
-    if record.cache_query:
-        parsed = sqlglot.parse_one(record.cache_query, read=SQLGLOT_DIALECT[dialect])
+    if record.cache is not None:
+        assert record.cache.name
+        parsed = sqlglot.parse_one(record.cache.query, read=SQLGLOT_DIALECT[dialect])
         assert isinstance(parsed, sqlglot.exp.Select)
         assert len(parsed.expressions) == 1
