@@ -48,6 +48,12 @@ def connect_and_close(target: Target) -> None:
     _with_target(target, nothing)
 
 
+def check_loaded(workload: Workload, target: Target) -> dict[str, Any]:
+    """What ``run --skip-load`` checks before any session: the data is there and dbsim's
+    (MissingDataError / OwnershipError otherwise, both exit 2)."""
+    return _with_target(target, workload.check_loaded)
+
+
 def load_and_verify(workload: Workload, target: Target) -> dict[str, Any]:
     """Build the data if needed (idempotent) with a progress bar on stderr, then verify it,
     under the target's load lock (a run or another ``dbsim load`` loading the same data is

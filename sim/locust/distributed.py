@@ -20,6 +20,7 @@ import gevent
 import gevent.event
 
 from sim.config.scenario import ScenarioBase
+from sim.core.dataset import check_loaded
 from sim.core.runner import build_target, build_workload, check_slo_operations
 from sim.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, ConfigError
 from sim.judge.slo import completed_exit_code
@@ -64,6 +65,9 @@ def run_distributed(
     check_locust_scenario(scenario)
     if scenario.slos:  # as prepare_run does: an objective on an unknown operation is bad input
         check_slo_operations(scenario, build_workload(scenario, build_target(scenario)))
+    if skip_load:  # missing data is bad input found before any worker or bundle exists
+        target = build_target(scenario)
+        check_loaded(build_workload(scenario, target), target)
     users = default_users(scenario)
     setup_process("DEBUG" if debug else "WARNING")
     environment = environment_for(scenario, users)

@@ -249,3 +249,15 @@ def test_validate_connect_reports_an_unreachable_target_as_a_failed_check(
     errors = [line for line in result.stderr_lines if line.startswith("error: ")]
     assert len(errors) == 1 and "cannot connect" in errors[0], result.describe()
     assert result.stdout == "" and "Traceback" not in result.stderr
+
+
+def test_missing_data_with_workers_is_refused_before_any_worker_or_bundle(
+    dbsim: Dbsim, tmp_path: Path
+) -> None:
+    fresh_output = tmp_path / "fresh" / "runs"
+    result = dbsim(
+        "run", _missing_data(dbsim.cwd), "--skip-load", "--workers", "1", "-o", fresh_output
+    )
+    line = the_one_error_line(result)
+    assert "--skip-load" in line and "dbsim load" in line, line
+    assert not (tmp_path / "fresh").exists(), "the refused run left its output directory"
