@@ -75,6 +75,10 @@ def load_and_verify(workload: Workload, target: Target) -> dict[str, Any]:
 
         async def work() -> dict[str, Any]:
             cache = await check_caches(target, workload)
+            reports = await locked_load(workload, target, progress, on_state=on_state)
+            # Said once the data is there: a load refused (a foreign table, a planted marker)
+            # prints its one error line and nothing else. Data small enough to warn about
+            # loads quickly, so the line comes soon either way.
             if cache.get("warning"):
                 console.print(
                     f"dbsim load: warning: {cache['warning']}",
@@ -82,7 +86,6 @@ def load_and_verify(workload: Workload, target: Target) -> dict[str, Any]:
                     markup=False,
                     soft_wrap=True,
                 )
-            reports = await locked_load(workload, target, progress, on_state=on_state)
             return {
                 "load": reports.load,
                 "verify": reports.verify,
