@@ -292,7 +292,9 @@ def test_a_sweep_under_workers_is_refused_up_front(
 ) -> None:
     out = tmp_path / "runs"
     sets = [arg for item in sweep for arg in ("--set", item)]
-    rc, stdout, stderr = _run_master(tmp_path, started, *SLO_RUN, *sets, "-o", str(out))
+    # No --duration: with steps (a sweep becomes steps) it is refused on its own (exit 2 too).
+    sweep_run = ["run", "--workers", "2", "--sessions", "2", "--warmup", "0"]
+    rc, stdout, stderr = _run_master(tmp_path, started, *sweep_run, *sets, "-o", str(out))
     assert rc == EXIT_BAD_INPUT, stderr
     assert stderr.splitlines() == [
         "error: load.sweep: sweeps do not run under Locust (dbsim run --workers, dbsim ui); "
