@@ -29,7 +29,9 @@ import json
 import shutil
 import ssl
 import subprocess
+import sys
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -118,6 +120,9 @@ class OntapReplay:
         self.timestamps = True
         self.fail_with: tuple[int, str, str] | None = None
         self.requests: list[tuple[str, dict[str, str]]] = []
+        #: Tracebacks of what the server swallowed (a failed handler, a thread that would not
+        #: start): printed at close, so a test failing on a dropped connection shows its cause.
+        self.errors: list[str] = []
         token = base64.b64encode(f"{username}:{password}".encode()).decode()
         self._auth = f"Basic {token}"
         self._steps: dict[str, int] = {}
@@ -150,6 +155,8 @@ class OntapReplay:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
+        for error in self.errors:
+            print(f"ontap replay swallowed: {error}", file=sys.stderr)
 
     def answer(self, target: str, authorization: str | None) -> tuple[int, dict[str, Any]] | None:
         """The status and JSON body for a GET, or None to leave it unanswered."""
@@ -229,7 +236,8 @@ class _Server(ThreadingHTTPServer):
     replay: OntapReplay
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client refusing our certificate is what some tests expect
+        # A client refusing our certificate is what some tests expect: kept, not raised.
+        self.replay.errors.append(traceback.format_exc())
 
 
 class _Handler(BaseHTTPRequestHandler):
