@@ -143,6 +143,22 @@ def _row_cells(page: Any, name: str) -> list[str]:
     return []
 
 
+def _fail_with_state(url: str, proc: subprocess.Popen[str], what: str) -> None:
+    """Fail with the UI's own account: /dbsim/status, then the child's stderr (it is
+    interrupted to get it), so a failure in CI needs no re-run to be understood."""
+    try:
+        status: Any = _get_json(f"{url}/dbsim/status")
+    except OSError as exc:
+        status = f"unreachable: {exc}"
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, stderr = proc.communicate()
+    pytest.fail(f"{what}; /dbsim/status: {status}; dbsim ui stderr: {stderr[-4000:]}")
+
+
 def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi) -> None:
     sync_playwright, executable = _browser_or_skip()
     url, out, proc = web_ui.url, web_ui.out, web_ui.proc
@@ -198,7 +214,10 @@ def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi) -> None
             page.get_by_role("tab", name="Run").click()
             page.locator("tbody tr", has_text=str(bundle)).first.wait_for()
             page.get_by_role("button", name="Stop").click()
-            page.locator("tbody tr", has_text="interrupted").first.wait_for()
+            try:
+                page.locator("tbody tr", has_text="interrupted").first.wait_for()
+            except Exception:  # Playwright's TimeoutError: say where the run stood, and why
+                _fail_with_state(url, proc, "the Run tab never showed the run as interrupted")
             page.screenshot(path=str(bundle / "webui-run.png"))
         finally:
             browser.close()
