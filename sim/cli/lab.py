@@ -18,9 +18,10 @@ import typer
 
 from sim.cli.app import app
 from sim.errors import EXIT_RUN_FAILED, ConfigError
-from storage.lab import DEFAULT_PG_PORT, KEEP, Ceiling, Lab, require_root
+from storage.lab import CEILING_KEYS, DEFAULT_PG_PORT, KEEP, Ceiling, Lab, require_root
 from storage.lab.status import text_lines
 from storage.lab.system import parse_size
+from storage.lab.volumes import parse_volume
 
 DEFAULT_MOUNT = Path("/mnt/dbsim-lab")
 DEFAULT_SIZE = "1G"
@@ -38,6 +39,16 @@ IopsOpt = Annotated[
 ]
 BpsOpt = Annotated[
     str | None, typer.Option(help="Bytes per second (e.g. 20M); 0 = unlimited.", metavar="SIZE")
+]
+VolumeOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--volume",
+        help="A volume of its own with its ceilings, mounted at <mount>/NAME, e.g. "
+        "old:read-iops=500 (keys read-iops, write-iops, read-bps, write-bps, size); "
+        "repeat for more. Without it the lab has one volume at --mount.",
+        metavar="NAME[:KEY=VALUE,…]",
+    ),
 ]
 
 
@@ -82,10 +93,12 @@ def up(
     pg_port: Annotated[
         int, typer.Option("--pg-port", help="Port of the throwaway PostgreSQL (127.0.0.1).")
     ] = DEFAULT_PG_PORT,
+    volume: VolumeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create the lab (when it is up: apply the ceilings given, start PostgreSQL if asked)."""
     require_root()  # before anything else, so the refusal is the first and only message
+    specs = [parse_volume(text) for text in volume or []]
     status = Lab().up(
         parse_size(size),
         mount,
@@ -96,6 +109,7 @@ def up(
         memory_limit_bytes=parse_size(memory_limit) if memory_limit else None,
         postgres=postgres,
         pg_port=pg_port,
+        volumes=specs,
     )
     _print_status(status, as_json)
 
@@ -112,7 +126,7 @@ def down() -> None:
             sys.stderr.write(f"error: lab down: {problem}\n")
         sys.stderr.write(f"error: what is left is recorded in {lab.state_file}\n")
         raise typer.Exit(EXIT_RUN_FAILED)
-    if "device" in before:
+    if "volumes" in before:
         sys.stdout.write(f"lab {before['name']} is down: nothing of it is left\n")
     else:
         sys.stdout.write("no lab was up\n")
@@ -130,21 +144,34 @@ def set_(
     write_iops: IopsOpt = None,
     read_bps: BpsOpt = None,
     write_bps: BpsOpt = None,
+    volume: Annotated[
+        str | None,
+        typer.Option(
+            "--volume",
+            help="The volume whose ceilings change (needed when the lab has several); "
+            "NAME:KEY=VALUE,… names ceilings too, as for `up`.",
+            metavar="NAME[:KEY=VALUE,…]",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Change ceilings now, while a run goes on; ceilings not named stay as they are."""
     require_root()
-    values: list[Ceiling] = [
-        KEEP if value is None else value
-        for value in (read_iops, write_iops, _bps(read_bps), _bps(write_bps))
-    ]
+    spec = parse_volume(volume) if volume is not None else None
+    named = dict(spec.ceilings) if spec else {}
+    flags = (read_iops, write_iops, _bps(read_bps), _bps(write_bps))
+    values: list[Ceiling] = []
+    for kind, value in zip(CEILING_KEYS, flags, strict=True):
+        if value is None and kind in named:
+            value = named[kind] or 0
+        values.append(KEEP if value is None else value)
     if all(value is KEEP for value in values):
         raise ConfigError(
             "dbsim lab set: name at least one of --read-iops, --write-iops, "
             "--read-bps, --write-bps (0 = unlimited)"
         )
     lab = Lab()
-    lab.set_ceiling(*values)
+    lab.set_ceiling(*values, volume=spec.name if spec else None)
     _print_status(lab.status(), as_json)
 
 

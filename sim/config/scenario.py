@@ -203,6 +203,11 @@ class LabCeilings(StrictModel):
     write_iops: int | None = Field(default=None, ge=0, description="Write IOPS ceiling.")
     read_bps: int | None = Field(default=None, ge=0, description="Read bytes/s ceiling.")
     write_bps: int | None = Field(default=None, ge=0, description="Write bytes/s ceiling.")
+    volume: str | None = Field(
+        default=None,
+        description="The lab volume these ceilings are for (`dbsim lab up --volume NAME`); "
+        "needed when the lab has several.",
+    )
 
 
 class Step(StrictModel):

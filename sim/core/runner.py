@@ -213,6 +213,14 @@ def attach_lab(engine: Engine) -> None:
     lab = Lab()
     if not lab.status().get("up"):
         raise ConfigError("load.steps[].lab: the lab is not up; start it with `dbsim lab up`")
+    names = lab.volume_names()
+    for stage in engine.stages:
+        volume = (stage.lab or {}).get("volume")
+        if stage.lab and (volume not in names if volume else len(names) > 1):
+            raise ConfigError(
+                f"load.steps[].lab.volume: {'no volume ' + repr(volume) if volume else 'needed'}"
+                f" (the lab's volumes: {', '.join(names)})"
+            )
 
     def on_stage(stage: Stage, log: dict[str, Any]) -> None:
         if stage.lab:

@@ -18,7 +18,7 @@ class Stage:
     sessions: int
     rate_ops_s: float | None
     #: Lab ceilings to apply when the stage starts (``Step.lab``), or None.
-    lab: dict[str, int | None] | None = None
+    lab: dict[str, int | str | None] | None = None
 
 
 def plan_stages(load: Load, default_sessions: int) -> list[Stage]:
@@ -50,5 +50,5 @@ def plan_stages(load: Load, default_sessions: int) -> list[Stage]:
     return stages
 
 
-def _lab(step: Step) -> dict[str, int | None] | None:
+def _lab(step: Step) -> dict[str, int | str | None] | None:
     return step.lab.model_dump(exclude_unset=True) if step.lab is not None else None

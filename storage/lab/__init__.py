@@ -27,6 +27,7 @@ from storage.lab.lifecycle import (
     Lab,
     require_root,
 )
+from storage.lab.volumes import DEFAULT_VOLUME, VolumeSpec, parse_volume
 
 __all__ = [
     "CEILING_KEYS",
@@ -35,11 +36,14 @@ __all__ = [
     "DEFAULT_NAME",
     "DEFAULT_PG_PORT",
     "DEFAULT_STATE_ROOT",
+    "DEFAULT_VOLUME",
     "KEEP",
     "Ceiling",
     "Keep",
     "Lab",
+    "VolumeSpec",
     "apply_step_ceiling",
+    "parse_volume",
     "require_root",
 ]
 
@@ -49,11 +53,16 @@ def apply_step_ceiling(lab: Lab, step_settings: Mapping[str, Any] | None) -> dic
 
     ``step_settings`` maps ceiling names (``read_iops``, ``write_iops``, ``read_bps``,
     ``write_bps``) to an integer (0 or ``None``: unlimited); names not given keep their value,
-    so a step that says nothing about the lab (``None`` or ``{}``) changes nothing. Returns the
-    ceilings in force afterwards (empty when nothing was applied).
+    so a step that says nothing about the lab (``None`` or ``{}``) changes nothing. ``volume``
+    names the volume (needed when the lab has several). Returns the ceilings in force
+    afterwards (empty when nothing was applied).
     """
     if not step_settings:
         return {}
+    step_settings = dict(step_settings)
+    volume = step_settings.pop("volume", None)
+    if volume is not None and not isinstance(volume, str):
+        raise ConfigError(f"lab step settings: volume={volume!r} is not a volume name")
     unknown = sorted(set(step_settings) - set(CEILING_KEYS))
     if unknown:
         raise ConfigError(
@@ -68,4 +77,4 @@ def apply_step_ceiling(lab: Lab, step_settings: Mapping[str, Any] | None) -> dic
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise ConfigError(f"lab step settings: {key}={value!r} is not a whole number")
         values[key] = value
-    return lab.set_ceiling(*(values[key] for key in CEILING_KEYS))
+    return lab.set_ceiling(*(values[key] for key in CEILING_KEYS), volume=volume)

@@ -10,15 +10,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import time
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from sim.errors import ConfigError, SimError, TargetError
-from storage.lab import cgroups, system
-from storage.lab.pgcluster import PG_USER, Cluster, launcher, pg_bin, port_free
+from storage.lab import cgroups, system, volumes
+from storage.lab.pgcluster import PG_USER, Cluster, launcher, make_server_dir, pg_bin, port_free
 from storage.lab.status import describe
+from storage.lab.volumes import DEFAULT_VOLUME, TABLESPACE_DIR, VolumeSpec
 
 DEFAULT_STATE_ROOT = Path("/run/dbsim-lab")
 DEFAULT_IMAGE_DIR = Path("/var/tmp/dbsim-lab")
@@ -26,7 +29,7 @@ DEFAULT_NAME = "dbsim-lab"
 DEFAULT_MEMORY_LIMIT = 256 << 20
 DEFAULT_PG_PORT = 55432
 CEILING_KEYS = ("read_iops", "write_iops", "read_bps", "write_bps")
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 class Keep(Enum):
@@ -53,21 +56,37 @@ def _check_ceiling(kind: str, value: int | None) -> None:
         raise ConfigError(f"lab ceiling {kind}={value}: must be >= 0 (0 = unlimited)")
 
 
-def _check_new_lab(size_bytes: int, mount_point: Path, image: Path, pg_port: int | None) -> None:
+def _check_new_lab(
+    root: Path, records: list[dict[str, Any]], named: bool, pg_port: int | None
+) -> None:
     """Refuse a new lab that would be too small, hide files or a mount, reuse an image, or
-    start PostgreSQL (``pg_port`` given) without its binaries or on a port in use."""
-    if size_bytes < 16 << 20:
-        raise ConfigError(f"lab size {size_bytes} bytes: at least 16 MiB, e.g. --size 1G")
-    if system.mounted_source(mount_point) is not None:
-        raise ConfigError(f"{mount_point} is already a mount point; choose another --mount")
-    if mount_point.is_dir() and any(mount_point.iterdir()):
-        raise ConfigError(f"{mount_point} is not empty; mounting there would hide its files")
+    start PostgreSQL (``pg_port`` given) without its binaries or on a port in use. With
+    named volumes, ``root`` holds their mount points and must be empty."""
+    if named:
+        if system.mounted_source(root) is not None:
+            raise ConfigError(f"{root} is already a mount point; choose another --mount")
+        if root.is_dir() and any(root.iterdir()):
+            raise ConfigError(f"{root} is not empty; the volumes are mounted inside it")
+    for record in records:
+        volumes.check_new(record)
     if pg_port is not None:
         pg_bin()
         if not port_free(pg_port):
             raise ConfigError(f"lab postgres: 127.0.0.1:{pg_port} is in use (--pg-port)")
-    if image.exists():
-        raise ConfigError(f"{image} exists and no lab is recorded; remove it or run down")
+
+
+def _check_given(given: dict[str, int | None], specs: Sequence[VolumeSpec]) -> None:
+    for key, value in given.items():
+        _check_ceiling(key, value)
+    volumes.check_specs(specs)
+    for spec in specs:
+        for key, value in spec.ceilings.items():
+            _check_ceiling(key, value)
+    if specs and any(value is not None for value in given.values()):
+        raise ConfigError(
+            "with --volume, give each volume's ceilings in it (--volume old:read-iops=500), "
+            "not --read-iops/--write-iops/--read-bps/--write-bps beside it"
+        )
 
 
 class Lab:
@@ -99,8 +118,12 @@ class Lab:
             return None
         except (OSError, ValueError) as exc:
             raise ConfigError(f"lab state {self.state_file} is unreadable: {exc}") from exc
+        if isinstance(state, dict) and state.get("version") == 1:
+            return volumes.upgrade(state)  # a lab brought up before volumes existed
         if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
-            raise ConfigError(f"lab state {self.state_file}: not a dbsim lab state (version 1)")
+            raise ConfigError(
+                f"lab state {self.state_file}: not a dbsim lab state (version {STATE_VERSION})"
+            )
         return state
 
     def _save(self, state: dict[str, Any]) -> None:
@@ -133,43 +156,41 @@ class Lab:
         memory_limit_bytes: int | None = None,
         postgres: bool = False,
         pg_port: int = DEFAULT_PG_PORT,
+        volumes: Sequence[VolumeSpec] = (),
     ) -> dict[str, Any]:
         """Create the lab (or, when it is up, apply the ceilings given and start PostgreSQL if
         asked) and return :meth:`status`. Ceilings of ``None`` or 0 are unlimited; on an
-        existing lab ``None`` leaves a ceiling unchanged. A failure undoes what was made."""
+        existing lab ``None`` leaves a ceiling unchanged. Without ``volumes`` the lab has one
+        volume mounted at ``mount_point`` with the ceilings given; with them, one per spec,
+        mounted at ``mount_point/<name>``. A failure undoes what was made."""
         self.check_environment()
         given = dict(zip(CEILING_KEYS, (read_iops, write_iops, read_bps, write_bps), strict=True))
-        for key, value in given.items():
-            _check_ceiling(key, value)
+        specs = list(volumes)
+        _check_given(given, specs)
         state = self.load_state()
         if state is not None:
-            result = self._up_again(state, given, memory_limit_bytes, postgres, pg_port)
-            if os.path.abspath(mount_point) != state["mount_point"]:
-                result["note"] = f"already up at {state['mount_point']}; --mount/--size ignored"
+            result = self._up_again(state, given, specs, memory_limit_bytes, postgres, pg_port)
+            if os.path.abspath(mount_point) != state["root"]:
+                result["note"] = f"already up at {state['root']}; --mount/--size ignored"
             return result
-        mount_point = Path(os.path.abspath(mount_point))
-        image = self.image_dir / f"{self.name}.img"
+        root = Path(os.path.abspath(mount_point))
+        records = self._new_records(root, size_bytes, given, specs)
         # Checked before anything is built, so a refusal leaves nothing to undo.
-        _check_new_lab(size_bytes, mount_point, image, pg_port if postgres else None)
+        _check_new_lab(root, records, bool(specs), pg_port if postgres else None)
         groups = cgroups.lab_groups(self.name)
         state = {
             "version": STATE_VERSION,
             "name": self.name,
             "created_at": time.time(),
-            "size_bytes": size_bytes,
-            "image": None,
-            "loop": None,
-            "dev": None,
-            "mount_point": str(mount_point),
-            "mount_dir_created": False,
-            "mounted": False,
+            "root": str(root),
+            "root_dir_created": False,
+            "volumes": records,
             "cgroups": {},
             "memory_limit_bytes": memory_limit_bytes or DEFAULT_MEMORY_LIMIT,
-            "ceilings": {key: value or None for key, value in given.items()},
             "postgres": None,
         }
         try:
-            self._build(state, image, mount_point, groups)
+            self._build(state, root, groups, named=bool(specs))
             if postgres:
                 self._start_postgres(state, pg_port)
             else:
@@ -181,35 +202,47 @@ class Lab:
             raise kind(f"{exc}{note}") from exc
         return self.status()
 
+    def _new_records(
+        self,
+        root: Path,
+        size_bytes: int,
+        given: dict[str, int | None],
+        specs: list[VolumeSpec],
+    ) -> list[dict[str, Any]]:
+        if not specs:  # one volume at the mount point itself, as before volumes existed
+            spec = VolumeSpec(DEFAULT_VOLUME, given)
+            image = self.image_dir / f"{self.name}.img"
+            return [volumes.new_record(spec, image, root, size_bytes)]
+        return [
+            volumes.new_record(
+                spec, self.image_dir / f"{self.name}-{spec.name}.img", root / spec.name, size_bytes
+            )
+            for spec in specs
+        ]
+
     def _build(
-        self, state: dict[str, Any], image: Path, mount_point: Path, groups: dict[str, Path]
+        self, state: dict[str, Any], root: Path, groups: dict[str, Path], named: bool
     ) -> None:
-        system.create_sparse(image, state["size_bytes"])
-        state["image"] = str(image)
-        self._save(state)
-        state["loop"] = system.losetup_attach(image)
-        state["dev"] = system.device_number(state["loop"])
-        self._save(state)
-        system.mkfs_ext4(state["loop"])
-        if not mount_point.exists():
-            mount_point.mkdir(parents=True)
-            state["mount_dir_created"] = True
+        if named and not root.exists():
+            root.mkdir(parents=True)
+            state["root_dir_created"] = True
             self._save(state)
-        system.mount(state["loop"], mount_point)
-        state["mounted"] = True
-        self._save(state)
+        for record in state["volumes"]:
+            volumes.build(record, lambda: self._save(state))
         for controller, path in groups.items():
             cgroups.create(path)
             state["cgroups"][controller] = str(path)
             self._save(state)
         memory = Path(state["cgroups"]["memory"])
         cgroups.write(memory / "memory.limit_in_bytes", str(state["memory_limit_bytes"]))
-        self._apply(state, state["ceilings"])
+        for record in state["volumes"]:
+            self._apply(state, record, record["ceilings"])
 
     def _up_again(
         self,
         state: dict[str, Any],
         given: dict[str, int | None],
+        specs: list[VolumeSpec],
         memory_limit_bytes: int | None,
         postgres: bool,
         pg_port: int,
@@ -220,9 +253,16 @@ class Lab:
                 f"a lab is recorded in {self.state_file} but is incomplete "
                 f"({'; '.join(current['problems'])}); run `dbsim lab down` first"
             )
-        if any(value is not None for value in given.values()):
-            keep: dict[str, Ceiling] = {k: KEEP if v is None else v for k, v in given.items()}
-            self.set_ceiling(*(keep[key] for key in CEILING_KEYS))
+        for spec in specs:  # every name checked before any ceiling changes
+            volumes.find(state["volumes"], spec.name, adding=True)
+        changes: list[tuple[str | None, dict[str, int | None]]] = []
+        if any(v is not None for v in given.values()):
+            changes.append((None, given))
+        changes += [(spec.name, dict(spec.ceilings)) for spec in specs]
+        for name, ceilings in changes:
+            keep: dict[str, Ceiling] = {k: KEEP if v is None else v for k, v in ceilings.items()}
+            self.set_ceiling(*(keep.get(key, KEEP) for key in CEILING_KEYS), volume=name)
+        state = self._require_up()  # as set_ceiling saved it
         if memory_limit_bytes:
             memory = Path(state["cgroups"]["memory"])
             cgroups.write(memory / "memory.limit_in_bytes", str(memory_limit_bytes))
@@ -236,7 +276,7 @@ class Lab:
         return result
 
     def _start_postgres(self, state: dict[str, Any], port: int) -> None:
-        cluster = Cluster(Path(state["mount_point"]) / "postgres", port)
+        cluster = Cluster(Path(state["root"]) / "postgres", port)
         if state.get("postgres") is None:
             state["postgres"] = {
                 "root": str(cluster.root),
@@ -246,9 +286,18 @@ class Lab:
                 "log": str(cluster.log),
                 "password_file": str(self.password_file),
                 "user": PG_USER,
+                # With named volumes the cluster's directory is on the host's file system
+                # (in the lab's empty root), so down removes it; else it goes with the volume.
+                "remove_root": not _on_a_volume(state, cluster.root),
             }
             self._save(state)
             cluster.init(self.password_file)
+        for record in state["volumes"]:
+            if record.get("tablespace_dir") is None:
+                path = Path(record["mount_point"]) / TABLESPACE_DIR
+                make_server_dir(path)
+                record["tablespace_dir"] = str(path)
+                self._save(state)
         # Dropped now, so what the server reads from here on is charged to the lab's groups.
         system.drop_caches()
         cluster.start(self._task_files(state))
@@ -262,10 +311,12 @@ class Lab:
             raise ConfigError(f"no lab is up ({self.state_file}); run `dbsim lab up` first")
         return state
 
-    def _apply(self, state: dict[str, Any], ceilings: dict[str, int | None]) -> None:
+    def _apply(
+        self, state: dict[str, Any], record: dict[str, Any], ceilings: dict[str, int | None]
+    ) -> None:
         blkio = Path(state["cgroups"]["blkio"])
         for kind, value in ceilings.items():
-            cgroups.set_throttle(blkio, kind, state["dev"], value)
+            cgroups.set_throttle(blkio, kind, record["dev"], value)
 
     def set_ceiling(
         self,
@@ -273,10 +324,14 @@ class Lab:
         write_iops: Ceiling = KEEP,
         read_bps: Ceiling = KEEP,
         write_bps: Ceiling = KEEP,
+        *,
+        volume: str | None = None,
     ) -> dict[str, int | None]:
-        """Change the throttles now (``None`` or 0: unlimited; :data:`KEEP`: unchanged); the
-        ceilings in force afterwards, read back from the kernel."""
+        """Change one volume's throttles now (``None`` or 0: unlimited; :data:`KEEP`:
+        unchanged); ``volume`` may be None when the lab has one. The ceilings in force
+        afterwards, read back from the kernel."""
         state = self._require_up()
+        record = volumes.find(state["volumes"], volume)
         wanted = dict(zip(CEILING_KEYS, (read_iops, write_iops, read_bps, write_bps), strict=True))
         changes: dict[str, int | None] = {}
         for kind, value in wanted.items():
@@ -284,10 +339,15 @@ class Lab:
                 continue
             _check_ceiling(kind, value)
             changes[kind] = value or None
-        self._apply(state, changes)
-        state["ceilings"].update(changes)
+        self._apply(state, record, changes)
+        record["ceilings"].update(changes)
         self._save(state)
-        return cgroups.read_throttles(Path(state["cgroups"]["blkio"]), state["dev"])
+        return cgroups.read_throttles(Path(state["cgroups"]["blkio"]), record["dev"])
+
+    def volume_names(self) -> list[str]:
+        """The recorded volumes' names (empty when no lab is recorded)."""
+        state = self.load_state()
+        return [v["name"] for v in state["volumes"]] if state else []
 
     def _task_files(self, state: dict[str, Any]) -> list[Path]:
         # Memory first: pages the process touches from the moment it is throttled are charged.
@@ -316,6 +376,18 @@ class Lab:
         """``sync; echo 3 > /proc/sys/vm/drop_caches`` (root only)."""
         require_root()
         system.drop_caches()
+
+    def cold_cache(self) -> None:
+        """Start the next run from the devices: sync, then ``memory.force_empty`` empties the
+        lab's own page cache (the files on its volumes), and the volumes' images are read
+        through so they sit in the host's page cache (the loop driver charges them to the
+        root memory group): below a ceiling a volume then answers at memory speed, whatever
+        the host's disk is doing. Other users' caches are left alone."""
+        state = self._require_up()
+        os.sync()
+        cgroups.write(Path(state["cgroups"]["memory"]) / "memory.force_empty", "0")
+        for record in state["volumes"]:
+            system.read_data_extents(Path(record["image"]))
 
     # ------------------------------------------------------------------ status
 
@@ -353,23 +425,13 @@ class Lab:
             path = state.get("cgroups", {}).get(controller)
             if path:
                 problems.extend(cgroups.remove(Path(path)))
-        loop, image = state.get("loop"), state.get("image")
-        mount_point = Path(state["mount_point"])
-        if loop and system.mounted_source(mount_point) == loop:
-            attempt("unmount", lambda: system.umount(mount_point))
-        if state.get("mount_dir_created") and system.mounted_source(mount_point) is None:
+        for record in reversed(state["volumes"]):
+            volumes.teardown(record, attempt)
+        if pg and pg.get("remove_root"):
+            attempt("remove postgres", lambda: _remove_cluster_dir(pg))
+        if state.get("root_dir_created"):
             with contextlib.suppress(OSError):
-                mount_point.rmdir()
-        if loop and image and system.loop_backing_file(loop) == image:
-            attempt("detach", lambda: system.losetup_detach(loop))
-        if image:
-            still = system.loops_for(Path(image))
-            if still:
-                problems.append(f"{image} is still attached to {', '.join(still)}")
-            else:
-                attempt("remove image", lambda: Path(image).unlink(missing_ok=True))
-                with contextlib.suppress(OSError):
-                    Path(image).parent.rmdir()  # only when empty: the directory we made
+                Path(state["root"]).rmdir()  # only when empty
         if pg:
             with contextlib.suppress(OSError):
                 self.password_file.unlink(missing_ok=True)
@@ -381,3 +443,19 @@ class Lab:
             with contextlib.suppress(OSError):
                 self.state_root.rmdir()  # only when empty
         return problems
+
+
+def _on_a_volume(state: dict[str, Any], path: Path) -> bool:
+    return any(
+        path == Path(v["mount_point"]) or Path(v["mount_point"]) in path.parents
+        for v in state["volumes"]
+    )
+
+
+def _remove_cluster_dir(pg: dict[str, Any]) -> None:
+    """The cluster directory the lab made on the host's file system, once the server is gone."""
+    root = Path(pg["root"])
+    if Cluster(root, pg["port"]).pid() is not None:
+        raise TargetError(f"lab: {root} kept: its postgres still runs")
+    if root.is_dir() and system.mounted_source(root) is None:
+        shutil.rmtree(root)

@@ -73,6 +73,19 @@ def launcher(task_files: Sequence[Path], argv: Sequence[str]) -> list[str]:
     return ["sh", "-c", f'{joins} && exec "$@"', "dbsim-lab-launcher", *argv]
 
 
+def make_server_dir(path: Path, entry: pwd.struct_passwd | None = None) -> None:
+    """``path`` (made if missing) owned by the cluster's user, mode 0700: what initdb and
+    CREATE TABLESPACE want."""
+    if entry is None:
+        try:
+            entry = pwd.getpwnam(PG_USER)
+        except KeyError as exc:
+            raise ConfigError(f"dbsim lab --postgres needs the {PG_USER} user") from exc
+    path.mkdir(parents=True, exist_ok=True)
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+    path.chmod(0o700)
+
+
 def port_free(port: int) -> bool:
     """Whether nothing listens on 127.0.0.1:``port``."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -109,9 +122,7 @@ class Cluster:
         except KeyError as exc:
             raise ConfigError(f"dbsim lab --postgres needs the {PG_USER} user") from exc
         for directory in (self.root, self.socket_dir):
-            directory.mkdir(parents=True, exist_ok=True)
-            os.chown(directory, entry.pw_uid, entry.pw_gid)
-            directory.chmod(0o700)
+            make_server_dir(directory, entry)
         # postgres must be able to reach its directory through every parent (a mount point
         # under a 0700 directory such as pytest's tmp_path is not).
         try:

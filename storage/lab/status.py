@@ -9,46 +9,44 @@ from typing import Any
 
 from storage.lab import cgroups, system
 from storage.lab.pgcluster import Cluster, port_free
+from storage.lab.volumes import DEFAULT_VOLUME
+
+#: The first volume's facts, also at the top of the status (as before there were volumes).
+FIRST_VOLUME_KEYS = (
+    "device",
+    "dev",
+    "image",
+    "size_bytes",
+    "image_allocated_bytes",
+    "mount_point",
+    "mounted",
+    "free_bytes",
+    "ceilings",
+)
 
 
 def describe(state: dict[str, Any], state_file: Path) -> dict[str, Any]:
-    """Status of a recorded lab: ``up`` is true when the loop device is attached to the image,
-    mounted, and both groups exist; ``problems`` lists every mismatch with the record.
+    """Status of a recorded lab: ``up`` is true when every volume's loop device is attached
+    to its image and mounted, and both groups exist; ``problems`` lists every mismatch with
+    the record. ``volumes`` has one entry per volume; the first one's facts are also given at
+    the top level.
 
     Ceilings and the memory limit are read back from the cgroup files, not from the record.
     """
     problems: list[str] = []
-    image = state.get("image")
-    loop = state.get("loop")
-    attached = bool(loop and image and system.loop_backing_file(loop) == image)
-    if loop and not attached:
-        problems.append(f"{loop} is not attached to {image}")
-    mount_point = Path(state["mount_point"])
-    mounted = bool(loop) and system.mounted_source(mount_point) == loop
-    if state.get("mounted") and not mounted:
-        problems.append(f"{loop} is not mounted at {mount_point}")
     groups = {c: Path(p) for c, p in state.get("cgroups", {}).items()}
     for controller in cgroups.CONTROLLERS:
         if controller not in groups or not groups[controller].is_dir():
             problems.append(f"the {controller} cgroup is missing")
     blkio, memory = groups.get("blkio"), groups.get("memory")
-    ceilings = state.get("ceilings", {})
-    if blkio is not None and blkio.is_dir() and state.get("dev"):
-        ceilings = cgroups.read_throttles(blkio, state["dev"])
-    allocated = _allocated_bytes(image)
+    shown = [_volume_status(v, blkio, problems) for v in state["volumes"]]
     out: dict[str, Any] = {
-        "up": attached and mounted and not problems,
+        "up": all(v["attached"] and v["mounted"] for v in shown) and not problems,
         "name": state["name"],
         "state_file": str(state_file),
-        "device": loop,
-        "dev": state.get("dev"),
-        "image": image,
-        "size_bytes": state["size_bytes"],
-        "image_allocated_bytes": allocated,
-        "mount_point": str(mount_point),
-        "mounted": mounted,
-        "free_bytes": system.free_bytes(mount_point) if mounted else None,
-        "ceilings": ceilings,
+        "root": state["root"],
+        **{key: shown[0][key] for key in FIRST_VOLUME_KEYS},
+        "volumes": shown,
         "memory_limit_bytes": cgroups.read_int(memory / "memory.limit_in_bytes")
         if memory
         else None,
@@ -62,15 +60,53 @@ def describe(state: dict[str, Any], state_file: Path) -> dict[str, Any]:
     }
     pg = state.get("postgres")
     if pg:
-        out["postgres"] = _postgres_status(pg, mounted=mounted)
+        out["postgres"] = _postgres_status(pg, running=_any_mounted(pg, shown))
     return out
 
 
-def _postgres_status(pg: dict[str, Any], *, mounted: bool) -> dict[str, Any]:
+def _volume_status(
+    volume: dict[str, Any], blkio: Path | None, problems: list[str]
+) -> dict[str, Any]:
+    image, loop = volume.get("image"), volume.get("loop")
+    name = volume["name"]
+    attached = bool(loop and image and system.loop_backing_file(loop) == image)
+    if loop and not attached:
+        problems.append(f"volume {name}: {loop} is not attached to {image}")
+    mount_point = Path(volume["mount_point"])
+    mounted = bool(loop) and system.mounted_source(mount_point) == loop
+    if volume.get("mounted") and not mounted:
+        problems.append(f"volume {name}: {loop} is not mounted at {mount_point}")
+    ceilings = volume.get("ceilings", {})
+    if blkio is not None and blkio.is_dir() and volume.get("dev"):
+        ceilings = cgroups.read_throttles(blkio, volume["dev"])
+    return {
+        "name": name,
+        "device": loop,
+        "dev": volume.get("dev"),
+        "image": image,
+        "size_bytes": volume["size_bytes"],
+        "image_allocated_bytes": _allocated_bytes(image),
+        "mount_point": str(mount_point),
+        "attached": attached,
+        "mounted": mounted,
+        "free_bytes": system.free_bytes(mount_point) if mounted else None,
+        "ceilings": ceilings,
+        "tablespace_dir": volume.get("tablespace_dir"),
+    }
+
+
+def _any_mounted(pg: dict[str, Any], shown: list[dict[str, Any]]) -> bool:
+    """Whether the cluster's directory can be read: on the host, or on a mounted volume."""
+    root = Path(pg["root"])
+    on = [v for v in shown if Path(v["mount_point"]) in (root, *root.parents)]
+    return all(v["mounted"] for v in on)
+
+
+def _postgres_status(pg: dict[str, Any], *, running: bool) -> dict[str, Any]:
     """The lab's PostgreSQL as recorded, with whether it runs and listens now."""
     # The data directory is postgres's own (0700): without root the PID is unknown, but
     # whether something listens on the port can still be told.
-    pid = Cluster(Path(pg["root"]), pg["port"]).pid() if mounted else None
+    pid = Cluster(Path(pg["root"]), pg["port"]).pid() if running else None
     return {
         **pg,
         "host": "127.0.0.1",
@@ -96,24 +132,41 @@ def _ceiling(iops: int | None, bps: int | None) -> str:
     )
 
 
-def text_lines(status: dict[str, Any]) -> list[str]:
-    """``status`` for people, one fact per line."""
-    if "device" not in status:
-        return [f"no lab is up (state: {status['state_file']})"]
-    ceilings = status.get("ceilings", {})
+def _volume_lines(volume: dict[str, Any], named: bool) -> list[str]:
+    ceilings = volume.get("ceilings", {})
     lines = [
-        f"lab {status['name']}: {'up' if status['up'] else 'NOT up'}"
-        + (" (it was already; ceilings given were applied)" if status.get("already_up") else ""),
-        f"device      {status['device']} ({status['dev']}) on {status['image']}",
-        f"size        {system.format_size(status['size_bytes'])}"
-        f" ({system.format_size(status['image_allocated_bytes'])} allocated)",
-        f"mount       {status['mount_point']}"
-        + (f" ({system.format_size(status['free_bytes'])} free)" if status["mounted"] else ""),
+        f"device      {volume['device']} ({volume['dev']}) on {volume['image']}",
+        f"size        {system.format_size(volume['size_bytes'])}"
+        f" ({system.format_size(volume['image_allocated_bytes'])} allocated)",
+        f"mount       {volume['mount_point']}"
+        + (f" ({system.format_size(volume['free_bytes'])} free)" if volume["mounted"] else ""),
         f"read        {_ceiling(ceilings.get('read_iops'), ceilings.get('read_bps'))}",
         f"write       {_ceiling(ceilings.get('write_iops'), ceilings.get('write_bps'))}",
-        f"memory      limit {system.format_size(status['memory_limit_bytes'])}, "
-        f"used {system.format_size(status['memory_usage_bytes'])}",
     ]
+    if volume.get("tablespace_dir"):
+        lines.append(f"tablespace  {volume['tablespace_dir']} (empty, owned by postgres)")
+    if not named:
+        return lines
+    return [f"volume      {volume['name']}", *("  " + line for line in lines)]
+
+
+def text_lines(status: dict[str, Any]) -> list[str]:
+    """``status`` for people, one fact per line."""
+    if "volumes" not in status:
+        return [f"no lab is up (state: {status['state_file']})"]
+    named = [v["name"] for v in status["volumes"]] != [DEFAULT_VOLUME]
+    lines = [
+        f"lab {status['name']}: {'up' if status['up'] else 'NOT up'}"
+        + (" (it was already; ceilings given were applied)" if status.get("already_up") else "")
+    ]
+    if named:
+        lines.append(f"root        {status['root']}")
+    for volume in status["volumes"]:
+        lines += _volume_lines(volume, named)
+    lines.append(
+        f"memory      limit {system.format_size(status['memory_limit_bytes'])}, "
+        f"used {system.format_size(status['memory_usage_bytes'])}"
+    )
     lines += [f"cgroup      {path}" for path in status["cgroups"].values()]
     lines.append(f"processes   {' '.join(map(str, status['pids'])) or 'none'}")
     pg = status.get("postgres")

@@ -185,3 +185,26 @@ def free_bytes(path: Path) -> int | None:
     except OSError:
         return None
     return st.f_bavail * st.f_frsize
+
+
+def read_data_extents(path: Path, chunk: int = 8 << 20) -> None:
+    """Read the written parts of a sparse file (SEEK_DATA/SEEK_HOLE), so they sit in the page
+    cache; the holes are skipped rather than filled with cached zero pages."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        offset = 0
+        while offset < size:
+            try:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+            except OSError:  # ENXIO: no data after offset
+                break
+            end = os.lseek(fd, start, os.SEEK_HOLE)
+            while start < end:
+                read = len(os.pread(fd, min(chunk, end - start), start))
+                if read == 0:
+                    break
+                start += read
+            offset = end
+    finally:
+        os.close(fd)

@@ -1,0 +1,205 @@
+"""The lab's volumes: each a sparse image on a loop device with ext4, mounted, with ceilings.
+
+A lab has one volume (``default``, mounted at the lab's mount point: what ``dbsim lab up``
+without ``--volume`` builds) or several named ones, mounted at ``<mount>/<name>``; the lab's
+one blkio group holds a throttle rule per volume's device, so one PostgreSQL cluster's backends
+are held to a different ceiling on each. Every step is recorded in the volume's dict the moment
+it is done, so teardown removes exactly what was made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim.errors import ConfigError
+from storage.lab import system
+
+DEFAULT_VOLUME = "default"
+#: The PostgreSQL tablespace directory on each volume (the volume's root holds lost+found,
+#: and CREATE TABLESPACE wants an empty directory owned by the server's user).
+TABLESPACE_DIR = "tablespace"
+#: Names a volume cannot take: the cluster's directory sits beside the volumes' mount points.
+RESERVED = ("postgres",)
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+#: ``--volume`` keys (as typed) -> ceiling names.
+SPEC_KEYS = {
+    "read-iops": "read_iops",
+    "write-iops": "write_iops",
+    "read-bps": "read_bps",
+    "write-bps": "write_bps",
+}
+BPS_KEYS = ("read_bps", "write_bps")
+
+
+@dataclass(frozen=True)
+class VolumeSpec:
+    """A volume asked for: its name, the ceilings named (others: unlimited on a new lab,
+    unchanged on one that is up) and its size (None: the lab's ``--size``)."""
+
+    name: str
+    ceilings: Mapping[str, int | None] = field(default_factory=dict)
+    size_bytes: int | None = None
+
+
+def check_name(name: str) -> str:
+    """``name`` if it can name a volume (a file and directory name), else ConfigError."""
+    if not _NAME.match(name) or name in RESERVED:
+        raise ConfigError(
+            f"lab volume name {name!r}: lower-case letters, digits, '-' and '_' (up to 32, "
+            f"not {', '.join(RESERVED)}), e.g. --volume old:read-iops=500"
+        )
+    return name
+
+
+def parse_volume(text: str) -> VolumeSpec:
+    """``old``, ``old:read-iops=500``, ``new:read-iops=2000,write-bps=20M,size=2G``."""
+    name, _, rest = text.partition(":")
+    check_name(name.strip())
+    ceilings: dict[str, int | None] = {}
+    size: int | None = None
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not value:
+            raise ConfigError(f"--volume {text}: {item!r} is not key=value")
+        if key == "size":
+            size = system.parse_size(value)
+        elif key in SPEC_KEYS:
+            ceilings[SPEC_KEYS[key]] = _ceiling_value(text, key, value, SPEC_KEYS[key])
+        else:
+            known = ", ".join([*SPEC_KEYS, "size"])
+            raise ConfigError(f"--volume {text}: unknown {key!r} (known: {known})")
+    return VolumeSpec(name.strip(), ceilings, size)
+
+
+def _ceiling_value(text: str, key: str, value: str, kind: str) -> int | None:
+    if kind in BPS_KEYS:
+        number = system.parse_size(value)
+    elif value.isdigit():
+        number = int(value)
+    else:
+        raise ConfigError(f"--volume {text}: {key}={value} is not a whole number (0 = unlimited)")
+    return number or None
+
+
+def check_specs(specs: Sequence[VolumeSpec]) -> None:
+    """Refuse the same name twice."""
+    names = [spec.name for spec in specs]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ConfigError(f"--volume {', '.join(twice)} given twice")
+
+
+def new_record(spec: VolumeSpec, image: Path, mount_point: Path, size_bytes: int) -> dict[str, Any]:
+    """The state record of a volume not built yet (``size_bytes``: unless the spec says)."""
+    return {
+        "name": spec.name,
+        "size_bytes": spec.size_bytes or size_bytes,
+        "image_path": str(image),  # where it goes; "image" once it exists
+        "image": None,
+        "loop": None,
+        "dev": None,
+        "mount_point": str(mount_point),
+        "mount_dir_created": False,
+        "mounted": False,
+        "ceilings": {kind: spec.ceilings.get(kind) or None for kind in SPEC_KEYS.values()},
+        "tablespace_dir": None,
+    }
+
+
+def check_new(record: dict[str, Any]) -> None:
+    """Refuse a volume that would be too small, hide files or a mount, or reuse an image."""
+    mount_point, image = Path(record["mount_point"]), Path(record["image_path"])
+    if record["size_bytes"] < 16 << 20:
+        raise ConfigError(f"lab size {record['size_bytes']} bytes: at least 16 MiB, e.g. --size 1G")
+    if system.mounted_source(mount_point) is not None:
+        raise ConfigError(f"{mount_point} is already a mount point; choose another --mount")
+    if mount_point.is_dir() and any(mount_point.iterdir()):
+        raise ConfigError(f"{mount_point} is not empty; mounting there would hide its files")
+    if image.exists():
+        raise ConfigError(f"{image} exists and no lab is recorded; remove it or run down")
+
+
+def build(record: dict[str, Any], save: Callable[[], None]) -> None:
+    """Image, loop device, ext4, mount point, mount; ``save`` after each step."""
+    image = Path(record["image_path"])
+    system.create_sparse(image, record["size_bytes"])
+    record["image"] = str(image)
+    save()
+    record["loop"] = system.losetup_attach(image)
+    record["dev"] = system.device_number(record["loop"])
+    save()
+    system.mkfs_ext4(record["loop"])
+    mount_point = Path(record["mount_point"])
+    if not mount_point.exists():
+        mount_point.mkdir(parents=True)
+        record["mount_dir_created"] = True
+        save()
+    system.mount(record["loop"], mount_point)
+    record["mounted"] = True
+    save()
+
+
+def teardown(record: dict[str, Any], attempt: Callable[[str, Callable[[], None]], None]) -> None:
+    """Unmount, detach, remove the image and the directories made, each only when it is still
+    the volume's; ``attempt`` records what fails."""
+    loop, image = record.get("loop"), record.get("image")
+    mount_point = Path(record["mount_point"])
+    if loop and system.mounted_source(mount_point) == loop:
+        attempt("unmount", lambda: system.umount(mount_point))
+    if record.get("mount_dir_created") and system.mounted_source(mount_point) is None:
+        with contextlib.suppress(OSError):
+            mount_point.rmdir()
+    if loop and image and system.loop_backing_file(loop) == image:
+        attempt("detach", lambda: system.losetup_detach(loop))
+    if image:
+        still = system.loops_for(Path(image))
+        if still:
+            attempt("remove image", lambda: _still_attached(image, still))
+        else:
+            attempt("remove image", lambda: Path(image).unlink(missing_ok=True))
+            with contextlib.suppress(OSError):
+                Path(image).parent.rmdir()  # only when empty: the directory we made
+
+
+def _still_attached(image: str, loops: list[str]) -> None:
+    raise ConfigError(f"{image} is still attached to {', '.join(loops)}")
+
+
+def find(
+    volumes: Sequence[dict[str, Any]], name: str | None, adding: bool = False
+) -> dict[str, Any]:
+    """The volume called ``name``; with None, the only one (ConfigError when there are more).
+    ``adding``: the error says that volumes cannot be added to a lab that is up."""
+    names = [v["name"] for v in volumes]
+    if name is None:
+        if len(volumes) == 1:
+            return volumes[0]
+        raise ConfigError(
+            f"the lab has volumes {', '.join(names)}: name one (--volume NAME, or `volume:` "
+            "in a step's lab settings)"
+        )
+    for volume in volumes:
+        if volume["name"] == name:
+            return volume
+    hint = "; volumes are made by `dbsim lab up` only: take the lab down first" if adding else ""
+    raise ConfigError(f"the lab has no volume {name!r} (it has {', '.join(names)}){hint}")
+
+
+def upgrade(state: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 state (one device, its facts at the top level) as version 2."""
+    keys = ("size_bytes", "image", "loop", "dev", "mount_point", "mount_dir_created", "mounted")
+    volume = {key: state.pop(key, None) for key in keys}
+    volume.update(
+        name=DEFAULT_VOLUME,
+        image_path=volume["image"],
+        ceilings=state.pop("ceilings", {}),
+        tablespace_dir=None,
+    )
+    state.update(version=2, root=volume["mount_point"], root_dir_created=False, volumes=[volume])
+    return state
