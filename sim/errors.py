@@ -25,6 +25,9 @@ EXIT_OK = 0
 EXIT_SLO_MISSED = 1
 EXIT_BAD_INPUT = 2
 EXIT_RUN_FAILED = 3
+#: ``compare``: the runs cannot be compared (a run is invalid, or they differ in more than
+#: the storage): no verdict.
+EXIT_NOT_COMPARABLE = 4
 
 
 class SimError(Exception):

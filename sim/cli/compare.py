@@ -1,9 +1,10 @@
 """``dbsim compare BASELINE CANDIDATE``: is the candidate storage worse than the baseline?
 
 Importing this module registers the command on :data:`sim.cli.app.app` (:mod:`sim.cli.entry`
-does). Exit codes: 0 the candidate is not worse (better or equivalent), 1 it is worse
-by the thresholds or a run is invalid (its operations failed: no comparison is made), 2 bad
-input (not a bundle, a bad thresholds file or option).
+does). Exit codes: 0 the candidate is not worse (better, equivalent, or no significant
+difference), 1 it is significantly worse beyond a threshold, 2 bad input (not a bundle, a bad
+thresholds file or option), 4 the runs cannot be compared (a run is invalid, or a caveat
+such as a different data size, mix or load shape invalidates the comparison).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from sim.cli.app import WIDE_OUTPUT, app
-from sim.errors import EXIT_OK, EXIT_SLO_MISSED, ConfigError
+from sim.errors import EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_SLO_MISSED, ConfigError
 
 ThresholdsOpt = Annotated[
     Path | None,
@@ -80,8 +81,8 @@ def compare(
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
     html: HtmlOpt = None,
 ) -> None:
-    """Compare two runs (per operation and storage), judge the candidate by thresholds;
-    exit 1 when it is worse."""
+    """Compare two runs (per operation and storage) with the 95 % interval of each change;
+    exit 1 when the candidate is significantly worse, 4 when the runs cannot be compared."""
     from sim.judge.compare import compare as compare_runs
     from sim.judge.compare import load_thresholds
 
@@ -105,7 +106,8 @@ def compare(
     else:
         _print(result)
     call = result["verdict"]["call"]
-    raise typer.Exit(EXIT_SLO_MISSED if call in ("worse", "invalid") else EXIT_OK)
+    codes = {"worse": EXIT_SLO_MISSED, "invalid": EXIT_NOT_COMPARABLE}
+    raise typer.Exit(codes.get(call, EXIT_OK))
 
 
 def _write_html(html: Path, result: dict[str, Any]) -> None:
@@ -120,15 +122,18 @@ def _write_html(html: Path, result: dict[str, Any]) -> None:
     result["html"] = str(html)
 
 
-def _print(result: dict[str, object]) -> None:
+def _print(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from sim.report.compare import HEADERS, table_rows
+    from sim.report.compare import HEADERS, measured_line, table_rows
 
     out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
+    verdict = result["verdict"]
+    decided = "; ".join(verdict["decided_by"])
+    if verdict["call"] == "invalid":  # said first: the table below is no verdict
+        out.print(f"comparison invalid: {decided}", highlight=False, markup=False, soft_wrap=True)
     base, cand = result["baseline"], result["candidate"]
-    assert isinstance(base, dict) and isinstance(cand, dict)
     table = Table(title=f"{base['run']} (baseline) → {cand['run']} (candidate)")
     for i, header in enumerate(HEADERS):
         table.add_column(header, justify="left" if i in (0, 1, 7) else "right", no_wrap=True)
@@ -136,15 +141,13 @@ def _print(result: dict[str, object]) -> None:
     for row in table_rows(result):
         table.add_row(*row, style=styles.get(row[-1]))
     out.print(table)
-    verdict = result["verdict"]
-    assert isinstance(verdict, dict)
-    for note in result["notes"] or []:  # type: ignore[attr-defined]
-        out.print(f"note: {note}", highlight=False, markup=False)
-    decided = "; ".join(verdict["decided_by"])
+    for line in [measured_line(result), *(f"note: {n}" for n in result["notes"])]:
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
     out.print(
         f"verdict: candidate {verdict['call']}" + (f" ({decided})" if decided else ""),
         highlight=False,
         markup=False,
+        soft_wrap=True,
     )
     if result.get("html"):
-        out.print(f"html: {result['html']}", highlight=False, markup=False)
+        out.print(f"html: {result['html']}", highlight=False, markup=False, soft_wrap=True)

@@ -3,13 +3,19 @@
 :func:`compare` reads two bundles (never writes them) and returns, per operation, the change
 in ops/s, p50 and p99, and for each run's main block device (the one with the most IOPS —
 the two runs may name different devices) the change in IOPS, await and I/Os per operation;
-each as absolute and percent, judged against :class:`Thresholds`.
+each as absolute and percent, with the 95 % confidence interval of the ratio candidate /
+baseline from each run's per-interval series (:mod:`sim.judge.noise`), judged against
+:class:`Thresholds`.
 
-The verdict: **worse** when any judged figure regressed by more than its threshold (the rows
-that did are named in ``decided_by``); **better** when none did and at least one improved by
-more than its threshold; **equivalent** otherwise. A threshold of None leaves its figure
-reported but not judged. Runs that differ in workload, sessions or pacing get a note: their
-difference is then not the storage's alone.
+A figure is **worse** (or **better**) only when its change exceeds its threshold *and* the
+interval excludes 1 (no change); a change beyond the threshold whose interval includes 1 is
+**no significant difference**; a change within the threshold is **within**. The overall call:
+*worse* when any judged figure is worse (the rows are named in ``decided_by``), else *better*
+when one is better, else *no significant difference* when one moved beyond its threshold
+without being significant, else *equivalent*. The call is *invalid* — no verdict — when a run
+is invalid or a caveat invalidates the comparison (:mod:`sim.judge.caveats`: workload, target
+type, data size, mix, load shape, a much shorter run). A threshold of None leaves its figure
+reported but not judged.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from sim.bundle.figures import combined_await_ms, finite, primary_device
 from sim.bundle.reader import read_analysis, read_summary
 from sim.bundle.reader import read_scenario as bundle_scenario
 from sim.errors import ConfigError, ScenarioError, SimError
+from sim.judge import caveats as caveats_mod
+from sim.judge import noise
 from sim.safeio import MAX_SCENARIO_BYTES, InputLimitError, read_text_file
 from sim.safeyaml import load_yaml
 
@@ -41,7 +49,10 @@ DEVICE_METRICS = {
     "await_ms": ("lower", "max_await_regression_pct"),
     "ios_per_op": ("lower", "max_ios_per_op_regression_pct"),
 }
-CONTEXT_KEYS = ("workload", "target", "sessions", "mode", "rate_ops_s", "steps")
+#: Figures judged by their threshold alone: failures are counted, not sampled.
+NO_INTERVAL = frozenset({"error_pct"})
+WINDOW = "the measured window (warm-up excluded), as the summary"
+NO_SIGNIFICANT = "no significant difference"
 
 
 class Thresholds(BaseModel):
@@ -146,20 +157,8 @@ def run_figures(bundle: Path, role: str) -> dict[str, Any]:
             "await_ms": combined_await_ms(means) if means else None,
             "ios_per_op": ios_per_op,
         },
-        "context": _context(bundle, summary),
-    }
-
-
-def _context(bundle: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
-    """What a comparison says differs besides the storage: workload, target, load shape."""
-    load = _scenario(bundle).get("load") or {}
-    return {
-        "workload": (summary.get("scenario") or {}).get("workload"),
-        "target": (summary.get("scenario") or {}).get("target"),
-        "sessions": summary.get("sessions"),
-        "mode": load.get("mode"),
-        "rate_ops_s": load.get("rate_ops_s"),
-        "steps": len(load.get("steps") or []),
+        "context": caveats_mod.run_context(summary, _scenario(bundle)),
+        "samples": noise.run_samples(bundle, device),
     }
 
 
@@ -190,33 +189,43 @@ def _scenario(bundle: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- comparison
 
 
+def _change(delta: float | None, baseline: float | None) -> float | None:
+    if delta is not None and baseline:
+        return 100 * delta / baseline
+    return 0.0 if delta == 0 else None
+
+
+def _judge(
+    regression: float | None, threshold: float | None, ci: noise.RatioCI | None, metric: str
+) -> str:
+    """One figure's verdict: beyond its threshold *and* significant (the interval excludes
+    1) on the same side, or no significant difference, or within the threshold."""
+    if threshold is None or regression is None:
+        return "not judged"
+    if abs(regression) <= threshold:
+        return "within"
+    if metric not in NO_INTERVAL and (ci is None or not ci.significant):
+        return NO_SIGNIFICANT
+    return "worse" if regression > 0 else "better"
+
+
 def _row(
     metric: str,
     scope: str,
-    baseline: float | None,
-    candidate: float | None,
+    values: tuple[float | None, float | None],
     better_when: str,
     threshold: float | None,
+    ci: noise.RatioCI | None,
 ) -> dict[str, Any]:
+    baseline, candidate = values
     delta = None if baseline is None or candidate is None else candidate - baseline
-    pct = None
-    if delta is not None and baseline:
-        pct = 100 * delta / baseline
-    elif delta == 0:
-        pct = 0.0
+    pct = _change(delta, baseline)
     # Regression: how much worse, in percent, whichever way "worse" points for this figure;
     # in points for a figure that is a percentage already (POINT_METRICS).
     change_by = delta if metric in POINT_METRICS else pct
     regression = (
         None if change_by is None else (change_by if better_when == "lower" else -change_by)
     )
-    judged = threshold is not None and regression is not None
-    change = "not judged"
-    if judged:
-        assert regression is not None and threshold is not None
-        change = (
-            "worse" if regression > threshold else "better" if -regression > threshold else "within"
-        )
     return {
         "metric": metric,
         "scope": scope,
@@ -226,7 +235,11 @@ def _row(
         "delta_pct": None if pct is None else round(pct, 2),
         "better_when": better_when,
         "threshold_pct": threshold,
-        "change": change,
+        "ratio": None if ci is None else round(ci.ratio, 4),
+        "ci95": None if ci is None else [round(ci.low, 4), round(ci.high, 4)],
+        "significant": None if ci is None else ci.significant,
+        "batches": None if ci is None else list(ci.batches),
+        "change": _judge(regression, threshold, ci, metric),
     }
 
 
@@ -244,14 +257,25 @@ POINT_METRICS = frozenset({"error_pct"})
 
 
 def describe(row: Mapping[str, Any]) -> str:
-    """A judged row in words: ``read p99 +23.4 % (threshold 10 %)``."""
+    """A judged row in words: ``read p99 +23.4 % (threshold 10 %, 95 % CI of the ratio
+    1.12-1.31)``."""
     name = LABELS.get(row["metric"], row["metric"])
     if row["metric"] in POINT_METRICS:
         return (
             f"{row['scope']} {name} {row['delta']:+.3g} points "
             f"(threshold {row['threshold_pct']:g} points)"
         )
-    return f"{row['scope']} {name} {row['delta_pct']:+.1f} % (threshold {row['threshold_pct']:g} %)"
+    ci = row.get("ci95")
+    interval = (
+        "no confidence interval: too few intervals"
+        if ci is None
+        else f"95 % CI of the ratio {ci[0]:.3g}-{ci[1]:.3g}"
+        + (" includes 1" if row["change"] == NO_SIGNIFICANT else "")
+    )
+    return (
+        f"{row['scope']} {name} {row['delta_pct']:+.1f} % "
+        f"(threshold {row['threshold_pct']:g} %, {interval})"
+    )
 
 
 def _op_rows(
@@ -269,20 +293,16 @@ def _op_rows(
         missing = sorted(set(limits.ops) - set(common))
         if missing:
             notes.append(f"thresholds name {', '.join(missing)}, not measured in both runs")
+    b_samples, c_samples = base["samples"].ops, cand["samples"].ops
     rows = []
     for op in common:
         for metric, (better_when, field) in OP_METRICS.items():
             threshold = getattr(limits, field) if op in judged_ops else None
-            rows.append(
-                _row(
-                    metric,
-                    op,
-                    base["ops"][op][metric],
-                    cand["ops"][op][metric],
-                    better_when,
-                    threshold,
-                )
+            ci = noise.ratio_ci(
+                (b_samples.get(op) or {}).get(metric), (c_samples.get(op) or {}).get(metric)
             )
+            values = (base["ops"][op][metric], cand["ops"][op][metric])
+            rows.append(_row(metric, op, values, better_when, threshold, ci))
     return rows
 
 
@@ -295,14 +315,15 @@ def _device_rows(
         if base["device"] == cand["device"]
         else f"{base['device'] or '?'} → {cand['device'] or '?'}"
     )
+    b_samples, c_samples = base["samples"].device, cand["samples"].device
     rows = [
         _row(
             metric,
             device_scope,
-            base["storage"][metric],
-            cand["storage"][metric],
+            (base["storage"][metric], cand["storage"][metric]),
             better_when,
             getattr(limits, field),
+            noise.ratio_ci(b_samples.get(metric), c_samples.get(metric)),
         )
         for metric, (better_when, field) in DEVICE_METRICS.items()
     ]
@@ -311,17 +332,37 @@ def _device_rows(
     return rows
 
 
-def _context_notes(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
-    """What else differs between the runs, so the difference is not read as the storage's."""
+def _run_notes(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
+    """Runs that did not finish, or have no per-interval series to give an interval."""
     notes = []
-    for key in CONTEXT_KEYS:
-        b, c = base["context"].get(key), cand["context"].get(key)
-        if b != c:
-            notes.append(f"{key} differs ({b} → {c}): the difference is not the storage's alone")
     for role, figs in (("baseline", base), ("candidate", cand)):
         if figs["status"] != "completed":
             notes.append(f"the {role} run did not complete (status {figs['status']})")
+        if figs["samples"].intervals is None:
+            notes.append(
+                f"the {role} has no per-interval series ({figs['samples'].why_none}): "
+                "no confidence interval, so no figure is significant"
+            )
     return notes
+
+
+def _call(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """The overall call from the rows and the rows that decided it."""
+    for call in ("worse", "better", NO_SIGNIFICANT):
+        decided = [describe(r) for r in rows if r["change"] == call]
+        if decided:
+            return call, decided
+    return "equivalent", []
+
+
+def _window(figs: Mapping[str, Any]) -> dict[str, Any]:
+    samples = figs["samples"]
+    return {
+        "figures": "measured",
+        "window": WINDOW,
+        "measured_s": figs["measured_s"],
+        "intervals": samples.intervals,
+    }
 
 
 def compare(
@@ -333,27 +374,31 @@ def compare(
     base, cand = run_figures(Path(baseline), "baseline"), run_figures(Path(candidate), "candidate")
     notes: list[str] = []
     rows = _op_rows(base, cand, limits, notes) + _device_rows(base, cand, limits, notes)
-    notes.extend(_context_notes(base, cand))
-    worse = [r for r in rows if r["change"] == "worse"]
-    better = [r for r in rows if r["change"] == "better"]
-    call = "worse" if worse else "better" if better else "equivalent"
-    decided_by = [describe(r) for r in (worse or better)]
-    invalid = [(role, f["invalid"]) for role, f in (("baseline", base), ("candidate", cand))]
-    if any(reason for _, reason in invalid):
-        # Figures of failed operations say nothing of either storage: no call is made.
-        call = "invalid"
-        decided_by = [f"the {role} run is invalid: {reason}" for role, reason in invalid if reason]
+    found = caveats_mod.caveats(base["context"], cand["context"])
+    notes.extend(c["text"] for c in found if not c["invalidates"])
+    notes.extend(_run_notes(base, cand))
+    call, decided_by = _call(rows)
+    invalid = [
+        f"the {role} run is invalid: {f['invalid']}"
+        for role, f in (("baseline", base), ("candidate", cand))
+        if f["invalid"]
+    ]
+    # Figures of failed operations say nothing of either storage, nor do runs that differ
+    # in more than the storage: no call is made.
+    invalid += [c["text"] for c in found if c["invalidates"]]
+    if invalid:
+        call, decided_by = "invalid", invalid
+    hidden = ("ops", "samples")
     return {
-        "baseline": {k: v for k, v in base.items() if k != "ops"},
-        "candidate": {k: v for k, v in cand.items() if k != "ops"},
+        "baseline": {**{k: v for k, v in base.items() if k not in hidden}, **_window(base)},
+        "candidate": {**{k: v for k, v in cand.items() if k not in hidden}, **_window(cand)},
         "rows": rows,
         "verdict": {
             "call": call,
             "decided_by": decided_by,
             "thresholds": limits.model_dump(),
+            "interval": noise.METHOD,
         },
+        "caveats": found,
         "notes": notes,
     }
-
-
-# --------------------------------------------------------------------------- formatting

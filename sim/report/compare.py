@@ -33,9 +33,17 @@ def fmt_pct(value: float | None) -> str:
     return "–" if value is None else f"{value:+.1f} %".replace("-", "−")
 
 
+def fmt_ci(row: Mapping[str, Any]) -> str:
+    """The 95 % interval of the ratio candidate / baseline, ``0.93–1.08``; a dash without."""
+    ci = row.get("ci95")
+    if not ci:
+        return "–" if row["metric"] in POINT_METRICS else "too few intervals"
+    return f"{ci[0]:.3f}–{ci[1]:.3f}"
+
+
 def table_rows(result: Mapping[str, Any]) -> list[list[str]]:
-    """The comparison as text cells: scope, metric, baseline, candidate, Δ, Δ %, threshold,
-    judgement (shared by the terminal table and the HTML page)."""
+    """The comparison as text cells: scope, metric, baseline, candidate, Δ %, the ratio's
+    95 % interval, threshold, verdict (shared by the terminal table and the HTML page)."""
     out = []
     for row in result["rows"]:
         metric = row["metric"]
@@ -46,8 +54,10 @@ def table_rows(result: Mapping[str, Any]) -> list[list[str]]:
                 LABELS.get(metric, metric),
                 fmt(metric, row["baseline"]),
                 fmt(metric, row["candidate"]),
-                fmt(metric, row["delta"], signed=True),
-                fmt_pct(row["delta_pct"]),
+                fmt(metric, row["delta"], signed=True)
+                if metric in POINT_METRICS
+                else fmt_pct(row["delta_pct"]),
+                fmt_ci(row),
                 "–"
                 if threshold is None
                 else f"{threshold:g} pt"
@@ -59,7 +69,51 @@ def table_rows(result: Mapping[str, Any]) -> list[list[str]]:
     return out
 
 
-HEADERS = ("scope", "figure", "baseline", "candidate", "Δ", "Δ %", "threshold", "judgement")
+HEADERS = (
+    "scope",
+    "figure",
+    "baseline",
+    "candidate",
+    "change",
+    "ratio 95 % CI",
+    "threshold",
+    "verdict",
+)
+
+
+def measured_line(result: Mapping[str, Any]) -> str:
+    """What the figures are and where they come from: measured, over which window, with how
+    many intervals, and how the interval was computed."""
+    parts = []
+    for role in ("baseline", "candidate"):
+        run = result[role]
+        n, seconds = run.get("intervals"), run.get("measured_s")
+        held = "no per-interval series" if n is None else f"{n} intervals"
+        parts.append(f"{role} {held}" + ("" if seconds is None else f" ({seconds:.1f} s)"))
+    return (
+        f"figures: measured, over {result['baseline'].get('window', 'the measured window')}: "
+        + ", ".join(parts)
+        + f"; ratio CI: {result['verdict'].get('interval', '')}"
+    )
+
+
+def _sentence(call: str) -> str:
+    """The verdict in one sentence (markup)."""
+    if call == "invalid":
+        return (
+            "No comparison is made: a run is invalid (its operations failed) or the runs "
+            "differ in more than the storage"
+        )
+    if call == "no significant difference":
+        return (
+            "No significant difference: a figure moved beyond its threshold, but its 95 % "
+            "interval includes no change (run-to-run noise)"
+        )
+    return (
+        f"The candidate is <strong>{esc(call)}</strong> "
+        f"{'to' if call == 'equivalent' else 'than'} the baseline by the thresholds below"
+        + ("" if call != "equivalent" else " (no judged figure moved beyond its threshold)")
+    )
 
 
 def render_html(result: Mapping[str, Any]) -> str:
@@ -67,14 +121,8 @@ def render_html(result: Mapping[str, Any]) -> str:
     verdict = result["verdict"]
     call = verdict["call"]
     kind = {"worse": "fail", "invalid": "fail", "better": "pass"}.get(call, "")
+    sentence = _sentence(call)
     decided = "".join(f"<li>{esc(line)}</li>" for line in verdict["decided_by"])
-    sentence = (
-        "No comparison is made: a run whose operations failed measured its errors, not its storage"
-        if call == "invalid"
-        else f"The candidate is <strong>{esc(call)}</strong> "
-        f"{'to' if call == 'equivalent' else 'than'} the baseline by the thresholds below"
-        + ("" if call != "equivalent" else " (no judged figure moved beyond its threshold)")
-    )
     summary = (
         f'<p class="verdict"><span class="badge {kind}">{esc(call)}</span> {sentence}.</p>'
         + (f"<ul>{decided}</ul>" if decided else "")
@@ -90,7 +138,9 @@ def render_html(result: Mapping[str, Any]) -> str:
         "candidate device": result["candidate"]["device"],
     }
     thresholds = dict(verdict["thresholds"])
-    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in result["notes"])
+    notes = "".join(
+        f'<p class="note">{esc(n)}</p>' for n in [measured_line(result), *result["notes"]]
+    )
     body = (
         f"<header><h1>dbsim compare: {esc(call)}</h1></header>"
         + section("verdict", "Verdict", Safe(summary), Safe(notes))
@@ -101,7 +151,8 @@ def render_html(result: Mapping[str, Any]) -> str:
         f"dbsim compare: {result['baseline']['run']} vs {result['candidate']['run']}",
         body,
         "Percent changes are relative to the baseline; a regression is a rise of a latency, "
-        "await or I/Os per op, or a fall of ops/s or IOPS.",
+        "await or I/Os per op, or a fall of ops/s or IOPS; worse or better only when the "
+        "ratio's 95 % interval excludes 1.",
     )
 
 

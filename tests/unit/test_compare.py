@@ -28,8 +28,11 @@ def bundle(
     sessions: int = 4,
     ios_per_op: float | None = None,
     status: str = "completed",
+    noise_pct: float = 1.0,
 ) -> Path:
-    """A bundle with read (ops/s, p50 µs, p99 µs) and update, over 10 s, one block device."""
+    """A bundle with read (ops/s, p50 µs, p99 µs) and update, over 10 s, one block device,
+    and its 10 one-second intervals: each figure alternately ``noise_pct`` above and below
+    its whole-run value (so the intervals' mean is that value)."""
     path = root / name
     path.mkdir(parents=True)
     ops_s, p50, p99 = read
@@ -51,6 +54,7 @@ def bundle(
         },
     }  # fmt: skip
     (path / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    write_series(path, summary, noise_pct)
     (path / "scenario.yaml").write_text(
         yaml.safe_dump({"name": name, "load": {"mode": "closed", "sessions": sessions}}),
         encoding="utf-8",
@@ -60,6 +64,26 @@ def bundle(
                     "io_per_op": {"device_ios_per_op": ios_per_op}}  # fmt: skip
         (path / "analysis.json").write_text(json.dumps(analysis), encoding="utf-8")
     return path
+
+
+def write_series(path: Path, summary: dict[str, Any], noise_pct: float) -> None:
+    """timeseries/ops.csv and block.csv of 10 measured one-second intervals around the
+    summary's figures."""
+    (path / "timeseries").mkdir()
+    ops_lines = ["t,interval,phase,step,op,ops_s,count,errors,p50_us,p99_us"]
+    block_lines = ["t,interval,phase,entity,r_s,w_s,iops,r_await_ms,w_await_ms"]
+    [(device, means)] = summary["storage"]["block"].items()
+    for i in range(10):
+        f = 1 + (noise_pct / 100) * (1 if i % 2 else -1) * (1 + (i % 3) / 2)
+        for op, s in summary["operations"].items():
+            ops_s = s["ops_s"] * f
+            ops_lines.append(f"{i + 1},{i},measure,,{op},{ops_s},{ops_s},0,"
+                             f"{s['p50_us'] * f},{s['p99_us'] * f}")  # fmt: skip
+        iops = means["iops"] * f
+        block_lines.append(f"{i + 1},{i},measure,{device},{iops},0,{iops},"
+                           f"{means['r_await_ms'] * f},0")  # fmt: skip
+    for name, lines in (("ops", ops_lines), ("block", block_lines)):
+        (path / "timeseries" / f"{name}.csv").write_text("\n".join(lines) + "\n")
 
 
 def row(result: dict[str, Any], metric: str, scope: str | None = None) -> dict[str, Any]:
@@ -90,7 +114,37 @@ def test_a_p99_regression_beyond_the_threshold_is_worse(tmp_path: Path) -> None:
     p99 = row(result, "p99_us", "read")
     assert (p99["delta"], p99["delta_pct"], p99["change"]) == (400, 20.0, "worse")
     assert result["verdict"]["call"] == "worse"
-    assert result["verdict"]["decided_by"] == ["read p99 +20.0 % (threshold 10 %)"]
+    assert result["verdict"]["decided_by"] == [
+        "read p99 +20.0 % (threshold 10 %, 95 % CI of the ratio 1.18-1.22)"
+    ]
+    assert p99["ratio"] == pytest.approx(1.2) and p99["significant"] is True
+    assert p99["batches"] == [10, 10]  # 10 intervals, alternating: one per batch
+
+
+def test_a_change_beyond_the_threshold_within_the_noise_is_no_significant_difference(
+    tmp_path: Path,
+) -> None:
+    base = bundle(tmp_path, "base", noise_pct=40)
+    cand = bundle(tmp_path, "cand", read=(1000.0, 200, 2400), noise_pct=40)
+    result = compare(base, cand)
+    p99 = row(result, "p99_us", "read")
+    assert p99["change"] == "no significant difference"
+    assert p99["ci95"][0] < 1 < p99["ci95"][1]
+    assert result["verdict"]["call"] == "no significant difference"
+    [why] = result["verdict"]["decided_by"]
+    assert why.startswith("read p99 +20.0 % (threshold 10 %, 95 % CI of the ratio 0.")
+    assert why.endswith(" includes 1)")
+
+
+def test_without_per_interval_series_nothing_is_significant(tmp_path: Path) -> None:
+    base = bundle(tmp_path, "base")
+    cand = bundle(tmp_path, "cand", read=(1000.0, 200, 2400))
+    for path in (cand / "timeseries").iterdir():
+        path.unlink()
+    result = compare(base, cand)
+    assert row(result, "p99_us", "read")["change"] == "no significant difference"
+    assert result["candidate"]["intervals"] is None
+    assert any(n.startswith("the candidate has no per-interval series") for n in result["notes"])
 
 
 def test_within_the_threshold_is_equivalent(tmp_path: Path) -> None:
@@ -116,7 +170,9 @@ def test_one_regression_outweighs_improvements(tmp_path: Path) -> None:
     cand = bundle(tmp_path, "cand", read=(2000.0, 100, 1000), r_await=1.5)  # await +50 %
     result = compare(base, cand)
     assert result["verdict"]["call"] == "worse"
-    assert result["verdict"]["decided_by"] == ["vda await +50.0 % (threshold 20 %)"]
+    assert result["verdict"]["decided_by"] == [
+        "vda await +50.0 % (threshold 20 %, 95 % CI of the ratio 1.48-1.52)"
+    ]
 
 
 def test_a_threshold_of_none_reports_without_judging(tmp_path: Path) -> None:
@@ -145,7 +201,53 @@ def test_storage_rows_compare_each_runs_main_device(tmp_path: Path) -> None:
     assert iops["change"] == "not judged"  # IOPS alone says little: off by default
     assert row(result, "ios_per_op")["delta"] == 0
     assert result["baseline"]["device"] == "sda" and result["candidate"]["device"] == "nvme0n1"
-    assert any(note.startswith("sessions differs (4 → 8)") for note in result["notes"])
+
+
+@pytest.mark.parametrize(
+    ("changes", "caveat"),
+    [
+        ({"sessions": 8}, "sessions differs (4 → 8)"),
+        ({"summary": {"cache": {"data_bytes": 2**30}}}, "data size (bytes) differs (None → 1,073,741,824)"),
+        ({"summary": {"mix": {"requested_pct": {"read": 50}}}}, "operation mix (requested %) differs"),
+        ({"summary": {"scenario": {"workload": "ssb", "target": "sqlite"}}}, "workload differs (slob → ssb)"),
+        ({"summary": {"timing": {"measured_s": 4.0}}}, "measured time (s) differs (10 → 4): the candidate"),
+        ({"load": {"mode": "open", "rate_ops_s": 50}}, "load mode differs (closed → open)"),
+        ({"parameters": {"scale": "1G"}}, "workload parameter scale differs (None → 1G)"),
+    ],
+)  # fmt: skip
+def test_a_caveat_that_matters_makes_the_comparison_invalid(
+    tmp_path: Path, changes: dict[str, Any], caveat: str
+) -> None:
+    base = bundle(tmp_path, "base")
+    cand = bundle(tmp_path, "cand", sessions=changes.get("sessions", 4))
+    edit(cand, changes)
+    result = compare(base, cand)
+    assert result["verdict"]["call"] == "invalid"
+    assert any(line.startswith(caveat) for line in result["verdict"]["decided_by"]), result
+    assert all(c["invalidates"] for c in result["caveats"])
+
+
+def test_a_somewhat_shorter_run_is_a_caveat_but_not_invalid(tmp_path: Path) -> None:
+    base = bundle(tmp_path, "base")
+    cand = bundle(tmp_path, "cand")
+    edit(cand, {"summary": {"timing": {"measured_s": 8.0}}})
+    result = compare(base, cand)
+    assert result["verdict"]["call"] == "equivalent"
+    assert result["notes"] == [
+        "measured time (s) differs (10 → 8): the shorter run's figures are noisier"
+    ]
+
+
+def edit(path: Path, changes: dict[str, Any]) -> None:
+    """Change a hand-written bundle's summary, scenario load or workload parameters."""
+    summary = json.loads((path / "summary.json").read_text())
+    summary.update(changes.get("summary", {}))
+    (path / "summary.json").write_text(json.dumps(summary))
+    scenario = yaml.safe_load((path / "scenario.yaml").read_text())
+    scenario["load"].update(changes.get("load", {}))
+    if "parameters" in changes:
+        scenario["workload"] = {"name": "slob", "parameters": changes["parameters"]}
+    (path / "scenario.yaml").write_text(yaml.safe_dump(scenario))
 
 
 def test_ios_per_op_without_analysis_comes_from_the_means(tmp_path: Path) -> None:
@@ -238,18 +340,22 @@ def test_html_is_self_contained_and_escapes_names(tmp_path: Path) -> None:
     assert "Content-Security-Policy" in html
     text = " ".join(page.text)
     assert "cand<script>" in text  # shown as text, escaped in the markup
-    assert "read p99 +20.0 % (threshold 10 %)" in text and "worse" in text
+    assert "read p99 +20.0 % (threshold 10 %, 95 % CI of the ratio 1.18-1.22)" in text
+    assert "worse" in text and "figures: measured, over the measured window" in text
 
 
 def test_table_rows_use_a_dbas_units(tmp_path: Path) -> None:
     base = bundle(tmp_path, "base")
     cand = bundle(tmp_path, "cand", read=(1000.0, 200, 2400))
-    rows = {(r[0], r[1]): r for r in table_rows(compare(base, cand))}
+    result = compare(base, cand)
+    rows = {(r[0], r[1]): r for r in table_rows(result)}
+    low, high = row(result, "p99_us", "read")["ci95"]
+    assert low < 1.2 < high
     assert rows[("read", "p99")][2:] == [
         "2.00 ms",
         "2.40 ms",
-        "+400 µs",
         "+20.0 %",
+        f"{low:.3f}–{high:.3f}",
         "10 %",
         "worse",
     ]
@@ -268,6 +374,11 @@ def test_cli_exit_codes_json_and_html(tmp_path: Path, capsys: pytest.CaptureFixt
     assert out.read_text().startswith("<!DOCTYPE html>")
     assert main(["compare", str(base), str(worse), "--max-p99-regression-pct", "25"]) == 0
     capsys.readouterr()
+    other = bundle(tmp_path, "other", sessions=8)
+    assert main(["compare", str(base), str(other)]) == 4
+    out_lines = capsys.readouterr().out.splitlines()
+    assert out_lines[0].startswith("comparison invalid: sessions differs (4 → 8)")
+    assert out_lines[-1].startswith("verdict: candidate invalid (sessions differs")
     assert main(["compare", str(base), str(tmp_path / "nope")]) == 2
     assert "error: candidate: " in capsys.readouterr().err
     assert main(["compare", str(base), str(worse), "--max-p99-regression-pct", "-1"]) == 2
