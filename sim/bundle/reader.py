@@ -72,6 +72,8 @@ class Stage(_Part):
     step: int | None = None
     sessions: int | None = None
     rate_ops_s: Number = None
+    rate_iops: Number = None
+    delivered_iops: Number = None
     duration_s: Number = None
     session_ops: list[int | None] | None = None
 

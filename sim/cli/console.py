@@ -98,11 +98,11 @@ class LiveConsole:
             )
         self._refresh()
 
-    def on_notice(self, message: str) -> None:
+    def on_notice(self, message: str, warning: bool = True) -> None:
         # One line, however wide: a log reader greps for it.
         self.err.print(
-            f"dbsim warning: {message}",
-            style="yellow",
+            f"dbsim {'warning: ' if warning else ''}{message}",
+            style="yellow" if warning else None,
             highlight=False,
             markup=False,
             soft_wrap=True,

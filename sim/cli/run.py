@@ -31,7 +31,7 @@ from sim.cli.app import (
 from sim.config.resolve import resolve
 from sim.config.scenario import ScenarioBase
 from sim.core.workers import parse_workers, plan_workers
-from sim.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, SimError
+from sim.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, ConfigError, SimError
 from sim.safeio import strict_json
 
 
@@ -40,7 +40,8 @@ def _planned_seconds(scenario: ScenarioBase) -> float | None:
     if load.loops_per_session:
         return None
     measured = sum(step.duration_s for step in load.steps) if load.steps else load.duration_s
-    return load.warmup_s + measured
+    calibration = load.calibration_s if load.asks_iops else 0.0
+    return calibration + load.warmup_s + measured
 
 
 SkipLoadOpt = Annotated[
@@ -86,6 +87,11 @@ def run(
         count = plan.workers
         sys.stderr.write(
             f"dbsim: --workers auto: {count or 'no'} worker processes ({plan.reason})\n"
+        )
+    if count > 0 and resolved.load.asks_iops:
+        raise ConfigError(
+            "--workers: load.rate_iops is calibrated by one process; run it without --workers "
+            "(or ask in rate_ops_s)"
         )
     if count > 0:
         # Imported only here: sim.locust monkey-patches the process with gevent.

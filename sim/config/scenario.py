@@ -35,6 +35,8 @@ MAX_STEPS = 10_000
 #: load.max_error_pct's default: more failed operations than this and the figures describe
 #: the errors, not the storage.
 DEFAULT_MAX_ERROR_PCT = 1.0
+#: load.calibration_s's default: ten one-second intervals of device I/Os per operation.
+DEFAULT_CALIBRATION_S = 10.0
 #: Deepest nesting a scenario may have (its own sections go ~6 deep; collectors.ontap is free
 #: form). Deeper input is a mistake or an attack and would exhaust Python's recursion limit.
 MAX_DEPTH = 32
@@ -129,7 +131,9 @@ class Sweep(BaseModel):
     # refused as a field error instead.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    vary: Literal["sessions", "rate_ops_s"] = Field(description="What each step raises.")
+    vary: Literal["sessions", "rate_ops_s", "rate_iops"] = Field(
+        description="What each step raises (rate_iops: device IOPS asked, docs/validation.md)."
+    )
     start: float = Field(gt=0, description="The first step's sessions or rate.")
     max: float = Field(gt=0, description="No step goes above this.")
     factor: float | None = Field(default=None, gt=1, description="Multiply per step.")
@@ -220,10 +224,21 @@ class Step(StrictModel):
     rate_ops_s: float | None = Field(
         default=None, gt=0, description="Open-loop rate of this step, all sessions."
     )
+    rate_iops: float | None = Field(
+        default=None,
+        gt=0,
+        description="Device IOPS asked of this step (open loop), converted to ops/s by the "
+        "run's calibration (docs/validation.md).",
+    )
     lab: LabCeilings | None = Field(
         default=None,
         description="Set the lab device's ceilings when this step starts (root, lab up).",
     )
+
+    @model_validator(mode="after")
+    def _single_rate(self) -> Step:
+        _one_rate(self.rate_ops_s, self.rate_iops)
+        return self
 
 
 class Load(StrictModel):
@@ -256,6 +271,19 @@ class Load(StrictModel):
     )
     rate_ops_s: float | None = Field(
         default=None, gt=0, description="Target rate for open loop, all sessions."
+    )
+    rate_iops: float | None = Field(
+        default=None,
+        gt=0,
+        description="Device IOPS asked (open loop, all sessions), converted to an ops/s rate "
+        "through the device I/Os per operation measured by a closed-loop calibration stage "
+        "before the warm-up (docs/validation.md).",
+    )
+    calibration_s: float = Field(
+        default=DEFAULT_CALIBRATION_S,
+        gt=0,
+        description="Length of the calibration stage that rate_iops needs (at least two "
+        "collector intervals); unused without rate_iops.",
     )
     think: ThinkTime | None = Field(
         default=None, description="Closed-loop think time between transactions (SLOB THINK_TM)."
@@ -300,8 +328,8 @@ class Load(StrictModel):
         load = handler(data)
         if load.sweep is None or not isinstance(data, dict):
             return load
-        if load.sweep.vary == "rate_ops_s" and load.mode != "open":
-            raise ValueError("sweep.vary rate_ops_s needs mode: open")
+        if load.sweep.vary != "sessions" and load.mode != "open":
+            raise ValueError(f"sweep.vary {load.sweep.vary} needs mode: open")
         expanded = handler({**data, "steps": load.sweep.steps()})
         if load.steps and load.steps != expanded.steps:
             raise ValueError("steps and sweep cannot be combined (the sweep makes the steps)")
@@ -309,21 +337,33 @@ class Load(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Load:
-        if (
-            self.mode == "open"
-            and self.rate_ops_s is None
-            and not any(s.rate_ops_s for s in self.steps)
-        ):
-            raise ValueError("open-loop mode needs rate_ops_s (or a rate_ops_s in every step)")
-        if self.mode == "closed" and (
-            self.rate_ops_s is not None or any(s.rate_ops_s for s in self.steps)
-        ):
-            raise ValueError("rate_ops_s applies to mode: open only")
+        _one_rate(self.rate_ops_s, self.rate_iops)
+        rated = self.rate_ops_s is not None or self.rate_iops is not None
+        steps_rated = any(s.rate_ops_s or s.rate_iops for s in self.steps)
+        if self.mode == "open" and not rated and not steps_rated:
+            raise ValueError(
+                "open-loop mode needs rate_ops_s or rate_iops (or a rate in every step)"
+            )
+        if self.mode == "closed" and (self.rate_ops_s is not None or steps_rated or rated):
+            which = "rate_iops" if self.asks_iops else "rate_ops_s"
+            raise ValueError(f"{which} applies to mode: open only: set mode: open")
         if self.mode == "open" and self.think is not None:
             raise ValueError("think time applies to mode: closed only")
         if self.steps and self.loops_per_session is not None:
             raise ValueError("steps and loops_per_session cannot be combined")
         return self
+
+    @property
+    def asks_iops(self) -> bool:
+        """Whether some load is asked in device IOPS (then the run calibrates first)."""
+        return self.rate_iops is not None or any(s.rate_iops for s in self.steps)
+
+
+def _one_rate(rate_ops_s: float | None, rate_iops: float | None) -> None:
+    if rate_ops_s is not None and rate_iops is not None:
+        raise ValueError(
+            "rate_iops and rate_ops_s conflict: give the rate in device IOPS or in ops/s, not both"
+        )
 
 
 class CollectorSettings(StrictModel):

@@ -83,7 +83,7 @@ class CoroutineSessions:
                 assert self._active_changed is not None
                 await self._active_changed.wait()
                 continue
-            if pace is not None:
+            if pace is not None and stage.rate_ops_s is not None:  # None: calibration
                 due_start_ns = await self._open_loop_start(index, stage, pace)
                 if due_start_ns is None:
                     continue

@@ -37,7 +37,7 @@ from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_INTERRUPT
 from sim.core.sampler import CollectorSampler
 from sim.core.session_native import run_native
 from sim.core.session_threads import RUNNER_LOOP, RUNNER_NATIVE, ThreadedSessions, choose_runner
-from sim.core.stages import Stage, plan_stages
+from sim.core.stages import PHASE_CALIBRATE, Stage, plan_stages
 from sim.core.ticker import IntervalTicker
 from sim.errors import SimError, TargetError
 from sim.protocols import Collector, Connection, EngineContext, Target, Workload
@@ -81,6 +81,9 @@ class Engine(CoroutineSessions, IntervalTicker):
         run without a session (a distributed run's elected loader). ``before_load``: run on
         the opened target before the data is built or checked; its facts go to ``result.cache``."""
         self.before_load = before_load
+        #: Called when the calibration stage ends with the stages; returns them with rates
+        #: (sim.core.calibration). Raising a SimError there fails the run.
+        self.on_calibrated: Callable[[list[Stage]], list[Stage]] | None = None
         self.workload = workload
         self.target = target
         self.load = load
@@ -373,6 +376,8 @@ class Engine(CoroutineSessions, IntervalTicker):
             "sessions": stage.sessions,
             "rate_ops_s": stage.rate_ops_s,
         }
+        if stage.rate_iops is not None:
+            entry["rate_iops"] = stage.rate_iops
         # Listeners may act on the stage (set the lab's ceilings) and note what they did.
         self.events.stage.fire(stage=stage, log=entry)
         self.result.stage_log.append(entry)
@@ -412,7 +417,10 @@ class Engine(CoroutineSessions, IntervalTicker):
         all_done = _all_done(tasks)  # resolves when every session returned (loops_per_session)
         stop = asyncio.ensure_future(self._stop_event.wait())
         try:
-            for index, stage in enumerate(self.stages):
+            for index in range(len(self.stages)):
+                if index > 0 and self.stages[index - 1].phase == PHASE_CALIBRATE:
+                    await self._calibrated()  # the stages asked in IOPS get their ops/s
+                stage = self.stages[index]
                 if index > 0:
                     # A stage boundary closes the interval early, and the next stage starts
                     # before anything else can run.
@@ -435,13 +443,25 @@ class Engine(CoroutineSessions, IntervalTicker):
                 self.result.stage_log[-1]["session_ops"] = self._stage_ops[: stage.sessions]
                 if stage.phase == "warmup":
                     self.result.warmup_s += elapsed
-                else:
+                elif stage.phase == "measure":  # a calibration's time is neither
                     self.result.measured_s += elapsed
                 if stop.done() or all_done.done():
                     return
             self._measured_whole = True
         finally:
             stop.cancel()
+
+    async def _calibrated(self) -> None:
+        """The calibration stage's time is up: publish its last whole interval (its sessions
+        run on, closed loop, until the next stage starts) and let ``on_calibrated`` turn the
+        device IOPS asked into ops/s rates; a calibration that cannot (raises) ends the run."""
+        closed = self._close_interval()
+        if closed is not None:
+            await self._publish(closed)
+        async with self._publishing:  # an interval the ticker is still publishing
+            pass
+        if self.on_calibrated is not None:
+            self.stages = self.on_calibrated(self.stages)
 
     # ------------------------------------------------------------------ sessions
 

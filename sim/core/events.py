@@ -75,8 +75,9 @@ class EngineEvents:
         self.interval = EventHook("interval")
         #: ``collector_error(source: str, message: str)``: a sample failed or timed out.
         self.collector_error = EventHook("collector_error")
-        #: ``notice(message: str)``: one line the user should read before the figures (the data
-        #: fits in the caches, sim.core.cache).
+        #: ``notice(message: str, warning: bool = True)``: one line the user should read before
+        #: the figures (a warning: the data fits in the caches, sim.core.cache; not one: the
+        #: calibration's conversion of IOPS into ops/s, sim.core.calibration).
         self.notice = EventHook("notice")
         #: ``finished(result: sim.core.result.RunResult)``: the run has ended, however it ended.
         self.finished = EventHook("finished")

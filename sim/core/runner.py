@@ -22,6 +22,8 @@ from sim.bundle.writer import BundleWriter
 from sim.config.resolve import resolved_dict
 from sim.config.scenario import CollectorSettings, ScenarioBase
 from sim.core.cache import check_caches, exercised_section
+from sim.core.calibration import attach as attach_calibration
+from sim.core.calibration import check_calibration
 from sim.core.engine import Engine
 from sim.core.metrics import OpStats, mix_report
 from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_INTERRUPTED, RunResult
@@ -107,6 +109,7 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
     target = build_target(scenario)
     workload = build_workload(scenario, target)
     check_slo_operations(scenario, workload)
+    check_calibration(scenario)
     settings = scenario.collectors
     engine = Engine(
         workload,
@@ -118,6 +121,7 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
         skip_load=skip_load,
     )
     engine.before_load = _cache_check(engine, workload)
+    attach_calibration(engine)  # load asked in device IOPS: calibrate first
     lab_steps = [stage for stage in engine.stages if stage.lab]
     if lab_steps:
         attach_lab(engine)
@@ -161,6 +165,7 @@ def check_before_run(scenario: ScenarioBase) -> Target:
     target = build_target(scenario)
     workload = build_workload(scenario, target)
     check_slo_operations(scenario, workload)
+    check_calibration(scenario)
     sections = {"target": scenario.target, "collectors": scenario.collectors}  # type: ignore[attr-defined]
     for where, ref in secret_references(sections):
         resolve_secret(ref, where)
@@ -321,6 +326,7 @@ def _summary_extra(run: PreparedRun, errors: dict[str, Any]) -> dict[str, Any]:
         },
         errors=errors,
         outages=outage_windows(result.outages),
+        **({"calibration": result.calibration} if result.calibration else {}),
     )
 
 

@@ -60,21 +60,23 @@ def run_native(threaded: ThreadedSessions, index: int, program: Any) -> None:
         if loops_limit is not None and engine._measuring:
             count = max(min(count, loops_limit - tally.loops), 1)
         period_ns = due_ns = 0
-        if pacer is not None:
-            pacer.refresh(stage)
-            delay_ns = pacer.next_due_ns - perf_ns()
+        # A stage without a rate (the calibration) runs closed loop in an open-loop run.
+        paced = pacer if stage.rate_ops_s is not None else None
+        if paced is not None:
+            paced.refresh(stage)
+            delay_ns = paced.next_due_ns - perf_ns()
             if delay_ns > NATIVE_SLEEP_NS:
                 threaded._sleep((delay_ns - NATIVE_SLEEP_NS) / 1e9)
                 continue
-            period_ns, due_ns = pacer.period_ns, pacer.next_due_ns
+            period_ns, due_ns = paced.period_ns, paced.next_due_ns
         codes = program.deck.ahead(count)
         deadline_ns = perf_ns() + BATCH_NS
         done, due_ns = program.run(
             codes, latency, errors, args, generation, seen, count, deadline_ns,
-            pacer is not None, period_ns, due_ns,
+            paced is not None, period_ns, due_ns,
         )  # fmt: skip
-        if pacer is not None:
-            pacer.next_due_ns = due_ns
+        if paced is not None:
+            paced.next_due_ns = due_ns
         if not done:
             continue
         program.advance(codes, done)

@@ -238,7 +238,9 @@ class ThreadedSessions:
             if index >= stage.sessions:  # parked: this stage runs fewer sessions
                 self._park(index)
                 continue
-            start_ns = pacer.start(stage) if pacer is not None else perf_ns()
+            # A stage without a rate (the calibration) runs closed loop in an open-loop run.
+            paced = pacer if stage.rate_ops_s is not None else None
+            start_ns = paced.start(stage) if paced is not None else perf_ns()
             if start_ns is None:
                 continue  # woken early: by a stage change, a stop, or spuriously
             name, call = next_call()

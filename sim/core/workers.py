@@ -69,6 +69,8 @@ def plan_workers(scenario: ScenarioBase, sessions: int, cpus: int | None = None)
         return WorkerPlan(0, f"a {kind} target: the server does the work, one process drives it")
     if sessions < 2 or cpus < 2:
         return WorkerPlan(0, f"{sessions} session(s) on {cpus} CPU(s): one process")
+    if load.asks_iops:
+        return WorkerPlan(0, "load asked in device IOPS: calibrated and run by one process")
     if load.mode == "closed":
         workers = min(cpus, sessions)
         return WorkerPlan(

@@ -358,9 +358,10 @@ def verdict_line(entry: Mapping[str, Any]) -> str:
     scope = "all operations" if scope == ALL_OPS else scope
     title = f" [{entry['name']}]" if entry.get("name") else ""
     state = "met" if entry.get("met") else "MISSED"
+    at = f" at {entry['at']}" if entry.get("at") else ""  # IOPS asked: sweep.at_iops
     text = (
-        f"SLO {state}{title}: {scope} {label} {sign} {format_value(name, entry.get('limit'))}: "
-        f"{format_value(name, entry.get('measured'))}"
+        f"SLO {state}{title}: {scope} {label} {sign} {format_value(name, entry.get('limit'))}"
+        f"{at}: {format_value(name, entry.get('measured'))}"
     )
     if entry.get("margin_pct") is not None:
         text += f" (margin {entry['margin_pct']:+,.1f} %)"

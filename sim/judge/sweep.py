@@ -218,6 +218,7 @@ def _point(
         "label": f"step {stage['step'] + 1}",
         "sessions": stage.get("sessions"),
         "rate_ops_s": stage.get("rate_ops_s"),
+        "rate_iops": stage.get("rate_iops"),
         "load": stage.get(sweep.vary),
         "duration_s": duration,
         "complete": duration >= COMPLETE_FRACTION * sweep.step_duration_s,
@@ -252,7 +253,7 @@ def sweep_sections(
         window = windows.get(stage["step"]) or Window(f"step {stage['step'] + 1}", 0.0)
         point = _point(stage, window, sweep, op, device)
         if point["complete"]:
-            verdicts = slo_mod.evaluate(slos, window, device)
+            verdicts = at_iops(slo_mod.evaluate(slos, window, device), [stage])
             verdicts_of[point["step"]] = verdicts
             point["slo_met"] = slo_mod.all_met(verdicts)
             point["breaches"] = [v for v in verdicts if not v["met"]]
@@ -321,12 +322,34 @@ def service_levels(scenario: ScenarioBase, summary: dict[str, Any], bundle: Path
         return {"slos": {"met": None, "note": "the run failed: nothing to judge"}} if slos else {}
     try:
         if sweep is None:
-            return {"slos": slo_mod.summary_section(slos, summary)}
+            section = slo_mod.summary_section(slos, summary)
+            stages = [s for s in summary.get("stages") or [] if isinstance(s, dict)]
+            at_iops(section["verdicts"], [s for s in stages if s.get("phase") == "measure"])
+            return {"slos": section}
         result, section = sweep_sections(sweep, slos, summary, bundle)
         return {"sweep": result, "slos": section} if slos else {"sweep": result}
     except Exception as exc:  # a bug here must not cost the run's summary
         log.warning("SLO evaluation failed", exc_info=True)
         return {"slos": {"met": None, "error": f"{type(exc).__name__}: {exc}"}} if slos else {}
+
+
+def at_iops(
+    verdicts: list[dict[str, Any]], stages: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Name in each verdict (``at``) the device IOPS its window was asked for and delivered,
+    when the load was asked in IOPS (sim.core.calibration): "p99 ≤ 2 ms at 20,000 IOPS"."""
+    asked = sorted({float(s["rate_iops"]) for s in stages if finite(s.get("rate_iops"))})
+    if not asked:
+        return verdicts
+    text = f"{asked[0]:,.0f}" + (f"-{asked[-1]:,.0f}" if len(asked) > 1 else "")
+    text += " IOPS asked"
+    got = [finite(s.get("delivered_iops")) for s in stages]
+    device = next((s.get("calibration_device") for s in stages if s.get("calibration_device")), "")
+    if len(stages) == 1 and got[0] is not None:
+        text += f", {got[0]:,.0f} delivered on {device}"
+    for verdict in verdicts:
+        verdict["at"] = text
+    return verdicts
 
 
 def sweep_line(sweep: dict[str, Any]) -> str:
@@ -335,7 +358,8 @@ def sweep_line(sweep: dict[str, Any]) -> str:
     if not best:
         return "sweep: no step met every SLO"
     noun = "session" + ("" if best["load"] == 1 else "s")
-    load = f"{best['load']:g} {noun if sweep.get('vary') == 'sessions' else 'ops/s offered'}"
+    units = {"sessions": noun, "rate_iops": "IOPS asked"}
+    load = f"{best['load']:g} {units.get(str(sweep.get('vary')), 'ops/s offered')}"
     text = f"sweep: highest load meeting every SLO: {load} ({best['label']}): {best['ops_s']:,.0f} ops/s"
     if best.get("device_iops") is not None:
         text += f", {sweep.get('device')} {best['device_iops']:,.0f} IOPS"

@@ -99,7 +99,9 @@ def step_label(index: int, spec: Any) -> str:
     label = f"step {index + 1}"
     if spec.get("sessions"):
         label += f": {spec['sessions']} sess."
-    if finite(spec.get("rate_ops_s")):
+    if finite(spec.get("rate_iops")):  # asked in device IOPS (its ops/s came from them)
+        label += f" {fmt_number(float(spec['rate_iops']))} IOPS asked"
+    elif finite(spec.get("rate_ops_s")):
         label += f" {fmt_number(float(spec['rate_ops_s']))}/s"
     lab = spec.get("lab") if isinstance(spec.get("lab"), Mapping) else {}
     label += "".join(

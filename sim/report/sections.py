@@ -340,15 +340,18 @@ def run_details(summary: Mapping[str, Any]) -> Safe:
                 f"{short(s.get('t'))} s",
                 plain(s.get("sessions")),
                 plain(s.get("rate_ops_s")),
+                plain(s.get("rate_iops")) if s.get("rate_iops") else DASH,
+                plain(s.get("delivered_iops")) if s.get("rate_iops") else DASH,
                 plain(s.get("lab")) if s.get("lab") else DASH,
             ]
             for s in stages
         ]
+        heads = ("phase", "step", "started at", "sessions", "rate ops/s", "IOPS asked")
         parts.append(
             table(
-                ("phase", "step", "started at", "sessions", "rate ops/s", "lab ceilings"),
+                (*heads, "IOPS delivered", "lab ceilings"),
                 rows,
-                left=(0, 5),
+                left=(0, 7),
                 caption="Stages (as the engine entered them)",
             )
         )
