@@ -80,6 +80,7 @@ def analyze_series(series: BundleSeries) -> dict[str, Any]:
     curve = sections.curve_section(series, op, device)
     ctx = run_context(series, op, device_name, curve)
     io = sections.io_figures(series, op, device)
+    sections.name_knee(curve.get("knee"), io["device_read_ios_per_read"], device)
     sessions = sessions_per_interval(series)
     law = sections.littles_law(series, sessions)
     return {

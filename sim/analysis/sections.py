@@ -227,6 +227,40 @@ def curve_section(
     return {"x": "device_iops" if use_device else "ops_s", "points": points, "knee": knee}
 
 
+#: Under one device read per this many reading operations, the data was served from a cache.
+CACHED_READS_PER_READ = 0.05
+#: Writes and flushes at least this share of the device's I/O: what it did was write-back.
+WRITE_BACK_SHARE = 0.9
+KNEE_NAMES = {
+    "storage": "knee",
+    "write-back": "write-back knee (data cached: the storage's read path was not exercised)",
+    "cache": "cache knee (data cached: the storage was hardly exercised)",
+}
+
+
+def name_knee(
+    knee: dict[str, Any] | None,
+    reads_per_read: float | None,
+    device: Mapping[str, FloatArray] | None,
+) -> None:
+    """Say whose knee ``knee`` is (``kind``, ``name``): the storage's, unless the device
+    hardly read while the workload read (under :data:`CACHED_READS_PER_READ`) — then it is
+    a write-back knee when writes and flushes were the device's I/O (WAL checkpoints, dirty
+    pages flushed: the knee of the write-back, not of the storage's reads), else a cache knee."""
+    if knee is None:
+        return
+    kind = "storage"
+    if reads_per_read is not None and reads_per_read < CACHED_READS_PER_READ:
+        kind = "cache"
+        if device is not None:
+            n = len(next(iter(device.values()), []))
+            zero = np.zeros(n)
+            r, w, f = (float(np.nansum(device.get(k, zero))) for k in ("r_s", "w_s", "f_s"))
+            if r + w + f > 0 and (w + f) / (r + w + f) >= WRITE_BACK_SHARE:
+                kind = "write-back"
+    knee.update(kind=kind, name=KNEE_NAMES[kind])
+
+
 def plateau_start(points: list[dict[str, Any]]) -> int | None:
     """The first step from which IOPS stayed flat while p99 kept rising (see verdict)."""
     x = [np.nan if p["x"] is None else p["x"] for p in points]

@@ -366,5 +366,5 @@ def sweep_line(sweep: dict[str, Any]) -> str:
     knee = sweep.get("knee")
     if knee and knee.get("x") is not None:
         unit = "IOPS" if knee.get("x_is") == "device_iops" else "ops/s"
-        text += f"; knee at {knee['x']:,.0f} {unit}"
+        text += f"; {knee.get('name') or 'knee'} at {knee['x']:,.0f} {unit}"
     return text

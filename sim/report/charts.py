@@ -338,11 +338,18 @@ def _knee_mark(knee: Mapping[str, Any] | None) -> tuple[float, float, str] | Non
     if not knee or finite(knee.get("x")) is None or finite(knee.get("p99_us")) is None:
         return None
     x, p99 = float(knee["x"]), float(knee["p99_us"])
-    return x, p99, f"knee ≈ {fmt_number(x)}, p99 {fmt_us(p99)}"
+    name = "knee" if knee.get("kind") in (None, "storage") else f"{knee['kind']} knee"
+    return x, p99, f"{name} ≈ {fmt_number(x)}, p99 {fmt_us(p99)}"
 
 
 def _knee_note(knee: Mapping[str, Any] | None, analysis: Mapping[str, Any] | None) -> str:
     """What the ring means (a plateau is the storage's ceiling), or why there is none."""
+    if knee and knee.get("kind") not in (None, "storage"):
+        return (
+            f"The ring marks a {knee.get('name')} ({knee.get('method', 'method n/a')}): the "
+            "device hardly read while the workload read, so the latency turned upwards with "
+            "the caches' work (write-back, checkpoints), not at the storage's read limit."
+        )
     if knee and "plateau" in str(knee.get("method")):
         return (
             f"The ring marks the knee ({knee.get('method')}): from there on the device's IOPS "
