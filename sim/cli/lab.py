@@ -175,6 +175,15 @@ def set_(
     _print_status(lab.status(), as_json)
 
 
+def exec_argv(command: list[str]) -> list[str]:
+    """``command`` as ``lab exec`` runs it. ``dbsim`` is this very dbsim (the interpreter that
+    runs now, ``-m sim.cli``), not a lookup on PATH: ``sudo`` resets PATH, and a checkout's
+    ``.venv/bin/dbsim`` is on nobody's PATH, so ``lab exec -- dbsim run …`` works as written."""
+    if command and command[0] == "dbsim":
+        return [sys.executable, "-m", "sim.cli", *command[1:]]
+    return command
+
+
 @lab_app.command("exec", context_settings={"allow_interspersed_args": False})
 def exec_(
     command: Annotated[list[str], typer.Argument(help="The command and its arguments.")],
@@ -183,7 +192,8 @@ def exec_(
     `dbsim lab exec -- dbsim run tree.yaml` for a file-tree workload on the lab mount."""
     require_root()
     Lab().join(os.getpid())
+    argv = exec_argv(command)
     try:
-        os.execvp(command[0], command)
+        os.execvp(argv[0], argv)
     except OSError as exc:
         raise ConfigError(f"dbsim lab exec: {command[0]}: {exc.strerror}") from exc

@@ -234,6 +234,8 @@ def render_markdown(schema: Schema | None = None) -> str:
         "(an empty list, the defaults of an object's own fields, SQLite for `target`): "
         "`dbsim validate` prints every value as it will run. Regenerate this page with:",
         "",
+        "<!-- docs-test: skip: rewrites this checked-in page; "
+        "tests/unit/test_docs_build.py checks that it is current -->",
         "```sh",
         REGENERATE,
         "```",

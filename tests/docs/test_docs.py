@@ -1,0 +1,221 @@
+"""The user guide's blocks, run as a reader would copy them (issue #19).
+
+Every shell block (``sh``, ``bash``, ``shell``, ``console``) of README.md and docs/**/*.md
+runs in a fresh working directory per page, in page order, with ``dbsim`` and ``.venv/bin/dbsim``
+resolving to this checkout, against the real SQLite, PostgreSQL (127.0.0.1:5432, trust) and
+MariaDB of this machine. Every YAML scenario block and every examples/*.yaml gets
+``dbsim validate``. A block that cannot run here carries ``<!-- docs-test: skip: REASON -->``
+right above it (tests/docs/blocks.py lists the directives); nothing is skipped silently, and
+the session ends with a count of what ran and what was skipped and why (tests/docs/conftest.py).
+
+The reader's shell: no ``DBSIM_*`` or ``PG*`` variables, ``TMPDIR`` in the page's directory,
+``examples/`` copied beside it, the page's named YAML blocks (``# name.yaml``) saved in it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sim.cli import main as cli_main
+from sim.config.scenario import ScenarioBase
+from tests.docs.blocks import REPO, SHELL_LANGS, YAML_LANGS, Block, all_blocks, blocks_of
+
+BLOCK_TIMEOUT_S = 120.0
+VENV = REPO / ".venv"
+SCENARIO_KEYS = frozenset(ScenarioBase.model_fields) | {"target", "workload"}
+DEFAULT_BASE = "examples/quickstart.yaml"
+#: Commands at the start of a line of an untagged block: it is a command, not output.
+COMMAND_PREFIXES = ("$ ", "dbsim ", "sudo ", ".venv/bin/", "make ", "docker ")
+
+BLOCKS = all_blocks()
+SHELL = [b for b in BLOCKS if b.lang in SHELL_LANGS]
+YAML = [b for b in BLOCKS if b.lang in YAML_LANGS]
+Checks = tuple[pytest.MonkeyPatch, pytest.CaptureFixture[str]]
+EXAMPLES = sorted(p.relative_to(REPO) for p in (REPO / "examples").glob("*.y*ml"))
+
+
+def _reader_env(page_dir: Path, shim: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.upper().startswith(("DBSIM_", "PG")) and k not in ("COLUMNS", "LINES")
+    }
+    env["PATH"] = f"{shim}{os.pathsep}{env.get('PATH', '')}"
+    env["TMPDIR"] = str(page_dir / "tmp")
+    return env
+
+
+@pytest.fixture(scope="session")
+def page_dirs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+    """The working directory of a page: made once, shared by its blocks in page order."""
+    made: dict[Path, Path] = {}
+    shim = tmp_path_factory.mktemp("bin")
+    (shim / "dbsim").symlink_to(VENV / "bin" / "dbsim")
+
+    def page_dir(page: Path) -> Path:
+        if page not in made:
+            path = tmp_path_factory.mktemp(page.stem)
+            (path / "tmp").mkdir()
+            (path / ".venv").symlink_to(VENV)
+            shutil.copytree(REPO / "examples", path / "examples")
+            for block in blocks_of(page):
+                if block.lang in YAML_LANGS and block.file_name:
+                    (path / block.file_name).write_text(block.text, encoding="utf-8")
+            made[page] = path
+        return made[page]
+
+    page_dir.shim = shim  # type: ignore[attr-defined]
+    return page_dir
+
+
+def _tail(text: str) -> str:
+    return text[-3000:] if len(text) > 3000 else text
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("block", SHELL, ids=[b.where for b in SHELL])
+def test_shell_block(block: Block, page_dirs: Callable[[Path], Path]) -> None:
+    if block.skip:
+        pytest.skip(f"{block.where}: {block.skip}")
+    cwd = page_dirs(block.page)
+    script = block.script()
+    try:
+        done = subprocess.run(
+            ["bash", "-e", "-o", "pipefail", "-c", script],
+            cwd=cwd,
+            env=_reader_env(cwd, page_dirs.shim),  # type: ignore[attr-defined]
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=BLOCK_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{block.where}: still running after {BLOCK_TIMEOUT_S} s:\n{script}")
+    assert done.returncode == block.exit_code, (
+        f"{block.where}: exit {done.returncode}, the page expects {block.exit_code}\n"
+        f"--- script (in {cwd})\n{script}--- stdout\n{_tail(done.stdout)}\n"
+        f"--- stderr\n{_tail(done.stderr)}"
+    )
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _secret_variables(node: Any) -> dict[str, str]:
+    """A value for every ``*_env`` variable the scenario names, as a reader exports them."""
+    found: dict[str, str] = {}
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key.endswith("_env") and isinstance(value, str):
+                found[value] = "docs-test-placeholder"
+            else:
+                found.update(_secret_variables(value))
+    elif isinstance(node, list):
+        for value in node:
+            found.update(_secret_variables(value))
+    return found
+
+
+def _validate(scenario: dict[str, Any], cwd: Path, name: str, checks: Checks) -> None:
+    """``dbsim validate`` in this process (the same entry point, without a second's start-up
+    per block), in the page's directory, with the reader's variables."""
+    monkeypatch, capsys = checks
+    path = cwd / f"docs-test-{name}.yaml"
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False), encoding="utf-8")
+    for variable in [k for k in os.environ if k.upper().startswith(("DBSIM_", "PG"))]:
+        monkeypatch.delenv(variable)
+    for variable, value in _secret_variables(scenario).items():
+        monkeypatch.setenv(variable, value)
+    monkeypatch.chdir(cwd)
+    code = cli_main(["validate", str(path)])
+    err = capsys.readouterr().err
+    assert code == 0, (
+        f"dbsim validate refused it (exit {code}):\n{err}\n"
+        f"--- scenario as validated\n{path.read_text(encoding='utf-8')}"
+    )
+
+
+@pytest.mark.parametrize("block", YAML, ids=[b.where for b in YAML])
+def test_yaml_block(
+    block: Block,
+    page_dirs: Callable[[Path], Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if block.skip:
+        pytest.skip(f"{block.where}: {block.skip}")
+    data = yaml.safe_load(block.text)
+    assert isinstance(data, dict) and data, f"{block.where}: not a YAML mapping"
+    unknown = sorted(set(data) - SCENARIO_KEYS)
+    assert not unknown, (
+        f"{block.where}: keys {unknown} are not scenario keys; if the block is not a scenario, "
+        "say what it is with <!-- docs-test: skip: REASON --> above it"
+    )
+    cwd = page_dirs(block.page)
+    if "workload" not in data:  # a fragment: judged as part of a whole scenario
+        base_text = (cwd / (block.over or DEFAULT_BASE)).read_text(encoding="utf-8")
+        data = _merge(yaml.safe_load(base_text), data)
+    _validate(data, cwd, f"{block.page.stem}-{block.line}", (monkeypatch, capsys))
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[str(p) for p in EXAMPLES])
+def test_example_file(
+    example: Path,
+    page_dirs: Callable[[Path], Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cwd = page_dirs(Path("README.md"))
+    data = yaml.safe_load((REPO / example).read_text(encoding="utf-8"))
+    _validate(data, cwd, example.stem, (monkeypatch, capsys))
+
+
+def test_untagged_blocks_hold_no_commands() -> None:
+    """A block without a language is shown as output; a command there would escape the test."""
+    hidden = [
+        f"{b.where}: {line.strip()[:70]}"
+        for b in BLOCKS
+        if not b.lang
+        for line in b.text.splitlines()[:1]
+        if line.lstrip().startswith(COMMAND_PREFIXES)
+    ]
+    assert not hidden, (
+        "untagged blocks that start with a command (tag them sh or console, or add a "
+        "docs-test skip marker):\n" + "\n".join(hidden)
+    )
+
+
+def test_the_parser_reads_directives_indented_blocks_and_transcripts() -> None:
+    page = Path("synthetic.md")
+    text = (
+        "intro\n\n<!-- docs-test: skip: needs an Oracle server -->\n\n```sh\ndbsim run o.yaml\n```\n"
+        "1. item\n\n   <!-- docs-test: exit: 2 -->\n   ```console\n   $ dbsim validate x \\\n"
+        "       --set a=b\n   error: a: bad\n   $ echo done\n   ```\n"
+    )
+    first, second = blocks_of(page, text)
+    assert (first.line, first.lang, first.skip, first.exit_code) == (
+        5,
+        "sh",
+        "needs an Oracle server",
+        0,
+    )
+    assert (second.line, second.lang, second.skip, second.exit_code) == (11, "console", None, 2)
+    assert second.script() == "dbsim validate x \\\n    --set a=b\necho done\n"
+    with pytest.raises(ValueError, match="unknown docs-test directive"):
+        blocks_of(page, "<!-- docs-test: skip-it -->\n```sh\ntrue\n```\n")
