@@ -260,6 +260,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def log_error(self, format: str, *args: Any) -> None:
+        # http.server closes a connection without an answer on a read timeout or a bad request
+        # line, and says so only here: kept beside the swallowed tracebacks.
+        self.server.replay.errors.append(f"handler: {format % args}")
+
 
 def make_tls_files(directory: Path, *, use_openssl: bool = False) -> TlsFiles:
     """A test CA and a server certificate for 127.0.0.1/localhost signed by it, with the
