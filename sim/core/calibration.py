@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sim import registry
+from sim.analysis.stats import t975
 from sim.bundle.figures import finite, primary_device
 from sim.config.scenario import ScenarioBase
 from sim.core.stages import PHASE_CALIBRATE, Stage, calibrated
@@ -46,13 +47,6 @@ if TYPE_CHECKING:
 MIN_IO_PER_OP = 0.01
 #: Fewest calibration intervals with operations and a device sample: a mean and a spread.
 MIN_INTERVALS = 2
-#: Two-sided 95 % Student-t quantiles by degrees of freedom (1-30); above, the normal 1.96
-#: is within 2 % of t (t(40) = 2.021).
-T_975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
 METHOD = (
     "ratio of sums (device I/Os / operations issued) over the intervals; 95 % Student-t "
     "interval from the ratio estimator's standard error across intervals"
@@ -70,13 +64,6 @@ class Point:
     ops: int
     seconds: float
     device_iops: Mapping[str, float]
-
-
-def t_quantile_975(df: int) -> float:
-    """The two-sided 95 % Student-t quantile for ``df`` degrees of freedom (1 or more)."""
-    if df < 1:
-        raise ValueError("degrees of freedom must be 1 or more")
-    return T_975[df - 1] if df <= len(T_975) else 1.96
 
 
 def estimate(points: Sequence[Point], device: str | None = None) -> dict[str, Any]:
@@ -128,7 +115,7 @@ def ratio_interval(ios: Sequence[float], ops: Sequence[float]) -> tuple[float, f
     ratio = sum(ios) / sum(ops)
     residuals = [y - ratio * x for y, x in zip(ios, ops, strict=True)]
     spread = statistics.stdev(residuals) if n > 1 else math.inf
-    return ratio, t_quantile_975(n - 1) * spread / (math.sqrt(n) * statistics.fmean(ops))
+    return ratio, t975(n - 1) * spread / (math.sqrt(n) * statistics.fmean(ops))
 
 
 def _device_means(points: Sequence[Point]) -> dict[str, float]:

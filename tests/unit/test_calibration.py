@@ -22,7 +22,6 @@ from sim.core.calibration import (
     conversion_line,
     delivered_line,
     estimate,
-    t_quantile_975,
 )
 from sim.core.engine import Engine
 from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED
@@ -73,15 +72,6 @@ def test_the_estimate_is_the_ratio_of_sums_with_a_student_t_interval() -> None:
     # The mean of the per-interval ratios would be higher: intervals with few operations
     # weigh as much as busy ones.
     assert statistics.fmean(y / x for y, x in zip(ios, ops, strict=True)) >= ratio
-
-
-def test_t_quantiles_and_their_normal_limit() -> None:
-    assert t_quantile_975(1) == 12.706
-    assert t_quantile_975(9) == 2.262
-    assert t_quantile_975(30) == 2.042
-    assert t_quantile_975(200) == 1.96
-    with pytest.raises(ValueError):
-        t_quantile_975(0)
 
 
 def test_intervals_without_operations_are_left_out_and_counted() -> None:

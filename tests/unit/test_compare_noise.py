@@ -10,12 +10,12 @@ import math
 import numpy as np
 import pytest
 
+from sim.analysis.stats import t975
 from sim.judge.noise import (
     batch_means,
     correlation_time,
     fieller_ratio,
     paired_batch_means,
-    t975,
 )
 
 TRIALS = 400
