@@ -277,9 +277,14 @@ def print_sweep(volume: str, result: dict[str, Any]) -> None:
     print(f"  {volume} ({CEILINGS[volume]:,} IOPS ceiling, {lat['device']}): {verdict} them at the "
           f"last step; breaches: {', '.join(b.get('name') or b['slo'] for b in at.get('breaches', [])) or 'none'}")  # fmt: skip
     for point, iops in zip(result["points"], STEPS_IOPS, strict=False):
-        print(f"      {point['label']}: offered {iops:,} IOPS ({point['load']:.1f} {'IOPS' if 'rate_iops' in str(point) else 'ops/s'}), {point['ops_s']:.1f} ops/s, "
-              f"p99 {point['p99_us'] / 1000:.2f} ms, {point['device_iops']:.1f} IOPS, "
-              f"SLOs {'met' if point['slo_met'] else 'missed'}")  # fmt: skip
+        asked = f"{iops:,} IOPS asked"
+        if point.get("rate_ops_s") is not None and "rate_iops" not in point:
+            asked += f" ({point['load']:.1f} ops/s)"
+        print(
+            f"      {point['label']}: {asked}, {point['ops_s']:.1f} ops/s, "
+            f"p99 {point['p99_us'] / 1000:.2f} ms, {point['device_iops']:.1f} IOPS, "
+            f"SLOs {'met' if point['slo_met'] else 'missed'}"
+        )
 
 
 if __name__ == "__main__":
