@@ -11,8 +11,9 @@ PYTEST_ARGS ?=
 # unixODBC and the PostgreSQL ODBC driver; chromium for the report and web-UI browser tests
 # (driven by Playwright through its executable path, never a downloaded browser); fio for the
 # storage baseline (`dbsim baseline` drives the real fio, never a Python imitation); bpftrace
-# for the device latency percentiles (the blocklatency collector reads the block tracepoints).
-TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio bpftrace
+# for the device latency percentiles (the blocklatency collector reads the block tracepoints);
+# prometheus, the real server that scrapes `dbsim run --metrics-port` (tests/e2e/test_prometheus.py).
+TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio bpftrace prometheus
 
 .PHONY: run test venv system-packages lint typecheck bench clean
 

@@ -60,6 +60,32 @@ WorkersOpt = Annotated[
 ]
 
 
+MetricsPortOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        help="Serve the run's figures for Prometheus at http://HOST:PORT/metrics while it "
+        "runs (docs/prometheus.md).",
+    ),
+]
+MetricsHostOpt = Annotated[
+    str,
+    typer.Option(
+        "--metrics-host",
+        help="Interface of --metrics-port; any but loopback needs --metrics-login.",
+    ),
+]
+MetricsLoginOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--metrics-login",
+        metavar="ENV_VAR",
+        help="Require HTTP Basic auth on /metrics: the NAME of an environment variable "
+        "holding user:password.",
+    ),
+]
+
+
 @app.command()
 def run(
     scenario: ScenarioArg = None,
@@ -72,8 +98,12 @@ def run(
     quiet: QuietOpt = False,
     as_json: AsJsonOpt = False,
     workers: WorkersOpt = "0",
+    metrics_port: MetricsPortOpt = None,
+    metrics_host: MetricsHostOpt = "127.0.0.1",
+    metrics_login: MetricsLoginOpt = None,
 ) -> None:
     """Run a scenario and write its bundle."""
+    metrics = _metrics_listener(metrics_port, metrics_host, metrics_login, workers)
     scenario_overrides = run_overrides(set_, duration, sessions, warmup, output)
     resolved = resolve(scenario, scenario_overrides)
     count = parse_workers(workers)
@@ -106,11 +136,70 @@ def run(
             skip_load=skip_load,
         )
         raise typer.Exit(code)
-    code = _execute(resolved, skip_load=skip_load, quiet=quiet, as_json=as_json)
+    code = _execute(resolved, skip_load=skip_load, quiet=quiet, as_json=as_json, metrics=metrics)
     raise typer.Exit(code)
 
 
-def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: bool) -> int:
+def _metrics_listener(
+    port: int | None, host: str, login_env: str | None, workers: str
+) -> tuple[str, int, tuple[str, str] | None] | None:
+    """``--metrics-port``'s listener, checked before anything runs: the UI's listen rules
+    (loopback unless a login is required, sim.cli.ui)."""
+    from sim.cli.ui import is_loopback, web_credentials
+
+    if port is None:
+        if login_env is not None or host != "127.0.0.1":
+            raise ConfigError("--metrics-host/--metrics-login: give --metrics-port too")
+        return None
+    if not 0 <= port < 65536:
+        raise ConfigError(f"--metrics-port: {port} is not a TCP port (0-65535)")
+    if workers.strip() not in ("", "0"):
+        raise ConfigError("--metrics-port: not with --workers yet; use `dbsim ui`'s /metrics")
+    if not is_loopback(host) and login_env is None:
+        raise ConfigError(
+            f"--metrics-host {host}: /metrics beyond loopback needs --metrics-login ENV_VAR"
+        )
+    try:
+        login = web_credentials(login_env)
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("--web-login", "--metrics-login")) from None
+    return host, port, login
+
+
+def _execute(
+    scenario: ScenarioBase,
+    *,
+    skip_load: bool,
+    quiet: bool,
+    as_json: bool,
+    metrics: tuple[str, int, tuple[str, str] | None] | None = None,
+) -> int:
+    exporter = _serve_metrics(metrics)
+    try:
+        return _execute_run(
+            scenario, skip_load=skip_load, quiet=quiet, as_json=as_json, exporter=exporter
+        )
+    finally:
+        if exporter is not None:
+            exporter[1].close()
+
+
+def _serve_metrics(metrics: tuple[str, int, tuple[str, str] | None] | None) -> Any:
+    """``(RunExporter, MetricsServer)`` listening now (a taken port: exit 2 before any bundle
+    exists), or None without ``--metrics-port``. prometheus_client is imported only here."""
+    if metrics is None:
+        return None
+    from sim.exporter import MetricsServer, RunExporter
+
+    exporter = RunExporter()
+    server = MetricsServer(exporter.registry, *metrics)
+    sys.stderr.write(f"dbsim: Prometheus metrics on {server.url}\n")
+    return exporter, server
+
+
+def _execute_run(
+    scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: bool, exporter: Any
+) -> int:
     from sim.cli.console import LiveConsole
     from sim.core.loops import new_event_loop
     from sim.core.runner import finish_summary, prepare_run
@@ -125,6 +214,10 @@ def _execute(scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: b
     async def main() -> dict[str, Any]:
         prepared = prepare_run(scenario, skip_load=skip_load)
         engines.append(prepared.engine)
+        if exporter is not None:
+            from sim.exporter import run_info
+
+            exporter[0].attach(prepared.engine, run_info(scenario, prepared.bundle.path))
         live = LiveConsole(_planned_seconds(scenario))
         if not (quiet or as_json):
             events = prepared.engine.events

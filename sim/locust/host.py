@@ -62,6 +62,9 @@ ROLE_LOCAL = "local"  # this process writes the bundle (prepare_run / finish_sum
 ROLE_WORKER = "worker"  # this process ships packets to the master, which writes the bundle
 
 PacketListener = Callable[[Packet], None]
+#: ``(engine, scenario, bundle)``: an engine was built for a run (native thread; add listeners
+#: to its events here, e.g. the Prometheus exporter's); ``bundle`` is None on a worker.
+EngineListener = Callable[[Engine, ScenarioBase, Path | None], None]
 FinalListener = Callable[[dict[str, Any]], None]
 
 
@@ -125,6 +128,7 @@ class EngineHost:
         self.final: dict[str, Any] | None = None
         self.packets = 0
         self.fed_operations = 0
+        self.engine_listeners: list[EngineListener] = []
         self._queue: collections.deque[Packet] = collections.deque()
         self._done: dict[str, Any] | None = None
         self._stop_reason: str | None = None
@@ -244,6 +248,8 @@ class EngineHost:
             engine = build_engine(scenario, **modes)
         engine.events.state.add_listener(self._on_state)
         engine.events.interval.add_listener(self._on_interval)
+        for listener in self.engine_listeners:
+            listener(engine, scenario, self.bundle if self.role == ROLE_LOCAL else None)
         return engine
 
     def _on_state(self, state: str, detail: str = "") -> None:

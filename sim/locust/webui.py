@@ -288,6 +288,9 @@ def extend_web_ui(
         return response
 
     _add_routes(app, web_ui.auth_required_if_enabled, controller, correlation)
+    from sim.locust.exposition import add_metrics_route
+
+    add_metrics_route(app, controller, login)
     if login is not None:
         _setup_login(environment, login)
 
