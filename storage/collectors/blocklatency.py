@@ -13,7 +13,8 @@ a quantile is known to ±6 % of its value. bpftrace prints and clears the counts
 ``TICK_MS``; an interval's figures are the ticks printed before its close, so its edges are
 off by up to one tick.
 
-Figures per interval: ``p50_ms``, ``p95_ms``, ``p99_ms`` and ``n`` (the requests measured)
+Figures per interval: ``mean_ms`` (to compare with iostat's await, which is a mean too),
+``p50_ms``, ``p95_ms``, ``p99_ms`` and ``n`` (the requests measured)
 for each device (the names ``/proc/diskstats`` uses: all its requests, discards and flushes
 included) and for its reads and its writes apart (entities ``<device>:read``,
 ``<device>:write``). An entity without requests in an interval has no sample for it, so the
@@ -119,6 +120,18 @@ class LatencyHistogram:
     def count(self) -> int:
         return sum(self.buckets.values())
 
+    def mean_ns(self) -> float | None:
+        """The mean latency with each request at its bucket's midpoint (within ±6 %), or
+        None without requests: the like-for-like figure beside iostat's mean await."""
+        total = self.count
+        if total == 0:
+            return None
+        weighted = sum(
+            count * ((mantissa << exponent) + ((mantissa + 1) << exponent)) / 2
+            for (exponent, mantissa), count in self.buckets.items()
+        )
+        return weighted / total
+
     def quantile_ns(self, q: float) -> float | None:
         """The midpoint of the bucket holding the ``q``-th request by latency (nearest rank),
         or None without requests."""
@@ -151,8 +164,12 @@ def parse_counts(lines: Sequence[str]) -> dict[int, dict[str, LatencyHistogram]]
 
 
 def latency_figures(hist: LatencyHistogram) -> dict[str, float]:
-    """An entity's sample values: its quantiles (ms) and how many requests they are of."""
+    """An entity's sample values: its mean and quantiles (ms) and how many requests they are
+    of."""
     values: dict[str, float] = {"n": float(hist.count)}
+    mean = hist.mean_ns()
+    if mean is not None:
+        values["mean_ms"] = round(mean / 1e6, 4)
     for name, q in QUANTILES.items():
         ns = hist.quantile_ns(q)
         if ns is not None:
@@ -385,6 +402,7 @@ def _ms(key: str, label: str) -> Figure:
 
 
 _FIGURES = (
+    _ms("mean_ms", "mean"),
     _ms("p50_ms", "p50"),
     _ms("p95_ms", "p95"),
     _ms("p99_ms", "p99"),
@@ -400,7 +418,7 @@ register_collector(
         display=Display(
             title="device latency",
             entity_label="device",
-            live=_FIGURES[:3],
+            live=_FIGURES[1:4],
             console=_FIGURES,
             console_title="device latency percentiles (eBPF, issue to completion; mean of "
             "the intervals' quantiles, measured window)",

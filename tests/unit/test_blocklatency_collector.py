@@ -95,6 +95,8 @@ def test_recorded_output_quantiles_by_hand() -> None:
     # Writes: (13,8) 4, (13,9) 3 -> 7, (14,12) -> 8, (14,15) -> 9, (20,8) -> 10.
     entities = device_entities("loop1", parse_counts(RECORDED.splitlines())[LOOP1])
     values = {entity: latency_figures(hist) for entity, hist in entities.items()}
+    means = {entity: figures.pop("mean_ms") for entity, figures in values.items()}
+    assert set(means) == set(values)  # the mean: the test below
     assert values == {
         "loop1": {
             "n": 50.0,
@@ -116,6 +118,20 @@ def test_recorded_output_quantiles_by_hand() -> None:
         },
     }
     assert values["loop1"]["p50_ms"] == 0.0635 and values["loop1:read"]["p99_ms"] == 4.0632
+
+
+def test_the_mean_is_over_bucket_midpoints_like_iostats_await() -> None:
+    hist = device_entities("loop1", parse_counts(RECORDED.splitlines())[LOOP1])["loop1:write"]
+    # Writes: (13,8) 4, (13,9) 3, (14,12) 1, (14,15) 1, (20,8) 1 (see the test above).
+    by_hand = (
+        4 * midpoint_ms(13, 8)
+        + 3 * midpoint_ms(13, 9)
+        + midpoint_ms(14, 12)
+        + midpoint_ms(14, 15)
+        + midpoint_ms(20, 8)
+    ) / 10
+    assert latency_figures(hist)["mean_ms"] == pytest.approx(by_hand, abs=1e-4)
+    assert LatencyHistogram().mean_ns() is None
 
 
 def test_a_quantile_is_within_a_sixteenth_of_the_value() -> None:
