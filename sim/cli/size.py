@@ -44,6 +44,15 @@ BundleOpt = Annotated[
 DeviceOpt = Annotated[
     str | None, typer.Option("--device", help="Block device of the bundle (default: busiest).")
 ]
+StepOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--step",
+        min=1,
+        help="Step of a stepped bundle to take the load from (1 = first; default for a sweep: "
+        "its highest load meeting every SLO).",
+    ),
+]
 BlockSizeOpt = Annotated[str | None, typer.Option("--block-size", help="Request size, e.g. 8KiB.")]
 PoolIopsOpt = Annotated[
     float | None, typer.Option("--pool-iops", help="Custom-performance IOPS provisioned.")
@@ -61,6 +70,7 @@ def size_command(
     service_level: ServiceLevelOpt = None,
     bundle: BundleOpt = None,
     device: DeviceOpt = None,
+    step: StepOpt = None,
     read_iops: Annotated[float | None, typer.Option("--read-iops", help="Read IOPS.")] = None,
     write_iops: Annotated[float | None, typer.Option("--write-iops", help="Write IOPS.")] = None,
     read_mibps: Annotated[float | None, typer.Option("--read-mibps", help="Read MiB/s.")] = None,
@@ -86,10 +96,10 @@ def size_command(
     if bundle is not None:
         if any(n is not None for n in numbers):
             raise ConfigError("size: give --bundle or the workload's numbers, not both")
-        workload = workload_from_bundle(bundle, device)
+        workload = workload_from_bundle(bundle, device, step)
     else:
-        if device is not None:
-            raise ConfigError("size: --device only goes with --bundle")
+        if device is not None or step is not None:
+            raise ConfigError("size: --device and --step only go with --bundle")
         workload = Workload.from_numbers(
             read_iops=read_iops,
             write_iops=write_iops,
@@ -112,12 +122,46 @@ def size_command(
     raise typer.Exit(EXIT_OK if answer.fits else EXIT_SLO_MISSED)
 
 
-def workload_from_bundle(run_dir: Path, device: str | None) -> Workload:
-    """The measured window's block-device means of ``run_dir`` as a Workload."""
+def workload_from_bundle(run_dir: Path, device: str | None, step: int | None = None) -> Workload:
+    """The load of ``run_dir`` as a Workload: the measured window's block-device means, or
+    one step's when the run had several (the whole-run means would mix the steps)."""
     from sim.bundle.reader import read_summary
 
     summary = read_summary(run_dir, label="size: ")  # bounded, checked against its schema
-    return workload_from_summary(summary, device, run_dir.name)
+    stages = [s for s in summary.get("stages") or [] if isinstance(s, dict)]
+    measured = [s for s in stages if s.get("phase") == "measure" and isinstance(s.get("step"), int)]
+    if step is None and len(measured) <= 1:
+        return workload_from_summary(summary, device, run_dir.name)
+    if step is None:
+        passing = (summary.get("sweep") or {}).get("highest_passing") or {}
+        if not isinstance(passing.get("step"), int):
+            raise ConfigError(
+                f"size: bundle {run_dir.name} has {len(measured)} steps and its whole-run means "
+                f"mix them: give --step 1..{len(measured)}"
+            )
+        step, why = passing["step"] + 1, "the sweep's highest load meeting every SLO"
+    else:
+        why = "chosen with --step"
+    steps = {s["step"] + 1 for s in measured}
+    if step not in steps:
+        raise ConfigError(
+            f"size: --step {step}: bundle {run_dir.name} has steps 1..{max(steps, default=0)}"
+        )
+    return _step_workload(run_dir, measured, step, device, why)
+
+
+def _step_workload(
+    run_dir: Path, measured: list[dict[str, Any]], step: int, device: str | None, why: str
+) -> Workload:
+    """One step's block-device means (from the bundle's time series) as a Workload."""
+    from sim.judge.sweep import step_windows
+
+    window = step_windows(run_dir, measured).get(step - 1)
+    devices = window.devices if window is not None else {}
+    label = f"step {step} ({why})"
+    return workload_from_summary(
+        {"storage": {"block": devices}}, device, f"{run_dir.name}, {label}"
+    )
 
 
 def workload_from_summary(summary: Any, device: str | None, name: str) -> Workload:
@@ -149,7 +193,8 @@ def workload_from_summary(summary: Any, device: str | None, name: str) -> Worklo
     if reads + writes <= 0:
         raise ConfigError(f"size: bundle {name}, device {chosen}: no reads or writes measured")
     others = sorted(set(devices) - {chosen})
-    origin = f"bundle {name}, device {chosen}, measured-window means" + (
+    window = "that step's means" if ", step " in name else "measured-window means"
+    origin = f"bundle {name}, device {chosen}, {window}" + (
         f"; other devices: {', '.join(others)}" if others else ""
     )
     return Workload(

@@ -169,3 +169,47 @@ def test_sizing_a_real_bundle(dbsim: Dbsim, out_dir: Path) -> None:
     # Numbers and a bundle together are refused.
     both = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--read-iops", "1")
     assert "not both" in assert_one_error_line(both)
+
+
+def test_a_stepped_bundle_is_sized_by_one_step_never_by_the_mix(
+    dbsim: Dbsim, out_dir: Path, tmp_path: Path
+) -> None:
+    # A sweep of two 2-second steps (1 and 2 sessions) with an SLO every step meets.
+    scenario = tmp_path / "sweep.yaml"
+    scenario.write_text(
+        "target: {kind: sqlite}\nworkload: {name: slob}\n"
+        "load: {warmup_s: 0, sweep: {vary: sessions, start: 1, step: 1, max: 2, "
+        "step_duration_s: 2}}\n"
+        "slos: [{op: read, p99_us_max: 60000000}]\n",
+        encoding="utf-8",
+    )
+    run = dbsim("run", scenario, "-o", out_dir, "--quiet")
+    assert run.rc == EXIT_OK, run.describe()
+    bundle = single_bundle(out_dir)
+    summary = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
+    sweep = summary["sweep"]
+    highest = sweep["highest_passing"]
+    if not (highest["device_rates"]["r_s"] or 0) + (highest["device_rates"]["w_s"] or 0):
+        pytest.skip("this machine's sweep recorded no block-device I/O in its passing step")
+    result = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--json")
+    assert result.rc in (EXIT_OK, EXIT_DOES_NOT_FIT), result.describe()
+    workload = json.loads(result.stdout)["workload"]
+    step = highest["step"] + 1
+    assert f"step {step} (the sweep's highest load meeting every SLO)" in workload["origin"]
+    assert f"device {sweep['device']}" in workload["origin"]
+    # The sweep's point is rounded to 0.1 IOPS; the sizing takes the same window unrounded.
+    assert workload["read_iops"] == pytest.approx(highest["device_rates"]["r_s"], abs=0.051)
+    # --step picks another step, named as chosen; a step the run never had is refused.
+    first = dbsim_size(
+        dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--step", "1", "--json"
+    )
+    assert "step 1 (chosen with --step)" in json.loads(first.stdout)["workload"]["origin"]
+    beyond = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--step", "9")
+    assert "has steps 1..2" in assert_one_error_line(beyond)
+    # Without a sweep's answer, a stepped run's whole-run means are refused, not averaged.
+    del summary["sweep"]
+    (bundle / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    mixed = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle)
+    assert "has 2 steps and its whole-run means mix them: give --step 1..2" in (
+        assert_one_error_line(mixed)
+    )
