@@ -4,6 +4,7 @@ reports for a distributed run, and both write them through :meth:`RunFacts.summa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,12 +27,15 @@ class RunFacts:
     collectors: list[dict[str, Any]]
     collector_errors: dict[str, int]
     findings: dict[str, Any] = field(default_factory=dict)
+    #: Stopped by a person during the measurement: ``completed``, a shorter window.
+    stopped_early: bool = False
 
     def summary_fields(self, **more: Any) -> dict[str, Any]:
         """The fields as summary.json holds them, then ``more``: what only one kind of run
         has (the session runner, errors and outages of one process; ``distributed``)."""
         return {
             "reason": self.reason,
+            "stopped_early": self.stopped_early,
             "last_state": self.last_state,
             "error": self.error,
             "sessions": self.sessions,
@@ -49,3 +53,12 @@ class RunFacts:
             "findings": self.findings,
             **more,
         }
+
+
+def status_text(summary: Mapping[str, Any]) -> str:
+    """The run's status as people read it: ``completed (stopped early)`` for a run a person
+    stopped during its measurement, else the status itself."""
+    status = str(summary.get("status") or "unknown")
+    if status == "completed" and summary.get("stopped_early"):
+        return "completed (stopped early)"
+    return status

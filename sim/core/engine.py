@@ -144,17 +144,17 @@ class Engine(CoroutineSessions, IntervalTicker):
 
     # ------------------------------------------------------------------ control
 
-    def request_stop(self, reason: str) -> None:
-        """Stop gracefully: sessions finish their transaction, the bundle is completed.
-        Safe to call from any thread; a second call with the run still stopping aborts."""
+    def request_stop(self, reason: str, *, early: bool = False) -> None:
+        """Stop gracefully (any thread; a second call while stopping aborts). ``early``, a
+        person's Stop once measuring: ``completed`` + ``stopped_early``; else ``interrupted``."""
         loop = self._loop
         if loop is None:
             self._pending_stop = reason  # before run(): honoured as soon as it starts
             return
         if not loop.is_closed():
-            loop.call_soon_threadsafe(self._stop_now, reason)
+            loop.call_soon_threadsafe(self._stop_now, reason, early)
 
-    def _stop_now(self, reason: str) -> None:
+    def _stop_now(self, reason: str, early: bool = False) -> None:
         if self._stop_event is None:
             return
         if self._stop_event.is_set():
@@ -164,8 +164,9 @@ class Engine(CoroutineSessions, IntervalTicker):
             self.stop_grace_s = 0.0
             self._stop_event.set()
             return
-        self.result.outcome = OUTCOME_INTERRUPTED
-        self.result.reason = reason
+        early = early and self._measuring  # a later failure still makes it failed
+        self.result.outcome = OUTCOME_COMPLETED if early else OUTCOME_INTERRUPTED
+        self.result.reason, self.result.stopped_early = reason, early
         self._stop_event.set()
 
     def _set_state(self, state: str, detail: str = "") -> None:

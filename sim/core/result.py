@@ -18,6 +18,9 @@ class RunResult:
 
     outcome: str = OUTCOME_FAILED
     reason: str = ""
+    #: Stopped by a person during the measurement (``Engine.request_stop(early=True)``):
+    #: still ``completed``, its window shorter than planned.
+    stopped_early: bool = False
     last_state: str = "setup"
     started_wall: float = field(default_factory=time.time)
     sessions_started_wall: float | None = None

@@ -298,6 +298,7 @@ def _summary_extra(run: PreparedRun, errors: dict[str, Any]) -> dict[str, Any]:
     totals = engine.recorder.totals
     facts = RunFacts(
         reason=result.reason,
+        stopped_early=result.stopped_early,
         last_state=result.last_state,
         error=result.error,
         sessions=result.sessions,

@@ -224,7 +224,12 @@ def run_ui(scenario: ScenarioBase, options: UiOptions) -> int:
     environment.events.init.fire(environment=environment, runner=runner, web_ui=web_ui)
     sys.stderr.write(f"dbsim: web UI on http://{options.host}:{options.port}/ (Ctrl-C to quit)\n")
     quit_event = gevent.event.Event()
-    on_signals(lambda signum: quit_event.set())
+
+    def on_quit(signum: int) -> None:
+        controller.stop_for_signal(signum)  # a run still going is interrupted, not stopped early
+        quit_event.set()
+
+    on_signals(on_quit)
     try:
         quit_event.wait()
         if runner.state not in ("ready", "stopped"):

@@ -80,7 +80,7 @@ def run_distributed(
 
     def on_signal(signum: int) -> None:
         received.append(signum)
-        controller.stop_reason = f"stopped by {signal.Signals(signum).name}"
+        controller.stop_for_signal(signum)
         if controller.merger is None:
             done.set()  # nothing started yet: nothing to write
         gevent.spawn(runner.stop)

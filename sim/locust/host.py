@@ -164,12 +164,13 @@ class EngineHost:
         modes = {"skip_load": skip_load, "verify_only": verify_only, "load_only": load_only}
         self._greenlet = gevent.spawn(self._run, scenario, modes)
 
-    def stop(self, reason: str) -> None:
-        """Ask the run to stop gracefully (safe at any moment, even before it started)."""
+    def stop(self, reason: str, *, early: bool = False) -> None:
+        """Ask the run to stop gracefully (safe at any moment, even before it started);
+        ``early``: a person's Stop (Engine.request_stop)."""
         if self._stop_reason is None:
             self._stop_reason = reason
         if self.engine is not None:
-            self.engine.request_stop(reason)
+            self.engine.request_stop(reason, early=early)
 
     def wait(self, timeout: float | None = None) -> dict[str, Any] | None:
         """Block this greenlet until the run has finished; returns the final result."""

@@ -66,7 +66,7 @@ class MasterController(Controller):
         self.on_finished = on_finished
         self.notes = []
         #: Why the next stop happens (the web UI's Stop, or what ``run --workers`` was sent).
-        self.stop_reason = STOP_REASON
+        self.stop_reason, self.stop_early = STOP_REASON, True
         self.merger: RunMerger | None = None
         self.load_phase: LoadPhase | None = None
         self._awaiting: gevent.Greenlet | None = None
@@ -224,6 +224,7 @@ class MasterController(Controller):
         if final.get("outcome") == "failed" and worker is not None and running:
             # The run has failed: stop the others now rather than measure it to the end.
             self.stop_reason = f"worker {worker.index} failed: {final.get('error') or '?'}"
+            self.stop_early = False
             stop_runner(self.environment)
 
     def _heartbeat(self, client_id: str, timestamp: float, **_: Any) -> None:
@@ -240,7 +241,7 @@ class MasterController(Controller):
         runner = self.environment.runner
         assert runner is not None
         for client_id in merger.workers:
-            data = {"run": merger.run_id, "reason": self.stop_reason}
+            data = {"run": merger.run_id, "reason": self.stop_reason, "early": self.stop_early}
             runner.send_message(MSG_STOP, data, client_id=client_id)
         deadline = time.monotonic() + STOP_WAIT_S
         while merger.summary is None or not merger.summary.get("bundle"):
@@ -251,7 +252,7 @@ class MasterController(Controller):
     def _bundle_failed(self, message: str) -> None:
         """The merged bundle cannot be written (disk full, directory locked): stop now, as a
         single-process run does, rather than measure what cannot be kept."""
-        self.stop_reason = message
+        self.stop_reason, self.stop_early = message, False
         stop_runner(self.environment)
 
     def _finished(self, summary: dict[str, Any]) -> None:
@@ -279,6 +280,7 @@ class MasterController(Controller):
             "run_id": merger.run_id,
             "state": merger.state,
             "status": summary.get("status") or ("running" if self.running else "finishing"),
+            "stopped_early": bool(summary.get("stopped_early")),
             "bundle": str(merger.bundle) if merger.bundle else None,
             "sessions": sum(w.sessions for w in merger.workers.values()),
             "intervals": merger.next_index,

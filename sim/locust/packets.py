@@ -140,6 +140,7 @@ def final_report(engine: Engine, packets: int) -> dict[str, Any]:
         "packets": packets,
         "outcome": result.outcome,
         "reason": result.reason,
+        "stopped_early": getattr(result, "stopped_early", False),
         "error": result.error,
         # 2 when the error is a refusal (a foreign object in the way): bad input, as for a
         # single-process run (getattr: the field is newer than some engines' results).

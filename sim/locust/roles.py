@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 import uuid
 from collections.abc import Callable
@@ -75,6 +76,15 @@ class Controller:
     environment: Environment
     last_summary: dict[str, Any] | None = None
     notes: list[str]
+    #: Why the next stop happens, and whether it is a person's Stop (the web UI's button:
+    #: the run ends ``completed`` with ``stopped_early``) or a signal's (``interrupted``).
+    stop_reason: str = STOP_REASON
+    stop_early: bool = True
+
+    def stop_for_signal(self, signum: int) -> None:
+        """The next stop is a signal's: the run is ``interrupted``, not stopped early."""
+        self.stop_reason = f"stopped by {signal.Signals(signum).name}"
+        self.stop_early = False
 
     def snapshot(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -117,12 +127,13 @@ class LocalController(Controller):
             stop_runner(self.environment)
             return
         self.notes = []
+        self.stop_reason, self.stop_early = STOP_REASON, True
         self.host.start(scenario, uuid.uuid4().hex[:12])
 
     def _stopping(self, **_: Any) -> None:
         # Waited for here, before Locust calls the test stopped: see STOP_WAIT_S.
         if self.host.active:
-            self.host.stop(STOP_REASON)
+            self.host.stop(self.stop_reason, early=self.stop_early)
             self.host.wait(STOP_WAIT_S)
 
     def _final(self, final: dict[str, Any]) -> None:
@@ -143,6 +154,7 @@ class LocalController(Controller):
             "run_id": host.run_id,
             "state": host.state,
             "status": final.get("status") or ("running" if host.active else "idle"),
+            "stopped_early": bool(final.get("stopped_early")),
             "bundle": str(bundle) if bundle else None,
             "sessions": host.engine.max_sessions if host.engine else None,
             "intervals": host.packets,
@@ -227,7 +239,8 @@ class WorkerController(Controller):
 
     def _stop(self, environment: Environment, msg: Any, **_: Any) -> None:
         if msg.data.get("run") == self.run_id:
-            self.host.stop(str(msg.data.get("reason") or STOP_REASON))
+            reason = str(msg.data.get("reason") or STOP_REASON)
+            self.host.stop(reason, early=bool(msg.data.get("early")))
 
     def _report(self, client_id: str, data: dict[str, Any]) -> None:
         if self.outbox:

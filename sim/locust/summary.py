@@ -149,6 +149,7 @@ def distributed_extra(merger: RunMerger, workers: Sequence[WorkerRun]) -> dict[s
         # Collectors' findings divide the storage figures by the operations of one process;
         # with several workers on one device they would mislead, so they are left out here.
         findings={},
+        stopped_early=any(f.get("stopped_early") for f in finals),
     )
     return facts.summary_fields(
         distributed={

@@ -12,9 +12,14 @@ tabs fill live, with no JavaScript of ours.
 * **Correlation** — the analysis (:func:`sim.analysis.analyze_bundle`) of the run's bundle so
   far: verdict, correlation of latency with IOPS and await, I/Os per operation, lag, knee,
   Little's law. Computed in a native thread at most every ``CORRELATION_REFRESH_S``.
-* **Run** — the bundle's location, state, sessions, workers; ``report.html`` and
-  ``summary.json`` of the latest run are offered under "Download Data" and at
-  ``/dbsim/run/report.html`` and ``/dbsim/run/summary.json``.
+* **Run** — the bundle's location, state (``completed (stopped early)`` after Stop),
+  sessions, workers, and the downloads of the latest run (:mod:`sim.locust.downloads`):
+  ``/dbsim/run/report.html``, ``summary.json``, ``timeseries.zip`` and ``bundle.zip``, links
+  there (``static/links.js``, added to Locust's page, makes them clickable) and under
+  "Download Data".
+
+The Storage rows say whether they are live or the last sample of a stopped run, and how old
+that sample is.
 
 Every route is protected by ``--web-login`` when it is on. Credentials are compared in
 constant time and never logged.
@@ -32,12 +37,14 @@ from pathlib import Path
 from typing import Any
 
 import gevent
-from flask import Response, jsonify, make_response, redirect, request, send_file, session, url_for
+from flask import Response, jsonify, redirect, request, send_from_directory, session, url_for
 from flask_login import UserMixin, login_user
 from locust.env import Environment
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from sim import registry
+from sim.bundle.summary import status_text
+from sim.locust.downloads import DOWNLOADS, download
 from sim.locust.roles import Controller
 from sim.protocols import Sample
 from sim.registry import UiFigure
@@ -48,7 +55,9 @@ CORRELATION_REFRESH_S = 5.0
 STATS_PATH = "/stats/requests"
 FIGURE_COLUMNS = (("figure", "Figure"), ("value", "Value"), ("meaning", "Meaning"))
 TABS = (("storage", "Storage"), ("correlation", "Correlation"), ("run", "Run"))
-DOWNLOADS = ("report.html", "summary.json")
+STATIC = Path(__file__).with_name("static")
+#: Added to Locust's page: makes the Run tab's download paths links.
+PAGE_SCRIPT = '<script src="./dbsim/static/links.js" defer></script>'
 
 
 def _num(value: Any, digits: int = 2) -> Any:
@@ -58,7 +67,7 @@ def _num(value: Any, digits: int = 2) -> Any:
 def storage_columns() -> list[tuple[str, str]]:
     """The Storage table's columns: source and entity, then every column a registered
     collector fills, in registry order (a column two sources fill appears once)."""
-    columns = {"source": "Source", "entity": "Entity"}
+    columns = {"state": "State", "age_s": "Age s", "source": "Source", "entity": "Entity"}
     for entry in registry.collectors().values():
         for figure in entry.display.ui if entry.display else ():
             columns.setdefault(figure.column, figure.title)
@@ -84,12 +93,34 @@ def storage_row(sample: Sample, columns: list[tuple[str, str]]) -> dict[str, Any
     return {
         key: row.get(key) if key in ("source", "entity") else _num(row.get(key))
         for key, _ in columns
+        if key not in ("state", "age_s")
     }
 
 
-def storage_rows(samples: list[Sample]) -> list[dict[str, Any]]:
+class SampleClock:
+    """When the latest samples arrived (the controller replaces its list on each interval)."""
+
+    def __init__(self) -> None:
+        self._seen: list[Sample] | None = None
+        self._at = 0.0
+
+    def age_s(self, samples: list[Sample]) -> float:
+        if samples is not self._seen:
+            self._seen, self._at = samples, time.time()
+        return time.time() - self._at
+
+
+def storage_rows(
+    samples: list[Sample], *, live: bool = True, age_s: float | None = None
+) -> list[dict[str, Any]]:
+    """The Storage tab: one row per sample, each saying ``live`` while the run goes or
+    ``stopped (last sample)`` after it, and the sample's age in seconds."""
     columns = storage_columns()
-    return [storage_row(s, columns) for s in sorted(samples, key=lambda s: (s.source, s.entity))]
+    state = "live" if live else "stopped (last sample)"
+    return [
+        {"state": state, "age_s": _num(age_s, 1), **storage_row(s, columns)}
+        for s in sorted(samples, key=lambda s: (s.source, s.entity))
+    ]
 
 
 IO_PER_OP_LABELS = {
@@ -199,7 +230,7 @@ def run_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
         {"figure": "bundle", "value": snapshot.get("bundle") or "", "meaning": "run directory"},
         {
             "figure": "status",
-            "value": snapshot.get("status", ""),
+            "value": status_text(snapshot) if snapshot.get("status") else "",
             "meaning": f"engine state {snapshot.get('state', '')}",
         },
         {
@@ -218,14 +249,8 @@ def run_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
             "meaning": "written to the bundle",
         },
     ]
-    for name in DOWNLOADS:
-        rows.append(
-            {
-                "figure": name,
-                "value": f"/dbsim/run/{name}",
-                "meaning": "download (Download Data tab)",
-            }
-        )
+    for name, what in DOWNLOADS.items():
+        rows.append({"figure": name, "value": f"/dbsim/run/{name}", "meaning": f"download: {what}"})
     for worker in snapshot.get("workers") or []:
         rows.append(
             {
@@ -268,12 +293,18 @@ def extend_web_ui(
     assert web_ui is not None and web_ui.app is not None
     app = web_ui.app
     correlation = CorrelationCache()
+    clock = SampleClock()
     web_ui.template_args.update(_template_args())
+
+    def storage() -> list[dict[str, Any]]:
+        samples = controller.samples()
+        live = controller.snapshot().get("status") == "running"
+        return storage_rows(samples, live=live, age_s=clock.age_s(samples))
 
     def extended() -> list[dict[str, Any]]:
         snapshot = controller.snapshot()
         return [
-            {"key": "storage", "data": storage_rows(controller.samples())},
+            {"key": "storage", "data": storage()},
             {"key": "correlation", "data": correlation.get(snapshot.get("bundle"))},
             {"key": "run", "data": run_rows(snapshot)},
         ]
@@ -285,9 +316,14 @@ def extend_web_ui(
             body["extended_stats"] = extended()
             _unround_min_max(environment, body.get("stats") or [])
             response.set_data(json.dumps(body))
+        elif (
+            request.path == "/" and response.status_code == 200 and response.mimetype == "text/html"
+        ):
+            page = response.get_data(as_text=True)
+            response.set_data(page.replace("</body>", f"{PAGE_SCRIPT}\n</body>", 1))
         return response
 
-    _add_routes(app, web_ui.auth_required_if_enabled, controller, correlation)
+    _add_routes(app, web_ui.auth_required_if_enabled, controller, correlation, storage)
     from sim.locust.exposition import add_metrics_route
 
     add_metrics_route(app, controller, login)
@@ -306,39 +342,41 @@ def _template_args() -> dict[str, Any]:
             {"key": "run", "structure": figures},
         ],
         "extended_csv_files": [
-            {"href": f"./dbsim/run/{name}", "title": f"dbsim {name} of the latest run"}
-            for name in DOWNLOADS
+            {"href": f"./dbsim/run/{name}", "title": f"dbsim {name}: {what} (latest run)"}
+            for name, what in DOWNLOADS.items()
         ],
     }
 
 
 def _add_routes(
-    app: Any, protect: Any, controller: Controller, correlation: CorrelationCache
+    app: Any,
+    protect: Any,
+    controller: Controller,
+    correlation: CorrelationCache,
+    storage: Any,
 ) -> None:
-    """``/dbsim/status`` (the three tabs as JSON) and ``/dbsim/run/<name>`` (downloads)."""
+    """``/dbsim/status`` (the three tabs as JSON), ``/dbsim/run/<name>`` (downloads) and
+    ``/dbsim/static/<name>`` (the page's own script and style, served from this package)."""
 
     @app.route("/dbsim/status")
     @protect
     def dbsim_status() -> Response:
         snapshot = controller.snapshot()
         return jsonify(
-            run=snapshot,
-            storage=storage_rows(controller.samples()),
+            run={**snapshot, "status_text": status_text(snapshot)},
+            storage=storage(),
             correlation=correlation.get(snapshot.get("bundle")),
         )
 
     @app.route("/dbsim/run/<name>")
     @protect
     def dbsim_download(name: str) -> Response:
-        bundle = controller.snapshot().get("bundle")
-        if name not in DOWNLOADS or not bundle:
-            return make_response("no such file: start a run first\n", 404)
-        path = Path(bundle) / name
-        if not path.is_file():
-            return make_response(f"{name} is written when the run ends\n", 404)
-        return send_file(
-            path, as_attachment=name != "report.html", download_name=f"{Path(bundle).name}-{name}"
-        )
+        return download(controller.snapshot().get("bundle"), name)
+
+    @app.route("/dbsim/static/<path:name>")
+    @protect
+    def dbsim_static(name: str) -> Response:
+        return send_from_directory(STATIC, name)
 
 
 class _WebUser(UserMixin):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sim import registry
+from sim.bundle.summary import status_text
 from sim.core.cache import not_exercised_headline
 from sim.registry import Display
 from sim.report.markup import (
@@ -60,7 +61,7 @@ def header(summary: Mapping[str, Any], bundle: Path) -> Safe:
     timing = summary.get("timing") or {}
     host = summary.get("host") or {}
     facts = [
-        ("Status", badge(status, status)),
+        ("Status", badge(status_text(summary), status)),
         ("Reason", summary.get("reason") or DASH),
         ("Started", when(summary.get("started_at"))),
         ("Ended", when(summary.get("ended_at"))),

@@ -1,18 +1,22 @@
 """``dbsim ui`` in a real browser: Debian's headless Chromium driven by Playwright.
 
 The web UI runs as a child process (``python -m sim.locust ui``: the ``dbsim ui`` command) on
-a free loopback port. The browser fills Locust's start form — 4 users, and two of dbsim's
+a free loopback port, with a *relative* output directory (``-o runs``: a relative path once
+broke the downloads). The browser fills Locust's start form — 4 users, and two of dbsim's
 custom parameters (work unit, duration) — starts a SQLite SLOB-like run, sees the Statistics
-table show sub-millisecond percentiles and the Storage tab fill with block-device samples,
-stops the run, and the bundle is checked on disk. Screenshots of the Statistics, Storage and
-Run tabs are left in the bundle for a person to look at. Any request the page makes to a
-host other than the UI is aborted (and listed): the test is offline.
+table show sub-millisecond percentiles and the Storage tab fill with live block-device
+samples, presses Stop: the run is ``completed (stopped early)``, the Storage rows say
+``stopped``, and every download (report, summary, time series, bundle zip) works, the zip
+holding a report.html that opens. Screenshots of every tab are left in the test's tmp
+directory for a person to look at. Any request the page makes to a host other than the UI is
+aborted (and listed): the test is offline.
 
 Needs ``chromium`` (apt) and ``playwright`` (pip); never ``playwright install``.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import signal
@@ -23,6 +27,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +104,7 @@ def web_ui(tmp_path: Path) -> Iterator[WebUi]:
     env = clean_environment(child_tmp)
     env.update(GEVENT_MONITOR_THREAD_ENABLE="true", GEVENT_MAX_BLOCKING_TIME=str(MAX_BLOCKING_S))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sim.locust", "ui", "--port", str(port), "-o", str(out)],
+        [sys.executable, "-m", "sim.locust", "ui", "--port", str(port), "-o", "runs"],
         cwd=tmp_path,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -159,9 +164,48 @@ def _fail_with_state(url: str, proc: subprocess.Popen[str], what: str) -> None:
     pytest.fail(f"{what}; /dbsim/status: {status}; dbsim ui stderr: {stderr[-4000:]}")
 
 
-def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi) -> None:
+def _get(url: str) -> tuple[int, str, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return int(response.status), response.headers.get_content_type(), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, "", exc.read()
+
+
+def _check_downloads(url: str, bundle: Path, page: Any, browser: Any, shots: Path) -> None:
+    """Every download of the Run tab, with the bundle under a relative output directory."""
+    code, kind, body = _get(f"{url}/dbsim/run/summary.json")
+    assert code == 200, body[:300]
+    assert json.loads(body) == json.loads((bundle / "summary.json").read_bytes())
+    code, kind, body = _get(f"{url}/dbsim/run/report.html")
+    assert code == 200 and kind == "text/html" and body == (bundle / "report.html").read_bytes()
+    code, kind, body = _get(f"{url}/dbsim/run/timeseries.zip")
+    assert code == 200 and kind == "application/zip", body[:300]
+    names = zipfile.ZipFile(io.BytesIO(body)).namelist()
+    assert f"{bundle.name}/timeseries/block.csv" in names, names
+    assert _get(f"{url}/dbsim/run/nothing.txt")[0] == 404
+    # The bundle zip, through the Run tab's link, as a person downloads it.
+    with page.expect_download() as pending:
+        page.get_by_role("link", name="/dbsim/run/bundle.zip").click()
+    saved = shots / pending.value.suggested_filename
+    pending.value.save_as(saved)
+    with zipfile.ZipFile(saved) as archive:
+        archive.extractall(shots / "unzipped")
+    report = shots / "unzipped" / bundle.name / "report.html"
+    assert report.read_bytes() == (bundle / "report.html").read_bytes()
+    viewer = browser.new_page()
+    viewer.goto(report.as_uri())
+    assert "dbsim" in viewer.title().lower() or viewer.locator("h1").count() > 0
+    assert viewer.get_by_text("completed (stopped early)").count() > 0
+    viewer.screenshot(path=str(shots / "report-from-zip.png"), full_page=False)
+    viewer.close()
+
+
+def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi, tmp_path: Path) -> None:
     sync_playwright, executable = _browser_or_skip()
     url, out, proc = web_ui.url, web_ui.out, web_ui.proc
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
     outside: list[str] = []
 
     with sync_playwright() as playwright:
@@ -171,7 +215,7 @@ def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi) -> None
             page.set_default_timeout(STEP_TIMEOUT_MS)
 
             def guard(route: Any) -> None:
-                if route.request.url.startswith(url):
+                if route.request.url.startswith((url, "file://")):
                     route.continue_()
                 else:
                     outside.append(route.request.url)
@@ -200,32 +244,39 @@ def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi) -> None
             minimum = float(cells[_column(page, "Min (ms)")])
             assert 0 < minimum < median < 1, cells  # neither 0 nor 1 ms: microseconds kept
             status = _get_json(f"{url}/dbsim/status")
-            bundle = Path(status["run"]["bundle"])
-            page.screenshot(path=str(bundle / "webui-statistics.png"))
+            bundle = web_ui.out.parent / status["run"]["bundle"]  # relative to the UI's cwd
+            page.screenshot(path=str(shots / "webui-statistics.png"))
 
             # Storage: the block device under the run's SQLite file, sampled every second.
             page.get_by_role("tab", name="Storage").click()
             page.locator("tbody tr", has_text="block").first.wait_for()
             block = _row_cells(page, "block")
             iops = float(block[_column(page, "IOPS")])
-            assert iops > 0, block
-            page.screenshot(path=str(bundle / "webui-storage.png"))
+            assert iops > 0 and block[_column(page, "State")] == "live", block
+            assert 0 <= float(block[_column(page, "Age s")]) < 5, block
+            page.screenshot(path=str(shots / "webui-storage.png"))
 
             page.get_by_role("tab", name="Run").click()
-            page.locator("tbody tr", has_text=str(bundle)).first.wait_for()
+            page.locator("tbody tr", has_text=str(status["run"]["bundle"])).first.wait_for()
             page.get_by_role("button", name="Stop").click()
             try:
-                page.locator("tbody tr", has_text="interrupted").first.wait_for()
+                page.locator("tbody tr", has_text="completed (stopped early)").first.wait_for()
             except Exception:  # Playwright's TimeoutError: say where the run stood, and why
-                _fail_with_state(url, proc, "the Run tab never showed the run as interrupted")
-            page.screenshot(path=str(bundle / "webui-run.png"))
+                _fail_with_state(url, proc, "the Run tab never showed the run as stopped early")
+            page.screenshot(path=str(shots / "webui-run.png"))
+            _check_downloads(url, bundle, page, browser, shots)
+            page.get_by_role("tab", name="Storage").click()
+            page.locator("tbody tr", has_text="stopped (last sample)").first.wait_for()
+            page.screenshot(path=str(shots / "webui-storage-stopped.png"))
         finally:
             browser.close()
 
     assert outside == [], f"the page tried to reach other hosts: {outside}"
     summary = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
-    assert summary["status"] == "interrupted"
+    assert summary["status"] == "completed" and summary["stopped_early"] is True
     assert summary["reason"] == "stopped from Locust"
+    assert summary["timing"]["measured_s"] > 1  # the window up to Stop, analysed
+    assert (bundle / "analysis.json").is_file()
     assert summary["sessions"] == USERS
     assert summary["scenario"]["workload"] == "slob"
     assert summary["operations"]["read"]["p50_us"] < 1000
@@ -238,7 +289,7 @@ def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi) -> None
     stats = _get_json(f"{url}/stats/requests")["stats"]
     table = {row["name"]: row["num_requests"] for row in stats if row["name"] != "Aggregated"}
     assert table == {op: n for op, n in expected.items() if n}
-    assert out in bundle.parents
+    assert out.resolve() in bundle.resolve().parents
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr[-3000:]

@@ -205,6 +205,36 @@ def test_stop_request_ends_the_run_as_interrupted_with_its_reason() -> None:
     assert engine.recorder.totals["ping"].count > 0
 
 
+def test_an_early_stop_while_measuring_completes_the_run_stopped_early() -> None:
+    """A person's Stop (the web UI's) during the measurement: completed, its window so far."""
+    engine = make_engine(Load(duration_s=30))
+
+    async def stop_soon() -> None:
+        await asyncio.sleep(0.7)
+        engine.request_stop("stopped from the UI", early=True)
+
+    run(engine, stop_soon())
+    assert engine.result.outcome == OUTCOME_COMPLETED
+    assert engine.result.stopped_early is True
+    assert engine.result.reason == "stopped from the UI"
+    assert 0.3 < engine.result.measured_s < 2
+    assert engine.recorder.totals["ping"].count > 0
+
+
+def test_an_early_stop_during_warm_up_is_still_interrupted() -> None:
+    """Nothing measured yet: there is no window to call completed."""
+    engine = make_engine(Load(warmup_s=30, duration_s=30))
+
+    async def stop_soon() -> None:
+        await asyncio.sleep(0.5)
+        engine.request_stop("stopped from the UI", early=True)
+
+    run(engine, stop_soon())
+    assert engine.result.outcome == OUTCOME_INTERRUPTED
+    assert engine.result.stopped_early is False
+    assert engine.result.measured_s == 0
+
+
 def test_sessions_start_together_after_all_connected() -> None:
     stages = plan_stages(Load(warmup_s=2, steps=[{"duration_s": 1, "sessions": 8}]), 4)
     assert [(s.phase, s.sessions) for s in stages] == [("warmup", 8), ("measure", 8)]
