@@ -270,6 +270,7 @@ def print_run_end(out: Console, summary: dict[str, Any]) -> None:
     rule's check, one line per SLO verdict, a sweep's answer, the bundle and its report."""
     from pathlib import Path
 
+    from sim.judge.score import score_line
     from sim.judge.slo import verdict_line
     from sim.judge.sweep import sweep_line
 
@@ -280,6 +281,9 @@ def print_run_end(out: Console, summary: dict[str, Any]) -> None:
         out.print(verdict_line(verdict), highlight=False, markup=False)
     if summary.get("sweep"):
         out.print(sweep_line(summary["sweep"]), highlight=False, markup=False)
+    scored = score_line((summary.get("workload") or {}).get("score"))
+    if scored is not None:  # a workload's own scoring (EDA: its reference's load points)
+        out.print(scored, highlight=False, markup=False)
     located = (summary.get("target") or {}).get("data_location")
     if located:  # what the device figures describe: the storage under this path
         out.print(f"data: {located['path']} ({located['from']})", highlight=False, markup=False)

@@ -16,7 +16,7 @@ end of every run, and a run's figures must not be lost to a plotting problem.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from sim.report.data import (
     read_text,
     series_from_bundle,
 )
-from sim.report.markup import Safe, esc, num, page, section, table, us
+from sim.report.markup import Safe, esc, num, page, para, section, table, us
 from sim.report.scales import finite
 from sim.safeio import strict_json
 from sim.safeyaml import load_yaml
@@ -192,6 +192,7 @@ def _section_builders(run: _Run) -> list[tuple[str, str, Callable[[], str]]]:
     return [
         ("verdict", "Verdict", lambda: sections.verdict(analysis)),
         ("operations", "Operations", lambda: sections.operations(summary, run.ops)),
+        ("score", "Score", lambda: _score_section(summary)),
         ("timeseries", "Time series", lambda: _timeseries_section(run)),
         ("curve", "Latency vs load", lambda: _curve_section(run)),
         ("histograms", "Histograms", lambda: _histograms_section(run)),
@@ -200,6 +201,19 @@ def _section_builders(run: _Run) -> list[tuple[str, str, Callable[[], str]]]:
         ("run", "Run details", lambda: sections.run_details(summary)),
         ("scenario", "Scenario", lambda: _scenario_section(run.scenario_text)),
     ]
+
+
+def _score_section(summary: Mapping[str, Any]) -> str:
+    """The workload's own scoring (EDA: the reference's load points), when it keeps one."""
+    from sim.judge.score import SCORE_HEADERS, score_line, score_rows
+
+    score = (summary.get("workload") or {}).get("score")
+    line = score_line(score)
+    if line is None:
+        return ""
+    rows = score_rows(score)
+    caption = "Load points, scored by the workload's reference rule (measured)"
+    return section("score", "Score", para(line), table(SCORE_HEADERS, rows, caption=caption))
 
 
 def _timeseries_section(run: _Run) -> str:
