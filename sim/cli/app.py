@@ -7,6 +7,7 @@ line is printed. Each command lives in its own module of :mod:`sim.cli` and regi
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -45,6 +46,16 @@ DurationOpt = Annotated[float | None, typer.Option("--duration", help="load.dura
 SessionsOpt = Annotated[int | None, typer.Option("--sessions", help="load.sessions")]
 WarmupOpt = Annotated[float | None, typer.Option("--warmup", help="load.warmup_s")]
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="output.directory")]
+
+
+def output_width(stream: Any) -> int | None:
+    """The width for a command's tables on ``stream``: ``COLUMNS`` when it is set (a
+    terminal or not), else the terminal's own (None), else :data:`WIDE_OUTPUT` for a pipe or
+    a log, so tables fit without folding."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return None if stream.isatty() else WIDE_OUTPUT
 
 
 def run_overrides(

@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from sim.cli.app import EXIT_SIGINT, EXIT_SIGTERM, WIDE_OUTPUT, app, print_error
+from sim.cli.app import EXIT_SIGINT, EXIT_SIGTERM, app, output_width, print_error
 from sim.errors import EXIT_OK, EXIT_RUN_FAILED
 from sim.safeio import strict_json
 
@@ -129,7 +129,7 @@ def _size_option(text: str | None) -> int | None:
 def execute(opts: BaselineOptions, *, quiet: bool, as_json: bool) -> int:
     from sim.baseline.run import BaselineRun
 
-    console = Console(stderr=True, width=None if sys.stderr.isatty() else WIDE_OUTPUT)
+    console = Console(stderr=True, width=output_width(sys.stderr))
     chatty = not (quiet or as_json)
     run = BaselineRun(
         opts,
@@ -159,7 +159,7 @@ def execute(opts: BaselineOptions, *, quiet: bool, as_json: bool) -> int:
     elif quiet:
         sys.stdout.write(f"{path}\n")
     else:
-        out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
+        out = Console(width=output_width(sys.stdout))
         out.print(results_table(summary["baseline"]))
         comparison = summary["baseline"].get("comparison")
         if comparison:

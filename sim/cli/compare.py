@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sim.cli.app import WIDE_OUTPUT, app
+from sim.cli.app import app, output_width
 from sim.errors import EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_SLO_MISSED, ConfigError
 
 ThresholdsOpt = Annotated[
@@ -128,7 +128,7 @@ def _print(result: dict[str, Any]) -> None:
 
     from sim.report.compare import HEADERS, measured_line, table_rows
 
-    out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
+    out = Console(width=output_width(sys.stdout))
     verdict = result["verdict"]
     decided = "; ".join(verdict["decided_by"])
     if verdict["call"] == "invalid":  # said first: the table below is no verdict

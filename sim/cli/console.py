@@ -17,12 +17,18 @@ from rich.table import Table
 from rich.text import Text
 
 from sim import registry
+from sim.cli.tables import Column, folded
 from sim.core.cache import not_exercised_headline
 from sim.core.metrics import Interval
+from sim.core.progress import ProgressMeter
 from sim.protocols import Sample
 from sim.registry import Display
 
 PLAIN_LINE_EVERY_S = 5.0
+#: The engine's states before the sessions run: the header shows the set-up's progress then.
+SETUP_STATES = frozenset({"setup", "loading", "verifying"})
+#: The verdict's evidence lines printed at the end of a run (the passed checks, first ones).
+MAX_FINDINGS = 5
 
 
 def _us(value: Any) -> str:
@@ -41,6 +47,7 @@ class LiveConsole:
         self.state = "setup"
         self.detail = ""
         self.progress = ""
+        self.meter = ProgressMeter()
         self.rows: list[dict[str, Any]] = []
         self.samples: list[Sample] = []
         self.elapsed = 0.0
@@ -48,6 +55,7 @@ class LiveConsole:
         self._started = time.monotonic()
         self._live: Live | None = None
         self._last_plain = 0.0
+        self._last_interval_line = 0.0
 
     def __enter__(self) -> LiveConsole:
         if self.err.is_terminal:
@@ -71,7 +79,15 @@ class LiveConsole:
         self._refresh()
 
     def on_progress(self, what: str, done: int, total: int) -> None:
-        self.progress = f"{what}: {done:,}/{total:,} ({100 * done / max(total, 1):.0f} %)"
+        self.meter.update(what, done, total)
+        self.progress = self.meter.line(what)
+        finished = done >= total
+        if self._live is None and (
+            finished or time.monotonic() - self._last_plain >= PLAIN_LINE_EVERY_S
+        ):
+            # A pipe or a log gets a line every few seconds: never silent for a whole load.
+            self._last_plain = time.monotonic()
+            self.err.print(f"[dim]dbsim[/dim] {self.progress}", highlight=False)
         self._refresh()
 
     def on_interval(self, interval: Interval, samples: list[Sample]) -> None:
@@ -80,12 +96,13 @@ class LiveConsole:
         self.rows = list(interval.rows())
         self.samples = samples
         self.progress = ""
-        if self._live is None and time.monotonic() - self._last_plain >= PLAIN_LINE_EVERY_S:
-            self._last_plain = time.monotonic()
+        now = time.monotonic()
+        if self._live is None and now - self._last_interval_line >= PLAIN_LINE_EVERY_S:
+            self._last_interval_line = now
             seconds = max(interval.t_end - interval.t_start, 1e-9)
             ops = ", ".join(
-                f"{r['op']} {r['ops_s']:.0f}/s p99 {_us(r.get('p99_us'))}"
-                + (f" errors {r['errors'] / seconds:,.0f}/s" if r["errors"] else "")
+                f"{r['op']} {r['ops_s']:,.0f}/s p99 {_us(r.get('p99_us'))}"
+                f" errors {r['errors'] / seconds:,.0f}/s"
                 for r in self.rows
             )
             dev = ", ".join(
@@ -119,27 +136,32 @@ class LiveConsole:
 
     def _render(self) -> Group:
         head = Text(f"dbsim  {self.state} {self.detail}  ", style="bold")
+        parts: list[Any] = [head]
+        if self.state in SETUP_STATES:
+            # Loading: its own progress, rate and ETA; the run's clock has not started.
+            if self.progress:
+                parts.append(Text(self.progress))
+            return Group(*parts)
         head.append(f"elapsed {self.elapsed:5.0f} s")
         if self.planned_s:
             head.append(f"  remaining {max(self.planned_s - self.elapsed, 0):5.0f} s")
-        parts: list[Any] = [head]
-        if self.progress:
-            parts.append(Text(self.progress))
+        width = self.err.width
         if self.rows:
-            ops = Table(box=None, pad_edge=False)
-            for column in ("op", "ops/s", "p50", "p99", "errors/s"):
-                ops.add_column(column, justify="right" if column != "op" else "left")
             seconds = max(self.interval_s, 1e-9)
-            for r in self.rows:
-                ops.add_row(
+            columns = [Column("op", "left"), *(Column(c) for c in ("ops/s", "p50", "p99"))]
+            rows = [
+                [
                     r["op"],
                     f"{r['ops_s']:,.0f}",
                     _us(r.get("p50_us")),
                     _us(r.get("p99_us")),
                     f"{r['errors'] / seconds:,.0f}",
-                )
-            parts.append(ops)
-        parts.extend(live_tables(self.samples))
+                ]
+                for r in self.rows
+            ]
+            columns.append(Column("errors/s"))
+            parts.extend(folded(columns, rows, width, boxed=False))
+        parts.extend(live_tables(self.samples, width))
         return Group(*parts)
 
 
@@ -148,8 +170,9 @@ def _display(source: str) -> Display | None:
     return entry.display if entry is not None else None
 
 
-def live_tables(samples: list[Sample]) -> list[Table]:
-    """One table per source with live figures: the latest interval, entities as rows."""
+def live_tables(samples: list[Sample], width: int | None = None) -> list[Table]:
+    """One table per source with live figures: the latest interval, entities as rows,
+    folded to ``width``."""
     by_source: dict[str, list[Sample]] = {}
     for sample in samples:
         if not sample.gap:
@@ -159,29 +182,25 @@ def live_tables(samples: list[Sample]) -> list[Table]:
         shown = _display(source)
         if shown is None or not shown.live:
             continue
-        table = Table(box=None, pad_edge=False)
-        table.add_column(shown.entity_label, justify="left")
-        for figure in shown.live:
-            table.add_column(figure.label, justify="right")
-        for s in rows:
-            table.add_row(s.entity, *(f.format(s.values.get(f.key)) for f in shown.live))
-        tables.append(table)
+        columns = [Column(shown.entity_label, "left"), *(Column(f.label) for f in shown.live)]
+        cells = [[s.entity, *(f.format(s.values.get(f.key)) for f in shown.live)] for s in rows]
+        tables.extend(folded(columns, cells, width, boxed=False))
     return tables
 
 
-def summary_tables(summary: dict[str, Any]) -> list[Table]:
-    """The final tables: per operation over the measured window, then storage means."""
+def summary_tables(summary: dict[str, Any], width: int | None = None) -> list[Table]:
+    """The final tables: per operation over the measured window, then storage means, each
+    folded to ``width`` (None: as wide as they are)."""
     timing = summary.get("timing", {})
     title = (
         f"{summary.get('scenario', {}).get('workload')} on {summary.get('scenario', {}).get('target')}: "
         f"{summary.get('status', '?')}, {timing.get('measured_s', 0):.1f} s measured, "
         f"{summary.get('sessions', '?')} sessions"
     )
-    ops = Table(title=title)
-    for column in ("op", "count", "ops/s", "p50", "p95", "p99", "max", "errors"):
-        ops.add_column(column, justify="left" if column == "op" else "right", no_wrap=True)
-    for name, op in summary.get("operations", {}).items():
-        ops.add_row(
+    headers = ("op", "count", "ops/s", "p50", "p95", "p99", "max", "errors")
+    columns = [Column(h, "left" if h == "op" else "right") for h in headers]
+    rows = [
+        [
             name,
             f"{op.get('count', 0):,}",
             f"{op.get('ops_s', 0):,.1f}",
@@ -189,9 +208,11 @@ def summary_tables(summary: dict[str, Any]) -> list[Table]:
             _us(op.get("p95_us")),
             _us(op.get("p99_us")),
             _us(op.get("max_us")),
-            str(op.get("errors", 0)),
-        )
-    tables = [ops]
+            f"{op.get('errors', 0):,}",
+        ]
+        for name, op in summary.get("operations", {}).items()
+    ]
+    tables = folded(columns, rows, width, title=title)
     errors = error_table(summary.get("errors") or {})
     if errors is not None:
         tables.append(errors)
@@ -199,23 +220,25 @@ def summary_tables(summary: dict[str, Any]) -> list[Table]:
         shown = _display(source)
         if shown is None or not shown.console or not isinstance(entities, dict) or not entities:
             continue
-        table = Table(title=shown.console_title or shown.title)
-        table.add_column(shown.entity_label, justify="left", no_wrap=True)
-        for figure in shown.console:
-            table.add_column(figure.label, justify="right", no_wrap=True)
-        for entity, means in entities.items():
-            table.add_row(entity, *(f.format(means.get(f.key)) for f in shown.console))
-        tables.append(table)
+        columns = [Column(shown.entity_label, "left"), *(Column(f.label) for f in shown.console)]
+        cells = [
+            [entity, *(f.format(means.get(f.key)) for f in shown.console)]
+            for entity, means in entities.items()
+        ]
+        tables.extend(folded(columns, cells, width, title=shown.console_title or shown.title))
     return tables
 
 
 def print_summary(out: Console, summary: dict[str, Any]) -> None:
     """The final tables of ``dbsim run`` (with or without ``--workers``), after the headline
     that an invalid run gets before any figure."""
+    import textwrap
+
     for headline in (invalid_headline(summary), not_exercised_headline(summary)):
-        if headline is not None:
-            out.print(headline, style="bold red", highlight=False, markup=False, soft_wrap=True)
-    for table in summary_tables(summary):
+        if headline is not None:  # first, whole, wrapped at words to the width
+            wrapped = textwrap.fill(headline, width=max(out.width, 40), subsequent_indent="  ")
+            out.print(wrapped, style="bold red", highlight=False, markup=False, soft_wrap=True)
+    for table in summary_tables(summary, out.width):
         out.print(table)
 
 
@@ -250,40 +273,86 @@ def invalid_headline(summary: dict[str, Any]) -> str | None:
     )
 
 
+def _shares(pct: dict[str, Any]) -> str:
+    """``{"read": 90.0, "update": 10.0}`` -> ``read 90 %, update 10 %``."""
+    # A no-break space: a wrapped line never leaves the % sign behind on the next.
+    return ", ".join(f"{op} {float(v):.3g}\u00a0%" for op, v in pct.items())
+
+
 def mix_line(mix: dict[str, Any], errors: dict[str, Any]) -> str | None:
-    """The mix rule's check, saying what it counted: issued operations, failed or not."""
-    if "exact" not in mix:
+    """The operation mix as a sentence: measured shares beside the requested ones, and the
+    mix rule's check, saying what it counted (issued operations, failed or not)."""
+    measured = mix.get("measured_pct") or {}
+    if not measured and "exact" not in mix:
         return None
-    counted = ", ".join(f"{op} {n:,}" for op, n in (mix.get("measured") or {}).items())
+    line = f"mix (measured): {_shares(measured)}" if measured else "mix"
+    if mix.get("requested_pct"):
+        line += f"; asked {_shares(mix['requested_pct'])}"
+    if "exact" in mix:
+        counted = ", ".join(f"{op} {n:,}" for op, n in (mix.get("measured") or {}).items())
+        verdict = "exact" if mix["exact"] else "NOT exact"
+        line += f"; by the workload's rule {verdict} over the operations issued ({counted})"
     failed = int(errors.get("errors") or 0)
-    line = (
-        f"mix by the workload's rule: {'exact' if mix['exact'] else 'NOT exact'} over the "
-        f"operations issued ({counted})"
-    )
     if failed:
         line += f"; {failed:,} of them failed, so the mix applied to the target was not this"
     return line
 
 
+def _figure(value: Any) -> str:
+    return "-" if value is None else f"{value:,.4g}" if isinstance(value, float) else str(value)
+
+
+def verdict_lines(analysis: dict[str, Any] | None) -> list[str]:
+    """The analysis' verdict and the checks that support it (analysis.json), as lines."""
+    verdict = (analysis or {}).get("verdict") or {}
+    if not verdict.get("call"):
+        return []
+    said = verdict.get("summary") or verdict["call"]
+    lines = [f"verdict (analysis.json): {said}"]
+    passed = [e for e in verdict.get("evidence") or [] if e.get("passed")]
+    for item in passed[:MAX_FINDINGS]:
+        lines.append(
+            f"  finding: {item.get('check')} {_figure(item.get('value'))} (threshold "
+            f"{_figure(item.get('threshold'))}, measured): {item.get('meaning', '')}"
+        )
+    return lines
+
+
+def _analysis(bundle: Any) -> dict[str, Any] | None:
+    from sim.bundle.reader import read_analysis
+
+    try:
+        return read_analysis(bundle)
+    except Exception:  # an unreadable analysis costs only the verdict lines
+        return None
+
+
 def print_run_end(out: Console, summary: dict[str, Any]) -> None:
     """What ``dbsim run`` prints after the tables (with or without ``--workers``): the mix
     rule's check, one line per SLO verdict, a sweep's answer, the bundle and its report."""
+    import textwrap
     from pathlib import Path
 
     from sim.judge.score import score_line
     from sim.judge.slo import verdict_line
     from sim.judge.sweep import sweep_line
 
+    def say(text: str) -> None:  # wrapped at words, continuation lines indented
+        wrapped = textwrap.fill(text, width=max(out.width, 40), subsequent_indent="    ")
+        out.print(wrapped, highlight=False, markup=False, soft_wrap=True)
+
     line = mix_line(summary.get("mix") or {}, summary.get("errors") or {})
     if line is not None:
-        out.print(line, highlight=False, markup=False)
+        say(line)
     for verdict in (summary.get("slos") or {}).get("verdicts") or []:
-        out.print(verdict_line(verdict), highlight=False, markup=False)
+        say(verdict_line(verdict))
     if summary.get("sweep"):
-        out.print(sweep_line(summary["sweep"]), highlight=False, markup=False)
+        say(sweep_line(summary["sweep"]))
     scored = score_line((summary.get("workload") or {}).get("score"))
     if scored is not None:  # a workload's own scoring (EDA: its reference's load points)
-        out.print(scored, highlight=False, markup=False)
+        say(scored)
+    for text in verdict_lines(_analysis(Path(summary["bundle"]))):
+        say(text)
     located = (summary.get("target") or {}).get("data_location")
     if located:  # what the device figures describe: the storage under this path
         out.print(f"data: {located['path']} ({located['from']})", highlight=False, markup=False)

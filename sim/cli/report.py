@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sim.cli.app import WIDE_OUTPUT, app
+from sim.cli.app import app, output_width
 from sim.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -90,33 +90,21 @@ def runs(
         _bad_bundles(problems)
         return
     from rich.console import Console
-    from rich.table import Table
 
+    from sim.cli.tables import Column, folded
     from sim.report.markup import us
 
-    out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
+    out = Console(width=output_width(sys.stdout))
     if not rows:
         out.print(f"no runs in {directory}")
         return
-    table = Table(title=f"runs in {directory}")
-    for column in (
-        "run",
-        "started",
-        "status",
-        "workload",
-        "target",
-        "measured",
-        "main op",
-        "ops/s",
-        "p99",
-        "verdict",
-    ):
-        table.add_column(
-            column, justify="right" if column in ("measured", "ops/s", "p99") else "left"
-        )
-    for r in rows:
-        table.add_row(
-            r["run"],
+    right = ("measured", "ops/s", "p99")
+    headers: tuple[str, ...] = ("run", "started", "status", "workload", "target", "measured")
+    headers += ("main op", "ops/s", "p99", "verdict")
+    columns = [Column(h, "right" if h in right else "left") for h in headers]
+    cells = [
+        [
+            r["run"],  # in full: `dbsim compare` takes it
             (r["started_at"] or "-").replace("T", " ")[:19],
             r["status"],
             r["workload"] or "-",
@@ -126,8 +114,11 @@ def runs(
             "-" if r["ops_s"] is None else f"{r['ops_s']:,.0f}",
             us(r["p99_us"]),
             r["verdict"] or "-",
-        )
-    out.print(table)
+        ]
+        for r in rows
+    ]
+    for table in folded(columns, cells, out.width, title=f"runs in {directory}"):
+        out.print(table)
     _bad_bundles(problems)
 
 

@@ -16,7 +16,6 @@ from rich.console import Console
 from sim.cli.app import (
     EXIT_SIGINT,
     EXIT_SIGTERM,
-    WIDE_OUTPUT,
     DurationOpt,
     OutputOpt,
     ScenarioArg,
@@ -25,6 +24,7 @@ from sim.cli.app import (
     WarmupOpt,
     app,
     debug_requested,
+    output_width,
     print_error,
     run_overrides,
 )
@@ -301,7 +301,7 @@ def _print_outcome(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> No
         sys.stdout.write(summary["bundle"] + "\n")
     else:
         # A log or a pipe gets a width that fits the tables rather than 80 columns.
-        out = Console(width=None if sys.stdout.isatty() else WIDE_OUTPUT)
+        out = Console(width=output_width(sys.stdout))
         print_summary(out, summary)
         print_run_end(out, summary)
 

@@ -7,16 +7,27 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from rich.console import Console
-from rich.progress import Progress
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 from sim.core.cache import check_caches
 from sim.core.loading import WAITING
 from sim.core.loading import load_and_verify as locked_load
 from sim.core.loops import new_event_loop
+from sim.core.progress import ProgressMeter
 from sim.protocols import EngineContext, Target, Workload
 
 T = TypeVar("T")
 SETUP_THREADS = 4
+#: Off a terminal, one progress line per step this often (and when the step is done).
+PLAIN_PROGRESS_EVERY_S = 5.0
 
 
 def _with_target(target: Target, work: Callable[[], Awaitable[T]]) -> T:
@@ -59,9 +70,16 @@ def load_and_verify(workload: Workload, target: Target) -> dict[str, Any]:
     under the target's load lock (a run or another ``dbsim load`` loading the same data is
     waited for, and said so on stderr)."""
     console = Console(stderr=True)
+    meter = ProgressMeter()
+    printed: dict[str, float] = {}
     # Not on a pipe or a file: there the bar draws nothing but a stray blank line, which
-    # came before the one error line of a target that cannot be opened.
-    with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
+    # came before the one error line of a target that cannot be opened; plain lines instead.
+    columns: list[ProgressColumn] = [TextColumn("{task.description}"), BarColumn()]
+    columns += [MofNCompleteColumn(), TaskProgressColumn(), TextColumn("{task.fields[rate]}")]
+    columns.append(TimeRemainingColumn())
+    with Progress(
+        *columns, console=console, transient=True, disable=not console.is_terminal
+    ) as bar:
         tasks: dict[str, Any] = {}
 
         def on_state(state: str, detail: str) -> None:
@@ -69,9 +87,19 @@ def load_and_verify(workload: Workload, target: Target) -> dict[str, Any]:
                 console.print(f"dbsim load: {detail}", highlight=False)
 
         def progress(what: str, done: int, total: int) -> None:
+            meter.update(what, done, total)
+            rate = meter.rate(what)
             if what not in tasks:
-                tasks[what] = bar.add_task(what, total=total)
-            bar.update(tasks[what], completed=done)
+                tasks[what] = bar.add_task(what, total=total, rate="")
+            bar.update(tasks[what], completed=done, rate=f"{rate:,.0f}/s" if rate else "")
+            now = meter.clock()
+            if not console.is_terminal and (
+                done >= total
+                or now - printed.get(what, -PLAIN_PROGRESS_EVERY_S) >= PLAIN_PROGRESS_EVERY_S
+            ):
+                printed[what] = now
+                line = f"dbsim load: {meter.line(what)}"
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
 
         async def work() -> dict[str, Any]:
             cache = await check_caches(target, workload)
