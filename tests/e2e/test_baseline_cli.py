@@ -1,6 +1,7 @@
 """``dbsim baseline``: the real fio on a file tree, end to end, as a user runs it.
 
-Every case runs ``python -m sim.cli baseline`` as a child process with short points
+Every case runs ``python -m sim.cli baseline`` as a child process (the refusals after the first
+run the same command in this process) with short points
 (``--runtime 1 --ramp 0.5 --size 64M``) and checks what it left: the exit code, its lines,
 the bundle (fio's own JSON and text reports beside dbsim's parsed figures) and the target
 tree, which must hold afterwards exactly what :func:`sim.baseline.safety.release_tree`
@@ -29,6 +30,7 @@ from tests.e2e.conftest import (
     SIGNAL_EXIT,
     CliResult,
     Dbsim,
+    InProcessDbsim,
     clean_environment,
     read_csv,
     read_summary,
@@ -339,9 +341,10 @@ def test_quiet_prints_only_the_bundle(dbsim: Dbsim, tmp_path: Path, out_dir: Pat
 
 # --------------------------------------------------------------------------- 3, 4. refusals
 #
-# Each refusal is a child of its own (own cwd, TMPDIR, target and -o directory); they are
-# started together by one module fixture (each exits after its checks, within a second or
-# two, so running them side by side keeps the module short) and each test checks one.
+# Each refusal has its own cwd, TMPDIR, target and -o directory. The first runs the real binary
+# (started first, so it runs while the others are checked); the others run the same command
+# through sim.cli.entry.main in this process (InProcessDbsim: the same environment, about a
+# second less each), since what they check is the command's decision and what it left.
 
 
 def _nonempty(root: Path) -> None:
@@ -417,6 +420,7 @@ class Refused:
 @pytest.fixture(scope="module")
 def refused(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Refused]]:
     started: list[tuple[Refusal, Dbsim, subprocess.Popen[str], Path, Path, Snapshot]] = []
+    done: dict[str, Refused] = {}
     try:
         for case in REFUSALS:
             base = tmp_path_factory.mktemp(case.id)
@@ -432,12 +436,16 @@ def refused(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Refu
                 # a PATH without fio; the child's python is started by its absolute path
                 "PATH": {"PATH": str(base / "bin")},
             }[case.env]
-            proc = runner.start("baseline", target, *SHORT, *case.args, "-o", out, env=env)
-            started.append((case, runner, proc, target, out, before))
-        yield {
-            case.id: Refused(runner.finish(proc, timeout=60), target, out, before)
-            for case, runner, proc, target, out, before in started
-        }
+            argv = ("baseline", target, *SHORT, *case.args, "-o", out)
+            if case is REFUSALS[0]:
+                proc = runner.start(*argv, env=env)
+                started.append((case, runner, proc, target, out, before))
+            else:
+                result = InProcessDbsim(runner.cwd, runner.env)(*argv, env=env)
+                done[case.id] = Refused(result, target, out, before)
+        for case, runner, proc, target, out, before in started:
+            done[case.id] = Refused(runner.finish(proc, timeout=60), target, out, before)
+        yield done
     finally:
         for _, runner, *_rest in started:
             runner.cleanup()

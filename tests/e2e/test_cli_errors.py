@@ -1,16 +1,31 @@
-"""Bad input end to end: exit 2, one ``error: `` line per problem, never a traceback."""
+"""Bad input end to end: exit 2, one ``error: `` line per problem, never a traceback.
+
+The tests that take ``dbsim`` run the real binary (``python -m sim.cli``): a scenario with three
+mistakes, an unknown option, a literal password, the environment's overrides, a run that fails,
+``version``. Those that take ``dbsim_in_process`` run the same command through
+``sim.cli.entry.main`` in the test process (the same directories and environment, about a
+second less each): what they check is the command's decision, not the process boundary."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.e2e.conftest import CliResult, Dbsim, bundle_dirs, read_summary, single_bundle
+from tests.e2e.conftest import (
+    CliResult,
+    Dbsim,
+    InProcessDbsim,
+    bundle_dirs,
+    read_summary,
+    single_bundle,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -77,39 +92,41 @@ load:
     assert_no_bundle(dbsim)
 
 
-def test_three_mistakes_validate_the_same_way(dbsim: Dbsim) -> None:
+def test_three_mistakes_validate_the_same_way(dbsim_in_process: InProcessDbsim) -> None:
     scenario = write(
-        dbsim.cwd,
+        dbsim_in_process.cwd,
         "three.yaml",
         "workload:\n  name: slob\n  parameters:\n    update_pct: 60\n"
         "load:\n  sessions: 0\n  bogus: 1\n",
     )
-    run = dbsim("run", scenario)
-    validate = dbsim("validate", scenario)
+    run = dbsim_in_process("run", scenario)
+    validate = dbsim_in_process("validate", scenario)
     assert_bad_input(validate, lines=3)
     assert validate.stdout == ""
     assert sorted(validate.stderr_lines) == sorted(run.stderr_lines)
 
 
-def test_missing_scenario_file(dbsim: Dbsim) -> None:
-    messages = assert_bad_input(dbsim("run", "no-such-scenario.yaml"), lines=1)
+def test_missing_scenario_file(dbsim_in_process: InProcessDbsim) -> None:
+    messages = assert_bad_input(dbsim_in_process("run", "no-such-scenario.yaml"), lines=1)
     assert "no-such-scenario.yaml" in messages[0]
     assert "no such" in messages[0].lower()
-    assert_no_bundle(dbsim)
+    assert_no_bundle(dbsim_in_process)
 
 
-def test_yaml_syntax_error_gives_line_and_column(dbsim: Dbsim) -> None:
-    scenario = write(dbsim.cwd, "broken.yaml", "load:\n  sessions: 1\n  duration_s: 3: 4\n")
-    messages = assert_bad_input(dbsim("run", scenario), lines=1)
+def test_yaml_syntax_error_gives_line_and_column(dbsim_in_process: InProcessDbsim) -> None:
+    scenario = write(
+        dbsim_in_process.cwd, "broken.yaml", "load:\n  sessions: 1\n  duration_s: 3: 4\n"
+    )
+    messages = assert_bad_input(dbsim_in_process("run", scenario), lines=1)
     match = re.search(r"broken\.yaml:(\d+):(\d+): ", messages[0])
     assert match, messages
     assert int(match.group(1)) == 3, messages  # the offending line
     assert int(match.group(2)) >= 1
 
 
-def test_top_level_list_is_not_a_scenario(dbsim: Dbsim) -> None:
-    scenario = write(dbsim.cwd, "list.yaml", "- target\n- workload\n")
-    messages = assert_bad_input(dbsim("run", scenario), lines=1)
+def test_top_level_list_is_not_a_scenario(dbsim_in_process: InProcessDbsim) -> None:
+    scenario = write(dbsim_in_process.cwd, "list.yaml", "- target\n- workload\n")
+    messages = assert_bad_input(dbsim_in_process("run", scenario), lines=1)
     assert "list.yaml" in messages[0]
     assert "mapping" in messages[0]
 
@@ -128,17 +145,17 @@ def test_literal_password_is_refused_with_a_pointer_to_password_env(dbsim: Dbsim
     assert_no_bundle(dbsim)
 
 
-def test_unknown_workload_name(dbsim: Dbsim) -> None:
-    scenario = write(dbsim.cwd, "wl.yaml", "workload:\n  name: no-such-workload\n")
-    messages = assert_bad_input(dbsim("run", scenario))
+def test_unknown_workload_name(dbsim_in_process: InProcessDbsim) -> None:
+    scenario = write(dbsim_in_process.cwd, "wl.yaml", "workload:\n  name: no-such-workload\n")
+    messages = assert_bad_input(dbsim_in_process("run", scenario))
     assert any(m.startswith("workload.name: ") and "no-such-workload" in m for m in messages)
 
 
-def test_unknown_target_kind(dbsim: Dbsim) -> None:
+def test_unknown_target_kind(dbsim_in_process: InProcessDbsim) -> None:
     scenario = write(
-        dbsim.cwd, "tk.yaml", "target:\n  kind: no-such-kind\nworkload:\n  name: slob\n"
+        dbsim_in_process.cwd, "tk.yaml", "target:\n  kind: no-such-kind\nworkload:\n  name: slob\n"
     )
-    messages = assert_bad_input(dbsim("run", scenario))
+    messages = assert_bad_input(dbsim_in_process("run", scenario))
     assert any(m.startswith("target.kind: ") and "no-such-kind" in m for m in messages)
     assert any("sqlite" in m for m in messages)  # lists the known kinds
 
@@ -146,8 +163,8 @@ def test_unknown_target_kind(dbsim: Dbsim) -> None:
 # --------------------------------------------------------------------------- command line
 
 
-def test_unknown_option_is_one_line(dbsim: Dbsim) -> None:
-    messages = assert_bad_input(dbsim("run", "--bogus"), lines=1)
+def test_unknown_option_is_one_line(dbsim_in_process: InProcessDbsim) -> None:
+    messages = assert_bad_input(dbsim_in_process("run", "--bogus"), lines=1)
     assert "--bogus" in messages[0]
 
 
@@ -162,32 +179,32 @@ def test_unknown_option_is_one_line_without_traceback(dbsim: Dbsim) -> None:
     assert_no_bundle(dbsim)
 
 
-def test_set_without_equals(dbsim: Dbsim) -> None:
-    messages = assert_bad_input(dbsim("run", "--set", "load.sessions"), lines=1)
+def test_set_without_equals(dbsim_in_process: InProcessDbsim) -> None:
+    messages = assert_bad_input(dbsim_in_process("run", "--set", "load.sessions"), lines=1)
     assert "load.sessions" in messages[0]
     assert "=" in messages[0]  # says what the form is
-    assert_no_bundle(dbsim)
+    assert_no_bundle(dbsim_in_process)
 
 
-def test_set_with_an_invalid_value(dbsim: Dbsim) -> None:
-    messages = assert_bad_input(dbsim("run", "--set", "load.duration_s=-1"), lines=1)
+def test_set_with_an_invalid_value(dbsim_in_process: InProcessDbsim) -> None:
+    messages = assert_bad_input(dbsim_in_process("run", "--set", "load.duration_s=-1"), lines=1)
     assert messages[0].startswith("load.duration_s: "), messages
-    assert_no_bundle(dbsim)
+    assert_no_bundle(dbsim_in_process)
 
 
-def test_set_of_an_unknown_field(dbsim: Dbsim) -> None:
-    messages = assert_bad_input(dbsim("validate", "--set", "load.bogus=1"), lines=1)
+def test_set_of_an_unknown_field(dbsim_in_process: InProcessDbsim) -> None:
+    messages = assert_bad_input(dbsim_in_process("validate", "--set", "load.bogus=1"), lines=1)
     assert messages[0].startswith("load.bogus: "), messages
 
 
 # --------------------------------------------------------------------------- environment
 
 
-def test_environment_override_is_validated(dbsim: Dbsim) -> None:
-    result = dbsim("run", env={"DBSIM_LOAD__SESSIONS": "0"})
+def test_environment_override_is_validated(dbsim_in_process: InProcessDbsim) -> None:
+    result = dbsim_in_process("run", env={"DBSIM_LOAD__SESSIONS": "0"})
     messages = assert_bad_input(result, lines=1)
     assert messages[0].startswith("load.sessions: "), messages
-    assert_no_bundle(dbsim)
+    assert_no_bundle(dbsim_in_process)
 
 
 def test_environment_override_applies(dbsim: Dbsim) -> None:
@@ -247,8 +264,8 @@ def _refs(node: Any) -> list[str]:
     return []
 
 
-def test_schema_is_json_schema(dbsim: Dbsim) -> None:
-    result = dbsim("schema")
+def test_schema_is_json_schema(dbsim_in_process: InProcessDbsim) -> None:
+    result = dbsim_in_process("schema")
     assert result.rc == 0, result.describe()
     assert result.stderr == ""
     schema = json.loads(result.stdout)
@@ -270,3 +287,25 @@ def test_version(dbsim: Dbsim) -> None:
     result = dbsim("version")
     assert result.rc == 0, result.describe()
     assert re.fullmatch(r"dbsim \d+\.\d+\.\d+\S*\n", result.stdout), result.stdout
+
+
+# --------------------------------------------------------------------------- the in-process runner
+
+
+def test_in_process_runner_says_what_the_real_binary_says(
+    dbsim: Dbsim, dbsim_in_process: InProcessDbsim
+) -> None:
+    """The substitution the in-process tests rely on: the same bad scenario (three mistakes,
+    one from the environment) gives the same exit code, stdout and stderr both ways, and the
+    test process's environment, directory and signal handlers are as they were."""
+    scenario = write(dbsim.cwd, "three.yaml", "workload:\n  name: slob\nload:\n  bogus: 1\n")
+    env = {"DBSIM_LOAD__SESSIONS": "0"}
+    before = (dict(os.environ), os.getcwd(), signal.getsignal(signal.SIGINT))
+    real = dbsim("run", scenario, "--set", "load.duration_s=-1", env=env)
+    inside = dbsim_in_process("run", scenario, "--set", "load.duration_s=-1", env=env)
+    assert (dict(os.environ), os.getcwd(), signal.getsignal(signal.SIGINT)) == before
+    assert_bad_input(real, lines=3)
+    assert (inside.rc, inside.stdout, inside.stderr) == (real.rc, real.stdout, real.stderr), (
+        f"{real.describe()}\n{inside.describe()}"
+    )
+    assert_no_bundle(dbsim)
