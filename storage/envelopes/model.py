@@ -50,7 +50,7 @@ import yaml
 from pydantic import ValidationError
 
 from sim.errors import ConfigError
-from storage.envelopes.schema import EnvelopeSpec, Omitted, ProfileFile, SeedInfo, Table
+from storage.envelopes.schema import EnvelopeSpec, Omitted, Point, ProfileFile, SeedInfo, Table
 from storage.envelopes.units import KIB, fmt, kib, to_ops
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -114,6 +114,8 @@ class Rate:
     write: float
     flags: tuple[Flag, ...] = ()
     published: bool = False
+    cited: tuple[str, ...] = ()  # the published points the rate rests on, each cited
+    used: tuple[Table, ...] = ()  # the tables those points belong to
 
     @property
     def total(self) -> float:
@@ -153,16 +155,19 @@ class Envelope:
 
         for point in points:
             if abs(point.fraction - fraction) < MIX_SNAP:
+                cited: tuple[str, ...] = (cite_point(table, point),)
+                used = (table,)
                 if point.total is not None:
                     total = ops(point.total)
-                    return Rate(fraction * total, (1 - fraction) * total, published=True)
-                return Rate(ops(point.read or 0.0), ops(point.write or 0.0), published=True)
+                    return Rate(fraction * total, (1 - fraction) * total, (), True, cited, used)
+                return Rate(ops(point.read or 0.0), ops(point.write or 0.0), (), True, cited, used)
         below = [p for p in points if p.fraction < fraction]
         above = [p for p in points if p.fraction > fraction]
         flags: list[Flag] = []
         if not below or not above:
             nearest = below[-1] if below else above[0]
             total = ops(nearest.sum)
+            bound = [nearest]
             flags.append(
                 Flag(
                     "out_of_range",
@@ -173,6 +178,7 @@ class Envelope:
             )
         else:
             lo, hi = below[-1], above[0]
+            bound = [lo, hi]
             share = (fraction - lo.fraction) / (hi.fraction - lo.fraction)
             inverse = 1 / ops(lo.sum) + share * (1 / ops(hi.sum) - 1 / ops(lo.sum))
             total = 1 / inverse
@@ -184,7 +190,8 @@ class Envelope:
                         f"published; {fraction * 100:.1f} % read is interpolated between them",
                     ),
                 )
-        return Rate(fraction * total, (1 - fraction) * total, tuple(flags))
+        around = tuple(cite_point(table, p) for p in bound)
+        return Rate(fraction * total, (1 - fraction) * total, tuple(flags), False, around, (table,))
 
     # ------------------------------------------------------------------ request size
 
@@ -200,7 +207,7 @@ class Envelope:
                 f"{table.id}: the seed states no request size; its IOPS are applied at "
                 f"{kib(block_kib)} KiB",
             )
-            return self._limit("iops", "published IOPS", rate, [table], (flag,))
+            return self._limit("iops", "published IOPS", rate, (flag,))
         random, sequential = self.tables("random"), self.tables("sequential")
         if not random:
             return None
@@ -219,11 +226,11 @@ class Envelope:
                         f"({sizes[0]:g} KiB): same IOPS as {sizes[0]:g} KiB assumed",
                     ),
                 )
-            return self._limit("iops", "published IOPS", rate, [random[0]], extra)
+            return self._limit("iops", "published IOPS", rate, extra)
         for low, high in itertools.pairwise(random):
             if block_kib <= _size(high) + _EPS:
                 rate = self._blend(low, high, fraction, block_kib)
-                return self._limit("iops", "published IOPS", rate, [low, high])
+                return self._limit("iops", "published IOPS", rate)
         largest = random[-1]
         if smallest_seq is None:
             rate = self.rate(largest, fraction)
@@ -232,14 +239,14 @@ class Envelope:
                 f"{kib(block_kib)} KiB is above the largest published size ({_size(largest):g} "
                 f"KiB): same IOPS as {_size(largest):g} KiB assumed",
             )
-            return self._limit("iops", "published IOPS", rate, [largest], (flag,))
+            return self._limit("iops", "published IOPS", rate, (flag,))
         rate = self._blend(largest, smallest_seq, fraction, block_kib)
         flag = Flag(
             "estimate",
             f"{kib(block_kib)} KiB lies between the random ({_size(largest):g} KiB) and "
             f"sequential ({_size(smallest_seq):g} KiB) tables: IOPS bridged by service time",
         )
-        return self._limit("iops", "IOPS bridged", rate, [largest, smallest_seq], (flag,))
+        return self._limit("iops", "IOPS bridged", rate, (flag,))
 
     def throughput_limit(self, fraction: float, block_kib: float) -> Limit | None:
         """The bandwidth ceiling (MiB/s) from the sequential tables, or None without them."""
@@ -258,18 +265,18 @@ class Envelope:
                         f"bandwidth is assumed reachable at {kib(block_kib)} KiB",
                     ),
                 )
-            return self._mibps(rate, sizes[0], [sequential[0]], flags)
+            return self._mibps(rate, sizes[0], flags)
         for low, high in itertools.pairwise(sequential):
             if block_kib <= _size(high) + _EPS:
                 rate = self._blend(low, high, fraction, block_kib)
-                return self._mibps(rate, block_kib, [low, high], ())
+                return self._mibps(rate, block_kib, ())
         flag = Flag(
             "out_of_range",
             f"{kib(block_kib)} KiB is above the largest published size ({sizes[-1]:g} KiB): "
             f"same bandwidth as {sizes[-1]:g} KiB assumed",
         )
         rate = self.rate(sequential[-1], fraction)
-        return self._mibps(rate, sizes[-1], [sequential[-1]], (flag,))
+        return self._mibps(rate, sizes[-1], (flag,))
 
     def table_limits(self, fraction: float, block_kib: float) -> list[Limit]:
         """The ceilings the published tables set at this mix and size."""
@@ -290,47 +297,64 @@ class Envelope:
         a, b = self.rate(low, fraction), self.rate(high, fraction)
         share = (block_kib - _size(low)) / (_size(high) - _size(low))
         total = 1 / (1 / a.total + share * (1 / b.total - 1 / a.total))
-        return Rate(fraction * total, (1 - fraction) * total, a.flags + b.flags)
+        return Rate(
+            fraction * total,
+            (1 - fraction) * total,
+            a.flags + b.flags,
+            False,
+            a.cited + b.cited,
+            a.used + b.used,
+        )
 
     def _limit(
         self,
         kind: LimitKind,
         label: str,
         rate: Rate,
-        tables: list[Table],
         extra: tuple[Flag, ...] = (),
     ) -> Limit:
-        sizes = "/".join(_label_size(t) for t in tables)
-        extra += _approximate(tables)
+        # Only the tables the figure rests on are named (at exactly 8 KiB: the 8 KiB table).
+        sizes = "/".join(_label_size(t) for t in rate.used)
+        extra += _approximate(rate.used)
         return Limit(
             kind=kind,
             label=f"{label} ({sizes})",
             value=rate.total,
             read=rate.read,
             write=rate.write,
-            sources=tuple(t.source.cite() for t in tables),
+            sources=rate.cited,
             flags=tuple(dict.fromkeys(rate.flags + extra)),
         )
 
-    def _mibps(
-        self, rate: Rate, block_kib: float, tables: list[Table], flags: tuple[Flag, ...]
-    ) -> Limit:
+    def _mibps(self, rate: Rate, block_kib: float, flags: tuple[Flag, ...]) -> Limit:
         # A rate in operations becomes a bandwidth at the size it was read at.
         scale = block_kib / KIB
-        sizes = "/".join(_label_size(t) for t in tables)
-        flags += _approximate(tables)
+        sizes = "/".join(_label_size(t) for t in rate.used)
+        flags += _approximate(rate.used)
         return Limit(
             kind="throughput",
             label=f"published throughput ({sizes})",
             value=rate.total * scale,
             read=rate.read * scale,
             write=rate.write * scale,
-            sources=tuple(t.source.cite() for t in tables),
+            sources=rate.cited,
             flags=tuple(dict.fromkeys(rate.flags + flags)),
         )
 
 
-def _approximate(tables: list[Table]) -> tuple[Flag, ...]:
+def cite_point(table: Table, point: Point) -> str:
+    """The citation of one published point: its own source when it has one, else its table's;
+    the column it sits in (tables) or the quote that prints it (prose)."""
+    source = point.source or table.source
+    column = None
+    if source.rows:
+        labelled = source.columns.label(point.read_pct) if source.columns else None
+        column = labelled or f"{point.read_pct:g} % read"
+    focus = next(iter(point.printed.values()), None)
+    return source.cite(source.quote_for(point.printed), column, focus)
+
+
+def _approximate(tables: tuple[Table, ...]) -> tuple[Flag, ...]:
     return tuple(
         Flag("note", f"{t.id}: the seed gives these figures as approximate (~, about)")
         for t in tables

@@ -240,9 +240,10 @@ def _points_limits(
     mibps_value, _, _ = _interpolate(mibps, capacity)
     flags = _published_sizes_flags(kind, capacity, [c for c, _ in iops], unit)
     iops_flags, mibps_flags = _request_size_flags(rule, block_kib)
-    sources = tuple(p.source.cite() for p in points)
-    # The bandwidth is in each point's second quote where the seed states it apart.
-    bandwidth_sources = tuple(p.source.cite(min(1, len(p.source.quotes) - 1)) for p in points)
+    # Only the published sizes the figures rest on are cited, each figure where it is printed.
+    used = _used_points(points, capacity)
+    sources = tuple(_cite_figure(p, "iops") for p in used)
+    bandwidth_sources = tuple(_cite_figure(p, "throughput") for p in used)
     limits = [
         Limit(
             "iops",
@@ -266,6 +267,28 @@ def _points_limits(
         ),
     ]
     return limits, flags
+
+
+def _used_points(points: list[CapacityPoint], capacity: float) -> list[CapacityPoint]:
+    """The published sizes a capacity's figures come from: the one it equals, the nearest
+    when outside, the two around it when between."""
+    for point in points:
+        if abs(_point_tib(point) - capacity) < _EPS * max(1.0, capacity):
+            return [point]
+    if capacity < _point_tib(points[0]):
+        return [points[0]]
+    if capacity > _point_tib(points[-1]):
+        return [points[-1]]
+    for low, high in itertools.pairwise(points):
+        if _point_tib(low) <= capacity <= _point_tib(high):
+            return [low, high]
+    raise AssertionError("capacity not bracketed")  # pragma: no cover
+
+
+def _cite_figure(point: CapacityPoint, field: str) -> str:
+    source = point.source_of(field)
+    shown = point.printed.get(field)
+    return source.cite(source.quote_for({field: shown} if shown else {}), focus=shown)
 
 
 def _published_sizes_flags(

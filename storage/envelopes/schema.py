@@ -58,19 +58,47 @@ class Source(_Strict):
             raise ValueError("rows need their caption and columns (header, read % of each)")
         return self
 
-    def cite(self, quote: int = 0) -> str:
-        """One line: ``seed 000_….txt › outer › section: «caption» rows «…»``, or the
-        ``quote``-th quote (shortened) for prose."""
-        path = " › ".join([*self.within, self.section])
-        text = f"seed {self.seed} › {path}"
+    def path(self) -> str:
+        """``seed 000_….txt › outer › section``: where the figure sits."""
+        return f"seed {self.seed} › " + " › ".join([*self.within, self.section])
+
+    def cite(self, quote: int = 0, column: str | None = None, focus: str | None = None) -> str:
+        """One line: ``seed 000_….txt › outer › section: «caption» column «…» rows «…»`` (the
+        ``column`` of the table the figure sits in, when given), or the ``quote``-th quote
+        for prose, shortened around ``focus`` (the figure cited) when it is long."""
+        text = self.path()
         if self.caption:
             text += f": «{self.caption}»"
         if self.rows:
+            if column:
+                text += f" column «{column}»"
             text += " rows " + ", ".join(f"«{row_label(row)}»" for row in self.rows)
         elif self.quotes:
-            said = self.quotes[quote]
-            text += f": «{said if len(said) <= QUOTE_CHARS else said[:QUOTE_CHARS] + '…'}»"
+            text += f": «{_excerpt(' '.join(self.quotes[quote].split()), focus)}»"
         return text
+
+    def quote_for(self, printed: dict[str, str]) -> int:
+        """The index of the first quote that prints every figure of ``printed`` (0 if none
+        does, or when nothing is printed)."""
+        for index, quote in enumerate(self.quotes):
+            flat = " ".join(quote.split())
+            if printed and all(" ".join(v.split()) in flat for v in printed.values()):
+                return index
+        return 0
+
+
+def _excerpt(said: str, focus: str | None) -> str:
+    """``said`` whole, or about :data:`QUOTE_CHARS` of it that contain ``focus``."""
+    if len(said) <= QUOTE_CHARS:
+        return said
+    at = said.find(" ".join(focus.split())) if focus else -1
+    start = 0 if at < QUOTE_CHARS // 2 else at - QUOTE_CHARS // 2
+    start = min(start, len(said) - QUOTE_CHARS)
+    if start > 0:
+        start = said.rfind(" ", 0, start) + 1  # whole words
+    end = said.find(" ", start + QUOTE_CHARS)
+    end = len(said) if end < 0 else end
+    return ("…" if start > 0 else "") + said[start:end] + ("…" if end < len(said) else "")
 
 
 class Columns(_Strict):
@@ -78,6 +106,22 @@ class Columns(_Strict):
 
     header: str
     read_pct: list[float]
+    labels: list[str] = []
+
+    @model_validator(mode="after")
+    def _labels(self) -> Columns:
+        if self.labels and (
+            len(self.labels) != len(self.read_pct) or " ".join(self.labels) != self.header
+        ):
+            raise ValueError("column labels must be one per read % and spell the header")
+        return self
+
+    def label(self, read_pct: float) -> str | None:
+        """The header of the column of ``read_pct``, verbatim (None without labels)."""
+        for pct, label in zip(self.read_pct, self.labels, strict=False):
+            if pct == read_pct:
+                return label
+        return None
 
 
 class Point(_Strict):
@@ -185,7 +229,14 @@ class CapacityPoint(_Strict):
     iops: float = Field(gt=0)
     throughput: Bandwidth
     source: Source
+    throughput_source: Source | None = None
     printed: dict[str, str] = {}
+
+    def source_of(self, field: str) -> Source:
+        """Where the figure ``field`` (``iops`` or ``throughput``) is printed."""
+        if field == "throughput" and self.throughput_source is not None:
+            return self.throughput_source
+        return self.source
 
 
 class CapacityRule(_Strict):
@@ -279,6 +330,7 @@ class SeedInfo(_Strict):
     language: str
     decimal: Literal[".", ","]
     thousands: Literal[".", ","]
+    headings: list[str] = []  # the page's other headings: a cited section ends at any heading
 
 
 class Omitted(_Strict):
@@ -307,11 +359,18 @@ class ProfileFile(_Strict):
 
     @model_validator(mode="after")
     def _seeds_known(self) -> ProfileFile:
-        known = {s.file for s in self.seeds}
+        known = {s.file: s for s in self.seeds}
         for env in self.envelopes:
             for source in iter_sources(env):
                 if source.seed not in known:
                     raise ValueError(f"{env.name}: cites {source.seed}, not listed in seeds")
+                outline = known[source.seed].headings
+                for heading in [*source.within, source.section]:
+                    if outline and heading not in outline:
+                        raise ValueError(
+                            f"{env.name}: heading {heading!r} is not in the headings of "
+                            f"{source.seed}"
+                        )
         return self
 
 
@@ -325,6 +384,7 @@ def iter_sources(env: EnvelopeSpec) -> list[Source]:
     out.extend(s for s in (rule.source, rule.max_source) if s is not None)
     out.extend(level.source for level in rule.levels)
     out.extend(point.source for point in rule.points)
+    out.extend(p.throughput_source for p in rule.points if p.throughput_source is not None)
     if rule.volume_limit is not None:
         out.append(rule.volume_limit.source)
     out.extend(cap.source for cap in env.caps)

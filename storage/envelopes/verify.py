@@ -6,14 +6,17 @@ Used by the tests (``tests/unit/test_profiles.py``) and by whoever edits a data 
     from storage.envelopes.verify import transcription_problems
     transcription_problems(get_envelope("gcnv-extreme-nfsv3"))  # [] when all is well
 
-Headings must appear as whole lines in the order ``within`` then ``section``; a table's rows
-must follow its caption and column header; the figures in the rows are parsed with the seed's
-number format and compared with the points; every ``printed`` figure must be in the quoted
-text and parse to the transcribed value.
+Headings must appear as whole lines in the order ``within`` then ``section``; every quote,
+caption and row must sit *inside* that section (from its heading to the next of the seed's
+``headings``), not merely somewhere in the file; a table's rows must follow its caption and
+column header; the figures in the rows are parsed with the seed's number format and compared
+with the points; every ``printed`` figure must be in the quoted text of the source that
+figure cites and parse to the transcribed value.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -21,8 +24,25 @@ from pathlib import Path
 from storage.envelopes.model import Envelope
 from storage.envelopes.schema import SeedInfo, Source, Table, iter_sources, row_label
 
-# The seed documents sit beside the repository checkout, in ../shared/seeds.
-SEEDS_DIR = Path(__file__).resolve().parents[3] / "shared" / "seeds"
+
+def _seeds_dir() -> Path:
+    """The seed documents: ``$DBSIM_SEEDS_DIR``, else ``../shared/seeds`` beside the checkout
+    (for a git worktree, beside the main checkout it belongs to)."""
+    if os.environ.get("DBSIM_SEEDS_DIR"):
+        return Path(os.environ["DBSIM_SEEDS_DIR"])
+    checkout = Path(__file__).resolve().parents[2]
+    found = checkout.parent / "shared" / "seeds"
+    dot_git = checkout / ".git"
+    if not found.is_dir() and dot_git.is_file():
+        # "gitdir: /main/.git/worktrees/<name>": the main checkout is three levels up.
+        text = dot_git.read_text(encoding="utf-8").strip()
+        if text.startswith("gitdir:"):
+            main = Path(text.removeprefix("gitdir:").strip()).parents[2]
+            found = main.parent / "shared" / "seeds"
+    return found
+
+
+SEEDS_DIR = _seeds_dir()
 ROW_WINDOW = 400  # the rows of a table follow its caption and column header within this
 READ_LABELS = ("leitura", "ler")
 WRITE_LABELS = ("escreva", "gravar")
@@ -69,7 +89,11 @@ def transcription_problems(env: Envelope, seeds_dir: Path = SEEDS_DIR) -> list[s
     holders: list[tuple[object, Source, dict[str, str]]] = [
         (level, level.source, level.printed) for level in rule.levels
     ]
-    holders += [(point, point.source, point.printed) for point in rule.points]
+    holders += [
+        (point, point.source_of(field), {field: shown})
+        for point in rule.points
+        for field, shown in point.printed.items()
+    ]
     holders += [(cap, cap.source, cap.printed) for cap in env.spec.caps]
     if rule.max_source is not None:
         holders.append((rule, rule.max_source, rule.printed))
@@ -78,25 +102,52 @@ def transcription_problems(env: Envelope, seeds_dir: Path = SEEDS_DIR) -> list[s
     return problems
 
 
-def _source_problems(env: Envelope, source: Source, seed_text: Reader) -> list[str]:
-    text = seed_text(source.seed)
-    lines = text.splitlines()
-    problems: list[str] = []
+def section_span(env: Envelope, source: Source, lines: list[str]) -> tuple[int, int] | None:
+    """The lines ``[start, end)`` of ``source``'s section: after its heading (found after the
+    ``within`` headings, in order) up to the next heading of the seed's outline (the seed's
+    ``headings`` and every heading the envelope cites). None when a heading is not found."""
     at = 0
     for heading in [*source.within, source.section]:
         found = _line_index(lines, heading, at)
         if found < 0:
-            problems.append(f"{env.name}: heading {heading!r} not found in order in {source.seed}")
-            return problems
+            return None
         at = found + 1
-    flat = _norm(text)
+    outline = set(env.seeds[source.seed].headings)
+    outline.update(h for s in iter_sources(env.spec) for h in [*s.within, s.section])
+    end = next((i for i in range(at, len(lines)) if lines[i].strip() in outline), len(lines))
+    return at, end
+
+
+def quote_line(lines: list[str], span: tuple[int, int], quote: str) -> int | None:
+    """The 1-based line of the seed on which ``quote`` starts, within ``span``."""
+    wanted = _norm(quote)
+    for index in range(*span):
+        if wanted[:40] in _norm(lines[index]) and wanted in _norm(" ".join(lines[index : span[1]])):
+            return index + 1
+    return None
+
+
+def _source_problems(env: Envelope, source: Source, seed_text: Reader) -> list[str]:
+    lines = seed_text(source.seed).splitlines()
+    span = section_span(env, source, lines)
+    if span is None:
+        return [
+            f"{env.name}: headings {[*source.within, source.section]!r} not found in order in "
+            f"{source.seed}"
+        ]
+    inside = _norm("\n".join(lines[span[0] : span[1]]))
+    flat = _norm("\n".join(lines))
+    problems: list[str] = []
     for quote in source.quotes:
         if _norm(quote) not in flat:
             problems.append(f"{env.name}: quote not in {source.seed}: {quote!r}")
-    if source.caption is not None:
-        after = _norm("\n".join(lines[at:]))
-        if _norm(source.caption) not in after:
-            problems.append(f"{env.name}: caption {source.caption!r} not under {source.section}")
+        elif _norm(quote) not in inside:
+            problems.append(f"{env.name}: quote not under {source.section!r}: {quote!r}")
+    if source.caption is not None and _norm(source.caption) not in inside:
+        problems.append(f"{env.name}: caption {source.caption!r} not under {source.section}")
+    for row in source.rows:
+        if _norm(row) not in inside:
+            problems.append(f"{env.name}: row {row!r} not under {source.section!r}")
     return problems
 
 

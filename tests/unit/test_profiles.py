@@ -334,3 +334,97 @@ def test_envelope_spec_requires_figures() -> None:
                 "capacity": {"kind": "none"},
             }
         )
+
+
+# --------------------------------------------------------------------------- citations
+
+
+def _cited(env: Envelope, fraction: float, block_kib: float, kind: str) -> tuple[str, ...]:
+    limit = next(lim for lim in env.table_limits(fraction, block_kib) if lim.kind == kind)
+    return limit.sources
+
+
+@pytest.mark.parametrize("name", ENVELOPE_NAMES)
+def test_every_published_point_cites_its_own_row(name: str) -> None:
+    # Read at a published point's own mix (and size), the limit cites that point alone: its
+    # column of a table, or the quote that prints its figures, under the point's own source.
+    env = get_envelope(name)
+    for table in env.spec.tables:
+        block = table.block_size_kib or 8.0
+        kind = "iops" if table.access != "sequential" else "throughput"
+        for point in table.points:
+            (cited,) = _cited(env, point.fraction, block, kind)
+            source = point.source or table.source
+            assert source.path() in cited
+            if source.rows:
+                assert source.columns is not None
+                assert f"column «{source.columns.label(point.read_pct)}»" in cited
+            for shown in point.printed.values():
+                assert shown in cited
+
+
+@pytest.mark.parametrize(
+    ("name", "fraction", "block", "kind", "quoted"),
+    [
+        # The issue's mis-citations: each answer cites the row that bound it.
+        ("gcnv-iscsi-slob", 0.9, 8, "iops", "90% leem e 10% escrevem ~145.000 0,38 ms"),
+        ("gcnv-iscsi-ssb", 0.8, 8, "iops", "80% leem e 20% escrevem ~100.000 <1 ms"),
+        ("anf-nfsv3-single-client", 0.0, 64, "throughput", "1.500 MiB/s é aproximadamente"),
+        ("aff-a800-nvmeof", 0.0, 64, "throughput", "jusqu'à environ 110K IOPS"),
+    ],
+)
+def test_the_binding_row_is_cited(
+    name: str, fraction: float, block: float, kind: str, quoted: str
+) -> None:
+    (cited,) = _cited(get_envelope(name), fraction, block, kind)
+    assert quoted in cited
+
+
+def test_oci_figures_cite_the_section_they_sit_in() -> None:
+    from storage.envelopes import Workload, size
+
+    env = get_envelope("oci-bv-balanced")
+    w = Workload.from_numbers(read_iops=1000, block_kib=4)
+    limits = {
+        c.limit.kind: c.limit for c in size(env, w, capacity_tib=parse_capacity("1TB")).checks
+    }
+    methodology = "Testando a Metodologia e o Desempenho da Opção de Desempenho Elástico Balanceado"
+    assert limits["iops"].sources == (
+        f"seed 004_2edda23bd904e66d.txt › {methodology}: «Volume de 1 TB - 25.000 IOPS @ 4K»",
+    )
+    (bandwidth,) = limits["throughput"].sources
+    assert "› Volume em Blocos de 1 TB:" in bandwidth and "320 MBS" in bandwidth
+    # 50 GB: only the 50 GB point is cited (not the 1 TB one).
+    small = size(env, w, capacity_tib=parse_capacity("50GB")).checks
+    assert all("1 TB" not in s for c in small for s in c.limit.sources)
+
+
+@pytest.mark.parametrize(("block", "table"), [(8, "8 KiB random"), (256, "256 KiB sequential")])
+def test_at_a_published_size_only_that_table_is_named(block: float, table: str) -> None:
+    env = get_envelope("gcnv-extreme-nfsv3")
+    # Exactly at 8 KiB (or 256 KiB) the 8 KiB (256 KiB) table alone is used, so it alone is
+    # named and cited, not its neighbour too.
+    limits = env.table_limits(0.75, block)
+    (named,) = [lim for lim in limits if table in lim.label]
+    assert named.label.endswith(f"({table})")
+    (cited,) = named.sources
+    assert f"Tamanho do bloco de {block} KiB" in cited and "column «75% leem" in cited
+
+
+@needs_seeds
+def test_a_quote_under_the_wrong_section_is_caught() -> None:
+    # Before the fix the OCI 1 TB IOPS quote was cited under "Volume em Blocos de 1 TB"; it
+    # sits in the list under the methodology heading. Moving it back must be reported.
+    env = get_envelope("oci-bv-balanced")
+    rule = env.spec.capacity
+    moved = [
+        p.model_copy(
+            update={"source": p.source.model_copy(update={"section": "Volume em Blocos de 1 TB"})}
+        )
+        if p.capacity.unit == "TB"
+        else p
+        for p in rule.points
+    ]
+    spec = env.spec.model_copy(update={"capacity": rule.model_copy(update={"points": moved})})
+    problems = transcription_problems(Envelope(spec, env.vendor, env.file, env.seeds))
+    assert any("not under 'Volume em Blocos de 1 TB'" in p and "25.000" in p for p in problems)
