@@ -267,7 +267,8 @@ def describe(row: Mapping[str, Any]) -> str:
         )
     ci = row.get("ci95")
     interval = (
-        "no confidence interval: too few intervals"
+        "no confidence interval: fewer than 5 independent batches (too few or too correlated "
+        "intervals: run longer)"
         if ci is None
         else f"95 % CI of the ratio {ci[0]:.3g}-{ci[1]:.3g}"
         + (" includes 1" if row["change"] == NO_SIGNIFICANT else "")

@@ -37,7 +37,7 @@ def fmt_ci(row: Mapping[str, Any]) -> str:
     """The 95 % interval of the ratio candidate / baseline, ``0.93–1.08``; a dash without."""
     ci = row.get("ci95")
     if not ci:
-        return "–" if row["metric"] in POINT_METRICS else "too few intervals"
+        return "–" if row["metric"] in POINT_METRICS else "too few batches"
     return f"{ci[0]:.3f}–{ci[1]:.3f}"
 
 
