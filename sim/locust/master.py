@@ -24,6 +24,7 @@ from locust.runners import STATE_RUNNING
 
 from sim.config.scenario import ScenarioBase
 from sim.core.loading import elect_loaders
+from sim.core.metrics import OpStats
 from sim.core.runner import build_target
 from sim.errors import SimError
 from sim.locust.form import scenario_from_options
@@ -263,6 +264,9 @@ class MasterController(Controller):
 
     def samples(self) -> list[Sample]:
         return self.merger.latest_samples if self.merger is not None else []
+
+    def totals(self) -> dict[str, OpStats]:
+        return dict(self.merger.totals) if self.merger is not None else {}
 
     def snapshot(self) -> dict[str, Any]:
         merger = self.merger

@@ -92,6 +92,10 @@ class Controller:
     def samples(self) -> list[Sample]:
         raise NotImplementedError
 
+    def totals(self) -> dict[str, OpStats]:
+        """The measured window's per-operation figures so far (dbsim's HDR histograms)."""
+        return {}
+
 
 class LocalController(Controller):
     """A LocalRunner: the engine runs in this process and writes the bundle."""
@@ -144,6 +148,10 @@ class LocalController(Controller):
 
     def samples(self) -> list[Sample]:
         return self.host.latest_samples
+
+    def totals(self) -> dict[str, OpStats]:
+        engine = self.host.engine
+        return dict(engine.recorder.totals) if engine is not None else {}
 
     def snapshot(self) -> dict[str, Any]:
         host = self.host

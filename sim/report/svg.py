@@ -16,6 +16,7 @@ an idle device.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -102,9 +103,11 @@ def time_panels(
     width: float = 920,
     panel_height: float = 150,
     label: str = "time series",
+    clock: float | None = None,
 ) -> str:
     """Stacked panels over one shared time axis (seconds); ``marks`` are (t, label) vertical
-    lines, ``bands`` (t0, t1, label) shaded spans (the warm-up), both through every panel."""
+    lines, ``bands`` (t0, t1, label) shaded spans (the warm-up), both through every panel;
+    ``clock``: the wall-clock time (epoch s) of t = 0, to label the axis in local HH:MM:SS."""
     left, right_margin, head, gap, foot = 70.0, 70.0, 24.0, 14.0, 34.0
     if not panels:
         return draw.no_chart(width, 60, label)
@@ -123,7 +126,7 @@ def time_panels(
         out.append(_panel_lines(panel, box, xs, scales))
         out.append(_step_lines(marks, box, axis, labelled=first))
         if last:
-            out.append(_time_labels(box, axis))
+            out.append(_time_labels(box, axis, clock))
         top = box.bottom + gap + head
     out.append("</svg>")
     return "".join(out)
@@ -248,20 +251,21 @@ def _step_lines(
     return "".join(out)
 
 
-def _time_labels(box: _Box, axis: _TimeAxis) -> str:
-    """The time axis' tick labels and title, under the last panel."""
+def _time_labels(box: _Box, axis: _TimeAxis, clock: float | None = None) -> str:
+    """The time axis' tick labels and title, under the last panel (wall clock with ``clock``)."""
+
+    def label(tick: float) -> str:
+        if clock is not None:
+            return time.strftime("%H:%M:%S", time.localtime(clock + tick))
+        return f"{tick / 60:g} min" if axis.minutes else f"{tick:g} s"
+
     out = [
-        draw.text(
-            axis.x(tick),
-            box.bottom + 14,
-            f"{tick / 60:g} min" if axis.minutes else f"{tick:g} s",
-            anchor="middle",
-            fill=AXIS,
-        )
+        draw.text(axis.x(tick), box.bottom + 14, label(tick), anchor="middle", fill=AXIS)
         for tick in axis.ticks
     ]
     centre = (box.left + box.right) / 2
-    out.append(draw.text(centre, box.bottom + 28, "time since start", anchor="middle", fill=AXIS))
+    title = "local time" if clock is not None else "time since start"
+    out.append(draw.text(centre, box.bottom + 28, title, anchor="middle", fill=AXIS))
     return "".join(out)
 
 

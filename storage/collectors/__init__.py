@@ -132,6 +132,7 @@ BLOCK_DISPLAY = Display(
         UiFigure("read_await_ms", "Read await (ms)", "r_await_ms"),
         UiFigure("write_await_ms", "Write await (ms)", "w_await_ms"),
         UiFigure("util_pct", "Util %", "util_pct"),
+        UiFigure("aqu_sz", "aqu-sz", "aqu_sz"),
     ),
 )
 

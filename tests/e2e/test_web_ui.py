@@ -16,6 +16,7 @@ Needs ``chromium`` (apt) and ``playwright`` (pip); never ``playwright install``.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import shutil
@@ -201,6 +202,47 @@ def _check_downloads(url: str, bundle: Path, page: Any, browser: Any, shots: Pat
     viewer.close()
 
 
+LIVE_TABS = ("Charts", "Storage", "Latency vs IOPS", "Run")
+
+
+def _chart_points(live: Any) -> dict[str, int]:
+    return {
+        str(f.get_attribute("data-key")): int(f.get_attribute("data-points") or 0)
+        for f in live.locator("figure.chart").all()
+    }
+
+
+def _watch_live_page(live: Any, url: str, shots: Path) -> dict[str, Any]:
+    """The live page while the run goes: every chart grows; the Storage chart's latest
+    device IOPS (with its interval's t) is read off the page for the caller to check."""
+    live.goto(f"{url}/dbsim/live")
+    live.locator("figure.chart[data-key=application]").wait_for()
+    live.get_by_role("button", name="Storage").click()
+    live.locator("figure.chart[data-key=block]").wait_for()
+    first = _chart_points(live)
+    assert {"application", "block"} <= set(first), first
+    deadline = time.monotonic() + 30
+    later = first
+    while time.monotonic() < deadline:
+        live.wait_for_timeout(1000)
+        later = _chart_points(live)
+        if all(later.get(key, 0) > n for key, n in first.items()):
+            break
+    assert all(later.get(key, 0) > n for key, n in first.items()), (first, later)
+    block = live.locator("figure.chart[data-key=block]")
+    cell = block.locator("td[data-panel=IOPS]").first
+    reading = {
+        "t": float(block.get_attribute("data-t") or "nan"),
+        "entity": cell.get_attribute("data-line"),
+        "iops": float(cell.inner_text().replace(",", "")),
+    }
+    assert live.locator("#verdict-kind").inner_text() == "verdict so far"
+    for tab in LIVE_TABS:
+        live.get_by_role("button", name=tab).click()
+        live.screenshot(path=str(shots / f"live-{tab.replace(' ', '-').lower()}.png"))
+    return reading
+
+
 def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi, tmp_path: Path) -> None:
     sync_playwright, executable = _browser_or_skip()
     url, out, proc = web_ui.url, web_ui.out, web_ui.proc
@@ -222,6 +264,9 @@ def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi, tmp_pat
                     route.abort()
 
             page.route("**/*", guard)
+            live = browser.new_page(viewport={"width": 1400, "height": 900})
+            live.set_default_timeout(STEP_TIMEOUT_MS)
+            live.route("**/*", guard)
             page.goto(url)
             page.fill("input[name=userCount]", str(USERS))
             page.fill("input[name=spawnRate]", str(USERS))
@@ -255,6 +300,7 @@ def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi, tmp_pat
             assert iops > 0 and block[_column(page, "State")] == "live", block
             assert 0 <= float(block[_column(page, "Age s")]) < 5, block
             page.screenshot(path=str(shots / "webui-storage.png"))
+            reading = _watch_live_page(live, url, shots)
 
             page.get_by_role("tab", name="Run").click()
             page.locator("tbody tr", has_text=str(status["run"]["bundle"])).first.wait_for()
@@ -264,6 +310,11 @@ def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi, tmp_pat
             except Exception:  # Playwright's TimeoutError: say where the run stood, and why
                 _fail_with_state(url, proc, "the Run tab never showed the run as stopped early")
             page.screenshot(path=str(shots / "webui-run.png"))
+            live.locator("#verdict-kind", has_text="final verdict").wait_for()
+            assert live.locator("#status").inner_text() == "completed (stopped early)"
+            for tab in LIVE_TABS:
+                live.get_by_role("button", name=tab).click()
+                live.screenshot(path=str(shots / f"live-final-{tab.replace(' ', '-').lower()}.png"))
             _check_downloads(url, bundle, page, browser, shots)
             page.get_by_role("tab", name="Storage").click()
             page.locator("tbody tr", has_text="stopped (last sample)").first.wait_for()
@@ -284,11 +335,29 @@ def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi, tmp_pat
     assert (bundle / "timeseries" / "block.csv").is_file()
     scenario = (bundle / "scenario.yaml").read_text(encoding="utf-8")
     assert f"work_unit: {WORK_UNIT}" in scenario
-    # Locust's table holds exactly what the bundle measured.
+    # The live Storage chart's IOPS is block.csv's for the same interval (within 5 %).
+    with (bundle / "timeseries" / "block.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    same = [r for r in rows if r["entity"] == reading["entity"] and float(r["t"]) == reading["t"]]
+    assert same, (reading, rows[-3:])
+    assert reading["iops"] == pytest.approx(float(same[0]["iops"]), rel=0.05), (reading, same)
+    # Locust's table holds exactly what the bundle measured, percentiles included.
     expected = {op: v["count"] + v["errors"] for op, v in summary["operations"].items()}
     stats = _get_json(f"{url}/stats/requests")["stats"]
     table = {row["name"]: row["num_requests"] for row in stats if row["name"] != "Aggregated"}
     assert table == {op: n for op, n in expected.items() if n}
+    want = {op: (v["p99_us"] / 1000, v["p50_us"] / 1000) for op, v in summary["operations"].items()}
+    shown: dict[str, tuple[float, float]] = {}
+    for _ in range(20):  # the table's figures are recomputed off the hub after the run's end
+        shown = {
+            row["name"]: (row["response_time_percentile_0.99"], row["median_response_time"])
+            for row in _get_json(f"{url}/stats/requests")["stats"]
+            if row["name"] in want
+        }
+        if shown == {op: w for op, w in want.items() if op in shown}:
+            break
+        time.sleep(0.5)
+    assert shown and shown == {op: w for op, w in want.items() if op in shown}, (shown, want)
     assert out.resolve() in bundle.resolve().parents
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)

@@ -18,3 +18,14 @@
     childList: true, subtree: true, characterData: true,
   });
 })();
+// and a way to dbsim's live charts from every tab of Locust's page.
+(function () {
+  "use strict";
+  var link = document.createElement("a");
+  link.href = "./dbsim/live";
+  link.textContent = "dbsim live charts";
+  link.id = "dbsim-live-link";
+  link.style.cssText = "position:fixed;right:16px;bottom:12px;z-index:9999;padding:6px 12px;" +
+    "background:#0b4f8a;color:#fff;border-radius:6px;font:600 14px system-ui,sans-serif;";
+  document.body.appendChild(link);
+})();

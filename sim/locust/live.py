@@ -1,0 +1,246 @@
+"""The web UI's live charts (``/dbsim/live``): the run's bundle, as it is being written, drawn
+with report.html's own SVG code (:mod:`sim.report.svg`, :func:`sim.report.charts.curve_figure`)
+so the live page and the report always agree.
+
+Every chart shares one wall-clock time axis from the start of the run's sessions (warm-up
+shaded, then the measurement): per operation ops/s, p50/p99 and max latency, errors/s; per
+storage collector that wrote a time series, each figure its registry entry declares for the
+web UI (:class:`sim.registry.Display` ``ui`` then ``live``), one line per entity — block
+devices' r/s, w/s, IOPS, MB/s, await, %util and aqu-sz, NFS, ONTAP, database figures when
+those collectors run, no collector named here. Then the latency-versus-IOPS scatter with the
+knee, and the verdict: "so far" from the analysis of the bundle while the run goes, "final"
+from the bundle's ``analysis.json`` once it has ended. Built off the hub (gevent's native
+thread pool), at most every ``LIVE_REFRESH_S``; the page polls it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import gevent
+
+from sim import registry
+from sim.bundle.reader import read_rows_if_readable
+from sim.bundle.summary import status_text
+from sim.report.charts import curve_figure
+from sim.report.data import load_analysis_file, series_from_bundle
+from sim.report.draw import PALETTE
+from sim.report.scales import fmt_ms, fmt_number, fmt_us
+from sim.report.svg import Panel, Series, time_panels
+
+LIVE_REFRESH_S = 3.0
+MAX_ENTITIES = 4  # lines per panel, as in the report
+APP_SOURCE = "ops"
+ROW_KEYS = ("t", "interval", "phase", "entity", "step", "op")
+
+
+def _number(text: Any) -> float | None:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def _epoch(iso: Any) -> float | None:
+    try:
+        return datetime.fromisoformat(str(iso).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _columns(
+    rows: Sequence[Mapping[str, str]], t: Sequence[float], by: str, key: str, scale: float = 1.0
+) -> dict[str, list[float | None]]:
+    """Per ``by`` (entity or op), ``key``'s value at every ``t`` (None where missing)."""
+    index = {value: i for i, value in enumerate(t)}
+    out: dict[str, list[float | None]] = {}
+    for row in rows:
+        i = index.get(_number(row.get("t")) or -1.0)
+        value = _number(row.get(key))
+        if i is None:
+            continue
+        column = out.setdefault(row.get(by) or "?", [None] * len(t))
+        column[i] = None if value is None else value * scale
+    return out
+
+
+def _times(*tables: Sequence[Mapping[str, str]]) -> list[float]:
+    found = {_number(row.get("t")) for rows in tables for row in rows}
+    return sorted(v for v in found if v is not None)
+
+
+def _errors_s(rows: Sequence[Mapping[str, str]], t: Sequence[float]) -> dict[str, list[Any]]:
+    """Failed operations per second: each interval's errors over its length."""
+    counts = _columns(rows, t, "op", "errors")
+    lengths = [b - a for a, b in itertools.pairwise([0.0, *t])]
+    return {
+        op: [None if n is None or dt <= 0 else n / dt for n, dt in zip(col, lengths, strict=True)]
+        for op, col in counts.items()
+    }
+
+
+def application_panels(rows: Sequence[Mapping[str, str]], t: Sequence[float]) -> list[Panel]:
+    """Per operation: ops/s, p50 and p99, max, errors/s."""
+    ops = sorted({row.get("op") or "?" for row in rows})
+    color = {op: PALETTE[i % len(PALETTE)] for i, op in enumerate(ops)}
+    ops_s = _columns(rows, t, "op", "ops_s")
+    p50, p99 = _columns(rows, t, "op", "p50_us"), _columns(rows, t, "op", "p99_us")
+    peak, errors = _columns(rows, t, "op", "max_us"), _errors_s(rows, t)
+    latency = [
+        Series(f"{op} {name}", column.get(op, []), color[op], dashed=name == "p50")
+        for op in ops
+        for name, column in (("p99", p99), ("p50", p50))
+    ]
+    return [
+        Panel("Throughput (ops/s)", [Series(op, ops_s.get(op, []), color[op]) for op in ops]),
+        Panel("Latency: p99 solid, p50 dashed (log)", latency, y_format=fmt_us, log_y=True),
+        Panel(
+            "Latency: max per interval (log)",
+            [Series(f"{op} max", peak.get(op, []), color[op]) for op in ops],
+            y_format=fmt_us,
+            log_y=True,
+        ),
+        Panel(
+            "Errors (failed operations/s)",
+            [Series(op, errors.get(op, []), color[op]) for op in ops],
+        ),
+    ]
+
+
+def _figures(display: registry.Display) -> list[tuple[str, str, float]]:
+    """(sample key, title, scale) of a collector's web UI figures, then its live ones."""
+    out = [(f.key, f.title, f.scale) for f in display.ui]
+    known = {key for key, _, _ in out}
+    unit = {f.key: f" ({f.unit})" if f.unit else "" for f in display.live}
+    out += [(f.key, f.label + unit[f.key], 1.0) for f in display.live if f.key not in known]
+    return out
+
+
+def collector_panels(
+    display: registry.Display, rows: Sequence[Mapping[str, str]], t: Sequence[float]
+) -> list[Panel]:
+    """One panel per declared figure the time series holds, one line per entity."""
+    entities = sorted({row.get("entity") or "?" for row in rows})[:MAX_ENTITIES]
+    color = {e: PALETTE[(i + 2) % len(PALETTE)] for i, e in enumerate(entities)}
+    held = set(rows[0]) if rows else set()
+    panels = []
+    for key, title, scale in _figures(display):
+        if key not in held:
+            continue
+        columns = _columns(rows, t, "entity", key, scale)
+        lines = [Series(e, columns.get(e, []), color[e]) for e in entities]
+        fmt = fmt_ms if "_ms" in key or "latency" in key else fmt_number
+        panels.append(Panel(f"{title}", lines, y_format=fmt))
+    return panels
+
+
+def _chart(
+    key: str, title: str, t: Sequence[float], panels: list[Panel], axis: dict[str, Any]
+) -> dict[str, Any]:
+    """A chart for the page: its SVG, how many intervals it holds, and the latest values."""
+    svg = time_panels(t, panels, label=title, clock=axis["clock"], bands=axis["bands"])
+    latest = []
+    for panel in panels:
+        for series in panel.series:
+            value = series.ys[-1] if series.ys else None
+            latest.append({"panel": panel.title, "line": series.label, "value": value})
+    return {"key": key, "title": title, "svg": svg, "points": len(t), "t": t[-1] if t else None,
+            "latest": latest}  # fmt: skip
+
+
+def build_charts(bundle: Path, summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The application chart, then one chart per storage collector with a time series."""
+    folder = bundle / "timeseries"
+    ops = read_rows_if_readable(folder / f"{APP_SOURCE}.csv")
+    tables = {
+        source: read_rows_if_readable(folder / f"{source}.csv")
+        for source, entry in registry.collectors().items()
+        if entry.display is not None and (folder / f"{source}.csv").is_file()
+    }
+    t = _times(ops, *tables.values())
+    timing = summary.get("timing") or {}
+    warmup = _number(timing.get("warmup_s")) or 0.0
+    axis = {
+        "clock": _epoch(timing.get("sessions_started_at") or summary.get("started_at")),
+        "bands": [(0.0, warmup, "warm-up")] if warmup > 0 else [],
+    }
+    charts = [_chart("application", "Operations", t, application_panels(ops, t), axis)]
+    for source, rows in tables.items():
+        display = registry.collectors()[source].display
+        assert display is not None
+        panels = collector_panels(display, rows, t)
+        if panels:
+            charts.append(_chart(source, display.title, t, panels, axis))
+    return charts
+
+
+def _verdict(analysis: Mapping[str, Any] | None, final: bool) -> dict[str, Any]:
+    verdict = (analysis or {}).get("verdict") or {}
+    return {
+        "kind": "final verdict" if final else "verdict so far",
+        "call": verdict.get("call") or "not yet",
+        "summary": verdict.get("summary") or "waiting for measured intervals",
+    }
+
+
+def live_view(bundle_path: str | None, running: bool) -> dict[str, Any]:
+    """Everything the live page shows of the bundle (a native thread: reads files)."""
+    from sim.analysis import analyze_bundle
+    from sim.bundle.reader import read_summary
+
+    if not bundle_path:
+        return {"charts": [], "verdict": _verdict(None, False), "curve": ""}
+    bundle = Path(bundle_path).absolute()
+    try:
+        summary = read_summary(bundle)
+    except Exception:  # not written yet
+        summary = {}
+    final = not running and (bundle / "analysis.json").is_file()
+    try:
+        analysis = load_analysis_file(bundle) if final else analyze_bundle(bundle)
+    except Exception:  # too early: no measured interval yet
+        analysis = None
+    series = series_from_bundle(bundle)
+    curve = ""
+    if analysis and series.get("t"):
+        curve = str(curve_figure(series, analysis, analysis.get("primary_op"),
+                                 analysis.get("primary_device")))  # fmt: skip
+    return {
+        "charts": build_charts(bundle, summary),
+        "verdict": _verdict(analysis, final),
+        "curve": curve,
+        "status_text": status_text(summary) if summary else "",
+        "built_at": time.time(),
+    }
+
+
+class LiveCache:
+    """The live view, rebuilt in gevent's thread pool at most every LIVE_REFRESH_S."""
+
+    def __init__(self) -> None:
+        self.view: dict[str, Any] = live_view(None, False)
+        self._key: tuple[str | None, bool] | None = None
+        self._at = 0.0
+        self._busy = False
+
+    def get(self, bundle: str | None, running: bool) -> dict[str, Any]:
+        key = (bundle, running)
+        stale = key != self._key or (running and time.monotonic() - self._at > LIVE_REFRESH_S)
+        if bundle and stale and not self._busy:
+            self._busy, self._key, self._at = True, key, time.monotonic()
+            gevent.spawn(self._refresh, bundle, running)
+        return self.view
+
+    def _refresh(self, bundle: str, running: bool) -> None:
+        try:
+            self.view = gevent.get_hub().threadpool.apply(live_view, (bundle, running))
+        except Exception as exc:  # a bundle being rewritten: keep the last view, say why
+            self.view = {**self.view, "problem": f"{type(exc).__name__}: {exc}"}
+        finally:
+            self._busy = False
