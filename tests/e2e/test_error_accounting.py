@@ -10,7 +10,8 @@ so the server itself refuses the statements that touch locked rows:
   measured, and judged against ``load.max_error_pct`` both ways (within → exit 0 with the
   errors shown; over → exit 3), or by an ``error_pct_max`` SLO (exit 1).
 
-Each test loads its own table prefix once (``dbsim load``) and drops it at the end.
+The module loads one table prefix (``dbsim load``) that its tests share (each with a scenario
+and output directory of its own) and drops it at the end.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import asyncpg
 import pytest
 import yaml
 
-from tests.e2e.conftest import Dbsim, bundle_dirs, read_summary
+from tests.e2e.conftest import Dbsim, bundle_dirs, clean_environment, read_summary
 from tests.support.postgres import DATABASE, HOST, PORT, require_postgres
 
 pytestmark = pytest.mark.e2e
@@ -66,18 +67,36 @@ def scenario(path: Path, prefix: str, out: Path, **load: Any) -> Path:
     return path
 
 
-@pytest.fixture
-def loaded(dbsim: Dbsim, tmp_path: Path) -> Iterator[tuple[Path, str]]:
-    """A loaded SLOB table of the test's own: (scenario path, table name)."""
+@pytest.fixture(scope="module")
+def loaded_table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """One loaded SLOB table for the module (scenario path, table name); dropped at the end.
+    Every test releases its locks, and the runs' updates change no key, so the tests see the
+    same table as if each had loaded its own."""
+    base = tmp_path_factory.mktemp("errors")
+    for name in ("cwd", "tmp"):
+        (base / name).mkdir()
+    runner = Dbsim(base / "cwd", clean_environment(base / "tmp"))
     prefix = f"err{secrets.token_hex(3)}"
-    path = scenario(tmp_path / "s.yaml", prefix, tmp_path / "out")
-    built = dbsim("load", path)
+    path = scenario(base / "s.yaml", prefix, base / "out")
+    built = runner("load", path)
     assert built.rc == 0, built.describe()
     (table,) = [t["table"] for t in json.loads(built.stdout)["load"]["tables"]]
     try:
         yield path, table
     finally:
-        dbsim("drop", path)
+        runner("drop", path)
+        runner.cleanup()
+
+
+@pytest.fixture
+def loaded(loaded_table: tuple[Path, str], tmp_path: Path) -> tuple[Path, str]:
+    """The module's table, with a scenario of the test's own (its own output directory)."""
+    path, table = loaded_table
+    data = yaml.safe_load(path.read_text())
+    data["output"]["directory"] = str(tmp_path / "out")
+    mine = tmp_path / "s.yaml"
+    mine.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return mine, table
 
 
 class LockHolder:

@@ -4,6 +4,11 @@ Every trap is laid for a *victim*: files outside the tree (or inside another tre
 must not write, truncate, chmod or delete. Each test hashes the victims, runs the ``dbsim``
 command a user would, and asserts exit 2, exactly one ``error:`` line naming the object and
 why, and the victims unchanged, byte for byte and mode for mode.
+
+The first trap's commands run the real binary (``python -m sim.cli``); the others run the same
+commands through ``sim.cli.entry.main`` in the test process (``dbsim_in_process``: the same
+directories and environment, about a second less each), as does building the trees: what is
+checked is what the command decided and left on disk, not the process boundary.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import CliResult, Dbsim, single_bundle
+from tests.e2e.conftest import CliResult, Dbsim, InProcessDbsim, single_bundle
 
 pytestmark = pytest.mark.e2e
 
@@ -78,11 +83,11 @@ def victim(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def built(dbsim: Dbsim, tmp_path: Path) -> tuple[Path, Path]:
+def built(dbsim_in_process: InProcessDbsim, tmp_path: Path) -> tuple[Path, Path]:
     """A tree dbsim built (root, scenario)."""
     root = tmp_path / "eda"
     spec = scenario(tmp_path / "eda.yaml", root)
-    done = dbsim("load", spec)
+    done = dbsim_in_process("load", spec)
     assert done.rc == 0, done.describe()
     return root, spec
 
@@ -109,7 +114,7 @@ def test_a_data_file_swapped_for_a_symlink_is_never_written_or_removed(
 
 
 def test_a_data_file_swapped_for_a_hard_link_is_never_written_or_removed(
-    dbsim: Dbsim, built: tuple[Path, Path], victim: Path, tmp_path: Path
+    dbsim_in_process: InProcessDbsim, built: tuple[Path, Path], victim: Path, tmp_path: Path
 ) -> None:
     root, spec = built
     (root / FILE).unlink()
@@ -117,12 +122,12 @@ def test_a_data_file_swapped_for_a_hard_link_is_never_written_or_removed(
     (root / EMPTY).unlink()
     os.link(victim / "notes.txt", root / EMPTY)  # chmod and append target empty files
     before = digest([victim])
-    run_load_drop(dbsim, spec, tmp_path / "out", "has 2 hard links")
+    run_load_drop(dbsim_in_process, spec, tmp_path / "out", "has 2 hard links")
     assert digest([victim]) == before
 
 
 def test_a_directory_swapped_for_a_symlink_to_a_foreign_one_is_never_entered(
-    dbsim: Dbsim, built: tuple[Path, Path], victim: Path, tmp_path: Path
+    dbsim_in_process: InProcessDbsim, built: tuple[Path, Path], victim: Path, tmp_path: Path
 ) -> None:
     root, spec = built
     # The foreign directory looks exactly like the one it replaces.
@@ -131,14 +136,16 @@ def test_a_directory_swapped_for_a_symlink_to_a_foreign_one_is_never_entered(
     shutil.rmtree(root / TREE / "dir_00")
     (root / TREE / "dir_00").symlink_to(victim)
     before = digest([victim])
-    run_load_drop(dbsim, spec, tmp_path / "out", f"{root / TREE / 'dir_00'} is a symbolic link")
+    run_load_drop(
+        dbsim_in_process, spec, tmp_path / "out", f"{root / TREE / 'dir_00'} is a symbolic link"
+    )
     assert digest([victim]) == before and sorted(os.listdir(victim)) == sorted(
         ["design.v", "notes.txt", "file_00", "file_01", "empty_00", "empty_01"]
     )
 
 
 def test_a_file_moved_into_the_tree_in_place_of_dbsims_is_refused(
-    dbsim: Dbsim, built: tuple[Path, Path], victim: Path, tmp_path: Path
+    dbsim_in_process: InProcessDbsim, built: tuple[Path, Path], victim: Path, tmp_path: Path
 ) -> None:
     """One link, a regular file, the right size — but not the inode dbsim wrote."""
     root, spec = built
@@ -147,7 +154,9 @@ def test_a_file_moved_into_the_tree_in_place_of_dbsims_is_refused(
     mine.write_bytes(b"x" * size)
     os.replace(mine, root / FILE)
     before = digest([root / FILE])
-    run_load_drop(dbsim, spec, tmp_path / "out", f"{root / FILE} is not the one dbsim made")
+    run_load_drop(
+        dbsim_in_process, spec, tmp_path / "out", f"{root / FILE} is not the one dbsim made"
+    )
     assert digest([root / FILE]) == before
 
 
@@ -155,7 +164,7 @@ def test_a_file_moved_into_the_tree_in_place_of_dbsims_is_refused(
 
 
 def test_skip_load_on_a_foreign_tree_without_marker_names_it_and_dbsim_load(
-    dbsim: Dbsim, tmp_path: Path
+    dbsim_in_process: InProcessDbsim, tmp_path: Path
 ) -> None:
     root = tmp_path / "projects"
     (root / TREE / "dir_00").mkdir(parents=True)
@@ -164,7 +173,7 @@ def test_skip_load_on_a_foreign_tree_without_marker_names_it_and_dbsim_load(
     spec = scenario(tmp_path / "eda.yaml", root)
     before = digest([root])
     line = refused(
-        dbsim("run", spec, "--skip-load", "-o", tmp_path / "out"),
+        dbsim_in_process("run", spec, "--skip-load", "-o", tmp_path / "out"),
         f"{root} has no .dbsim-tree marker",
         "dbsim load <scenario>",
     )
@@ -173,22 +182,26 @@ def test_skip_load_on_a_foreign_tree_without_marker_names_it_and_dbsim_load(
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
     # Nothing there at all: the same refusal, naming the root.
     spec = scenario(tmp_path / "none.yaml", tmp_path / "nowhere")
-    refused(dbsim("run", spec, "--skip-load"), "nowhere: no EDA trees there", "dbsim load")
+    refused(
+        dbsim_in_process("run", spec, "--skip-load"), "nowhere: no EDA trees there", "dbsim load"
+    )
 
 
 def test_skip_load_on_a_tree_loaded_with_other_parameters_asks_for_a_load(
-    dbsim: Dbsim, built: tuple[Path, Path], tmp_path: Path
+    dbsim_in_process: InProcessDbsim, built: tuple[Path, Path], tmp_path: Path
 ) -> None:
     root, _ = built
     other = scenario(tmp_path / "other.yaml", root, size="32K")
     refused(
-        dbsim("run", other, "--skip-load", "-o", tmp_path / "out"),
+        dbsim_in_process("run", other, "--skip-load", "-o", tmp_path / "out"),
         f"{TREE} (loaded with other parameters)",
         "dbsim load <scenario>",
     )
 
 
-def test_a_forged_marker_makes_nothing_deletable(dbsim: Dbsim, tmp_path: Path) -> None:
+def test_a_forged_marker_makes_nothing_deletable(
+    dbsim_in_process: InProcessDbsim, tmp_path: Path
+) -> None:
     root = tmp_path / "foreign"
     (root / TREE / "dir_00").mkdir(parents=True)
     (root / FILE).write_text("a user's netlist\n")
@@ -197,12 +210,12 @@ def test_a_forged_marker_makes_nothing_deletable(dbsim: Dbsim, tmp_path: Path) -
     spec = scenario(tmp_path / "eda.yaml", root)
     before = digest([root])
     for args in (("drop", spec), ("load", spec), ("run", spec, "--skip-load")):
-        refused(dbsim(*args), f"{root / '.dbsim-tree'} carries no dbsim tree id")
+        refused(dbsim_in_process(*args), f"{root / '.dbsim-tree'} carries no dbsim tree id")
     assert digest([root]) == before
 
 
 def test_a_real_marker_copied_into_a_foreign_directory_is_refused(
-    dbsim: Dbsim, built: tuple[Path, Path], tmp_path: Path
+    dbsim_in_process: InProcessDbsim, built: tuple[Path, Path], tmp_path: Path
 ) -> None:
     real, _ = built
     root = tmp_path / "foreign"
@@ -212,24 +225,24 @@ def test_a_real_marker_copied_into_a_foreign_directory_is_refused(
     spec = scenario(tmp_path / "foreign.yaml", root)
     before = digest([root])
     for args in (("drop", spec), ("load", spec)):
-        refused(dbsim(*args), "was written for another directory")
+        refused(dbsim_in_process(*args), "was written for another directory")
     assert digest([root]) == before
 
 
 def test_a_tree_nested_in_another_survives_the_outer_trees_rebuild_and_drop(
-    dbsim: Dbsim, built: tuple[Path, Path], tmp_path: Path
+    dbsim_in_process: InProcessDbsim, built: tuple[Path, Path], tmp_path: Path
 ) -> None:
     outer, spec = built
     inner_spec = scenario(tmp_path / "inner.yaml", tmp_path / "inner")
-    assert dbsim("load", inner_spec).rc == 0
+    assert dbsim_in_process("load", inner_spec).rc == 0
     nested = outer / TREE / "dir_00" / "inner"
     os.rename(tmp_path / "inner", nested)  # the same inodes: still a valid tree of its own
     (outer / FILE).write_bytes(b"short")  # damaged: the outer load wants to rebuild it
     before = digest([nested])
     for args in (("load", spec), ("drop", spec)):
-        refused(dbsim(*args), f"{nested} holds another dbsim tree")
+        refused(dbsim_in_process(*args), f"{nested} holds another dbsim tree")
     assert digest([nested]) == before
-    done = dbsim("drop", scenario(tmp_path / "moved.yaml", nested))
+    done = dbsim_in_process("drop", scenario(tmp_path / "moved.yaml", nested))
     assert done.rc == 0 and "dropped: EDA_FRONTEND-001-1" in done.stdout, done.describe()
 
 
@@ -237,27 +250,27 @@ def test_a_tree_nested_in_another_survives_the_outer_trees_rebuild_and_drop(
 
 
 def test_a_planted_marker_tmp_symlink_is_refused_by_load_and_drop(
-    dbsim: Dbsim, built: tuple[Path, Path], victim: Path, tmp_path: Path
+    dbsim_in_process: InProcessDbsim, built: tuple[Path, Path], victim: Path, tmp_path: Path
 ) -> None:
     root, _ = built
     (root / ".dbsim-tree.tmp").symlink_to(victim / "notes.txt")
     rebuild = scenario(tmp_path / "bigger.yaml", root, size="32K")  # load writes the marker
     before = digest([victim])
     for args in (("load", rebuild), ("drop", rebuild)):
-        refused(dbsim(*args), f"{root / '.dbsim-tree.tmp'} it is a symbolic link")
+        refused(dbsim_in_process(*args), f"{root / '.dbsim-tree.tmp'} it is a symbolic link")
     assert digest([victim]) == before
     # A plain leftover (a crash) is ours to remove: the drop goes through.
     (root / ".dbsim-tree.tmp").unlink()
     (root / ".dbsim-tree.tmp").write_text("half a marker")
-    done = dbsim("drop", rebuild)
+    done = dbsim_in_process("drop", rebuild)
     assert done.rc == 0 and not root.exists(), done.describe()
 
 
 def test_report_refuses_planted_tmp_symlinks_in_a_bundle(
-    dbsim: Dbsim, built: tuple[Path, Path], victim: Path, tmp_path: Path
+    dbsim_in_process: InProcessDbsim, built: tuple[Path, Path], victim: Path, tmp_path: Path
 ) -> None:
     _, spec = built
-    done = dbsim("run", spec, "-o", tmp_path / "out")
+    done = dbsim_in_process("run", spec, "-o", tmp_path / "out")
     assert done.rc == 0, done.describe()
     bundle = single_bundle(tmp_path / "out")
     for name in ("report.html", "analysis.json"):
@@ -265,7 +278,7 @@ def test_report_refuses_planted_tmp_symlinks_in_a_bundle(
         tmp.unlink(missing_ok=True)
         tmp.symlink_to(victim / "notes.txt")
         before = digest([victim, bundle / name])
-        refused(dbsim("report", bundle), f"{tmp}", "symbolic link", "refusing to write")
+        refused(dbsim_in_process("report", bundle), f"{tmp}", "symbolic link", "refusing to write")
         assert digest([victim, bundle / name]) == before
         tmp.unlink()
-    assert dbsim("report", bundle).rc == 0
+    assert dbsim_in_process("report", bundle).rc == 0
