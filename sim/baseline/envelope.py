@@ -32,6 +32,8 @@ def published_at(envelope: Envelope, read_pct: float, block_kib: float) -> dict[
         "iops": iops,
         "mib_s": iops * block_kib * MIB_PER_KIB,
         "limit": binding.label,
+        "basis": binding.basis,  # published / interpolated / outside
+        "band": binding.band.to_dict() if binding.band else None,
         "described": binding.describe(),
         "flags": [str(flag) for flag in binding.flags],
         "sources": list(binding.sources),

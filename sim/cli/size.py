@@ -3,7 +3,9 @@ headroom is left, and the smallest capacity or service level that fits, citing t
 
 Importing this module registers the command on :data:`sim.cli.app`. The workload comes from a
 run bundle (the measured window's block-device means of the busiest device, or ``--device``)
-or from the command line. Exit 0 when it fits, 1 when it does not, 2 for bad input.
+or from the command line. Exit 0 when it fits, 1 when it does not, 4 when there is no verdict
+(the binding figure lies outside every published point and ``--allow-extrapolation`` was not
+given), 2 for bad input.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from sim.cli.app import app
-from sim.errors import EXIT_OK, EXIT_SLO_MISSED, ConfigError
+from sim.errors import EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_SLO_MISSED, ConfigError
 
 if TYPE_CHECKING:
     from storage.envelopes.model import Envelope
@@ -57,6 +59,14 @@ BlockSizeOpt = Annotated[str | None, typer.Option("--block-size", help="Request 
 PoolIopsOpt = Annotated[
     float | None, typer.Option("--pool-iops", help="Custom-performance IOPS provisioned.")
 ]
+ExtrapolateOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-extrapolation",
+        help="Give a verdict even when the binding figure lies outside every published point "
+        "(held from the nearest one, not extrapolated); without it such answers exit 4.",
+    ),
+]
 PoolMibpsOpt = Annotated[
     float | None, typer.Option("--pool-mibps", help="Custom-performance MiB/s provisioned.")
 ]
@@ -78,6 +88,7 @@ def size_command(
     block_size: BlockSizeOpt = None,
     pool_iops: PoolIopsOpt = None,
     pool_mibps: PoolMibpsOpt = None,
+    allow_extrapolation: ExtrapolateOpt = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")] = False,
 ) -> None:
     """Size a workload against a published performance envelope (see docs/sizing.md)."""
@@ -114,12 +125,17 @@ def size_command(
         service_level=service_level,
         pool_iops=pool_iops,
         pool_mibps=pool_mibps,
+        allow_extrapolation=allow_extrapolation,
     )
-    if as_json:
-        sys.stdout.write(json.dumps(answer.to_dict(), indent=2) + "\n")
-    else:
-        sys.stdout.write(render(answer) + "\n")
-    raise typer.Exit(EXIT_OK if answer.fits else EXIT_SLO_MISSED)
+    sys.stdout.write((json.dumps(answer.to_dict(), indent=2) if as_json else render(answer)) + "\n")
+    raise typer.Exit(exit_code(answer))
+
+
+def exit_code(answer: SizingAnswer) -> int:
+    """0 fits, 1 does not fit, 4 no verdict (outside the published points)."""
+    if answer.fits is None:
+        return EXIT_NOT_COMPARABLE
+    return EXIT_OK if answer.fits else EXIT_SLO_MISSED
 
 
 def workload_from_bundle(run_dir: Path, device: str | None, step: int | None = None) -> Workload:
@@ -233,6 +249,37 @@ def _seeds(env: Envelope) -> list[str]:
     return [f"seed {s.seed}" for s in iter_sources(env.spec)]
 
 
+def _certainty_lines(answer: SizingAnswer) -> list[str]:
+    """What kind of number the verdict rests on: published, interpolated (the rule and its
+    leave-one-out band) or outside (and what --allow-extrapolation would do)."""
+    from storage.envelopes.units import fmt
+
+    limit = answer.binding.limit
+    if limit.basis == "published":
+        return ["figure: published (a stored point of the page, unchanged)"]
+    if limit.basis == "outside":
+        held = "held from the nearest published point, not extrapolated"
+        if answer.fits is None:
+            return [
+                f"figure: outside — no published point brackets it ({held}); no verdict "
+                f"without --allow-extrapolation (exit 4)"
+            ]
+        return [
+            f"figure: outside — no published point brackets it ({held}); verdict given "
+            f"because of --allow-extrapolation"
+        ]
+    band = limit.band
+    assert band is not None
+    lines = [f"figure: interpolated — {band.describe()}"]
+    if band.tested:
+        low, high = band.lowest_ceiling(limit.value), band.highest_ceiling(limit.value)
+        lines.append(
+            f"  at that band the ceiling is {fmt(low)} to {fmt(high)} {limit.unit}"
+            + (" (the rule never overshot here)" if band.conservative else "")
+        )
+    return lines
+
+
 def render(answer: SizingAnswer) -> str:
     """The answer as text: verdict, binding limit, every limit, smallest fits, flags, source."""
     from storage.envelopes.scaling import capacity_unit
@@ -259,16 +306,17 @@ def render(answer: SizingAnswer) -> str:
     )
     level = f", service level {answer.service_level}" if answer.service_level else ""
     binding = answer.binding.limit
-    verdict = "FITS" if answer.fits else "DOES NOT FIT"
     kind = "IOPS" if binding.kind == "iops" else "throughput"
     lines = [
         f"envelope: {spec.name} — {spec.title}",
         f"published with: {published}",
         f"workload: {answer.workload.describe()}",
         f"capacity: {capacity}{level}",
-        f"{verdict}: the {kind} limit binds — {binding.label}: {binding.describe()}; "
-        f"utilisation {answer.utilisation_pct:.1f} %, headroom {answer.headroom_pct:.1f} %"
+        f"{answer.verdict_text()}: the {kind} limit binds — {binding.label}: "
+        f"{binding.describe()}; utilisation {answer.utilisation_pct:.1f} %, headroom "
+        f"{answer.headroom_pct:.1f} %"
         + (f" (the workload can grow {answer.growth_pct:.1f} %)" if answer.fits else ""),
+        *_certainty_lines(answer),
         "limits:",
     ]
     for check in sorted(answer.checks, key=lambda c: -c.utilisation):

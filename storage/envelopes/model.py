@@ -14,25 +14,31 @@ of a published mix the published figures are used as they are. This is what a sy
 whose busy time per read and per write is fixed gives (T = 1 / (f s_r + (1 - f) s_w)); fitted
 piecewise it passes through every published point exactly, it lies between the two
 neighbouring totals (monotonic), and since 1/T is linear T is convex, so it lies *below* the
-straight chord: more conservative than linear interpolation of the totals, as sizing should
-be. At a published mix the published read and write figures are returned unchanged. Outside
-the published mixes nothing is extrapolated: the nearest published total is used and the
-answer carries an ``out_of_range`` flag. A segment wider than 25 points (seeds that publish
-only pure read and pure write) is flagged as an ``estimate``.
+straight chord (lower than linear interpolation of the totals). That does not make it
+conservative: on the seeds' own tables it overshoots published points it did not see (the
+leave-one-out bands of :mod:`storage.envelopes.uncertainty`), and every interpolated limit
+carries that band. At a published mix the published read and write figures are returned
+unchanged. Outside the published mixes nothing is extrapolated: the nearest published total
+is held, the limit's ``basis`` is ``outside`` and the answer carries an ``out_of_range`` flag.
+A segment wider than 25 points (seeds that publish only pure read and pure write) is flagged
+as an ``estimate``.
+
+Every limit says what kind of number it is (``basis``): ``published`` (a stored point),
+``interpolated`` (``rules``: ``mix``, ``size``; with its ``band``) or ``outside``.
 
 **Between block sizes** the same service-time rule is used in the size: 1/T is linear in the
 request size between two published sizes (a fixed cost per operation plus a cost per byte).
 Two ceilings are kept apart so the answer can say which one binds:
 
 * the IOPS ceiling comes from the random tables (4 and 8 KiB). Smaller requests get the
-  smallest table's IOPS (*same-IOPS*, ``out_of_range``). Between the largest random size
+  smallest table's IOPS (*same-IOPS*, ``outside``). Between the largest random size
   and the smallest sequential size (8 to 64 KiB) it bridges the random table to the
   sequential one by service time: an ``estimate`` that mixes random and sequential results.
   From the smallest sequential size up, IOPS are governed by the bandwidth ceiling alone.
 * the throughput ceiling comes from the sequential tables (64 and 256 KiB). Smaller requests
-  are allowed the smallest sequential table's bandwidth (*same-bandwidth*, an ``estimate``;
-  it never binds before the IOPS ceiling does when random tables exist); larger ones the
-  largest table's bandwidth (*same-bandwidth*, ``out_of_range``).
+  are allowed the smallest sequential table's bandwidth (*same-bandwidth*, ``outside``, its
+  flag an ``estimate`` since it never binds before the IOPS ceiling does when random tables
+  exist); larger ones the largest table's bandwidth (*same-bandwidth*, ``outside``).
 
 Database points (SLOB, SSB) state no request size: their IOPS apply at any size, flagged.
 Capacity, service level and caps are applied by :mod:`storage.envelopes.scaling`.
@@ -41,7 +47,7 @@ Capacity, service level and caps are applied by :mod:`storage.envelopes.scaling`
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -51,6 +57,7 @@ from pydantic import ValidationError
 
 from sim.errors import ConfigError
 from storage.envelopes.schema import EnvelopeSpec, Omitted, Point, ProfileFile, SeedInfo, Table
+from storage.envelopes.uncertainty import Band, band
 from storage.envelopes.units import KIB, fmt, kib, to_ops
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -63,6 +70,9 @@ _EPS = 1e-9
 
 FlagKind = Literal["estimate", "out_of_range", "note"]
 LimitKind = Literal["iops", "throughput"]
+# published: a stored point (or a rule the seed states); interpolated: between published
+# points by a stated rule; outside: no published point brackets it (held, not extrapolated).
+Basis = Literal["published", "interpolated", "outside"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +101,9 @@ class Limit:
     sources: tuple[str, ...]
     flags: tuple[Flag, ...] = ()
     scales_with: Literal["none", "capacity", "pool"] = "none"
+    basis: Basis = "published"
+    rules: tuple[str, ...] = ()  # the interpolation rules an interpolated figure went through
+    band: Band | None = None  # their leave-one-out error on this envelope's tables
 
     @property
     def unit(self) -> str:
@@ -116,6 +129,8 @@ class Rate:
     published: bool = False
     cited: tuple[str, ...] = ()  # the published points the rate rests on, each cited
     used: tuple[Table, ...] = ()  # the tables those points belong to
+    basis: Basis = "published"
+    rules: tuple[str, ...] = ()
 
     @property
     def total(self) -> float:
@@ -191,7 +206,18 @@ class Envelope:
                     ),
                 )
         around = tuple(cite_point(table, p) for p in bound)
-        return Rate(fraction * total, (1 - fraction) * total, tuple(flags), False, around, (table,))
+        basis: Basis = "interpolated" if len(bound) == 2 else "outside"
+        rules = ("mix",) if len(bound) == 2 else ()
+        return Rate(
+            fraction * total,
+            (1 - fraction) * total,
+            tuple(flags),
+            False,
+            around,
+            (table,),
+            basis,
+            rules,
+        )
 
     # ------------------------------------------------------------------ request size
 
@@ -201,13 +227,12 @@ class Envelope:
         database = self.tables("database")
         if database:
             table = database[0]
-            rate = self.rate(table, fraction)
             flag = Flag(
                 "estimate",
                 f"{table.id}: the seed states no request size; its IOPS are applied at "
                 f"{kib(block_kib)} KiB",
             )
-            return self._limit("iops", "published IOPS", rate, (flag,))
+            return self._limit("iops", self.rate(table, fraction), (flag,))
         random, sequential = self.tables("random"), self.tables("sequential")
         if not random:
             return None
@@ -215,38 +240,33 @@ class Envelope:
         if smallest_seq is not None and block_kib >= _size(smallest_seq) - _EPS:
             return None
         sizes = [_size(t) for t in random]
+        if block_kib < sizes[0] - _EPS:
+            flag = Flag(
+                "out_of_range",
+                f"{kib(block_kib)} KiB is below the smallest published size "
+                f"({sizes[0]:g} KiB): same IOPS as {sizes[0]:g} KiB assumed",
+            )
+            return self._limit("iops", self.rate(random[0], fraction), (flag,), outside=True)
         if block_kib <= sizes[0] + _EPS:
-            rate = self.rate(random[0], fraction)
-            extra: tuple[Flag, ...] = ()
-            if block_kib < sizes[0] - _EPS:
-                extra = (
-                    Flag(
-                        "out_of_range",
-                        f"{kib(block_kib)} KiB is below the smallest published size "
-                        f"({sizes[0]:g} KiB): same IOPS as {sizes[0]:g} KiB assumed",
-                    ),
-                )
-            return self._limit("iops", "published IOPS", rate, extra)
+            return self._limit("iops", self.rate(random[0], fraction))
         for low, high in itertools.pairwise(random):
             if block_kib <= _size(high) + _EPS:
-                rate = self._blend(low, high, fraction, block_kib)
-                return self._limit("iops", "published IOPS", rate)
+                return self._limit("iops", self.blend(low, high, fraction, block_kib))
         largest = random[-1]
         if smallest_seq is None:
-            rate = self.rate(largest, fraction)
             flag = Flag(
                 "out_of_range",
                 f"{kib(block_kib)} KiB is above the largest published size ({_size(largest):g} "
                 f"KiB): same IOPS as {_size(largest):g} KiB assumed",
             )
-            return self._limit("iops", "published IOPS", rate, (flag,))
-        rate = self._blend(largest, smallest_seq, fraction, block_kib)
+            return self._limit("iops", self.rate(largest, fraction), (flag,), outside=True)
+        rate = self.blend(largest, smallest_seq, fraction, block_kib)
         flag = Flag(
             "estimate",
             f"{kib(block_kib)} KiB lies between the random ({_size(largest):g} KiB) and "
             f"sequential ({_size(smallest_seq):g} KiB) tables: IOPS bridged by service time",
         )
-        return self._limit("iops", "IOPS bridged", rate, (flag,))
+        return self._limit("iops", rate, (flag,), bridged=True)
 
     def throughput_limit(self, fraction: float, block_kib: float) -> Limit | None:
         """The bandwidth ceiling (MiB/s) from the sequential tables, or None without them."""
@@ -254,41 +274,46 @@ class Envelope:
         if not sequential:
             return None
         sizes = [_size(t) for t in sequential]
-        if block_kib <= sizes[0] + _EPS:
+        if block_kib < sizes[0] - _EPS:
+            # Never binding where random tables exist (their IOPS bind first): flagged as an
+            # estimate so it does not crowd every small-request answer, but not published.
+            flag = Flag(
+                "estimate",
+                f"bandwidth published from {sizes[0]:g} KiB up: the {sizes[0]:g} KiB "
+                f"bandwidth is assumed reachable at {kib(block_kib)} KiB",
+            )
             rate = self.rate(sequential[0], fraction)
-            flags: tuple[Flag, ...] = ()
-            if block_kib < sizes[0] - _EPS:
-                flags = (
-                    Flag(
-                        "estimate",
-                        f"bandwidth published from {sizes[0]:g} KiB up: the {sizes[0]:g} KiB "
-                        f"bandwidth is assumed reachable at {kib(block_kib)} KiB",
-                    ),
-                )
-            return self._mibps(rate, sizes[0], flags)
+            return self._limit("throughput", rate, (flag,), outside=True, at_kib=sizes[0])
+        if block_kib <= sizes[0] + _EPS:
+            return self._limit("throughput", self.rate(sequential[0], fraction), at_kib=sizes[0])
         for low, high in itertools.pairwise(sequential):
             if block_kib <= _size(high) + _EPS:
-                rate = self._blend(low, high, fraction, block_kib)
-                return self._mibps(rate, block_kib, ())
+                rate = self.blend(low, high, fraction, block_kib)
+                return self._limit("throughput", rate, at_kib=block_kib)
         flag = Flag(
             "out_of_range",
             f"{kib(block_kib)} KiB is above the largest published size ({sizes[-1]:g} KiB): "
             f"same bandwidth as {sizes[-1]:g} KiB assumed",
         )
         rate = self.rate(sequential[-1], fraction)
-        return self._mibps(rate, sizes[-1], (flag,))
+        return self._limit("throughput", rate, (flag,), outside=True, at_kib=sizes[-1])
 
     def table_limits(self, fraction: float, block_kib: float) -> list[Limit]:
-        """The ceilings the published tables set at this mix and size."""
+        """The ceilings the published tables set at this mix and size; an interpolated one
+        carries the leave-one-out band of its rules on this envelope's tables."""
         found = (
             self.iops_limit(fraction, block_kib),
             self.throughput_limit(fraction, block_kib),
         )
-        return [limit for limit in found if limit is not None]
+        return [
+            replace(limit, band=band(self, limit.rules)) if limit.basis == "interpolated" else limit
+            for limit in found
+            if limit is not None
+        ]
 
     # ------------------------------------------------------------------ helpers
 
-    def _blend(self, low: Table, high: Table, fraction: float, block_kib: float) -> Rate:
+    def blend(self, low: Table, high: Table, fraction: float, block_kib: float) -> Rate:
         """Service time linear in the request size between two tables' rates."""
         if abs(block_kib - _size(low)) < _EPS:
             return self.rate(low, fraction)
@@ -297,6 +322,7 @@ class Envelope:
         a, b = self.rate(low, fraction), self.rate(high, fraction)
         share = (block_kib - _size(low)) / (_size(high) - _size(low))
         total = 1 / (1 / a.total + share * (1 / b.total - 1 / a.total))
+        outside = "outside" in (a.basis, b.basis)
         return Rate(
             fraction * total,
             (1 - fraction) * total,
@@ -304,41 +330,37 @@ class Envelope:
             False,
             a.cited + b.cited,
             a.used + b.used,
+            "outside" if outside else "interpolated",
+            () if outside else tuple(dict.fromkeys((*a.rules, *b.rules, "size"))),
         )
 
     def _limit(
         self,
         kind: LimitKind,
-        label: str,
         rate: Rate,
         extra: tuple[Flag, ...] = (),
+        *,
+        outside: bool = False,
+        bridged: bool = False,
+        at_kib: float | None = None,
     ) -> Limit:
         # Only the tables the figure rests on are named (at exactly 8 KiB: the 8 KiB table).
+        # A throughput limit turns operations into MiB/s at the size they were read at.
         sizes = "/".join(_label_size(t) for t in rate.used)
-        extra += _approximate(rate.used)
+        basis: Basis = "outside" if outside else rate.basis
+        unit = "IOPS" if kind == "iops" else "throughput"
+        what = f"{unit} outside the published points" if basis == "outside" else f"{basis} {unit}"
+        scale = 1.0 if at_kib is None else at_kib / KIB
         return Limit(
             kind=kind,
-            label=f"{label} ({sizes})",
-            value=rate.total,
-            read=rate.read,
-            write=rate.write,
-            sources=rate.cited,
-            flags=tuple(dict.fromkeys(rate.flags + extra)),
-        )
-
-    def _mibps(self, rate: Rate, block_kib: float, flags: tuple[Flag, ...]) -> Limit:
-        # A rate in operations becomes a bandwidth at the size it was read at.
-        scale = block_kib / KIB
-        sizes = "/".join(_label_size(t) for t in rate.used)
-        flags += _approximate(rate.used)
-        return Limit(
-            kind="throughput",
-            label=f"published throughput ({sizes})",
+            label=f"{what}{', bridged' if bridged else ''} ({sizes})",
             value=rate.total * scale,
             read=rate.read * scale,
             write=rate.write * scale,
             sources=rate.cited,
-            flags=tuple(dict.fromkeys(rate.flags + flags)),
+            flags=tuple(dict.fromkeys(rate.flags + extra + _approximate(rate.used))),
+            basis=basis,
+            rules=() if basis == "outside" else rate.rules,
         )
 
 

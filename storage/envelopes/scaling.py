@@ -23,8 +23,9 @@ import math
 from dataclasses import dataclass
 
 from sim.errors import ConfigError
-from storage.envelopes.model import Envelope, Flag, Limit
+from storage.envelopes.model import Basis, Envelope, Flag, Limit
 from storage.envelopes.schema import CapacityPoint, CapacityRule, Level
+from storage.envelopes.uncertainty import Band
 from storage.envelopes.units import capacity_tib, fmt, fmt_capacity, from_tib, kib, to_mibps
 
 _EPS = 1e-9
@@ -240,6 +241,17 @@ def _points_limits(
     mibps_value, _, _ = _interpolate(mibps, capacity)
     flags = _published_sizes_flags(kind, capacity, [c for c, _ in iops], unit)
     iops_flags, mibps_flags = _request_size_flags(rule, block_kib)
+    # On a published size: published; between two: interpolated (untested: two sizes only);
+    # beyond them, or at a request size the seed did not state the figure for: outside.
+    at_size: Basis = "published" if kind is None else "interpolated"
+    if kind == "out_of_range":
+        at_size = "outside"
+    off_iops = rule.iops_block_kib is not None and abs(block_kib - rule.iops_block_kib) > _EPS
+    off_mibps = (
+        rule.throughput_min_block_kib is not None
+        and block_kib < rule.throughput_min_block_kib - _EPS
+    )
+    band = Band(("capacity",), 0.0, 0.0, 0, 0) if at_size == "interpolated" else None
     # Only the published sizes the figures rest on are cited, each figure where it is printed.
     used = _used_points(points, capacity)
     sources = tuple(_cite_figure(p, "iops") for p in used)
@@ -254,6 +266,9 @@ def _points_limits(
             sources,
             iops_flags,
             "capacity",
+            "outside" if off_iops else at_size,
+            ("capacity",) if band and not off_iops else (),
+            band if not off_iops else None,
         ),
         Limit(
             "throughput",
@@ -264,6 +279,9 @@ def _points_limits(
             bandwidth_sources,
             mibps_flags,
             "capacity",
+            "outside" if off_mibps else at_size,
+            ("capacity",) if band and not off_mibps else (),
+            band if not off_mibps else None,
         ),
     ]
     return limits, flags

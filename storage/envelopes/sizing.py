@@ -8,6 +8,17 @@ request size (total KiB / total operations, as iostat's average request size); e
 MiB/s). The binding limit is the one with the highest utilisation; ``headroom_pct`` is the
 share of that limit left unused (negative when the workload does not fit) and ``growth_pct``
 how much the workload could grow before reaching it.
+
+The verdict rests on the binding limit, and says how certain it is (``certainty``):
+
+* ``published``: the binding figure is a published point (or a rule the seed states);
+* ``interpolated``: between published points, and the verdict holds across the rule's
+  leave-one-out band on this envelope's tables (:mod:`storage.envelopes.uncertainty`);
+* ``within_uncertainty``: interpolated, and the demand lies inside that band: "fits, within
+  the interpolation's uncertainty" (or does not fit, within it);
+* ``untested``: interpolated, but this envelope's tables give no case to test the rule;
+* ``outside``: no published point brackets the figure. Without ``allow_extrapolation`` there
+  is no verdict (``verdict == "no_verdict"``, ``fits`` is None), whatever the utilisation.
 """
 
 from __future__ import annotations
@@ -164,6 +175,8 @@ class Check:
             "demand": self.demand,
             "utilisation_pct": round(self.utilisation * 100, 3),
             "scales_with": self.limit.scales_with,
+            "basis": self.limit.basis,
+            "band": self.limit.band.to_dict() if self.limit.band else None,
             "sources": list(self.limit.sources),
             "flags": [{"kind": f.kind, "message": f.message} for f in self.limit.flags],
         }
@@ -179,12 +192,35 @@ class SizingAnswer:
     service_level: str | None
     checks: list[Check]
     binding: Check
-    fits: bool
+    fits: bool | None
     smallest_capacity_tib: float | None
     smallest_capacity: str
     smallest_level: str | None
     smallest_level_text: str
     flags: list[Flag] = field(default_factory=list)
+    certainty: str = "published"
+    extrapolated: bool = False
+
+    @property
+    def verdict(self) -> str:
+        """``fits``, ``does_not_fit`` or ``no_verdict`` (outside the published points)."""
+        if self.fits is None:
+            return "no_verdict"
+        return "fits" if self.fits else "does_not_fit"
+
+    def verdict_text(self) -> str:
+        """``FITS``, ``FITS, within the interpolation's uncertainty``, ``DOES NOT FIT`` … or
+        ``NO VERDICT``."""
+        if self.fits is None:
+            return "NO VERDICT (outside the published points)"
+        text = "FITS" if self.fits else "DOES NOT FIT"
+        if self.certainty == "within_uncertainty":
+            text += ", within the interpolation's uncertainty"
+        elif self.certainty == "untested":
+            text += " (on an interpolation its page cannot test)"
+        elif self.extrapolated:
+            text += " (extrapolated: --allow-extrapolation)"
+        return text
 
     @property
     def utilisation_pct(self) -> float:
@@ -230,6 +266,11 @@ class SizingAnswer:
                 "write_kib": w.size_kib("write"),
             },
             "fits": self.fits,
+            "verdict": self.verdict,
+            "certainty": self.certainty,
+            "extrapolated": self.extrapolated,
+            "basis": self.binding.limit.basis,
+            "band": band.to_dict() if (band := self.binding.limit.band) else None,
             "binding": self.binding.limit.kind,
             "binding_label": self.binding.limit.label,
             "utilisation_pct": round(self.utilisation_pct, 3),
@@ -268,8 +309,10 @@ def size(
     service_level: str | None = None,
     pool_iops: float | None = None,
     pool_mibps: float | None = None,
+    allow_extrapolation: bool = False,
 ) -> SizingAnswer:
-    """Size ``workload`` against ``env`` at a capacity (default: the tested one) and level."""
+    """Size ``workload`` against ``env`` at a capacity (default: the tested one) and level;
+    no verdict on a figure outside the published points unless ``allow_extrapolation``."""
     level = resolve_level(env, service_level)
     if (
         pool_iops is not None or pool_mibps is not None
@@ -278,7 +321,10 @@ def size(
     setting = Setting(capacity_tib, level.level if level else None, pool_iops, pool_mibps)
     checks, flags = evaluate(env, workload, setting)
     binding = max(checks, key=lambda c: c.utilisation)
-    fits = binding.utilisation <= 1.0
+    certainty = _certainty(binding)
+    fits: bool | None = binding.utilisation <= 1.0
+    if certainty == "outside" and not allow_extrapolation:
+        fits = None
     capacity = capacity_tib if capacity_tib is not None else default_capacity(env)
     smallest_tib, smallest_text = _smallest_capacity(env, workload, checks, setting)
     level_name, level_text = _smallest_level(env, workload, setting, capacity)
@@ -295,7 +341,25 @@ def size(
         smallest_level=level_name,
         smallest_level_text=level_text,
         flags=_answer_flags(env, workload, checks, binding, flags),
+        certainty=certainty,
+        extrapolated=certainty == "outside",
     )
+
+
+def _certainty(binding: Check) -> str:
+    """How certain the verdict on ``binding`` is (see the module docstring)."""
+    limit = binding.limit
+    if limit.basis != "interpolated":
+        return limit.basis
+    if limit.band is None or not limit.band.tested:
+        return "untested"
+    lowest, highest = (
+        limit.band.lowest_ceiling(limit.value),
+        limit.band.highest_ceiling(limit.value),
+    )
+    if lowest < binding.demand <= highest:
+        return "within_uncertainty"
+    return "interpolated"
 
 
 def _answer_flags(

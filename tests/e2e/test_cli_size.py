@@ -15,7 +15,8 @@ from tests.e2e.conftest import CliResult, Dbsim, single_bundle
 
 pytestmark = pytest.mark.e2e
 
-EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_BAD_INPUT, EXIT_NO_VERDICT = 0, 1, 2, 4
+VERDICTS = {EXIT_OK: "fits", EXIT_DOES_NOT_FIT: "does_not_fit", EXIT_NO_VERDICT: "no_verdict"}
 # The same main() as `python -m sim.cli`.
 LAUNCH = "import sys; from sim.cli import main; sys.exit(main(sys.argv[1:]))"
 ISSUE_SOURCE = "Nível de serviço extremo › Tamanho do bloco de 4 KiB (E/S aleatória)"
@@ -105,6 +106,23 @@ def test_capacity_makes_throughput_bind_and_names_the_smallest(dbsim: Dbsim) -> 
     assert "seed 002_26a53d12d47323af.txt" in result.stdout
 
 
+def test_outside_the_published_mixes_exits_4_without_allow_extrapolation(dbsim: Dbsim) -> None:
+    # SSB publishes 100 % and 80 % read only: 60/40 has no published point around it.
+    args = ("-e", "gcnv-iscsi-ssb", "--read-iops", "60000", "--write-iops", "40000")
+    refused = dbsim_size(dbsim, *args, "--block-size", "8KiB", "--json")
+    assert refused.rc == EXIT_NO_VERDICT, refused.describe()
+    answer = json.loads(refused.stdout)
+    assert (answer["fits"], answer["verdict"], answer["certainty"]) == (
+        None,
+        "no_verdict",
+        "outside",
+    )
+    allowed = dbsim_size(dbsim, *args, "--block-size", "8KiB", "--allow-extrapolation")
+    assert allowed.rc == EXIT_OK, allowed.describe()
+    assert "FITS (extrapolated: --allow-extrapolation)" in allowed.stdout
+    assert "figure: outside" in allowed.stdout
+
+
 def test_list_names_every_envelope_with_its_source(dbsim: Dbsim) -> None:
     result = dbsim_size(dbsim, "--list", "--json")
     assert result.rc == EXIT_OK, result.describe()
@@ -158,8 +176,10 @@ def test_sizing_a_real_bundle(dbsim: Dbsim, out_dir: Path) -> None:
         pytest.skip("this machine's run recorded no block-device I/O to size")
     busiest = max(block, key=lambda d: (block[d].get("r_s") or 0) + (block[d].get("w_s") or 0))
     result = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--json")
-    assert result.rc in (EXIT_OK, EXIT_DOES_NOT_FIT), result.describe()
+    # A run's mean request size may lie outside the published sizes: then no verdict (4).
+    assert result.rc in VERDICTS, result.describe()
     answer = json.loads(result.stdout)
+    assert answer["verdict"] == VERDICTS[result.rc]
     assert f"device {busiest}" in answer["workload"]["origin"]
     assert answer["workload"]["read_iops"] == pytest.approx(block[busiest]["r_s"])
     assert answer["workload"]["write_mibps"] == pytest.approx(block[busiest]["wkB_s"] / 1024)
@@ -192,7 +212,7 @@ def test_a_stepped_bundle_is_sized_by_one_step_never_by_the_mix(
     if not (highest["device_rates"]["r_s"] or 0) + (highest["device_rates"]["w_s"] or 0):
         pytest.skip("this machine's sweep recorded no block-device I/O in its passing step")
     result = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--json")
-    assert result.rc in (EXIT_OK, EXIT_DOES_NOT_FIT), result.describe()
+    assert result.rc in VERDICTS, result.describe()
     workload = json.loads(result.stdout)["workload"]
     step = highest["step"] + 1
     assert f"step {step} (the sweep's highest load meeting every SLO)" in workload["origin"]
