@@ -33,6 +33,7 @@ def published_at(envelope: Envelope, read_pct: float, block_kib: float) -> dict[
         "mib_s": iops * block_kib * MIB_PER_KIB,
         "limit": binding.label,
         "basis": binding.basis,  # published / interpolated / outside
+        "latency": list(binding.latency),  # as published at the points it rests on
         "band": binding.band.to_dict() if binding.band else None,
         "described": binding.describe(),
         "flags": [str(flag) for flag in binding.flags],

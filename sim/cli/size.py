@@ -280,17 +280,13 @@ def _certainty_lines(answer: SizingAnswer) -> list[str]:
     return lines
 
 
-def render(answer: SizingAnswer) -> str:
-    """The answer as text: verdict, binding limit, every limit, smallest fits, flags, source."""
-    from storage.envelopes.scaling import capacity_unit
-    from storage.envelopes.units import fmt, fmt_capacity
-
-    env, spec = answer.envelope, answer.envelope.spec
-    cond = spec.conditions
-    published = "; ".join(
+def _conditions(env: Envelope) -> str:
+    """The published test set-up in one line (clients, tool and jobs, iodepth, volume …)."""
+    cond = env.spec.conditions
+    return "; ".join(
         part
         for part in (
-            cond.clients,
+            "clients not stated" if cond.clients == "not stated" else cond.clients,
             cond.tool and f"{cond.tool}" + (f", {cond.jobs}" if cond.jobs else ""),
             cond.iodepth and f"iodepth {cond.iodepth}",
             cond.volume and f"volume {cond.volume}",
@@ -299,6 +295,15 @@ def render(answer: SizingAnswer) -> str:
         )
         if part
     )
+
+
+def render(answer: SizingAnswer) -> str:
+    """The answer as text: verdict, binding limit, every limit, smallest fits, flags, source."""
+    from storage.envelopes.scaling import capacity_unit
+    from storage.envelopes.units import fmt, fmt_capacity
+
+    env, spec = answer.envelope, answer.envelope.spec
+    published = _conditions(answer.envelope)
     capacity = (
         fmt_capacity(answer.capacity_tib, capacity_unit(env))
         if answer.capacity_tib is not None
@@ -317,6 +322,11 @@ def render(answer: SizingAnswer) -> str:
         f"{answer.headroom_pct:.1f} %"
         + (f" (the workload can grow {answer.growth_pct:.1f} %)" if answer.fits else ""),
         *_certainty_lines(answer),
+        *(
+            [f"latency published at that figure: {'; '.join(binding.latency)}"]
+            if binding.latency
+            else []
+        ),
         "limits:",
     ]
     for check in sorted(answer.checks, key=lambda c: -c.utilisation):
@@ -325,6 +335,12 @@ def render(answer: SizingAnswer) -> str:
             f" {mark} {check.utilisation * 100:6.1f} %  {check.limit.describe()} — "
             f"{check.limit.label} (demand {fmt(check.demand, 0 if check.demand >= 100 else 1)} "
             f"{check.limit.unit})"
+        )
+    caveats = env.caveats()
+    if caveats:
+        lines.append("caveats:")
+        lines.extend(
+            f"  - {c.text}" + (f" ({c.source.path()})" if c.source else "") for c in caveats
         )
     lines.append(f"smallest capacity that fits: {answer.smallest_capacity}")
     lines.append(f"smallest service level that fits: {answer.smallest_level_text}")

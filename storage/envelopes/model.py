@@ -56,7 +56,16 @@ import yaml
 from pydantic import ValidationError
 
 from sim.errors import ConfigError
-from storage.envelopes.schema import EnvelopeSpec, Omitted, Point, ProfileFile, SeedInfo, Table
+from storage.envelopes.schema import (
+    Caveat,
+    EnvelopeSpec,
+    Omitted,
+    Point,
+    ProfileFile,
+    SeedInfo,
+    Table,
+    iter_sources,
+)
 from storage.envelopes.uncertainty import Band, band
 from storage.envelopes.units import KIB, fmt, kib, to_ops
 
@@ -104,6 +113,7 @@ class Limit:
     basis: Basis = "published"
     rules: tuple[str, ...] = ()  # the interpolation rules an interpolated figure went through
     band: Band | None = None  # their leave-one-out error on this envelope's tables
+    latency: tuple[str, ...] = ()  # the latency published at the points it rests on
 
     @property
     def unit(self) -> str:
@@ -131,6 +141,7 @@ class Rate:
     used: tuple[Table, ...] = ()  # the tables those points belong to
     basis: Basis = "published"
     rules: tuple[str, ...] = ()
+    latency: tuple[str, ...] = ()
 
     @property
     def total(self) -> float:
@@ -153,6 +164,13 @@ class Envelope:
         """The envelope's name (``gcnv-extreme-nfsv3`` …)."""
         return self.spec.name
 
+    def caveats(self) -> list[Caveat]:
+        """What every answer must say: the caveats of the pages this envelope cites (in
+        order), then the envelope's own."""
+        cited = dict.fromkeys(s.seed for s in iter_sources(self.spec))
+        page = [c for seed in cited if seed in self.seeds for c in self.seeds[seed].caveats]
+        return [*page, *self.spec.caveats]
+
     def tables(self, access: str) -> list[Table]:
         """Tables of one access pattern by increasing block size."""
         found = [t for t in self.spec.tables if t.access == access]
@@ -170,12 +188,7 @@ class Envelope:
 
         for point in points:
             if abs(point.fraction - fraction) < MIX_SNAP:
-                cited: tuple[str, ...] = (cite_point(table, point),)
-                used = (table,)
-                if point.total is not None:
-                    total = ops(point.total)
-                    return Rate(fraction * total, (1 - fraction) * total, (), True, cited, used)
-                return Rate(ops(point.read or 0.0), ops(point.write or 0.0), (), True, cited, used)
+                return self._published(table, point, fraction)
         below = [p for p in points if p.fraction < fraction]
         above = [p for p in points if p.fraction > fraction]
         flags: list[Flag] = []
@@ -217,7 +230,18 @@ class Envelope:
             (table,),
             basis,
             rules,
+            _latency(bound),
         )
+
+    def _published(self, table: Table, point: Point, fraction: float) -> Rate:
+        """A published point as it is printed (a total split by the workload's mix)."""
+        cited, used, at = (cite_point(table, point),), (table,), _latency([point])
+        if point.total is not None:
+            total = to_ops(point.total, table.unit, table.block_size_kib)
+            return Rate(fraction * total, (1 - fraction) * total, (), True, cited, used, latency=at)
+        read = to_ops(point.read or 0.0, table.unit, table.block_size_kib)
+        write = to_ops(point.write or 0.0, table.unit, table.block_size_kib)
+        return Rate(read, write, (), True, cited, used, latency=at)
 
     # ------------------------------------------------------------------ request size
 
@@ -332,6 +356,7 @@ class Envelope:
             a.used + b.used,
             "outside" if outside else "interpolated",
             () if outside else tuple(dict.fromkeys((*a.rules, *b.rules, "size"))),
+            a.latency + b.latency,
         )
 
     def _limit(
@@ -361,7 +386,18 @@ class Envelope:
             flags=tuple(dict.fromkeys(rate.flags + extra + _approximate(rate.used))),
             basis=basis,
             rules=() if basis == "outside" else rate.rules,
+            latency=rate.latency,
         )
+
+
+def _latency(points: list[Point]) -> tuple[str, ...]:
+    """``90 % read: 0.38 ms`` for each point that publishes its latency."""
+    found = []
+    for point in points:
+        shown = f"{point.latency_ms:g} ms" if point.latency_ms else point.latency_text
+        if shown:
+            found.append(f"{point.read_pct:g} % read: {shown}")
+    return tuple(found)
 
 
 def cite_point(table: Table, point: Point) -> str:

@@ -284,6 +284,14 @@ class Cap(_Strict):
     printed: dict[str, str] = {}
 
 
+class Caveat(_Strict):
+    """Something every answer must say: a caveat the page states (``source`` quotes it) or
+    one that follows from the test set-up or the transcription (no source)."""
+
+    text: str
+    source: Source | None = None
+
+
 class Conditions(_Strict):
     """The test conditions as the seed states them ('not stated' where it does not)."""
 
@@ -310,6 +318,7 @@ class EnvelopeSpec(_Strict):
     capacity: CapacityRule
     tables: list[Table] = []
     caps: list[Cap] = []
+    caveats: list[Caveat] = []
     notes: list[str] = []
 
     @model_validator(mode="after")
@@ -323,7 +332,8 @@ class EnvelopeSpec(_Strict):
 
 
 class SeedInfo(_Strict):
-    """A seed file and how it prints numbers."""
+    """A seed file, how it prints numbers, its headings and the caveats it states for every
+    result on the page."""
 
     file: str = Field(pattern=r"^\d{3}_[0-9a-f]{16}\.txt$")
     title: str
@@ -331,6 +341,7 @@ class SeedInfo(_Strict):
     decimal: Literal[".", ","]
     thousands: Literal[".", ","]
     headings: list[str] = []  # the page's other headings: a cited section ends at any heading
+    caveats: list[Caveat] = []
 
 
 class Omitted(_Strict):
@@ -360,8 +371,9 @@ class ProfileFile(_Strict):
     @model_validator(mode="after")
     def _seeds_known(self) -> ProfileFile:
         known = {s.file: s for s in self.seeds}
+        page = [c.source for s in self.seeds for c in s.caveats if c.source is not None]
         for env in self.envelopes:
-            for source in iter_sources(env):
+            for source in [*iter_sources(env), *page]:
                 if source.seed not in known:
                     raise ValueError(f"{env.name}: cites {source.seed}, not listed in seeds")
                 outline = known[source.seed].headings
@@ -388,6 +400,7 @@ def iter_sources(env: EnvelopeSpec) -> list[Source]:
     if rule.volume_limit is not None:
         out.append(rule.volume_limit.source)
     out.extend(cap.source for cap in env.caps)
+    out.extend(c.source for c in env.caveats if c.source is not None)
     return out
 
 

@@ -177,6 +177,7 @@ class Check:
             "scales_with": self.limit.scales_with,
             "basis": self.limit.basis,
             "band": self.limit.band.to_dict() if self.limit.band else None,
+            "latency": list(self.limit.latency),
             "sources": list(self.limit.sources),
             "flags": [{"kind": f.kind, "message": f.message} for f in self.limit.flags],
         }
@@ -273,6 +274,11 @@ class SizingAnswer:
             "band": band.to_dict() if (band := self.binding.limit.band) else None,
             "binding": self.binding.limit.kind,
             "binding_label": self.binding.limit.label,
+            "binding_latency": list(self.binding.limit.latency),
+            "caveats": [
+                {"text": c.text, "source": c.source.cite(focus=None) if c.source else None}
+                for c in self.envelope.caveats()
+            ],
             "utilisation_pct": round(self.utilisation_pct, 3),
             "headroom_pct": round(self.headroom_pct, 3),
             "growth_pct": round(self.growth_pct, 3),

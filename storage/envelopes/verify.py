@@ -81,7 +81,9 @@ def transcription_problems(env: Envelope, seeds_dir: Path = SEEDS_DIR) -> list[s
         return (seeds_dir / name).read_text(encoding="utf-8")
 
     problems: list[str] = []
-    for source in iter_sources(env.spec):
+    page = [c.source for c in env.caveats() if c.source is not None]
+    sources = iter_sources(env.spec)
+    for source in [*sources, *(s for s in page if s not in sources)]:
         problems += _source_problems(env, source, seed_text)
     for table in env.spec.tables:
         problems += _table_problems(env, table, seed_text)

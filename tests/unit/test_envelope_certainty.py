@@ -172,3 +172,53 @@ def test_oci_at_an_unpublished_request_size_is_outside() -> None:
     assert at_4k.fits and at_4k.certainty == "published"
     at_8k = size(env, numbers(10_000, 0, 8), capacity_tib=1e12 / 2**40)
     assert at_8k.fits is None and at_8k.binding.limit.basis == "outside"
+
+
+# --------------------------------------------------------------------------- conditions, caveats
+
+
+@pytest.mark.parametrize(
+    ("name", "read", "write", "block", "said"),
+    [
+        # Latency at the published point beside the IOPS.
+        (
+            "gcnv-iscsi-slob",
+            90_000,
+            10_000,
+            8,
+            "latency published at that figure: 90 % read: 0.38 ms",
+        ),
+        ("gcnv-iscsi-ssb", 80_000, 20_000, 8, "latency published at that figure: 80 % read: <1 ms"),
+        # The page's own caveats, its set-up and its units.
+        ("gcnv-extreme-nfsv3", 100_000, 0, 4, "the page calls its IOPS results merely informative"),
+        ("gcnv-extreme-nfsv3", 100_000, 0, 4, "subject to per-project limits"),
+        (
+            "gcnv-flex-unified-iscsi",
+            100_000,
+            0,
+            8,
+            "a pool of six 1 TiB volumes, each driven by its own host",
+        ),
+        ("gcnv-large-volume-eda", 100_000, 0, 64, "does not show them reached together"),
+        ("oci-bv-balanced", 10_000, 0, 4, "are read as decimal"),
+        ("anf-nfsv3-single-client", 0, 1000, 64, "bounded by the D32s_v4 instance's egress"),
+        ("aff-a800-nvmeof", 100_000, 0, 4, "not one LUN or one host"),
+    ],
+)
+def test_every_answer_carries_its_conditions_and_caveats(
+    name: str, read: float, write: float, block: float, said: str
+) -> None:
+    from sim.cli.size import render
+
+    env = get_envelope(name)
+    answer = size(env, numbers(read, write, block), allow_extrapolation=True)
+    text = render(answer)
+    assert said in text
+    data = answer.to_dict()
+    shown = " ".join([*(c["text"] for c in data["caveats"]), *data["binding_latency"]])
+    assert said.split(": ")[-1] in shown or said in " ".join(c["text"] for c in data["caveats"])
+    assert data["conditions"]["clients"] == env.spec.conditions.clients
+    # Every caveat that quotes its page cites where (its source is checked by the
+    # transcription test like any figure's).
+    for caveat, given in zip(env.caveats(), data["caveats"], strict=True):
+        assert (given["source"] is None) == (caveat.source is None)
