@@ -19,6 +19,8 @@ Envelopes by name:
 ``anf-nfsv3-single-client`` Azure NetApp Files, one D32s_v4 client with nconnect
 ``oci-bv-balanced``        OCI Block Volume, Balanced elastic performance
 ``aff-a800-nvmeof``        NetApp AFF A800, NVMe over FC, four-corners peaks
+``aff-a800-nvmeof-sql``    NetApp AFF A800, NVMe over FC, vdBench SQL 90-10 / 80-20 peaks
+``aff-a800-nvmeof-oracle`` NetApp AFF A800, NVMe over FC, vdBench Oracle 90-10 / 80-20 peaks
 ======================== ================================================================
 """
 
@@ -40,6 +42,8 @@ ENVELOPE_NAMES = (
     "anf-nfsv3-single-client",
     "oci-bv-balanced",
     "aff-a800-nvmeof",
+    "aff-a800-nvmeof-sql",
+    "aff-a800-nvmeof-oracle",
 )
 
 

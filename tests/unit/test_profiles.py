@@ -370,7 +370,8 @@ def test_every_published_point_cites_its_own_row(name: str) -> None:
         ("gcnv-iscsi-slob", 0.9, 8, "iops", "90% leem e 10% escrevem ~145.000 0,38 ms"),
         ("gcnv-iscsi-ssb", 0.8, 8, "iops", "80% leem e 20% escrevem ~100.000 <1 ms"),
         ("anf-nfsv3-single-client", 0.0, 64, "throughput", "1.500 MiB/s é aproximadamente"),
-        ("aff-a800-nvmeof", 0.0, 64, "throughput", "jusqu'à environ 110K IOPS"),
+        ("aff-a800-nvmeof", 0.0, 64, "throughput", "a atteint un pic à 120,314 7.52 IOPS"),
+        ("aff-a800-nvmeof-sql", 0.8, 8, "iops", "un pic de 1,108,068 658 XNUMX IOPS"),
     ],
 )
 def test_the_binding_row_is_cited(
@@ -428,3 +429,83 @@ def test_a_quote_under_the_wrong_section_is_caught() -> None:
     spec = env.spec.model_copy(update={"capacity": rule.model_copy(update={"points": moved})})
     problems = transcription_problems(Envelope(spec, env.vendor, env.file, env.seeds))
     assert any("not under 'Volume em Blocos de 1 TB'" in p and "25.000" in p for p in problems)
+
+
+# --------------------------------------------------------------------------- A800, decoded
+
+# Each scrambled sentence's numbers, in the order printed, and what they decode to when read
+# into the sentence's slots in order: (start IOPS, start latency µs, peak IOPS, peak latency).
+A800_SENTENCES = {
+    "four-corners-4k-random/100": ("217,460 196.8", "2,184,220", "1.22", "ms"),
+    "four-corners-4k-random/0": ("48,987 196", "465,445", "2.44", "ms"),
+    "four-corners-64k-seq/0": ("110K", "120,314", "1.48", "ms"),
+    "sql/90": ("139,989", "1,389,645", "539.6", "µs"),
+    "sql/80": ("", "1,108,068", "658", "µs"),
+    "oracle/90": ("118,586", "1,140,178", "397.6", "µs"),
+    "oracle/80": ("104,206", "1,003,577", "468.8", "µs"),
+}
+THREADS = {  # the page's profiles: 128, 64, 16 and 8 threads
+    "four-corners-4k-random/100": 128,
+    "four-corners-4k-random/0": 64,
+    "four-corners-64k-seq/100": 16,
+    "four-corners-64k-seq/0": 8,
+}
+LUNS = 24
+
+
+def _a800_points() -> dict[str, tuple[Table, Point]]:
+    found = {}
+    for name in ("aff-a800-nvmeof", "aff-a800-nvmeof-sql", "aff-a800-nvmeof-oracle"):
+        for table in get_envelope(name).spec.tables:
+            for point in table.points:
+                found[f"{table.id}/{point.read_pct:g}"] = (table, point)
+    return found
+
+
+@needs_seeds
+def test_a800_decoded_figures_read_in_order_from_their_sentence() -> None:
+    points = _a800_points()
+    for key, (start, peak, latency, unit) in A800_SENTENCES.items():
+        _table, point = points[key]
+        assert point.source is not None, key
+        (quote,) = point.source.quotes
+        # The peak and its latency follow the start in the sentence, in that order.
+        at = [quote.index(part) for part in (start, peak, latency) if part]
+        assert at == sorted(at), key
+        assert point.sum == float(peak.replace(",", "")), key
+        ms = float(latency) / (1000 if unit == "µs" else 1)
+        assert point.latency_ms == pytest.approx(ms), key
+
+
+def test_a800_decoding_agrees_with_the_conclusion_and_with_itself() -> None:
+    points = _a800_points()
+    mib = {k: p.sum * 64 / 1024 for k, (t, p) in points.items() if t.block_size_kib == 64}
+    # The page's "GB/s" at 64 KiB is thousands of MiB/s: 403K -> "25", 120,314 -> "7.52".
+    assert round(mib["four-corners-64k-seq/100"] / 1000) == 25
+    assert round(mib["four-corners-64k-seq/0"] / 1000, 2) == 7.52
+    # The conclusion read with its numbers shifted back by one slot: 4K 2.2 M read and 465K
+    # write; SQL 1.4 / 1.1 M and Oracle 1.14 / 1 M IOPS at 90-10 / 80-20.
+    conclusion = {
+        "four-corners-4k-random/100": (2.2e6, 0.05e6),
+        "four-corners-4k-random/0": (465e3, 1e3),
+        "sql/90": (1.4e6, 0.05e6),
+        "sql/80": (1.1e6, 0.05e6),
+        "oracle/90": (1.14e6, 0.005e6),
+        "oracle/80": (1.0e6, 0.05e6),
+    }
+    for key, (said, rounding) in conclusion.items():
+        assert abs(points[key][1].sum - said) <= rounding, key
+    # Little's law: IOPS x latency (requests in flight) lies within the profile's threads x
+    # LUNs, and above half of it (a peak keeps most threads busy).
+    for key, threads in THREADS.items():
+        point = points[key][1]
+        assert point.latency_ms is not None
+        in_flight = point.sum * point.latency_ms / 1000
+        assert threads * LUNS / 2 < in_flight <= threads * LUNS, key
+    # The page says every SQL and Oracle profile stayed below 1 ms: so do the decoded peaks.
+    for key in ("sql/90", "sql/80", "oracle/90", "oracle/80"):
+        assert (points[key][1].latency_ms or 1.0) < 1.0, key
+    # Each peak is above its start, as "culminé" / "pic" says (read by the words next to
+    # them instead, the 4K read would "peak" at 1.22 IOPS after starting at 217,460).
+    starts = {"four-corners-4k-random/100": 217_460, "sql/90": 139_989, "oracle/90": 118_586}
+    assert all(points[key][1].sum > start for key, start in starts.items())
