@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from storage.envelopes.provenance import lines_text
+
 TableUnit = Literal["IOPS", "MiB/s", "MB/s", "GB/s", "KB/s", "GiB/s"]
 QUOTE_CHARS = 110  # a citation quotes this much of a prose source
 
@@ -66,7 +68,9 @@ class Source(_Strict):
         """One line: ``seed 000_….txt › outer › section: «caption» column «…» rows «…»`` (the
         ``column`` of the table the figure sits in, when given), or the ``quote``-th quote
         for prose, shortened around ``focus`` (the figure cited) when it is long."""
-        text = self.path()
+        within = " › ".join([*self.within, self.section])
+        cited = self.rows or self.quotes[quote : quote + 1]
+        text = self.path() + lines_text(self.seed, within, cited)
         if self.caption:
             text += f": «{self.caption}»"
         if self.rows:

@@ -16,12 +16,15 @@ figure cites and parse to the transcribed value.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from storage.envelopes.model import Envelope
+from storage.envelopes.provenance import LINES_FILE, line_key
 from storage.envelopes.schema import SeedInfo, Source, Table, iter_sources, row_label
 
 
@@ -129,6 +132,38 @@ def quote_line(lines: list[str], span: tuple[int, int], quote: str) -> int | Non
     return None
 
 
+def line_index(envs: list[Envelope], seeds_dir: Path = SEEDS_DIR) -> dict[str, int]:
+    """Every cited quote and row of ``envs`` → the seed line it starts on (see
+    :mod:`storage.envelopes.provenance`)."""
+    found: dict[str, int] = {}
+    for env in envs:
+        page = [c.source for c in env.caveats() if c.source is not None]
+        for source in [*iter_sources(env.spec), *page]:
+            lines = (seeds_dir / source.seed).read_text(encoding="utf-8").splitlines()
+            span = section_span(env, source, lines)
+            path = " › ".join([*source.within, source.section])
+            for text in [*source.quotes, *source.rows]:
+                line = quote_line(lines, span, text) if span else None
+                if line is not None:
+                    found[line_key(source.seed, path, text)] = line
+    return dict(sorted(found.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m storage.envelopes.verify [--write-lines]``: print every transcription
+    problem (exit 1 if any); with ``--write-lines``, regenerate ``data/lines.json``."""
+    from storage.envelopes.model import load_all
+
+    envs = list(load_all().values())
+    problems = [p for env in envs for p in transcription_problems(env)]
+    for problem in problems:
+        print(problem)
+    if "--write-lines" in (argv if argv is not None else sys.argv[1:]):
+        text = json.dumps(line_index(envs), indent=1, ensure_ascii=False) + "\n"
+        LINES_FILE.write_text(text, encoding="utf-8")
+    return 1 if problems else 0
+
+
 def _source_problems(env: Envelope, source: Source, seed_text: Reader) -> list[str]:
     lines = seed_text(source.seed).splitlines()
     span = section_span(env, source, lines)
@@ -215,3 +250,7 @@ def _printed_problems(
         if abs(parse_printed(shown, seed) - float(value)) > 1e-9 * max(1.0, abs(float(value))):
             problems.append(f"{env.name}: {field} = {value} but the seed prints {shown!r}")
     return problems
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -391,10 +391,10 @@ def test_oci_figures_cite_the_section_they_sit_in() -> None:
     }
     methodology = "Testando a Metodologia e o Desempenho da Opção de Desempenho Elástico Balanceado"
     assert limits["iops"].sources == (
-        f"seed 004_2edda23bd904e66d.txt › {methodology}: «Volume de 1 TB - 25.000 IOPS @ 4K»",
+        f"seed 004_2edda23bd904e66d.txt › {methodology} (line 11): «Volume de 1 TB - 25.000 IOPS @ 4K»",
     )
     (bandwidth,) = limits["throughput"].sources
-    assert "› Volume em Blocos de 1 TB:" in bandwidth and "320 MBS" in bandwidth
+    assert "› Volume em Blocos de 1 TB (line 23):" in bandwidth and "320 MBS" in bandwidth
     # 50 GB: only the 50 GB point is cited (not the 1 TB one).
     small = size(env, w, capacity_tib=parse_capacity("50GB")).checks
     assert all("1 TB" not in s for c in small for s in c.limit.sources)
@@ -509,3 +509,37 @@ def test_a800_decoding_agrees_with_the_conclusion_and_with_itself() -> None:
     # them instead, the 4K read would "peak" at 1.22 IOPS after starting at 217,460).
     starts = {"four-corners-4k-random/100": 217_460, "sql/90": 139_989, "oracle/90": 118_586}
     assert all(points[key][1].sum > start for key, start in starts.items())
+
+
+# --------------------------------------------------------------------------- line numbers
+
+
+@needs_seeds
+def test_the_line_index_is_current_and_complete() -> None:
+    import json
+
+    from storage.envelopes.provenance import LINES_FILE, line_key
+    from storage.envelopes.verify import line_index
+
+    envs = list(envelopes().values())
+    stored = json.loads(LINES_FILE.read_text(encoding="utf-8"))
+    assert line_index(envs) == stored, (
+        "regenerate: python -m storage.envelopes.verify --write-lines"
+    )
+    for env in envs:
+        page = [c.source for c in env.caveats() if c.source is not None]
+        for source in [*iter_sources(env.spec), *page]:
+            path = " › ".join([*source.within, source.section])
+            for text in [*source.quotes, *source.rows]:
+                line = stored[line_key(source.seed, path, text)]
+                printed = seed_text(source.seed).splitlines()[line - 1]
+                assert " ".join(text.split())[:30] in " ".join(printed.split()), (line, text)
+
+
+def test_citations_name_their_line() -> None:
+    slob = get_envelope("gcnv-iscsi-slob")
+    (limit,) = slob.table_limits(0.9, 8)
+    assert "Oracle Database (line 371):" in limit.sources[0]
+    extreme = get_envelope("gcnv-extreme-nfsv3")
+    (iops, _) = extreme.table_limits(0.75, 4)
+    assert "(E/S aleatória) (lines 143–144):" in iops.sources[0]
