@@ -12,8 +12,10 @@ PYTEST_ARGS ?=
 # (driven by Playwright through its executable path, never a downloaded browser); fio for the
 # storage baseline (`dbsim baseline` drives the real fio, never a Python imitation); bpftrace
 # for the device latency percentiles (the blocklatency collector reads the block tracepoints);
-# prometheus, the real server that scrapes `dbsim run --metrics-port` (tests/e2e/test_prometheus.py).
-TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio bpftrace prometheus
+# prometheus, the real server that scrapes `dbsim run --metrics-port` (tests/e2e/test_prometheus.py);
+# fuse3 (libfuse 3 and fusermount3) for the lab array, the FUSE file system under a loop device
+# (tests/integration/test_lab_array.py).
+TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio bpftrace prometheus fuse3
 
 .PHONY: run test venv system-packages lint typecheck bench clean
 

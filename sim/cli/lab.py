@@ -46,6 +46,8 @@ VolumeOpt = Annotated[
         "--volume",
         help="A volume of its own with its ceilings, mounted at <mount>/NAME, e.g. "
         "old:read-iops=500 (keys read-iops, write-iops, read-bps, write-bps, size); "
+        "on the lab array (a FUSE array under the loop device, so the device's await shows "
+        "its QoS queue): lun:array=1,qos-iops=500 (keys qos-iops, qos-bps, service-us); "
         "repeat for more. Without it the lab has one volume at --mount.",
         metavar="NAME[:KEY=VALUE,…]",
     ),
@@ -165,13 +167,18 @@ def set_(
         if value is None and kind in named:
             value = named[kind] or 0
         values.append(KEEP if value is None else value)
-    if all(value is KEEP for value in values):
+    policy = dict(spec.array) if spec and spec.array else {}
+    if all(value is KEEP for value in values) and not policy:
         raise ConfigError(
             "dbsim lab set: name at least one of --read-iops, --write-iops, "
-            "--read-bps, --write-bps (0 = unlimited)"
+            "--read-bps, --write-bps (0 = unlimited), or an array volume's policy "
+            "(--volume NAME:qos-iops=500)"
         )
     lab = Lab()
-    lab.set_ceiling(*values, volume=spec.name if spec else None)
+    if policy:
+        lab.set_policy(spec.name if spec else None, policy)
+    if not all(value is KEEP for value in values):
+        lab.set_ceiling(*values, volume=spec.name if spec else None)
     _print_status(lab.status(), as_json)
 
 

@@ -207,6 +207,15 @@ class LabCeilings(StrictModel):
     write_iops: int | None = Field(default=None, ge=0, description="Write IOPS ceiling.")
     read_bps: int | None = Field(default=None, ge=0, description="Read bytes/s ceiling.")
     write_bps: int | None = Field(default=None, ge=0, description="Write bytes/s ceiling.")
+    qos_iops: int | None = Field(
+        default=None, ge=0, description="Array volume: the QoS policy's max IOPS (read + write)."
+    )
+    qos_bps: int | None = Field(
+        default=None, ge=0, description="Array volume: the QoS policy's max bytes/s."
+    )
+    service_us: int | None = Field(
+        default=None, ge=0, description="Array volume: the array's base service time in µs."
+    )
     volume: str | None = Field(
         default=None,
         description="The lab volume these ceilings are for (`dbsim lab up --volume NAME`); "

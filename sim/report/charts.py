@@ -90,6 +90,8 @@ LAB_NAMES = {
     "write_iops": "w IOPS",
     "read_bps": "r B/s",
     "write_bps": "w B/s",
+    "qos_iops": "QoS IOPS",
+    "qos_bps": "QoS B/s",
 }
 
 
@@ -105,7 +107,9 @@ def step_label(index: int, spec: Any) -> str:
         label += f" {fmt_number(float(spec['rate_ops_s']))}/s"
     lab = spec.get("lab") if isinstance(spec.get("lab"), Mapping) else {}
     label += "".join(
-        f" ≤{fmt_number(float(v))} {LAB_NAMES.get(k, k)}" for k, v in lab.items() if finite(v)
+        f" ≤{fmt_number(float(v))} {LAB_NAMES.get(k, k)}"
+        for k, v in lab.items()
+        if finite(v) and k != "service_us"  # a service time, not a ceiling
     )
     return label
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sim.errors import ConfigError
+from storage.lab.array import POLICY_KEYS, policy_changes
 from storage.lab.lifecycle import (
     CEILING_KEYS,
     DEFAULT_IMAGE_DIR,
@@ -38,6 +39,7 @@ __all__ = [
     "DEFAULT_STATE_ROOT",
     "DEFAULT_VOLUME",
     "KEEP",
+    "POLICY_KEYS",
     "Ceiling",
     "Keep",
     "Lab",
@@ -54,8 +56,9 @@ def apply_step_ceiling(lab: Lab, step_settings: Mapping[str, Any] | None) -> dic
     ``step_settings`` maps ceiling names (``read_iops``, ``write_iops``, ``read_bps``,
     ``write_bps``) to an integer (0 or ``None``: unlimited); names not given keep their value,
     so a step that says nothing about the lab (``None`` or ``{}``) changes nothing. ``volume``
-    names the volume (needed when the lab has several). Returns the ceilings in force
-    afterwards (empty when nothing was applied).
+    names the volume (needed when the lab has several). ``qos_iops``, ``qos_bps`` and
+    ``service_us`` change an array volume's QoS policy. Returns the ceilings (and policy) in
+    force afterwards (empty when nothing was applied).
     """
     if not step_settings:
         return {}
@@ -63,18 +66,26 @@ def apply_step_ceiling(lab: Lab, step_settings: Mapping[str, Any] | None) -> dic
     volume = step_settings.pop("volume", None)
     if volume is not None and not isinstance(volume, str):
         raise ConfigError(f"lab step settings: volume={volume!r} is not a volume name")
-    unknown = sorted(set(step_settings) - set(CEILING_KEYS))
+    unknown = sorted(set(step_settings) - set(CEILING_KEYS) - set(POLICY_KEYS))
     if unknown:
-        raise ConfigError(
-            f"lab step settings: unknown {', '.join(unknown)} (known: {', '.join(CEILING_KEYS)})"
-        )
-    values: dict[str, Ceiling] = {}
-    for key in CEILING_KEYS:
-        if key not in step_settings:
-            values[key] = KEEP
-            continue
-        value = step_settings[key]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ConfigError(f"lab step settings: {key}={value!r} is not a whole number")
-        values[key] = value
-    return lab.set_ceiling(*(values[key] for key in CEILING_KEYS), volume=volume)
+        known = ", ".join([*CEILING_KEYS, *POLICY_KEYS])
+        raise ConfigError(f"lab step settings: unknown {', '.join(unknown)} (known: {known})")
+    policy = {
+        key: _whole(key, step_settings.pop(key)) for key in POLICY_KEYS if key in step_settings
+    }
+    applied: dict[str, int | None] = {}
+    if policy:  # the array's QoS policy: max_iops, max_bps, service_us in force afterwards
+        applied = dict(lab.set_policy(volume, policy_changes(policy)))
+        if not step_settings:
+            return applied
+    values: dict[str, Ceiling] = {
+        key: _whole(key, step_settings[key]) if key in step_settings else KEEP
+        for key in CEILING_KEYS
+    }
+    return {**applied, **lab.set_ceiling(*(values[key] for key in CEILING_KEYS), volume=volume)}
+
+
+def _whole(key: str, value: Any) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigError(f"lab step settings: {key}={value!r} is not a whole number")
+    return value

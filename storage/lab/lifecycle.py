@@ -12,13 +12,13 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from sim.errors import ConfigError, SimError, TargetError
-from storage.lab import cgroups, system, volumes
+from storage.lab import array, cgroups, system, volumes
 from storage.lab.pgcluster import PG_USER, Cluster, launcher, make_server_dir, pg_bin, port_free
 from storage.lab.status import describe
 from storage.lab.volumes import DEFAULT_VOLUME, TABLESPACE_DIR, VolumeSpec
@@ -215,7 +215,15 @@ class Lab:
             return [volumes.new_record(spec, image, root, size_bytes)]
         return [
             volumes.new_record(
-                spec, self.image_dir / f"{self.name}-{spec.name}.img", root / spec.name, size_bytes
+                spec,
+                self.image_dir / f"{self.name}-{spec.name}.img",
+                root / spec.name,
+                size_bytes,
+                (
+                    self.state_root / f"array-{spec.name}",
+                    self.image_dir / f"{self.name}-{spec.name}.array",
+                    f"{self.name}-{spec.name}-array",
+                ),
             )
             for spec in specs
         ]
@@ -259,6 +267,9 @@ class Lab:
         if any(v is not None for v in given.values()):
             changes.append((None, given))
         changes += [(spec.name, dict(spec.ceilings)) for spec in specs]
+        for spec in specs:
+            if spec.array:
+                self.set_policy(spec.name, spec.array)
         for name, ceilings in changes:
             keep: dict[str, Ceiling] = {k: KEEP if v is None else v for k, v in ceilings.items()}
             self.set_ceiling(*(keep.get(key, KEEP) for key in CEILING_KEYS), volume=name)
@@ -343,6 +354,22 @@ class Lab:
         record["ceilings"].update(changes)
         self._save(state)
         return cgroups.read_throttles(Path(state["cgroups"]["blkio"]), record["dev"])
+
+    def set_policy(
+        self, volume: str | None, changes: Mapping[str, int | None]
+    ) -> dict[str, int | None]:
+        """Change an array volume's QoS policy now (``max_iops``, ``max_bps``: 0 or None
+        unlimited; ``service_us``); names not given stay. The policy in force afterwards."""
+        state = self._require_up()
+        record = volumes.find(state["volumes"], volume)
+        if not record.get("array"):
+            raise ConfigError(
+                f"volume {record['name']} is not on the lab array: qos-iops, qos-bps and "
+                "service-us apply to volumes made with --volume NAME:array=1"
+            )
+        policy = array.set_policy(record["array"], changes)
+        self._save(state)
+        return policy
 
     def volume_names(self) -> list[str]:
         """The recorded volumes' names (empty when no lab is recorded)."""

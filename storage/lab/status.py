@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from storage.lab import cgroups, system
+from storage.lab import array, cgroups, system
 from storage.lab.pgcluster import Cluster, port_free
-from storage.lab.volumes import DEFAULT_VOLUME
+from storage.lab.volumes import DEFAULT_VOLUME, attached_file
 
 #: The first volume's facts, also at the top of the status (as before there were volumes).
 FIRST_VOLUME_KEYS = (
@@ -69,9 +69,10 @@ def _volume_status(
 ) -> dict[str, Any]:
     image, loop = volume.get("image"), volume.get("loop")
     name = volume["name"]
-    attached = bool(loop and image and system.loop_backing_file(loop) == image)
+    target = attached_file(volume)
+    attached = bool(loop and target and system.loop_backing_file(loop) == target)
     if loop and not attached:
-        problems.append(f"volume {name}: {loop} is not attached to {image}")
+        problems.append(f"volume {name}: {loop} is not attached to {target}")
     mount_point = Path(volume["mount_point"])
     mounted = bool(loop) and system.mounted_source(mount_point) == loop
     if volume.get("mounted") and not mounted:
@@ -92,6 +93,7 @@ def _volume_status(
         "free_bytes": system.free_bytes(mount_point) if mounted else None,
         "ceilings": ceilings,
         "tablespace_dir": volume.get("tablespace_dir"),
+        "array": array.describe(volume["array"], problems, name) if volume.get("array") else None,
     }
 
 
@@ -140,9 +142,13 @@ def _volume_lines(volume: dict[str, Any], named: bool) -> list[str]:
         f" ({system.format_size(volume['image_allocated_bytes'])} allocated)",
         f"mount       {volume['mount_point']}"
         + (f" ({system.format_size(volume['free_bytes'])} free)" if volume["mounted"] else ""),
-        f"read        {_ceiling(ceilings.get('read_iops'), ceilings.get('read_bps'))}",
-        f"write       {_ceiling(ceilings.get('write_iops'), ceilings.get('write_bps'))}",
+        f"read        {_ceiling(ceilings.get('read_iops'), ceilings.get('read_bps'))}"
+        " (host blkio throttle)",
+        f"write       {_ceiling(ceilings.get('write_iops'), ceilings.get('write_bps'))}"
+        " (host blkio throttle)",
     ]
+    if volume.get("array"):
+        lines += array.text_lines(volume["array"])
     if volume.get("tablespace_dir"):
         lines.append(f"tablespace  {volume['tablespace_dir']} (empty, owned by postgres)")
     if not named:

@@ -94,9 +94,12 @@ def create_sparse(path: Path, size_bytes: int) -> None:
         f.truncate(size_bytes)
 
 
-def losetup_attach(image: Path) -> str:
-    """Attach ``image`` to the first free loop device; its path (``/dev/loopN``)."""
-    return run(["losetup", "--find", "--show", str(image)], "attach loop device").strip()
+def losetup_attach(image: Path, direct_io: bool = False) -> str:
+    """Attach ``image`` to the first free loop device; its path (``/dev/loopN``).
+    ``direct_io``: the loop driver opens the file with O_DIRECT and keeps several requests
+    in flight (without it, it reads through the file's page cache, one request at a time)."""
+    argv = ["losetup", "--find", "--show", *(["--direct-io=on"] if direct_io else []), str(image)]
+    return run(argv, "attach loop device").strip()
 
 
 def loop_backing_file(device: str) -> str | None:

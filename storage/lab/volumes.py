@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import ConfigError
-from storage.lab import system
+from storage.lab import array, system
 
 DEFAULT_VOLUME = "default"
 #: The PostgreSQL tablespace directory on each volume (the volume's root holds lost+found,
@@ -39,11 +39,14 @@ BPS_KEYS = ("read_bps", "write_bps")
 @dataclass(frozen=True)
 class VolumeSpec:
     """A volume asked for: its name, the ceilings named (others: unlimited on a new lab,
-    unchanged on one that is up) and its size (None: the lab's ``--size``)."""
+    unchanged on one that is up), its size (None: the lab's ``--size``) and, for a volume on
+    the lab array, the QoS policy named (``max_iops``, ``max_bps``, ``service_us``; None: not
+    an array volume)."""
 
     name: str
     ceilings: Mapping[str, int | None] = field(default_factory=dict)
     size_bytes: int | None = None
+    array: Mapping[str, int | None] | None = None
 
 
 def check_name(name: str) -> str:
@@ -57,11 +60,13 @@ def check_name(name: str) -> str:
 
 
 def parse_volume(text: str) -> VolumeSpec:
-    """``old``, ``old:read-iops=500``, ``new:read-iops=2000,write-bps=20M,size=2G``."""
+    """``old``, ``old:read-iops=500``, ``new:read-iops=2000,write-bps=20M,size=2G``; on the
+    lab array: ``lun:array=1``, ``lun:qos-iops=500,qos-bps=40M,service-us=500``."""
     name, _, rest = text.partition(":")
     check_name(name.strip())
     ceilings: dict[str, int | None] = {}
     size: int | None = None
+    policy: dict[str, int | None] | None = None
     for item in filter(None, (part.strip() for part in rest.split(","))):
         key, sep, value = item.partition("=")
         key, value = key.strip(), value.strip()
@@ -71,10 +76,18 @@ def parse_volume(text: str) -> VolumeSpec:
             size = system.parse_size(value)
         elif key in SPEC_KEYS:
             ceilings[SPEC_KEYS[key]] = _ceiling_value(text, key, value, SPEC_KEYS[key])
+        elif key == "array":
+            if value not in ("1", "yes", "on"):
+                raise ConfigError(f"--volume {text}: array={value}: say array=1 (or leave it out)")
+            policy = policy or {}
+        elif key in array.ARRAY_KEYS:
+            kind = "read_bps" if key == "qos-bps" else "read_iops"  # a size, or a whole number
+            policy = policy or {}
+            policy[array.ARRAY_KEYS[key]] = _ceiling_value(text, key, value, kind)
         else:
-            known = ", ".join([*SPEC_KEYS, "size"])
+            known = ", ".join([*SPEC_KEYS, "size", "array", *array.ARRAY_KEYS])
             raise ConfigError(f"--volume {text}: unknown {key!r} (known: {known})")
-    return VolumeSpec(name.strip(), ceilings, size)
+    return VolumeSpec(name.strip(), ceilings, size, policy)
 
 
 def _ceiling_value(text: str, key: str, value: str, kind: str) -> int | None:
@@ -95,9 +108,16 @@ def check_specs(specs: Sequence[VolumeSpec]) -> None:
         raise ConfigError(f"--volume {', '.join(twice)} given twice")
 
 
-def new_record(spec: VolumeSpec, image: Path, mount_point: Path, size_bytes: int) -> dict[str, Any]:
-    """The state record of a volume not built yet (``size_bytes``: unless the spec says)."""
-    return {
+def new_record(
+    spec: VolumeSpec,
+    image: Path,
+    mount_point: Path,
+    size_bytes: int,
+    array_at: tuple[Path, Path, str] | None = None,
+) -> dict[str, Any]:
+    """The state record of a volume not built yet (``size_bytes``: unless the spec says);
+    ``array_at``: for an array volume, its directory, FUSE mount point and fsname."""
+    record = {
         "name": spec.name,
         "size_bytes": spec.size_bytes or size_bytes,
         "image_path": str(image),  # where it goes; "image" once it exists
@@ -109,7 +129,16 @@ def new_record(spec: VolumeSpec, image: Path, mount_point: Path, size_bytes: int
         "mounted": False,
         "ceilings": {kind: spec.ceilings.get(kind) or None for kind in SPEC_KEYS.values()},
         "tablespace_dir": None,
+        "array": None,
     }
+    if spec.array is not None and array_at is not None:
+        record["array"] = array.new_record(spec.array, *array_at)
+    return record
+
+
+def attached_file(record: Mapping[str, Any]) -> str | None:
+    """The file the volume's loop device is attached to: its image, or the array's LUN."""
+    return array.lun(record["array"]) if record.get("array") else record.get("image")
 
 
 def check_new(record: dict[str, Any]) -> None:
@@ -123,6 +152,8 @@ def check_new(record: dict[str, Any]) -> None:
         raise ConfigError(f"{mount_point} is not empty; mounting there would hide its files")
     if image.exists():
         raise ConfigError(f"{image} exists and no lab is recorded; remove it or run down")
+    if record.get("array"):
+        array.check_new(record["array"])
 
 
 def build(record: dict[str, Any], save: Callable[[], None]) -> None:
@@ -131,7 +162,11 @@ def build(record: dict[str, Any], save: Callable[[], None]) -> None:
     system.create_sparse(image, record["size_bytes"])
     record["image"] = str(image)
     save()
-    record["loop"] = system.losetup_attach(image)
+    if record.get("array"):  # the loop device goes on the array's LUN, in direct I/O
+        array.start(record["array"], image, save)
+        record["loop"] = system.losetup_attach(Path(array.lun(record["array"])), direct_io=True)
+    else:
+        record["loop"] = system.losetup_attach(image)
     record["dev"] = system.device_number(record["loop"])
     save()
     system.mkfs_ext4(record["loop"])
@@ -155,8 +190,10 @@ def teardown(record: dict[str, Any], attempt: Callable[[str, Callable[[], None]]
     if record.get("mount_dir_created") and system.mounted_source(mount_point) is None:
         with contextlib.suppress(OSError):
             mount_point.rmdir()
-    if loop and image and system.loop_backing_file(loop) == image:
+    if loop and system.loop_backing_file(loop) == attached_file(record):
         attempt("detach", lambda: system.losetup_detach(loop))
+    if record.get("array"):
+        array.stop(record["array"], attempt)
     if image:
         still = system.loops_for(Path(image))
         if still:
