@@ -1,8 +1,12 @@
 """Suite-wide guard: nothing may monkey-patch the pytest process with gevent.
 
 Importing locust (or calling gevent's patch_all) here would turn every later test's thread
-pool into greenlets that never run, and the suite would hang far from the cause. Locust and
-gevent run only in child processes (sim.locust is the one place that imports them).
+pool into greenlets that never run, and the suite would hang far from the cause. Importing
+:mod:`sim.locust` patches sockets (not threads): a socket accepted in one thread and read in
+another then fails with "Cannot switch to a different thread" — in CI that was the ONTAP replay
+server dropping connections, for every later test, after a unit test module had imported
+``sim.locust.webui`` at collection. Locust and gevent run only in child processes; what tests
+need of them in-process lives outside sim.locust (sim.storage_table, sim.worker_samples).
 """
 
 from __future__ import annotations
@@ -12,8 +16,19 @@ import sys
 import pytest
 
 
+def _patched() -> list[str]:
+    monkey = sys.modules.get("gevent.monkey")
+    if monkey is None:
+        return []
+    return [name for name in ("threading", "socket") if monkey.is_module_patched(name)]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if patched := _patched():  # a test module imported sim.locust (or gevent) at its top
+        pytest.exit(f"collecting the tests monkey-patched {', '.join(patched)} with gevent", 3)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
-    monkey = sys.modules.get("gevent.monkey")
-    if monkey is not None and monkey.is_module_patched("threading"):
-        pytest.exit(f"{item.nodeid} monkey-patched the test process with gevent", returncode=3)
+    if patched := _patched():
+        pytest.exit(f"{item.nodeid} monkey-patched {', '.join(patched)} with gevent", returncode=3)

@@ -43,14 +43,13 @@ from hdrh.iterators import HdrConcurrentModificationException
 from locust.env import Environment
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from sim import registry
 from sim.bundle.summary import status_text
 from sim.core.metrics import OpStats
 from sim.locust.downloads import DOWNLOADS, download
 from sim.locust.live import LiveCache
 from sim.locust.roles import Controller
 from sim.protocols import Sample
-from sim.registry import UiFigure
+from sim.storage_table import storage_columns, storage_rows
 
 log = logging.getLogger(__name__)
 
@@ -67,39 +66,6 @@ def _num(value: Any, digits: int = 2) -> Any:
     return "" if value is None else round(float(value), digits)
 
 
-def storage_columns() -> list[tuple[str, str]]:
-    """The Storage table's columns: source and entity, then every column a registered
-    collector fills, in registry order (a column two sources fill appears once)."""
-    columns = {"state": "State", "age_s": "Age s", "source": "Source", "entity": "Entity"}
-    for entry in registry.collectors().values():
-        for figure in entry.display.ui if entry.display else ():
-            columns.setdefault(figure.column, figure.title)
-    return list(columns.items())
-
-
-def _ui_value(figure: UiFigure, values: Mapping[str, float]) -> float | None:
-    if figure.key in values:
-        return values[figure.key] * figure.scale
-    if figure.or_sum:
-        return sum(values.get(key) or 0 for key in figure.or_sum) * figure.scale
-    return None
-
-
-def storage_row(sample: Sample, columns: list[tuple[str, str]]) -> dict[str, Any]:
-    """One sample as a Storage-tab row: the figures its collector declares; blank elsewhere."""
-    entry = registry.collector(sample.source)
-    shown = entry.display if entry is not None else None
-    row: dict[str, Any] = {"source": (shown and shown.ui_source) or sample.source}
-    row["entity"] = sample.entity
-    for figure in shown.ui if shown else ():
-        row[figure.column] = _ui_value(figure, sample.values)
-    return {
-        key: row.get(key) if key in ("source", "entity") else _num(row.get(key))
-        for key, _ in columns
-        if key not in ("state", "age_s")
-    }
-
-
 class SampleClock:
     """When the latest samples arrived (the controller replaces its list on each interval)."""
 
@@ -111,19 +77,6 @@ class SampleClock:
         if samples is not self._seen:
             self._seen, self._at = samples, time.time()
         return time.time() - self._at
-
-
-def storage_rows(
-    samples: list[Sample], *, live: bool = True, age_s: float | None = None
-) -> list[dict[str, Any]]:
-    """The Storage tab: one row per sample, each saying ``live`` while the run goes or
-    ``stopped (last sample)`` after it, and the sample's age in seconds."""
-    columns = storage_columns()
-    state = "live" if live else "stopped (last sample)"
-    return [
-        {"state": state, "age_s": _num(age_s, 1), **storage_row(s, columns)}
-        for s in sorted(samples, key=lambda s: (s.source, s.entity))
-    ]
 
 
 IO_PER_OP_LABELS = {

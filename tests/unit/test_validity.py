@@ -4,6 +4,8 @@ bundle's record of collector gaps (sim.bundle.writer: resets and unreadable enti
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,18 +110,35 @@ def test_the_bundle_counts_gaps_and_writes_no_row_for_them(tmp_path: Path) -> No
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["resets"]
 
 
-def test_gaps_travel_from_workers_to_the_master() -> None:
-    from sim.locust.packets import interval_packet, merge_samples, packet_samples
+#: A worker's side and the master's, in a child process: importing sim.locust monkey-patches
+#: sockets with gevent, which the test process must never be (tests/conftest.py).
+GAPS_CHILD = r"""
+import json
+import sim.locust
+from sim.locust.packets import interval_packet, packet_samples
+from sim.worker_samples import merge_samples
+from tests.unit.test_validity import GAP_RESET, Sample, _interval, gap_sample
 
-    samples = [
-        gap_sample("block", "vda", GAP_RESET, "reads: 500 -> 3"),
-        Sample("host", "node", {"cpu_busy_pct": 50.0, "process_cpu_pct": 10.0}),
-    ]
-    packet = interval_packet(_interval(4), samples, wall0=0.0, with_histograms=False)
-    back = packet_samples(json.loads(json.dumps(packet)))
-    assert [(s.source, s.gap, s.detail) for s in back] == [
-        ("block", GAP_RESET, "reads: 500 -> 3"),
-        ("host", "", ""),
-    ]
-    merged = merge_samples([(0, "h", back), (1, "h", back)])
-    assert {(s.source, s.gap) for s in merged} == {("block", GAP_RESET), ("host", "")}
+samples = [
+    gap_sample("block", "vda", GAP_RESET, "reads: 500 -> 3"),
+    Sample("host", "node", {"cpu_busy_pct": 50.0, "process_cpu_pct": 10.0}),
+]
+packet = interval_packet(_interval(4), samples, wall0=0.0, with_histograms=False)
+back = packet_samples(json.loads(json.dumps(packet)))
+merged = merge_samples([(0, "h", back), (1, "h", back)])
+print(json.dumps({
+    "back": [[s.source, s.gap, s.detail] for s in back],
+    "merged": sorted([s.source, s.gap] for s in merged),
+}))
+"""
+
+
+def test_gaps_travel_from_workers_to_the_master() -> None:
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", GAPS_CHILD], cwd=repo, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["back"] == [["block", GAP_RESET, "reads: 500 -> 3"], ["host", "", ""]]
+    assert got["merged"] == [["block", GAP_RESET], ["host", ""]]
