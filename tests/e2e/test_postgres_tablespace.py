@@ -4,7 +4,8 @@ dbsim creates the tablespace on an ext4 loop device, the SLOB-like tables and in
 the block collector watches that loop device (and it is the run's primary device, with reads
 on it), and ``dbsim drop`` removes the tablespace it made. A tablespace someone else made is
 used and never dropped. Wrong directories are refused before anything is created: exit 2, one
-``error:`` line, no bundle, the command that would fix it. Needs root (loop devices, chown) and
+``error:`` line, no bundle, the command that would fix it (the first wrong directory through
+the real binary, the others through ``sim.cli.entry.main`` in the test process). Needs root (loop devices, chown) and
 the server on this host, running as the OS user ``postgres``.
 """
 
@@ -25,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import CliResult, Dbsim, bundle_dirs, single_bundle
+from tests.e2e.conftest import CliResult, Dbsim, InProcessDbsim, bundle_dirs, single_bundle
 from tests.support.loopfs import loop_ext4
 from tests.support.postgres import require_postgres
 
@@ -191,11 +192,14 @@ def refused(result: CliResult, out_dir: Path) -> str:
 @pytest.mark.parametrize("problem", ["missing", "not empty", "not the server's", "unknown"])
 def test_a_directory_create_tablespace_would_refuse_is_one_line_and_exit_2(
     dbsim: Dbsim,
+    dbsim_in_process: InProcessDbsim,
     out_dir: Path,
     reachable_dir: Path,
     server_user: pwd.struct_passwd,
     problem: str,
 ) -> None:
+    if problem != "missing":  # the first case proves the real process says the same
+        dbsim = dbsim_in_process
     name, prefix = f"dbsim_r{uuid.uuid4().hex[:8]}", f"r{uuid.uuid4().hex[:6]}"
     location = reachable_dir / "pg"
     if problem == "not empty":
