@@ -35,6 +35,7 @@ from sim.locust.form import check_locust_scenario, register_form
 from sim.locust.host import warm_inspect_caches
 from sim.locust.master import MasterController
 from sim.locust.roles import Controller, LocalController, WorkerController
+from sim.locust.start import add_start_routes
 from sim.locust.stats import install_bucket
 from sim.locust.users import class_name, user_classes
 from sim.locust.webui import extend_web_ui
@@ -220,6 +221,7 @@ def run_ui(scenario: ScenarioBase, options: UiOptions) -> int:
         options.host, options.port, web_login=options.login is not None, delayed_start=True
     )
     extend_web_ui(environment, controller, options.login)
+    add_start_routes(web_ui.app, web_ui.auth_required_if_enabled, environment, controller)
     web_ui.start()
     environment.events.init.fire(environment=environment, runner=runner, web_ui=web_ui)
     sys.stderr.write(f"dbsim: web UI on http://{options.host}:{options.port}/ (Ctrl-C to quit)\n")

@@ -33,6 +33,7 @@ from sim.config.scenario import ScenarioBase
 from sim.core.engine import Engine
 from sim.core.loops import run_on_native_thread
 from sim.core.metrics import Interval
+from sim.core.progress import ProgressMeter
 from sim.core.runner import (
     PreparedRun,
     attach_lab,
@@ -129,6 +130,10 @@ class EngineHost:
         self.packets = 0
         self.fed_operations = 0
         self.engine_listeners: list[EngineListener] = []
+        #: The load's progress (rate, ETA) and when each state was first entered (monotonic):
+        #: the web UI's phase indicator (sim.locust.phase).
+        self.meter = ProgressMeter()
+        self.entered: dict[str, float] = {}
         self._queue: collections.deque[Packet] = collections.deque()
         self._done: dict[str, Any] | None = None
         self._stop_reason: str | None = None
@@ -156,6 +161,7 @@ class EngineHost:
             raise RuntimeError("a run is already active in this process")
         self.run_id = run_id
         self.state = "preparing"
+        self.meter, self.entered = ProgressMeter(), {"preparing": time.monotonic()}
         self.engine = self.prepared = self.bundle = self.final = self._done = None
         self.latest_samples = []
         self.packets = self.fed_operations = 0
@@ -213,6 +219,7 @@ class EngineHost:
 
     def _deliver(self, final: dict[str, Any]) -> None:
         self.final = final
+        self.entered.setdefault("finished", time.monotonic())
         self.state = "finished"
         if self.on_final is not None:
             try:
@@ -249,12 +256,17 @@ class EngineHost:
             engine = build_engine(scenario, **modes)
         engine.events.state.add_listener(self._on_state)
         engine.events.interval.add_listener(self._on_interval)
+        engine.events.progress.add_listener(self._on_progress)
         for listener in self.engine_listeners:
             listener(engine, scenario, self.bundle if self.role == ROLE_LOCAL else None)
         return engine
 
     def _on_state(self, state: str, detail: str = "") -> None:
+        self.entered.setdefault(state, time.monotonic())
         self.state = state  # engine thread; a plain attribute store is atomic
+
+    def _on_progress(self, what: str, done: int, total: int) -> None:
+        self.meter.update(what, done, total)
 
     def _on_interval(self, interval: Interval, samples: list[Sample]) -> None:
         engine = self.engine

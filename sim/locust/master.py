@@ -27,7 +27,6 @@ from sim.core.loading import elect_loaders
 from sim.core.metrics import OpStats
 from sim.core.runner import build_target
 from sim.errors import SimError
-from sim.locust.form import scenario_from_options
 from sim.locust.loading import LoadPhase
 from sim.locust.merge import RunMerger
 from sim.locust.roles import (
@@ -127,9 +126,7 @@ class MasterController(Controller):
             log.error("cannot start: no worker has users")
             return
         try:
-            scenario = scenario_from_options(
-                self.scenario(), self.environment.parsed_options, total
-            )
+            scenario = self.take_scenario(total)
         except SimError as exc:
             log.error("cannot start: %s", exc)
             stop_runner(self.environment)

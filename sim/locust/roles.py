@@ -33,6 +33,7 @@ import gevent
 from locust.env import Environment
 from locust.runners import STATE_RUNNING, STATE_SPAWNING
 
+from sim.bundle.summary import status_text
 from sim.config.resolve import validate
 from sim.config.scenario import ScenarioBase
 from sim.core.metrics import OpStats
@@ -40,6 +41,7 @@ from sim.errors import SimError
 from sim.locust.form import scenario_from_options, share_scenario
 from sim.locust.host import ROLE_LOCAL, ROLE_WORKER, EngineHost
 from sim.locust.packets import Packet, decode_ops
+from sim.locust.phase import describe
 from sim.protocols import Sample
 
 log = logging.getLogger(__name__)
@@ -74,12 +76,17 @@ class Controller:
     """What the web UI asks of any role: the current run's figures."""
 
     environment: Environment
+    #: The scenario whose values a start begins from (a web UI's controller has one).
+    scenario: Callable[[], ScenarioBase]
     last_summary: dict[str, Any] | None = None
     notes: list[str]
     #: Why the next stop happens, and whether it is a person's Stop (the web UI's button:
     #: the run ends ``completed`` with ``stopped_early``) or a signal's (``interrupted``).
     stop_reason: str = STOP_REASON
     stop_early: bool = True
+    #: The scenario dbsim's start form validated (sim.locust.start): the next start runs it
+    #: as it is (Locust's own form's custom parameters are not applied to it).
+    next_scenario: ScenarioBase | None = None
 
     def stop_for_signal(self, signum: int) -> None:
         """The next stop is a signal's: the run is ``interrupted``, not stopped early."""
@@ -88,6 +95,14 @@ class Controller:
 
     def snapshot(self) -> dict[str, Any]:
         raise NotImplementedError
+
+    def take_scenario(self, users: int) -> ScenarioBase:
+        """The scenario of the run starting now with ``users`` sessions: the start form's
+        (used once), else the scenario with Locust's form's custom parameters applied."""
+        form, self.next_scenario = self.next_scenario, None
+        if form is not None:
+            return scenario_from_options(form, None, users)
+        return scenario_from_options(self.scenario(), self.environment.parsed_options, users)
 
     def samples(self) -> list[Sample]:
         raise NotImplementedError
@@ -123,9 +138,7 @@ class LocalController(Controller):
             )
             return
         try:
-            scenario = scenario_from_options(
-                self.scenario(), self.environment.parsed_options, user_count
-            )
+            scenario = self.take_scenario(user_count)
         except SimError as exc:
             log.error("cannot start: %s", exc)
             stop_runner(self.environment)
@@ -157,7 +170,7 @@ class LocalController(Controller):
         host = self.host
         final = host.final or {}
         bundle = host.bundle or (Path(final["bundle"]) if final.get("bundle") else None)
-        return {
+        snapshot = {
             "role": "local",
             "run_id": host.run_id,
             "state": host.state,
@@ -170,6 +183,8 @@ class LocalController(Controller):
             "notes": list(self.notes),
             "error": final.get("error"),
         }
+        snapshot["phase"] = describe(host, status_text(snapshot) if host.final else "")
+        return snapshot
 
 
 class WorkerController(Controller):

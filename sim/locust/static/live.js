@@ -3,6 +3,9 @@
 (function () {
   "use strict";
   var POLL_MS = 2000;
+  var FAST_POLL_MS = 500; // while the run connects and loads: the phase moves quickly
+  var delay = POLL_MS;
+  var first = true; // the first answer picks the tab: the form when idle, else the charts
   function el(id) { return document.getElementById(id); }
   function esc(text) {
     return String(text).replace(/[&<>"]/g, function (c) {
@@ -37,13 +40,29 @@
         esc(r.meaning) + "</td></tr>";
     }).join("");
   }
+  function phase(p) {
+    var box = el("phase");
+    box.dataset.phase = p.phase;
+    el("phase-name").textContent = p.phase;
+    el("phase-text").textContent = p.text || "";
+    el("phase-fill").style.width = (p.pct === null || p.pct === undefined ? 0 : p.pct) + "%";
+    var active = ["ready", "finished"].indexOf(p.phase) < 0;
+    el("stop").disabled = !active;
+    el("start").disabled = active;
+    delay = ["connecting", "loading", "calibrating"].indexOf(p.phase) >= 0 ? FAST_POLL_MS : POLL_MS;
+  }
   function render(data) {
     var run = data.run, view = data.view, live = run.status === "running";
+    var now = run.phase || { phase: run.state === "idle" ? "ready" : run.state, text: run.state };
+    phase(now);
+    if (first && run.status !== "idle") document.querySelector('nav button[data-tab="charts"]').click();
+    first = false;
     var status = el("status");
     status.textContent = run.status_text || run.status;
     status.className = "badge " + (run.status || "idle");
     var age = data.sample_age_s === null ? "" : ", latest sample " + num(data.sample_age_s) + " s old";
-    el("clock").textContent = (live ? "live: engine " + run.state : "stopped") + age;
+    var where = live ? "live: engine " + run.state : run.status === "idle" ? "no run yet" : "stopped";
+    el("clock").textContent = where + age;
     el("verdict-kind").textContent = view.verdict.kind;
     el("verdict-call").textContent = view.verdict.call;
     el("verdict-summary").textContent = view.verdict.summary;
@@ -54,14 +73,17 @@
       .map(function (c) { return figure(c, live); }).join("") ||
       '<p class="note">No storage time series yet.</p>';
     if (view.curve) el("tab-curve").innerHTML = view.curve;
-    el("run-table").innerHTML = runTable(data.rows || []);
+    var rows = data.rows || [];
+    if (!rows.some(function (r) { return r.figure === "phase"; }))
+      rows = [{ figure: "phase", value: now.phase, meaning: now.text || "" }].concat(rows);
+    el("run-table").innerHTML = runTable(rows);
   }
   function poll() {
     fetch("./live/data", { credentials: "same-origin" })
       .then(function (r) { return r.json(); })
       .then(render)
       .catch(function () { el("clock").textContent = "web UI unreachable"; })
-      .finally(function () { setTimeout(poll, POLL_MS); });
+      .finally(function () { setTimeout(poll, delay); });
   }
   document.querySelectorAll("nav button").forEach(function (button) {
     button.addEventListener("click", function () {

@@ -1,0 +1,157 @@
+"""dbsim's own start form (``/dbsim/live``) in Debian's headless Chromium via Playwright.
+
+The web UI (``dbsim ui`` as a child process, :func:`tests.e2e.test_web_ui.web_ui`) starts with
+the default scenario (SLOB-like on SQLite). The browser fills dbsim's form with two bad values:
+each field shows, inline, exactly the line ``dbsim validate`` prints for the same scenario
+(``--set`` of the same values), and nothing starts. Filled right, the run starts; the phase
+indicator goes through ``loading`` (with the load's progress) to ``measuring`` (elapsed and
+remaining), the Run tab says so too; Stop ends the run ``completed (stopped early)``, which the
+indicator then shows. Screenshots (the form with its errors, the run measuring, the end) are
+left in the test's tmp directory for a person to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import bundle_dirs, clean_environment
+from tests.e2e.test_web_ui import (  # noqa: F401  (web_ui is a fixture)
+    CHROMIUM_ARGS,
+    WebUi,
+    _browser_or_skip,
+    _fail_with_state,
+    _get_json,
+    web_ui,
+)
+
+pytestmark = [pytest.mark.e2e]
+
+SESSIONS = 2
+WORK_UNIT = 8
+SCALE_ROWS = 60_000  # ~2 s of loading: the indicator is seen loading, the test stays short
+BAD = {"load.duration_s": "-5", "workload.parameters.work_unit": "1"}
+STEP_TIMEOUT_MS = 30_000
+#: Records every phase the indicator shows (with its text), in order, as the page changes it.
+RECORD_PHASES = """() => {
+  window.__phases = [];
+  const box = document.getElementById("phase");
+  const note = () => {
+    const last = window.__phases[window.__phases.length - 1];
+    const text = document.getElementById("phase-text").textContent;
+    if (!last || last.phase !== box.dataset.phase || last.text !== text)
+      window.__phases.push({ phase: box.dataset.phase, text: text });
+  };
+  new MutationObserver(note).observe(box, { attributes: true, subtree: true, characterData: true, childList: true });
+}"""
+
+
+def _fill(page: Any, values: dict[str, str]) -> None:
+    for name, value in values.items():
+        page.fill(f"[name='{name}']", value)
+
+
+def _validate_lines(cwd: Path, values: dict[str, str]) -> list[str]:
+    """What ``dbsim validate`` says of the default scenario with ``values`` set."""
+    sets = [arg for name, value in values.items() for arg in ("--set", f"{name}={value}")]
+    cwd.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "sim.cli", "validate", *sets],
+        cwd=cwd,
+        env=clean_environment(cwd),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines and all(line.startswith("error: ") for line in lines), done.stderr
+    return [line[len("error: ") :] for line in lines]
+
+
+def test_start_form_validates_like_the_cli_and_runs_through_its_phases(
+    web_ui: WebUi,  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    sync_playwright, executable = _browser_or_skip()
+    url = web_ui.url
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    good = {
+        "workload.parameters.scale": str(SCALE_ROWS),
+        "workload.parameters.work_unit": str(WORK_UNIT),
+        "load.sessions": str(SESSIONS),
+        "load.warmup_s": "1",
+        "load.duration_s": "300",  # stopped by hand below
+    }
+    expected = _validate_lines(tmp_path / "cli", {**good, **BAD})
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(STEP_TIMEOUT_MS)
+            page.goto(f"{url}/dbsim/live")
+            page.locator("[name='load.duration_s']").wait_for()
+            assert page.locator("[name='target.kind']").input_value() == "sqlite"
+            assert page.locator("input[type=password], [name='target.password']").count() == 0
+            page.evaluate(RECORD_PHASES)
+
+            # Bad values: each field says what `dbsim validate` says, and nothing starts.
+            _fill(page, {**good, **BAD})
+            page.get_by_role("button", name="Start", exact=True).click()
+            for name in BAD:
+                page.locator(f".field-error[data-for='{name}']:not(:empty)").wait_for()
+            shown = [page.locator(f".field-error[data-for='{name}']").inner_text() for name in BAD]
+            assert sorted(shown) == sorted(expected), (shown, expected)
+            assert page.locator("#form-errors").inner_text() == ""
+            page.screenshot(path=str(shots / "form-errors.png"), full_page=True)
+            assert _get_json(f"{url}/dbsim/status")["run"]["status"] == "idle"
+            assert bundle_dirs(web_ui.out) == []
+
+            # Right values: the run starts and the indicator moves through its phases.
+            _fill(page, good)
+            page.get_by_role("button", name="Start", exact=True).click()
+            try:
+                page.locator("#phase[data-phase=measuring]").wait_for()
+            except Exception:  # Playwright's TimeoutError: say where the run stood
+                _fail_with_state(url, web_ui.proc, "the phase indicator never showed measuring")
+            assert page.locator(".field-error:not(:empty)").count() == 0  # errors cleared
+            page.wait_for_timeout(1500)  # a second or two measured, for the window and the shot
+            text = page.locator("#phase-text").inner_text()
+            assert re.fullmatch(r"measuring: 0:00:0\d elapsed, 0:04:5\d remaining", text), text
+            page.get_by_role("button", name="Run", exact=True).click()
+            run_tab = page.locator("#run-table tr", has_text="phase").first
+            assert "measuring" in run_tab.inner_text()
+            page.screenshot(path=str(shots / "form-measuring.png"), full_page=True)
+            status = _get_json(f"{url}/dbsim/status")
+            bundle = web_ui.out.parent / status["run"]["bundle"]
+
+            page.locator("#stop").click()
+            page.locator("#phase[data-phase=finished]").wait_for()
+            page.locator("#phase-text", has_text="completed (stopped early)").wait_for()
+            page.screenshot(path=str(shots / "form-finished.png"), full_page=True)
+            phases: list[dict[str, str]] = page.evaluate("window.__phases")
+        finally:
+            browser.close()
+
+    order = [p["phase"] for p in phases]
+    assert "loading" in order and "measuring" in order, phases
+    assert order.index("loading") < order.index("measuring") < order.index("finished"), phases
+    loading = [p["text"] for p in phases if p["phase"] == "loading"]
+    assert any(re.search(r"\d+/60,000 rows \(\d+ %\)", t) for t in loading), loading
+    assert "warm-up" in order, phases
+    summary = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
+    assert summary["status"] == "completed" and summary["stopped_early"] is True, summary
+    assert summary["reason"] == "stopped from Locust"
+    assert summary["sessions"] == SESSIONS
+    assert summary["timing"]["measured_s"] > 1
+    scenario = (bundle / "scenario.yaml").read_text(encoding="utf-8")
+    assert f"work_unit: {WORK_UNIT}" in scenario and f"scale: {SCALE_ROWS}" in scenario
