@@ -12,6 +12,7 @@ also after the array process was killed.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import ConfigError, TargetError
-from storage.lab import system
+from storage.lab import ontap_rest, system
 from storage.lab.qos import LUN, POLICY_FILE, Policy, read_counters, read_policy, write_json
 
 #: ``--volume`` keys (as typed) -> policy names; any of them makes the volume an array.
@@ -37,10 +38,11 @@ LOG_FILE = "array.log"
 
 
 def new_record(
-    policy: Mapping[str, int | None], directory: Path, mount: Path, fsname: str
+    volume: str, policy: Mapping[str, int | None], directory: Path, mount: Path, fsname: str
 ) -> dict[str, Any]:
     """The array part of a volume's record, before anything is made."""
     return {
+        "volume": volume,
         "dir": str(directory),
         "dir_created": False,
         "mount": str(mount),
@@ -48,6 +50,7 @@ def new_record(
         "fsname": fsname,
         "pid": None,
         "policy": Policy.from_dict(dict(policy)).as_dict(),
+        "ontap": None,
     }
 
 
@@ -85,8 +88,10 @@ def start(record: dict[str, Any], image: Path, save: Callable[[], None]) -> None
     record["mount_dir_created"] = True
     save()
     write_json(directory / POLICY_FILE, record["policy"])
+    ontap_rest.make_credentials(directory)
     argv = [sys.executable, "-m", "storage.lab.arrayfs", "--backing", str(image)]
     argv += ["--dir", str(directory), "--mount", str(mount), "--fsname", record["fsname"]]
+    argv += ["--volume", record.get("volume", "lun")]
     argv += ["--pidfile", str(directory / PID_FILE)]
     with open(directory / LOG_FILE, "ab") as log:
         # The process detaches itself (forks, new session) and writes its pid file, so it is
@@ -102,12 +107,30 @@ def start(record: dict[str, Any], image: Path, save: Callable[[], None]) -> None
         if pid and record["pid"] is None:
             record["pid"] = pid
             save()
-        if mounted(record):
+        if mounted(record) and (endpoint := _read_endpoint(directory)):
+            record["ontap"] = endpoint
+            save()
             return
         if pid and not running(record):
             break
         time.sleep(0.05)
     raise TargetError(f"lab: array file system not mounted at {mount}: {_log_tail(directory)}")
+
+
+def _read_endpoint(directory: Path) -> dict[str, Any] | None:
+    """The array's ONTAP REST endpoint, once it listens: what a collector needs to reach it."""
+    try:
+        port = int(json.loads((directory / ontap_rest.ENDPOINT_FILE).read_text())["port"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return {
+        "cluster": f"https://127.0.0.1:{port}",
+        "port": port,
+        "user": ontap_rest.USER,
+        "password_file": str(directory / ontap_rest.PASSWORD_FILE),
+        "ca_file": str(directory / ontap_rest.CERT_FILE),
+        "svm": ontap_rest.SVM,
+    }
 
 
 def _read_pid(directory: Path) -> int | None:
@@ -201,6 +224,7 @@ def describe(record: Mapping[str, Any], problems: list[str], volume: str) -> dic
         "dir": record["dir"],
         "policy": read_policy(Path(record["dir"])).as_dict(),
         "counters": read_counters(Path(record["dir"])),
+        "ontap": record.get("ontap"),
     }
 
 
@@ -217,6 +241,12 @@ def text_lines(array: Mapping[str, Any]) -> list[str]:
         + ("" if array["mounted"] else " (NOT mounted)"),
         f"qos policy  {iops}, {bps}, base service time {policy['service_us']} µs",
     ]
+    ontap = array.get("ontap")
+    if ontap:
+        lines.append(
+            f"ontap rest  {ontap['cluster']} (user {ontap['user']}, password_file "
+            f"{ontap['password_file']}, ca_file {ontap['ca_file']}, svm {ontap['svm']})"
+        )
     counters = array.get("counters") or {}
     for kind in ("read", "write"):
         c = counters.get(kind)

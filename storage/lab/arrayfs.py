@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from storage.lab import ontap_rest
 from storage.lab.qos import COUNTERS_FILE, LUN, POLICY_FILE, QosQueue, read_policy, write_json
 
 COUNTER_PERIOD_S = 0.25
@@ -174,6 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dir", type=Path, required=True, help="policy and counters")
     parser.add_argument("--mount", type=Path, required=True)
     parser.add_argument("--fsname", default="dbsim-array")
+    parser.add_argument("--volume", default="lun", help="the volume's name, for the REST answers")
     parser.add_argument("--pidfile", type=Path, help="detach, and write the pid here")
     args = parser.parse_args(argv)
     if args.pidfile is not None:
@@ -182,6 +184,9 @@ def main(argv: list[str] | None = None) -> None:
 
     fs = ArrayFs(args.backing, args.dir)
     fs.publish()
+    if (args.dir / ontap_rest.CERT_FILE).exists():  # the lab made credentials: serve REST
+        endpoint = ontap_rest.OntapEndpoint(args.volume, fs.counters.snapshot, args.dir)
+        write_json(args.dir / ontap_rest.ENDPOINT_FILE, {"port": endpoint.port})
     stop = threading.Event()
     threading.Thread(target=fs.keeper, args=(stop,), daemon=True).start()
     try:

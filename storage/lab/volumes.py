@@ -132,7 +132,7 @@ def new_record(
         "array": None,
     }
     if spec.array is not None and array_at is not None:
-        record["array"] = array.new_record(spec.array, *array_at)
+        record["array"] = array.new_record(spec.name, spec.array, *array_at)
     return record
 
 
