@@ -23,9 +23,7 @@ from sim import registry
 from sim.config.resolve import resolved_dict, validate
 from sim.config.scenario import ScenarioBase
 from sim.errors import ConfigError
-
-#: Workload parameters shown in the form when the workload has them, in this order.
-MAIN_PARAMETERS = ("read_pct", "update_pct", "scan_pct", "work_unit", "rows_select", "rows_update")
+from sim.start_form import MAIN_PARAMETERS
 
 
 @dataclass(frozen=True)

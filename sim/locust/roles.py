@@ -41,8 +41,8 @@ from sim.errors import SimError
 from sim.locust.form import scenario_from_options, share_scenario
 from sim.locust.host import ROLE_LOCAL, ROLE_WORKER, EngineHost
 from sim.locust.packets import Packet, decode_ops
-from sim.locust.phase import describe
 from sim.protocols import Sample
+from sim.run_phase import describe
 
 log = logging.getLogger(__name__)
 

@@ -49,6 +49,7 @@ from sim.locust.downloads import DOWNLOADS, download
 from sim.locust.live import LiveCache
 from sim.locust.roles import Controller
 from sim.protocols import Sample
+from sim.run_phase import phase_of
 from sim.storage_table import storage_columns, storage_rows
 
 log = logging.getLogger(__name__)
@@ -182,7 +183,9 @@ def _analyze(bundle: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def run_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    phase = phase_of(snapshot)
     rows = [
+        {"figure": "phase", "value": phase["phase"], "meaning": phase.get("text", "")},
         {"figure": "bundle", "value": snapshot.get("bundle") or "", "meaning": "run directory"},
         {
             "figure": "status",

@@ -130,6 +130,11 @@ def test_start_form_validates_like_the_cli_and_runs_through_its_phases(
             page.get_by_role("button", name="Run", exact=True).click()
             run_tab = page.locator("#run-table tr", has_text="phase").first
             assert "measuring" in run_tab.inner_text()
+            # Locust's own Run tab (the rows its page polls) says the same.
+            tabs = _get_json(f"{url}/stats/requests")["extended_stats"]
+            locust_run = next(t["data"] for t in tabs if t["key"] == "run")
+            assert locust_run[0]["figure"] == "phase", locust_run
+            assert locust_run[0]["value"] in ("measuring", "finishing"), locust_run
             page.screenshot(path=str(shots / "form-measuring.png"), full_page=True)
             status = _get_json(f"{url}/dbsim/status")
             bundle = web_ui.out.parent / status["run"]["bundle"]

@@ -6,6 +6,7 @@ Read from an :class:`~sim.locust.host.EngineHost`: its state (the engine's, whic
 thread stores), when each state was first entered, and its load's
 :class:`~sim.core.progress.ProgressMeter` (``load slob_1_cf1: 5,120/10,240 rows (50 %),
 12,400 rows/s, ETA 0:00:04``, the console's own line). Times are the web UI's clock, measured.
+Outside :mod:`sim.locust` (whose import patches sockets with gevent): it needs no Locust.
 """
 
 from __future__ import annotations
