@@ -45,6 +45,8 @@ from sim.protocols import Sample
 from sim.worker_samples import merge_samples
 
 log = logging.getLogger(__name__)
+#: The key under which a pending packet keeps its operations, decoded off the hub on arrival.
+DECODED = "_decoded_ops"
 
 LOST_AFTER_S = 10.0  # no heartbeat nor report from a worker this long: it is lost
 FINAL_WAIT_S = 45.0  # after a stop, how long workers get to send their final report
@@ -127,6 +129,9 @@ class RunMerger:
         self.loading: dict[str, Any] | None = None
         self._deadline: float | None = None
         self._pool = ThreadPool(1)  # one native thread: bundle writes in order, off the hub
+        # Decoding a packet's HDR histograms (base64, zlib) costs tens of ms per worker and
+        # interval: off the hub too, or a loaded master's hub blocks (seen in CI).
+        self._decoder = ThreadPool(1)
         output = self.scenario.get("output") or {}
         self._writer: BundleWriter = self._pool.apply(self._create_writer, (output,))
         self.bundle = self._writer.path
@@ -179,6 +184,7 @@ class RunMerger:
         if int(packet["i"]) < self.next_index:
             self._late(worker, packet)
             return
+        packet[DECODED] = self._decoder.apply(packet_ops, (packet,))
         worker.pending[int(packet["i"])] = packet
         self.latest_samples = merge_samples(
             (w.index, w.host, w.latest_samples) for w in self.workers.values()
@@ -201,7 +207,7 @@ class RunMerger:
         """An interval from a worker given up for lost that was not lost after all: its
         operations still count in the totals (the time series has moved on without them)."""
         if packet["phase"] == "measure":
-            for name, stats in packet_ops(packet).items():
+            for name, stats in self._decoder.apply(packet_ops, (packet,)).items():
                 worker.measured.setdefault(name, OpStats()).merge(stats)
                 self.totals.setdefault(name, OpStats()).merge(stats)
         note = f"worker {worker.index}: interval {packet['i']} arrived late; counted in totals only"
@@ -240,7 +246,7 @@ class RunMerger:
     def _merge(self, index: int, parts: list[tuple[WorkerRun, Packet]]) -> None:
         ops: dict[str, OpStats] = {}
         for worker, packet in parts:
-            for name, stats in packet_ops(packet).items():
+            for name, stats in packet.pop(DECODED).items():
                 ops.setdefault(name, OpStats()).merge(stats)
                 if packet["phase"] == "measure":
                     worker.measured.setdefault(name, OpStats()).merge(stats)
@@ -355,6 +361,7 @@ class RunMerger:
         self.summary = summary
         self.state = "finished"
         self._pool.kill()
+        self._decoder.kill()
         if self.on_finished is not None:
             try:
                 self.on_finished(summary)
