@@ -277,7 +277,6 @@ class WorkerController(Controller):
             assert runner is not None
             runner.send_message(MSG_LOADED, {"run": self.run_id, "final": final})
             return
-        self._send_final(final)
         counts = {}
         for name, item in (final.get("totals") or {}).items():
             counts[name] = _count(item)
@@ -289,7 +288,11 @@ class WorkerController(Controller):
             "intervals": final.get("packets"),
             "operations": counts,
         }
+        # Said before the final goes: once the master has every final it ends the run and
+        # quits the workers, and a worker quit while sending never wrote its line (seen in CI).
         sys.stderr.write(WORKER_REPORT_PREFIX + json.dumps(line, sort_keys=True) + "\n")
+        sys.stderr.flush()
+        self._send_final(final)
 
     def _send_final(self, final: dict[str, Any]) -> None:
         runner = self.environment.runner
