@@ -1,6 +1,8 @@
 """``dbsim run --skip-load``, ``dbsim load`` and ``dbsim drop`` as a user runs them (issues #13,
 #20): missing data and foreign objects are bad input, exit 2 with one ``error:`` line, before
-any session starts and without leaving a bundle behind; the victim's data is unchanged."""
+any session starts and without leaving a bundle behind; the victim's data is unchanged. Loads,
+runs and the first refusal of each test go through the real binary; the later refusals run
+the same command through ``sim.cli.entry.main`` in the test process."""
 
 from __future__ import annotations
 
@@ -11,7 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.conftest import CliResult, Dbsim, bundle_dirs, read_summary, single_bundle
+from tests.e2e.conftest import (
+    CliResult,
+    Dbsim,
+    InProcessDbsim,
+    bundle_dirs,
+    read_summary,
+    single_bundle,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -62,7 +71,7 @@ def test_skip_load_without_data_exits_2_naming_the_tables_and_dbsim_load(
 
 
 def test_load_then_skip_load_runs_and_a_recreated_table_is_refused_everywhere(
-    dbsim: Dbsim, out_dir: Path, tmp_path: Path
+    dbsim: Dbsim, dbsim_in_process: InProcessDbsim, out_dir: Path, tmp_path: Path
 ) -> None:
     db = tmp_path / "shared.sqlite"
     path = scenario(dbsim, db)
@@ -80,8 +89,10 @@ def test_load_then_skip_load_runs_and_a_recreated_table_is_refused_everywhere(
         conn.execute("CREATE TABLE user_1 (custid INTEGER, c1 TEXT)")
         conn.executemany("INSERT INTO user_1 VALUES (?, ?)", [(k, "precious") for k in range(200)])
     before = checksum(db, "user_1")
-    for args in (("drop", path), ("load", path), ("run", "--skip-load", path, "-o", out_dir)):
-        line = refused(dbsim(*args))
+    # drop through the real binary; load and run the same way in this process (InProcessDbsim).
+    commands = (("drop", path), ("load", path), ("run", "--skip-load", path, "-o", out_dir))
+    for n, args in enumerate(commands):
+        line = refused((dbsim if n == 0 else dbsim_in_process)(*args))
         assert "user_1 is not the table dbsim created" in line, line
         assert checksum(db, "user_1") == before
     assert len(bundle_dirs(out_dir)) == 1  # the refused run left no second bundle
