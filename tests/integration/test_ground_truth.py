@@ -15,7 +15,8 @@ report.html are produced the normal way; the assertions read them.
   last two for at least twice it: the device's read IOPS over the saturated steps is 500 ± 5 %,
   the knee of latency versus IOPS (analysis.curve.knee.x) 500 ± 10 %, and each read statement
   costs WORK_UNIT − 1 physical reads (± 10 %, from the bundle's time series; the summary's
-  finding, from the bundle's time-weighted means).
+  finding, from the bundle's time-weighted means). The steps are written as a ``load.sweep``
+  with SLOs (``stop_on_breach`` off), so the same run serves the sweep test.
 * **T3** — 8 sessions throughout, the steps set the ceiling to 2000 and then 500 IOPS (through
   ``load.steps[].lab``): the device holds each ceiling (± 5 %) and the verdict of step 2 is
   storage-bound. Application p99 follows the storage latency the database measures
@@ -27,15 +28,15 @@ report.html are produced the normal way; the assertions read them.
 * **Idle** — the same SLOB with every key drawn in an 8 MiB hot spot that fits in
   shared_buffers, after a warm-up, under the same 500 IOPS ceiling: storage idle, not called
   storage-bound.
-* **Sweep** — ``load.sweep`` over sessions 1-16 with an SLO on read p99 under the same
-  ceiling: the highest SLO-meeting load sits at the ceiling (± 10 %) (the section's comment).
+* **Sweep** — T2's run read as a sweep with an SLO on read p99: the highest SLO-meeting load
+  sits at the ceiling (± 10 %) (the section's comment).
 
 Tuning of the lab cluster (ALTER SYSTEM on the throwaway cluster only): ``track_io_timing`` on;
 ``autovacuum`` off, because an autovacuum ANALYZE of the wide SLOB rows holds ~100 MB and the
 memory group's OOM killer then crash-restarts the whole cluster (seen while building this), and
 because its reads would spend the ceiling's budget. Before each run the lab's own page cache is
 emptied and the loop device's backing file is kept in the host's page cache (see
-:meth:`GroundLab.cold_cache`). The module takes about three minutes; ``-s`` prints the figures;
+:meth:`GroundLab.cold_cache`). The module takes about two and a half minutes; ``-s`` prints the figures;
 ``DBSIM_GROUND_TRUTH_DIR=<dir>`` keeps the scenarios and bundles there.
 
 The scenario steps' ``lab:`` ceilings are applied by ``sim.core.runner.attach_lab``, which uses the
@@ -414,13 +415,34 @@ def _best_r(result: dict[str, Any]) -> float:
 
 @pytest.fixture(scope="module")
 def t2_bundle(ground: GroundLab) -> Path:
+    """T2's run, which is also the sweep test's: the steps of 1-16 sessions written as a
+    ``load.sweep`` (the same steps, durations, warm-up and think time) with the sweep's SLOs
+    and ``stop_on_breach`` off, so that every step runs (see the sweep section)."""
     assert ground.lab.set_ceiling(read_iops=CEILING)["read_iops"] == CEILING
     load = {
         "warmup_s": WARMUP_S,
         "think": T2_THINK,
-        "steps": [{"duration_s": T2_STEP_S, "sessions": s} for s in T2_SESSIONS],
+        "sweep": {
+            "vary": "sessions",
+            "start": T2_SESSIONS[0],
+            "factor": 2,
+            "max": T2_SESSIONS[-1],
+            "step_duration_s": T2_STEP_S,
+            "stop_on_breach": False,
+        },
     }
-    return ground.run(ground.write_scenario("t2-ceiling-500", load))
+    path = ground.write_scenario("t2-sweep-500", load)
+    scenario = yaml.safe_load(path.read_text())
+    scenario["slos"] = [
+        {"name": "read latency", "op": "read", "p99_us_max": P99_LIMIT_US},
+        {"name": "lab device", "device": ground.device, "await_ms_max": AWAIT_LIMIT_MS},
+    ]
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+    # GroundLab.run asserts exit 0 (some load met every SLO), a complete bundle and "completed".
+    bundle = ground.run(path)
+    stages = [s for s in _summary(bundle)["stages"] if s.get("phase") == "measure"]
+    assert [s["sessions"] for s in stages] == list(T2_SESSIONS), stages
+    return bundle
 
 
 def test_t2_device_holds_the_ceiling_and_the_knee_sits_on_it(
@@ -629,11 +651,14 @@ def test_idle_storage_with_everything_cached_is_not_storage_bound(ground: Ground
 # Acceptance: a sweep on the lab device with a known ceiling reports the highest SLO-meeting
 # load at the ceiling (± 10 %) — the correlation issue's "what load can this storage carry".
 #
-# On the module's lab (until session 6 it was a module of its own that built and loaded a second
-# lab just like it): the loop device under a 500 read-IOPS ceiling, set again here.
+# On the module's lab and T2's run (until session 6 it was a module of its own that built and
+# loaded a second lab just like it and ran the same steps again): T2's steps are written as
+# ``load.sweep`` over sessions 1, 2, 4, 8, 16 (``factor: 2``) with these SLOs, and
+# ``stop_on_breach: false`` so that T2 gets its 16-session step; that a sweep stops at its first
+# breach on a real run is tests/e2e/test_exit_codes.py's
+# ``test_a_sweep_stops_at_its_first_breach_and_exits_1``.
 #
-# The scenario: SLOB read-only with T2's think time, ``load.sweep`` over sessions 1, 2, 4, 8, 16
-# (``factor: 2``, ``stop_on_breach``), and the SLO a DBA would set from T2's figures — read p99
+# The SLO is the one a DBA would set from T2's figures — read p99
 # at most 0.6 s. T2 measured p99 ≈ 0.10 s at 150 IOPS (1 session), 0.17 s at 300 (2), 0.31 s at
 # the 500-IOPS ceiling (4 sessions, which ask for ~750) and 0.8-1.9 s beyond (8, 16: the
 # requests queue in the throttle); this module measured 0.40 s at 4 sessions and 0.97 s at 8.
@@ -643,16 +668,14 @@ def test_idle_storage_with_everything_cached_is_not_storage_bound(ground: Ground
 # answers from the host's page cache, blk-throttle queues above it) always holds, so only the
 # latency SLO decides.
 #
-# Exit code: some load met every SLO (step 1), so ``dbsim run`` exits **0** even though the
-# sweep stopped on a breach (docs/validation.md: 1 only when even the first step missed one).
+# Exit code: some load met every SLO (step 1), so ``dbsim run`` exits **0** even though later
+# steps breached (docs/validation.md: 1 only when even the first step missed one).
 #
 # Runs go through the real CLI (``--skip-load``); ``-s`` prints the sweep's points.
 
 SWEEP_TOLERANCE = 0.10
 P99_LIMIT_US = 600_000  # 0.6 s: above 0.31-0.40 s at the ceiling (4 sessions), below 0.8 s beyond
 AWAIT_LIMIT_MS = 20.0
-SWEEP_STEP_S = 8.0
-SWEEP_SESSIONS = (1, 2, 4, 8, 16)
 SWEEP_EXPECTED_HIGHEST = 4  # the first step that reaches the ceiling; 8 sessions queue past the SLO
 
 
@@ -675,38 +698,16 @@ def _print_sweep(sweep: dict[str, Any], exit_code: int) -> None:
     )
 
 
-def test_sweep_reports_the_highest_slo_meeting_load_at_the_ceiling(ground: GroundLab) -> None:
-    assert ground.lab.set_ceiling(read_iops=CEILING)["read_iops"] == CEILING
-    path = ground.write_scenario(
-        "lab-sweep-500",
-        {
-            "warmup_s": WARMUP_S,
-            "think": T2_THINK,
-            "sweep": {
-                "vary": "sessions",
-                "start": SWEEP_SESSIONS[0],
-                "factor": 2,
-                "max": SWEEP_SESSIONS[-1],
-                "step_duration_s": SWEEP_STEP_S,
-                "stop_on_breach": True,
-            },
-        },
-    )
-    scenario = yaml.safe_load(path.read_text())
-    scenario["slos"] = [
-        {"name": "read latency", "op": "read", "p99_us_max": P99_LIMIT_US},
-        {"name": "lab device", "device": ground.device, "await_ms_max": AWAIT_LIMIT_MS},
-    ]
-    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
-
-    # GroundLab.run asserts exit 0 (some load met every SLO), a complete bundle and "completed".
-    bundle = ground.run(path)
+def test_sweep_reports_the_highest_slo_meeting_load_at_the_ceiling(
+    ground: GroundLab, t2_bundle: Path
+) -> None:
+    bundle = t2_bundle
     summary = _summary(bundle)
     sweep = summary["sweep"]
     _print_sweep(sweep, 0)
 
     assert sweep["device"] == ground.device, sweep["device"]
-    assert [p["sessions"] for p in sweep["points"]] == list(SWEEP_SESSIONS[: len(sweep["points"])])
+    assert [p["sessions"] for p in sweep["points"]] == list(T2_SESSIONS)  # no stop: all ran
     hp = sweep["highest_passing"]
     breach = sweep["first_breach"]
     assert hp is not None, "no step met the SLOs"
