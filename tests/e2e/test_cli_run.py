@@ -73,7 +73,7 @@ def test_default_run_exits_0_without_traceback(default_run: DefaultRun) -> None:
     result = default_run.result
     assert result.rc == 0, result.describe()
     assert "Traceback" not in result.stdout + result.stderr, result.describe()
-    assert not any(line.startswith("error") for line in result.stderr_lines), result.describe()
+    assert not any(line.startswith("error:") for line in result.stderr_lines), result.describe()
 
 
 def test_default_run_writes_exactly_one_bundle(default_run: DefaultRun, bundle: Path) -> None:
