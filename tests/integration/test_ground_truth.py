@@ -136,30 +136,6 @@ def _require_lab() -> None:
         pytest.skip(f"!!! NOT RUN: no PostgreSQL server binaries or {PG_USER} user: {exc}")
 
 
-def _read_data_extents(path: Path) -> None:
-    """Read the written parts of a sparse file (SEEK_DATA/SEEK_HOLE), so they sit in the page
-    cache; the holes are skipped rather than filled with cached zero pages."""
-    chunk = 8 * MiB
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        offset = 0
-        while offset < size:
-            try:
-                start = os.lseek(fd, offset, os.SEEK_DATA)
-            except OSError:  # ENXIO: no data after offset
-                break
-            end = os.lseek(fd, start, os.SEEK_HOLE)
-            while start < end:
-                read = len(os.pread(fd, min(chunk, end - start), start))
-                if read == 0:
-                    break
-                start += read
-            offset = end
-    finally:
-        os.close(fd)
-
-
 @dataclass
 class GroundLab:
     lab: Lab
@@ -225,7 +201,7 @@ class GroundLab:
         os.sync()
         memory = Path(self.status["cgroups"]["memory"])
         (memory / "memory.force_empty").write_text("0\n")
-        _read_data_extents(Path(self.status["image"]))
+        system.read_data_extents(Path(self.status["image"]))
 
     def run(self, scenario: Path, *, through_lab_shim: bool = False) -> Path:
         """``dbsim run scenario -o runs --skip-load -q``; the bundle, checked complete."""
