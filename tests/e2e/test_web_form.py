@@ -1,7 +1,7 @@
 """dbsim's own start form (``/dbsim/live``) in Debian's headless Chromium via Playwright.
 
-The web UI (``dbsim ui`` as a child process, :func:`tests.e2e.test_web_ui.web_ui`) starts with
-the default scenario (SLOB-like on SQLite). The browser fills dbsim's form with two bad values:
+The web UI (``dbsim ui`` as a child process, on a free loopback port) starts with the default
+scenario (SLOB-like on SQLite). The browser fills dbsim's form with two bad values:
 each field shows, inline, exactly the line ``dbsim validate`` prints for the same scenario
 (``--set`` of the same values), and nothing starts. Filled right, the run starts; the phase
 indicator goes through ``loading`` (with the load's progress) to ``measuring`` (elapsed and
@@ -14,22 +14,19 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import bundle_dirs, clean_environment
-from tests.e2e.test_web_ui import (  # noqa: F401  (web_ui is a fixture)
-    CHROMIUM_ARGS,
-    WebUi,
-    _browser_or_skip,
-    _fail_with_state,
-    _get_json,
-    web_ui,
-)
+from tests.e2e.test_web_ui import CHROMIUM_ARGS, _browser_or_skip, _free_port, _get_json
 
 pytestmark = [pytest.mark.e2e]
 
@@ -37,7 +34,10 @@ SESSIONS = 2
 WORK_UNIT = 8
 SCALE_ROWS = 60_000  # ~2 s of loading: the indicator is seen loading, the test stays short
 BAD = {"load.duration_s": "-5", "workload.parameters.work_unit": "1"}
+UI_COMMAND = (sys.executable, "-m", "sim.locust", "ui")  # = `dbsim ui` (docs/ui.md)
+START_TIMEOUT_S = 30.0
 STEP_TIMEOUT_MS = 30_000
+STOP_TIMEOUT_MS = 90_000
 #: Records every phase the indicator shows (with its text), in order, as the page changes it.
 RECORD_PHASES = """() => {
   window.__phases = [];
@@ -50,6 +50,64 @@ RECORD_PHASES = """() => {
   };
   new MutationObserver(note).observe(box, { attributes: true, subtree: true, characterData: true, childList: true });
 }"""
+
+
+@dataclass
+class Ui:
+    url: str
+    out: Path
+    proc: subprocess.Popen[str]
+    stderr: Path
+
+
+@pytest.fixture
+def ui(tmp_path: Path) -> Iterator[Ui]:
+    """``dbsim ui`` on a free loopback port with ``-o runs``; its stderr goes to a file, not a
+    pipe: a pipe nobody reads fills up, and the web UI then blocks writing to it."""
+    port, child_tmp = _free_port(), tmp_path / "tmp"
+    child_tmp.mkdir()
+    stderr = tmp_path / "ui-stderr.txt"
+    with stderr.open("w", encoding="utf-8") as sink:
+        proc = subprocess.Popen(
+            [*UI_COMMAND, "--port", str(port), "-o", "runs"],
+            cwd=tmp_path,
+            env=clean_environment(child_tmp),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            text=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        try:
+            _get_json(f"{url}/dbsim/status")
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                pytest.fail(f"dbsim ui did not come up: {stderr.read_text()[-3000:]}")
+            time.sleep(0.2)
+    try:
+        yield Ui(url, tmp_path / "runs", proc, stderr)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _fail(ui: Ui, what: str) -> None:
+    """Fail with where the run stood (/dbsim/status) and the web UI's stderr."""
+    try:
+        status: Any = _get_json(f"{ui.url}/dbsim/status")
+    except OSError as exc:
+        status = f"unreachable: {exc}"
+    pytest.fail(f"{what}; /dbsim/status: {status}; stderr: {ui.stderr.read_text()[-4000:]}")
 
 
 def _fill(page: Any, values: dict[str, str]) -> None:
@@ -78,11 +136,10 @@ def _validate_lines(cwd: Path, values: dict[str, str]) -> list[str]:
 
 
 def test_start_form_validates_like_the_cli_and_runs_through_its_phases(
-    web_ui: WebUi,  # noqa: F811  (the fixture imported above)
-    tmp_path: Path,
+    ui: Ui, tmp_path: Path
 ) -> None:
     sync_playwright, executable = _browser_or_skip()
-    url = web_ui.url
+    url = ui.url
     shots = tmp_path / "screenshots"
     shots.mkdir()
     good = {
@@ -114,7 +171,7 @@ def test_start_form_validates_like_the_cli_and_runs_through_its_phases(
             assert page.locator("#form-errors").inner_text() == ""
             page.screenshot(path=str(shots / "form-errors.png"), full_page=True)
             assert _get_json(f"{url}/dbsim/status")["run"]["status"] == "idle"
-            assert bundle_dirs(web_ui.out) == []
+            assert bundle_dirs(ui.out) == []
 
             # Right values: the run starts and the indicator moves through its phases.
             _fill(page, good)
@@ -122,7 +179,7 @@ def test_start_form_validates_like_the_cli_and_runs_through_its_phases(
             try:
                 page.locator("#phase[data-phase=measuring]").wait_for()
             except Exception:  # Playwright's TimeoutError: say where the run stood
-                _fail_with_state(url, web_ui.proc, "the phase indicator never showed measuring")
+                _fail(ui, "the phase indicator never showed measuring")
             assert page.locator(".field-error:not(:empty)").count() == 0  # errors cleared
             page.wait_for_timeout(1500)  # a second or two measured, for the window and the shot
             text = page.locator("#phase-text").inner_text()
@@ -137,16 +194,20 @@ def test_start_form_validates_like_the_cli_and_runs_through_its_phases(
             assert locust_run[0]["value"] in ("measuring", "finishing"), locust_run
             page.screenshot(path=str(shots / "form-measuring.png"), full_page=True)
             status = _get_json(f"{url}/dbsim/status")
-            bundle = web_ui.out.parent / status["run"]["bundle"]
+            bundle = ui.out.parent / status["run"]["bundle"]
 
             page.locator("#stop").click()
-            page.locator("#phase[data-phase=finished]").wait_for()
+            try:  # a loaded machine has taken tens of seconds to stop (sim.locust.host)
+                page.locator("#phase[data-phase=finished]").wait_for(timeout=STOP_TIMEOUT_MS)
+            except Exception:  # Playwright's TimeoutError: say where the run stood
+                _fail(ui, "the phase indicator never showed finished")
             page.locator("#phase-text", has_text="completed (stopped early)").wait_for()
             page.screenshot(path=str(shots / "form-finished.png"), full_page=True)
             phases: list[dict[str, str]] = page.evaluate("window.__phases")
         finally:
             browser.close()
 
+    assert "Traceback" not in ui.stderr.read_text(encoding="utf-8")
     order = [p["phase"] for p in phases]
     assert "loading" in order and "measuring" in order, phases
     assert order.index("loading") < order.index("measuring") < order.index("finished"), phases
