@@ -18,12 +18,12 @@
     childList: true, subtree: true, characterData: true,
   });
 })();
-// and a way to dbsim's live charts from every tab of Locust's page.
+// and a way to dbsim's start form and live charts (/dbsim/live) from every tab of Locust's page.
 (function () {
   "use strict";
   var link = document.createElement("a");
   link.href = "./dbsim/live";
-  link.textContent = "dbsim live charts";
+  link.textContent = "dbsim start form & live charts";
   link.id = "dbsim-live-link";
   link.style.cssText = "position:fixed;right:16px;bottom:12px;z-index:9999;padding:6px 12px;" +
     "background:#0b4f8a;color:#fff;border-radius:6px;font:600 14px system-ui,sans-serif;";
