@@ -92,6 +92,21 @@ class WebUi:
     out: Path
     tmp: Path
     proc: subprocess.Popen[str]
+    #: The UI's stderr: a file, never a pipe nobody reads while the UI runs — gevent's monitor
+    #: reports filled such a pipe on a loaded machine, and the UI then blocked writing to it,
+    #: so Stop never finished (the CI failure of stop 22 and earlier).
+    stderr: Path
+
+    def stop(self, timeout: float = 60) -> str:
+        """Interrupt the UI (killed if it does not end) and return its stderr."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.stderr.read_text(encoding="utf-8", errors="replace")
 
 
 @pytest.fixture
@@ -104,36 +119,31 @@ def web_ui(tmp_path: Path) -> Iterator[WebUi]:
     child_tmp.mkdir()
     env = clean_environment(child_tmp)
     env.update(GEVENT_MONITOR_THREAD_ENABLE="true", GEVENT_MAX_BLOCKING_TIME=str(MAX_BLOCKING_S))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sim.locust", "ui", "--port", str(port), "-o", "runs"],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
+    stderr = tmp_path / "ui-stderr.txt"
+    with stderr.open("w", encoding="utf-8") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sim.locust", "ui", "--port", str(port), "-o", "runs"],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            text=True,
+        )
+    ui = WebUi(f"http://127.0.0.1:{port}", out, child_tmp, proc, stderr)
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
         try:
-            _get_json(f"{url}/dbsim/status")
+            _get_json(f"{ui.url}/dbsim/status")
             break
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"dbsim ui did not come up: {proc.communicate()[1][-3000:]}")
+                pytest.fail(f"dbsim ui did not come up: {ui.stop(5)[-3000:]}")
             time.sleep(0.2)
     try:
-        yield WebUi(url, out, child_tmp, proc)
+        yield ui
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
+        ui.stop()
 
 
 def _column(page: Any, title: str) -> int:
@@ -149,20 +159,14 @@ def _row_cells(page: Any, name: str) -> list[str]:
     return []
 
 
-def _fail_with_state(url: str, proc: subprocess.Popen[str], what: str) -> None:
+def _fail_with_state(ui: WebUi, what: str) -> None:
     """Fail with the UI's own account: /dbsim/status, then the child's stderr (it is
-    interrupted to get it), so a failure in CI needs no re-run to be understood."""
+    interrupted first), so a failure in CI needs no re-run to be understood."""
     try:
-        status: Any = _get_json(f"{url}/dbsim/status")
+        status: Any = _get_json(f"{ui.url}/dbsim/status")
     except OSError as exc:
         status = f"unreachable: {exc}"
-    proc.send_signal(signal.SIGINT)
-    try:
-        _, stderr = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, stderr = proc.communicate()
-    pytest.fail(f"{what}; /dbsim/status: {status}; dbsim ui stderr: {stderr[-4000:]}")
+    pytest.fail(f"{what}; /dbsim/status: {status}; dbsim ui stderr: {ui.stop()[-4000:]}")
 
 
 def _get(url: str) -> tuple[int, str, bytes]:
@@ -308,7 +312,7 @@ def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi, tmp_pat
             try:
                 page.locator("tbody tr", has_text="completed (stopped early)").first.wait_for()
             except Exception:  # Playwright's TimeoutError: say where the run stood, and why
-                _fail_with_state(url, proc, "the Run tab never showed the run as stopped early")
+                _fail_with_state(web_ui, "the Run tab never showed the run as stopped early")
             page.screenshot(path=str(shots / "webui-run.png"))
             live.locator("#verdict-kind", has_text="final verdict").wait_for()
             assert live.locator("#status").inner_text() == "completed (stopped early)"
@@ -359,8 +363,7 @@ def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi, tmp_pat
         time.sleep(0.5)
     assert shown and shown == {op: w for op, w in want.items() if op in shown}, (shown, want)
     assert out.resolve() in bundle.resolve().parents
-    proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
+    stderr = web_ui.stop()
     assert proc.returncode == 0, stderr[-3000:]
     assert hub_blocks_in_dbsim(stderr) == [], stderr[-3000:]  # gevent's monitor thread
     assert list(web_ui.tmp.iterdir()) == []  # the run's temporary SQLite database is gone
