@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.support.gevent_reports import hub_blocks_in_dbsim
+from tests.support.worker_reports import worker_reports
 
 pytestmark = pytest.mark.integration
 
@@ -84,11 +85,7 @@ def _run_master(
 
 
 def _worker_reports(stderr: str) -> list[dict[str, Any]]:
-    return [
-        json.loads(line[len(REPORT_PREFIX) :])
-        for line in stderr.splitlines()
-        if line.startswith(REPORT_PREFIX)
-    ]
+    return worker_reports(stderr)
 
 
 def _summary(out: Path) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.support.gevent_reports import hub_blocks_in_dbsim
+from tests.support.worker_reports import worker_reports
 
 pytestmark = pytest.mark.integration
 
@@ -68,10 +69,9 @@ def _scenario(path: Path, target: dict[str, Any], workload: dict[str, Any], **lo
 
 def _worker_sums(stderr: str) -> dict[str, int]:
     sums: dict[str, int] = {}
-    for line in stderr.splitlines():
-        if line.startswith(REPORT_PREFIX):
-            for op, value in json.loads(line[len(REPORT_PREFIX) :])["operations"].items():
-                sums[op] = sums.get(op, 0) + value["count"] + value["errors"]
+    for report in worker_reports(stderr):
+        for op, value in report["operations"].items():
+            sums[op] = sums.get(op, 0) + value["count"] + value["errors"]
     return {op: n for op, n in sums.items() if n}
 
 
