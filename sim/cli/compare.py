@@ -1,8 +1,8 @@
 """``dbsim compare BASELINE CANDIDATE``: is the candidate storage worse than the baseline?
 
 Importing this module registers the command on :data:`sim.cli.app.app` (:mod:`sim.cli.entry`
-does). Exit codes: 0 the candidate is not worse (better, equivalent, or no significant
-difference), 1 it is significantly worse beyond a threshold, 2 bad input (not a bundle, a bad
+does). Exit codes: 0 the candidate is not worse (better, equivalent, no significant
+difference, or undetermined: a change with no interval to weigh it), 1 it is significantly worse beyond a threshold, 2 bad input (not a bundle, a bad
 thresholds file or option), 4 the runs cannot be compared (a run is invalid, or a caveat
 such as a different data size, mix or load shape invalidates the comparison).
 """

@@ -53,6 +53,10 @@ DEVICE_METRICS = {
 NO_INTERVAL = frozenset({"error_pct"})
 WINDOW = "the measured window (warm-up excluded), as the summary"
 NO_SIGNIFICANT = "no significant difference"
+#: Beyond its threshold but without an interval to weigh it (too few independent batches, or
+#: no per-interval series): not "no significant difference", which would say the change is
+#: noise — p99 11 s against 1 ms got that word before.
+UNDETERMINED = "undetermined (no interval)"
 
 
 class Thresholds(BaseModel):
@@ -199,13 +203,17 @@ def _judge(
     regression: float | None, threshold: float | None, ci: noise.RatioCI | None, metric: str
 ) -> str:
     """One figure's verdict: beyond its threshold *and* significant (the interval excludes
-    1) on the same side, or no significant difference, or within the threshold."""
+    1) on the same side, or no significant difference (the interval includes 1), undetermined
+    (no interval), or within the threshold."""
     if threshold is None or regression is None:
         return "not judged"
     if abs(regression) <= threshold:
         return "within"
-    if metric not in NO_INTERVAL and (ci is None or not ci.significant):
-        return NO_SIGNIFICANT
+    if metric not in NO_INTERVAL:
+        if ci is None:
+            return UNDETERMINED
+        if not ci.significant:
+            return NO_SIGNIFICANT
     return "worse" if regression > 0 else "better"
 
 
@@ -349,7 +357,7 @@ def _run_notes(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
 
 def _call(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
     """The overall call from the rows and the rows that decided it."""
-    for call in ("worse", "better", NO_SIGNIFICANT):
+    for call in ("worse", "better", UNDETERMINED, NO_SIGNIFICANT):
         decided = [describe(r) for r in rows if r["change"] == call]
         if decided:
             return call, decided

@@ -142,7 +142,9 @@ def test_without_per_interval_series_nothing_is_significant(tmp_path: Path) -> N
     for path in (cand / "timeseries").iterdir():
         path.unlink()
     result = compare(base, cand)
-    assert row(result, "p99_us", "read")["change"] == "no significant difference"
+    # Beyond the threshold, but nothing to weigh it against: said so, never called noise.
+    assert row(result, "p99_us", "read")["change"] == "undetermined (no interval)"
+    assert result["verdict"]["call"] == "undetermined (no interval)"
     assert result["candidate"]["intervals"] is None
     assert any(n.startswith("the candidate has no per-interval series") for n in result["notes"])
 
