@@ -11,11 +11,12 @@ directory, so it unpacks as ``<run>/…`` like the bundle on disk.
 from __future__ import annotations
 
 import io
-import zipfile
 from pathlib import Path
 
 import gevent
 from flask import Response, make_response, send_file
+
+from sim.bundle.archive import bundle_zip
 
 #: name in the URL -> what it is (the Run tab's link text).
 DOWNLOADS = {
@@ -25,17 +26,6 @@ DOWNLOADS = {
     "bundle.zip": "the whole run bundle",
 }
 ZIPPED = {"timeseries.zip": "timeseries", "bundle.zip": ""}
-
-
-def bundle_zip(bundle: Path, under: str = "") -> bytes:
-    """The bundle (or its folder ``under``) as a zip whose entries start with the bundle's
-    name; files only, in sorted order."""
-    root = bundle / under if under else bundle
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            archive.write(path, Path(bundle.name) / path.relative_to(bundle))
-    return buffer.getvalue()
 
 
 def download(bundle: str | None, name: str) -> Response:
@@ -55,6 +45,6 @@ def download(bundle: str | None, name: str) -> Response:
             io.BytesIO(data), mimetype="application/zip", as_attachment=True, download_name=label
         )
     target = path / name
-    if not target.is_file():
+    if target.is_symlink() or not target.is_file():  # a planted link is never served
         return make_response(f"{name} is written when the run ends\n", 404)
     return send_file(target, as_attachment=name != "report.html", download_name=label)
