@@ -42,6 +42,7 @@ sys.path.insert(0, str(REPO))
 from sim.config.scenario import Sweep  # noqa: E402
 from sim.errors import SimError  # noqa: E402
 from storage.lab import Lab, parse_volume  # noqa: E402
+from storage.lab.status import postgres_target  # noqa: E402
 
 MiB = 1 << 20
 CEILINGS = {"old": 500, "new": 2000}
@@ -80,22 +81,10 @@ class Demo:
         self.volumes = {v["name"]: v for v in status["volumes"]}
 
     def scenario(self, volume: str, name: str, load: dict[str, Any], slos: Any = ()) -> Path:
-        pg, vol = self.status["postgres"], self.volumes[volume]
+        vol = self.volumes[volume]
         data = {
             "name": name,
-            "target": {
-                "kind": "postgres",
-                "host": "127.0.0.1",
-                "port": pg["port"],
-                "user": "postgres",
-                "database": "postgres",
-                "password_file": pg["password_file"],
-                "tablespace": {
-                    "name": f"lab_{volume}",
-                    "location": vol["tablespace_dir"],
-                    "create": True,
-                },
-            },
+            "target": postgres_target(self.status, vol),
             "workload": {
                 "name": "slob",
                 "parameters": {

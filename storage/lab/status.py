@@ -187,3 +187,23 @@ def text_lines(status: dict[str, Any]) -> list[str]:
     if status.get("note"):
         lines.append(f"note        {status['note']}")
     return lines
+
+
+def postgres_target(status: dict[str, Any], volume: dict[str, Any]) -> dict[str, Any]:
+    """The scenario ``target`` for the lab's PostgreSQL with its data in a tablespace
+    ``lab_<volume>`` on ``volume`` (an entry of the status's ``volumes``), created and owned by
+    dbsim — one definition for the lab's tests and bench/migration_demo.py."""
+    pg = status["postgres"]
+    return {
+        "kind": "postgres",
+        "host": "127.0.0.1",
+        "port": pg["port"],
+        "user": "postgres",
+        "database": "postgres",
+        "password_file": pg["password_file"],
+        "tablespace": {
+            "name": f"lab_{volume['name']}",
+            "location": volume["tablespace_dir"],
+            "create": True,
+        },
+    }

@@ -40,6 +40,7 @@ import yaml
 
 from sim.analysis import load_bundle, stats
 from storage.lab import Lab, parse_volume
+from storage.lab.status import postgres_target
 from tests.integration.test_ground_truth import (
     LAB_SHIM,
     _best_r,
@@ -70,23 +71,11 @@ class ArrayGround:
         self.device = os.path.basename(self.volume["device"])
         self.runs = base / "runs"
         self.runs.mkdir()
-        pg, ontap = status["postgres"], self.volume["array"]["ontap"]
+        ontap = self.volume["array"]["ontap"]
         os.environ[USER_ENV] = ontap["user"]
         self.scenario: dict[str, Any] = {
             "name": "array-ground",
-            "target": {
-                "kind": "postgres",
-                "host": "127.0.0.1",
-                "port": pg["port"],
-                "user": "postgres",
-                "database": "postgres",
-                "password_file": pg["password_file"],
-                "tablespace": {
-                    "name": "lab_lun",
-                    "location": self.volume["tablespace_dir"],
-                    "create": True,
-                },
-            },
+            "target": postgres_target(status, self.volume),
             "workload": {
                 "name": "slob",
                 "parameters": {"scale": ROWS, "work_unit": 64, "update_pct": 0},

@@ -30,6 +30,7 @@ import yaml
 from sim.errors import ConfigError
 from storage.lab import Lab, parse_volume, system
 from storage.lab.pgcluster import PG_USER, pg_bin
+from storage.lab.status import postgres_target
 from tests.integration.test_lab import _free_port, _mounted_under
 from tests.integration.test_lab import _require_lab as require_lab
 
@@ -97,22 +98,9 @@ def _assert_nothing_left(lab: Lab, status: dict[str, Any], base: Path) -> None:
 
 
 def _scenario(status: dict[str, Any], volume: dict[str, Any], runs: Path, load: Any) -> Path:
-    pg = status["postgres"]
     data = {
         "name": f"lab-{volume['name']}",
-        "target": {
-            "kind": "postgres",
-            "host": "127.0.0.1",
-            "port": pg["port"],
-            "user": "postgres",
-            "database": "postgres",
-            "password_file": pg["password_file"],
-            "tablespace": {
-                "name": f"lab_{volume['name']}",
-                "location": volume["tablespace_dir"],
-                "create": True,
-            },
-        },
+        "target": postgres_target(status, volume),
         "workload": {
             "name": "slob",
             "parameters": {
