@@ -28,6 +28,25 @@ def new_histogram() -> HdrHistogram:
     return HdrHistogram(LOWEST_TRACKABLE_US, HIGHEST_TRACKABLE_US, SIGNIFICANT_DIGITS)
 
 
+def histogram_snapshot(source: HdrHistogram) -> HdrHistogram:
+    """A copy of ``source`` that can be walked while another thread goes on adding to it.
+
+    hdrh's walks (percentiles, mean) raise ``HdrConcurrentModificationException`` when the
+    total count moves under them, and its ``add`` copies the counts (one C call, atomic under
+    the GIL) apart from the total, min and max (Python reads that another thread's add can fall
+    between). So the copy's total, min and max are worked out from the copied counts alone.
+    """
+    copy = new_histogram()
+    copy.add(source)
+    counts = np.ctypeslib.as_array(copy.counts)
+    recorded = np.flatnonzero(counts)
+    copy.total_count = int(counts.sum())
+    if recorded.size:
+        copy.min_value = copy.get_value_from_index(int(recorded[0]))
+        copy.max_value = copy.get_value_from_index(int(recorded[-1]))
+    return copy
+
+
 @dataclass
 class OpStats:
     """One operation's figures for one interval (or for the whole measured window)."""
@@ -46,6 +65,10 @@ class OpStats:
     @property
     def error_count(self) -> int:
         return sum(self.errors.values())
+
+    def snapshot(self) -> OpStats:
+        """A copy safe to read on another thread while this one is still merged into."""
+        return OpStats(histogram_snapshot(self.histogram), dict(self.errors), self.exact)
 
     def merge(self, other: OpStats) -> None:
         self.histogram.add(other.histogram)

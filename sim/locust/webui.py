@@ -39,7 +39,6 @@ from typing import Any
 import gevent
 from flask import Response, jsonify, redirect, request, send_from_directory, session, url_for
 from flask_login import UserMixin, login_user
-from hdrh.iterators import HdrConcurrentModificationException
 from locust.env import Environment
 from werkzeug.wrappers import Response as WerkzeugResponse
 
@@ -256,7 +255,8 @@ def hdr_figures(totals: Mapping[str, OpStats]) -> dict[str, dict[str, float]]:
     slow). Locust's own response-time buckets round a 77.7 ms p99 up to 79.2 ms."""
     merged = OpStats()
     out: dict[str, dict[str, float]] = {}
-    for name, stats in totals.items():
+    for name, live in list(totals.items()):
+        stats = live.snapshot()  # the engine's thread merges into ``live`` meanwhile
         merged.merge(stats)
         out[name] = _hdr_row(stats)
     out["Aggregated"] = _hdr_row(merged)
@@ -304,8 +304,6 @@ class StatsCache:
         try:
             totals = self.controller.totals()
             self.figures = gevent.get_hub().threadpool.apply(hdr_figures, (totals,))
-        except HdrConcurrentModificationException:
-            self._key = None  # merged meanwhile on the engine thread: again next poll
         finally:
             self._busy = False
 
