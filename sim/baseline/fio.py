@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sim.baseline.matrix import PlannedPoint
+from sim.baseline.strategy import RATE_PROCESS
 from sim.errors import ConfigError, TargetError
 
 FIO_ENV = "DBSIM_FIO"  # a fio binary other than the one on PATH
@@ -86,11 +87,7 @@ def _global(target: FioTarget, runtime_s: float, ramp_s: float, direct: bool) ->
     ]
     if target.kind == "files":
         # One file per job clone, shared by every point: laid out once, before the first point.
-        lines += [
-            f"directory={target.path}",
-            "filename_format=dbsim-fio.$jobnum",
-            f"size={target.size_bytes}",
-        ]
+        lines += [f"directory={target.path}", "filename_format=dbsim-fio.$jobnum"]
     else:
         lines.append(f"filename={target.path}")
     return lines
@@ -102,10 +99,15 @@ def job_file(
     runtime_s: float,
     ramp_s: float,
     direct: bool = True,
+    *,
+    rate_iops: int | None = None,
+    comments: Sequence[str] = (),
 ) -> str:
-    """The fio job file of one point."""
+    """The fio job file of one point (at ``planned.iodepth``); ``rate_iops`` caps each job
+    (an iorate curve step); ``comments`` head the file as ``#`` lines, which fio ignores."""
     point = planned.point
-    lines = _global(target, runtime_s, ramp_s, direct)
+    lines = [f"# {c}" if c else "#" for c in comments]
+    lines += _global(target, runtime_s, ramp_s, direct)
     lines += [
         f"[{point.id}]",
         f"rw={point.rw}",
@@ -115,13 +117,17 @@ def job_file(
     ]
     if point.rw in ("randrw", "rw"):
         lines.append(f"rwmixread={point.read_pct}")
-    if target.kind == "device":
-        if point.access == "sequential" and planned.numjobs > 1:
-            # Each job streams its own region, as separate sequential streams do on a LUN.
-            region = _align(target.size_bytes // planned.numjobs)
-            lines += [f"size={region}", f"offset_increment={region}"]
-        else:
-            lines.append(f"size={_align(target.size_bytes)}")
+    size = min(planned.job_bytes or target.size_bytes, target.size_bytes)
+    if target.kind == "files":
+        lines.append(f"size={size}")  # of each job's file: at most what was laid out
+    elif point.access == "sequential" and planned.numjobs > 1:
+        # Each job streams its own region, as separate sequential streams do on a LUN.
+        region = _align(size // planned.numjobs)
+        lines += [f"size={region}", f"offset_increment={region}"]
+    else:
+        lines.append(f"size={_align(size)}")
+    if rate_iops is not None:
+        lines += [f"rate_iops={rate_iops}", f"rate_process={RATE_PROCESS}"]
     return "\n".join(lines) + "\n"
 
 

@@ -1,187 +1,42 @@
-"""The published fio/vdbench test matrices as presets, and their scaling to this host.
+"""The presets' points planned for this host: which points run, with what load.
 
-A **point** is one fio job: random or sequential, one request size, one read percentage. A
-**preset** is a seed's matrix of points together with the load the seed generated it with
-(jobs per client, queue depth, number of clients), cited to the seed:
-
-==============  ==========================================================================
-preset          points (read % 100/75/50/25/0 unless stated) and the seed's load
-==============  ==========================================================================
-random-4k       4 KiB random — seed 000 (Google Cloud NetApp Volumes): fio, 8 jobs per VM
-random-8k       8 KiB random — seed 000, as above
-seq-64k         64 KiB sequential — seed 000, as above
-seq-256k        256 KiB sequential — seed 000, as above
-seed-000        the four above (20 points): seed 000's NFSv3/SMB matrix
-iscsi           64/256 KiB sequential and 4 KiB random — seed 000's iSCSI tests: fio,
-                24 jobs per VM, iodepth 1
-four-corners    4 KiB random 100/0 % and 64 KiB sequential 100/0 % — seed 003 (AFF A800,
-                vdbench: 128 / 64 / 16 / 8 threads) and seed 001 (Azure NetApp Files)
-block-sweep     4 KiB … 1 MiB random at every mix (45 points) — seed 004 (OCI Block
-                Volume: fio, direct I/O, 10 GB working set)
-==============  ==========================================================================
+The matrices themselves, with each seed table's load cited, are in
+:mod:`sim.baseline.presets`; a point, a seed's load and a citation in
+:mod:`sim.baseline.points`.
 
 **Scaling to this host.** The seeds ran from 1 to 12 client machines with 8 to 128 threads
 each; this is one client. What is kept is the number of I/Os one seed client kept in flight
 (jobs × queue depth): ``numjobs = min(seed jobs, CPUs)`` and ``iodepth = ceil(outstanding /
 numjobs)`` (at most :data:`MAX_IODEPTH`), through libaio with ``direct=1`` so the page cache
 is not measured. Where a seed does not state its queue depth, fio's default (1) is what its
-jobs had. ``--numjobs``/``--iodepth`` override the result. The published figure still used N
-clients: the comparison says so beside every row.
+jobs had — except where the page says its runs show the maximum (seed 000): there the depth
+is searched (:mod:`sim.baseline.strategy`), each step scaled by the same rule.
+``--numjobs``/``--iodepth N`` override the result, ``--iodepth search`` searches any point.
+The published figure still used N clients: the comparison says so beside every row.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Literal
 
+from sim.baseline.points import Access, Cite, Point, Preset, SeedLoad
+from sim.baseline.presets import CURVE_PCTS, MIXES, MIXES_10, PRESETS, SWEEP_SIZES_KIB
+from sim.baseline.strategy import SEARCH_DEPTHS
+from sim.baseline.workset import WorkingSet
 from sim.errors import ConfigError
 
-Access = Literal["random", "sequential"]
-MIXES = (100, 75, 50, 25, 0)
-SWEEP_SIZES_KIB = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
+__all__ = [
+    "CURVE_PCTS", "MAX_IODEPTH", "MIXES", "MIXES_10", "PRESETS", "SWEEP_SIZES_KIB", "Access",
+    "Cite", "Depth", "PlannedPoint", "Point", "Preset", "SeedLoad", "parse_curve",
+    "parse_filter", "plan", "scale",
+]  # fmt: skip
+
 MAX_IODEPTH = 256
-
-
-@dataclass(frozen=True)
-class Point:
-    """One fio job of the matrix."""
-
-    access: Access
-    block_kib: int
-    read_pct: int
-
-    @property
-    def id(self) -> str:
-        """``rand-4k-r75``, ``seq-64k-r100``: also the fio job's name and file stem."""
-        kind = "rand" if self.access == "random" else "seq"
-        return f"{kind}-{self.block_kib}k-r{self.read_pct}"
-
-    @property
-    def rw(self) -> str:
-        """fio's ``rw=``: pure reads and writes by name, mixes as ``randrw``/``rw``."""
-        random = self.access == "random"
-        if self.read_pct == 100:
-            return "randread" if random else "read"
-        if self.read_pct == 0:
-            return "randwrite" if random else "write"
-        return "randrw" if random else "rw"
-
-    @property
-    def writes(self) -> bool:
-        return self.read_pct < 100
-
-
-@dataclass(frozen=True)
-class SeedLoad:
-    """How a seed generated its load, per client, as it states it."""
-
-    jobs: int  # jobs (fio) or threads (vdbench) per client
-    iodepth: int | None  # per job; None: not stated (fio's default, 1, is assumed)
-    clients: int
-    source: str  # seed file and the sentence it comes from
-
-    @property
-    def outstanding(self) -> int:
-        """I/Os one client kept in flight."""
-        return self.jobs * (self.iodepth or 1)
-
-    def describe(self) -> str:
-        depth = f"iodepth {self.iodepth}" if self.iodepth else "iodepth not stated (fio's 1)"
-        return f"{self.jobs} jobs × {depth} per client on {self.clients} client(s)"
-
-
-@dataclass(frozen=True)
-class Preset:
-    name: str
-    title: str
-    points: tuple[Point, ...]
-    load: SeedLoad
-    #: A seed that varies its threads per point (vdbench's four corners) lists them here.
-    load_by_point: dict[str, SeedLoad] = field(default_factory=dict)
-
-    def load_for(self, point: Point) -> SeedLoad:
-        return self.load_by_point.get(point.id, self.load)
-
-
-def _row(access: Access, block_kib: int, mixes: tuple[int, ...] = MIXES) -> tuple[Point, ...]:
-    return tuple(Point(access, block_kib, pct) for pct in mixes)
-
-
-_SEED000 = "000_86fde6e6690b0d9c.txt"
-_SEED000_NFS = SeedLoad(
-    8,
-    None,
-    6,
-    f"{_SEED000}: 'O Fio foi executado com oito jobs em cada máquina virtual, totalizando 48 "
-    "jobs' (six n2-standard-32 VMs)",
-)
-_SEED000_ISCSI = SeedLoad(
-    24,
-    1,
-    6,
-    f"{_SEED000}: 'O Fio foi executado com 24 tarefas em cada máquina virtual com iodepth "
-    "definido como 1'",
-)
-_SEED003 = "003_feeaf53e70529773.txt"
-_VDBENCH = "(vdbench threads on each of 12 servers; seed 003's conditions)"
-_FOUR_CORNERS = (
-    Point("random", 4, 100),
-    Point("random", 4, 0),
-    Point("sequential", 64, 100),
-    Point("sequential", 64, 0),
-)
-_SEED004 = SeedLoad(
-    1,
-    None,
-    1,
-    "004_2edda23bd904e66d.txt: 'a carga de trabalho foi E/S direta com um conjunto de "
-    "trabalho de 10 GB' (jobs and queue depth not stated)",
-)
-
-PRESETS: dict[str, Preset] = {
-    p.name: p
-    for p in (
-        Preset("random-4k", "4 KiB random, 100→0 % read", _row("random", 4), _SEED000_NFS),
-        Preset("random-8k", "8 KiB random, 100→0 % read", _row("random", 8), _SEED000_NFS),
-        Preset("seq-64k", "64 KiB sequential, 100→0 % read", _row("sequential", 64), _SEED000_NFS),
-        Preset(
-            "seq-256k", "256 KiB sequential, 100→0 % read", _row("sequential", 256), _SEED000_NFS
-        ),
-        Preset(
-            "seed-000",
-            "seed 000's NFSv3/SMB matrix: 4/8 KiB random and 64/256 KiB sequential",
-            _row("random", 4)
-            + _row("random", 8)
-            + _row("sequential", 64)
-            + _row("sequential", 256),
-            _SEED000_NFS,
-        ),
-        Preset(
-            "iscsi",
-            "seed 000's iSCSI matrix: 4 KiB random, 64/256 KiB sequential",
-            _row("random", 4) + _row("sequential", 64) + _row("sequential", 256),
-            _SEED000_ISCSI,
-        ),
-        Preset(
-            "four-corners",
-            "four corners: 4 KiB random read/write, 64 KiB sequential read/write",
-            _FOUR_CORNERS,
-            SeedLoad(128, None, 12, f"{_SEED003} {_VDBENCH}"),
-            {
-                point.id: SeedLoad(threads, None, 12, f"{_SEED003}: {threads} threads {_VDBENCH}")
-                for point, threads in zip(_FOUR_CORNERS, (128, 64, 16, 8), strict=True)
-            },
-        ),
-        Preset(
-            "block-sweep",
-            "4 KiB … 1 MiB random at 100→0 % read (seed 004's axes)",
-            tuple(p for size in SWEEP_SIZES_KIB for p in _row("random", size)),
-            _SEED004,
-        ),
-    )
-}
+MAX_NUMJOBS = 1024
+Depth = int | Literal["search"] | None
 
 
 @dataclass(frozen=True)
@@ -192,6 +47,13 @@ class PlannedPoint:
     numjobs: int
     iodepth: int
     seed: SeedLoad
+    #: The iodepth search: (seed depth, depth here) per step; () runs ``iodepth`` once.
+    search: tuple[tuple[int, int], ...] = ()
+    curve: tuple[int, ...] = ()  # iorate curve, percent of the uncapped run
+    preset: str = ""
+    work: WorkingSet | None = None  # set once the target is known (workset.working_set)
+    job_bytes: int | None = None  # files: of each job's file; device: the span used
+    how: str = ""  # the scaling, with its numbers (job files and --dry-run say it)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -202,9 +64,15 @@ class PlannedPoint:
             "rw": self.point.rw,
             "numjobs": self.numjobs,
             "iodepth": self.iodepth,
+            "preset": self.preset,
+            "seed_table": self.seed.table,
             "seed_load": self.seed.describe(),
             "seed_source": self.seed.source,
+            "working_set": self.work.to_dict() if self.work else None,
         }
+
+    def at_depth(self, iodepth: int) -> PlannedPoint:
+        return replace(self, iodepth=iodepth)
 
 
 def scale(seed: SeedLoad, cpus: int, numjobs: int | None, iodepth: int | None) -> tuple[int, int]:
@@ -213,6 +81,13 @@ def scale(seed: SeedLoad, cpus: int, numjobs: int | None, iodepth: int | None) -
     jobs = numjobs if numjobs is not None else max(1, min(seed.jobs, cpus))
     depth = iodepth if iodepth is not None else math.ceil(seed.outstanding / jobs)
     return jobs, max(1, min(depth, MAX_IODEPTH))
+
+
+def search_steps(seed: SeedLoad, jobs: int) -> tuple[tuple[int, int], ...]:
+    """The search's seed depths (1, 6, 11 … 41) and each one scaled to ``jobs`` jobs here."""
+    return tuple(
+        (d, max(1, min(math.ceil(seed.jobs * d / jobs), MAX_IODEPTH))) for d in SEARCH_DEPTHS
+    )
 
 
 def parse_filter(text: str) -> tuple[Access | None, int | None, int | None]:
@@ -235,17 +110,84 @@ def parse_filter(text: str) -> tuple[Access | None, int | None, int | None]:
     return access, size, pct
 
 
+def parse_depth(text: str | None) -> Depth:
+    """``--iodepth``: a number, or ``search``."""
+    if text is None:
+        return None
+    if text.strip().lower() == "search":
+        return "search"
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"baseline --iodepth: {text!r}: give a number or 'search'") from None
+
+
+def parse_curve(text: str | None) -> tuple[int, ...] | None:
+    """``--curve``: ``none``, or percentages of the uncapped run (``10,50,100,120``)."""
+    if text is None:
+        return None
+    if text.strip().lower() in ("none", "off", "no"):
+        return ()
+    try:
+        pcts = tuple(int(p) for p in text.replace(" ", "").split(",") if p)
+    except ValueError:
+        pcts = ()
+    if not pcts or any(not 1 <= p <= 200 for p in pcts):
+        raise ConfigError(
+            f"baseline --curve: {text!r}: give percentages from 1 to 200 (e.g. 10,50,100) or none"
+        )
+    return pcts
+
+
+def _check(numjobs: int | None, iodepth: Depth) -> None:
+    if numjobs is not None and not 1 <= numjobs <= MAX_NUMJOBS:
+        raise ConfigError(f"baseline --numjobs: {numjobs} is out of range (1 … {MAX_NUMJOBS})")
+    if isinstance(iodepth, int) and not 1 <= iodepth <= MAX_IODEPTH:
+        raise ConfigError(f"baseline --iodepth: {iodepth} is out of range (1 … {MAX_IODEPTH})")
+
+
+def _how(seed: SeedLoad, cpus: int, jobs: int, depth: int, numjobs: int | None, fixed: int | None,
+         searched: bool) -> str:  # fmt: skip
+    """The scaling of one point in words, with its numbers."""
+    if numjobs is not None:
+        how_jobs = f"numjobs={jobs} (--numjobs)"
+    else:
+        how_jobs = f"numjobs = min({seed.jobs} seed jobs, {cpus} CPUs) = {jobs}"
+    if searched:
+        return f"{how_jobs}; iodepth searched, each seed depth d as ceil({seed.jobs} × d / {jobs})"
+    if fixed is not None:
+        return f"{how_jobs}; iodepth={depth} (--iodepth): {jobs * depth} in flight"
+    stated = str(seed.iodepth) if seed.iodepth else "1 (fio's default: not stated)"
+    return (
+        f"{how_jobs}; iodepth = ceil({seed.jobs} × {seed.iodepth or 1} / {jobs}) = {depth}: "
+        f"{jobs * depth} in flight, for one seed client's {seed.jobs} jobs × iodepth {stated}"
+    )
+
+
+def _planned(
+    name: str, point: Point, seed: SeedLoad, cpus: int, numjobs: int | None, iodepth: Depth
+) -> PlannedPoint:
+    fixed = iodepth if isinstance(iodepth, int) else None
+    jobs, depth = scale(seed, cpus, numjobs, fixed)
+    searched = iodepth == "search" or (iodepth is None and seed.search and seed.iodepth is None)
+    steps = search_steps(seed, jobs) if searched else ()
+    how = _how(seed, cpus, jobs, depth, numjobs, fixed, searched)
+    curve = PRESETS[name].curve
+    first = steps[0][1] if steps else depth
+    return PlannedPoint(point, jobs, first, seed, steps, curve, name, how=how)
+
+
 def plan(
     preset_names: list[str],
     only: list[str] | None = None,
     numjobs: int | None = None,
-    iodepth: int | None = None,
+    iodepth: Depth = None,
     cpus: int | None = None,
+    curve: tuple[int, ...] | None = None,
 ) -> list[PlannedPoint]:
-    """The points to run, in preset order, each once, with their scaled load."""
-    for value, flag in ((numjobs, "--numjobs"), (iodepth, "--iodepth")):
-        if value is not None and not 1 <= value <= (MAX_IODEPTH if flag == "--iodepth" else 1024):
-            raise ConfigError(f"baseline {flag}: {value} is out of range")
+    """The points to run, in preset order, each once (the first preset naming it gives its
+    load), with their scaled load; ``curve`` replaces the presets' iorate curves."""
+    _check(numjobs, iodepth)
     unknown = [n for n in preset_names if n not in PRESETS]
     if unknown:
         raise ConfigError(
@@ -255,13 +197,14 @@ def plan(
     cpus = cpus or os.cpu_count() or 1
     planned: dict[str, PlannedPoint] = {}
     for name in preset_names:
-        preset = PRESETS[name]
-        for point in preset.points:
-            if filters and not any(_matches(point, f) for f in filters):
-                continue
-            seed = preset.load_for(point)
-            jobs, depth = scale(seed, cpus, numjobs, iodepth)
-            planned.setdefault(point.id, PlannedPoint(point, jobs, depth, seed))
+        for seed, points in PRESETS[name].tables:
+            for point in points:
+                if filters and not any(_matches(point, f) for f in filters):
+                    continue
+                found = _planned(name, point, seed, cpus, numjobs, iodepth)
+                if curve is not None:
+                    found = replace(found, curve=curve)
+                planned.setdefault(point.id, found)
     if not planned:
         raise ConfigError(
             f"baseline --only: no point of {', '.join(preset_names)} matches {', '.join(only or [])}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sim.baseline import page_steps
 from sim.bundle.figures import primary_device_figures
 from sim.bundle.files import atomic_write
 from sim.bundle.reader import read_json_file
@@ -167,6 +168,12 @@ def render_html(bundle: Path) -> str:
     )
     parts.append(section("points", "Points", para(intro), Safe(iops_chart(points, rows)),
                          points_table(points, rows)))  # fmt: skip
+    extra = (
+        page_steps.search_section(points),
+        page_steps.curve_section(points),
+        page_steps.scaling_section(points, baseline.get("mount")),
+    )
+    parts += [part for part in extra if part is not None]
     if comparison:
         parts.append(
             section(

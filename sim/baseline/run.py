@@ -5,12 +5,15 @@ Order of work (nothing is written to the target before every check has passed):
 1. fio is found (else exit 2 with how to install it), the points are planned, the envelope
    and the lab (``--lab``) are checked;
 2. the target is claimed (:mod:`sim.baseline.safety`): a marked file tree, or a raw
-   device named twice and found unmounted, unused and without a signature;
+   device named twice and found unmounted, unused and without a signature; each point's
+   working set is scaled to this host and the target's room, and an NFS target's mount
+   options are read beside the seed's (:mod:`sim.baseline.planning`);
 3. the bundle is created and the collectors (block devices under the target, NFS mounts,
    host CPU) start sampling every ``interval_s`` on the engine's clock (``perf_counter``
    from the start of the run), labelled with the phase: ``layout``, ``ramp`` (fio's
    ``ramp_time``, excluded from fio's own figures), ``measure``, ``idle`` between points;
-4. each point is one fio process; its JSON and text reports are kept verbatim under
+4. each point is one fio process — or several: an iodepth search, an iorate curve
+   (:mod:`sim.baseline.stepped`); its JSON and text reports are kept verbatim under
    ``fio/`` and parsed into ``baseline.json`` / ``baseline.csv`` together with the block
    devices' iostat figures over the same measured window;
 5. fio's files are removed (unless ``keep_files``), the envelope comparison is added and
@@ -24,16 +27,17 @@ import asyncio
 import json
 import logging
 import os
-import stat
+import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sim import registry
-from sim.baseline import fio, safety
-from sim.baseline.matrix import PlannedPoint, plan
+from sim.baseline import annotate, fio, planning, safety, stepped
+from sim.baseline.matrix import PlannedPoint
+from sim.baseline.options import BaselineOptions, checked
+from sim.baseline.results import line, write_csv
 from sim.bundle.files import atomic_write, new_bundle_dir
 from sim.bundle.writer import BundleWriter
 from sim.core.metrics import Interval
@@ -47,42 +51,14 @@ from sim.errors import (
 )
 from sim.protocols import Collector, Sample
 
+__all__ = ["BASELINE_CSV", "BASELINE_JSON", "BaselineOptions", "BaselineRun"]
+
 log = logging.getLogger(__name__)
 
 BASELINE_JSON = "baseline.json"
 BASELINE_CSV = "baseline.csv"
 COLLECTORS = ("block", "nfs", "host")
 COLLECTOR_TIMEOUT_S = 2.0  # per call: a hung /proc read must not stall the 1 s sampling
-CSV_COLUMNS = (
-    "id", "access", "block_kib", "read_pct", "numjobs", "iodepth", "status",
-    "read_iops", "write_iops", "iops", "read_mib_s", "write_mib_s", "mib_s",
-    "read_p50_us", "read_p99_us", "read_p99_9_us", "write_p50_us", "write_p99_us",
-    "write_p99_9_us", "t_measure_start", "t_end", "published_iops", "ratio",
-)  # fmt: skip
-
-
-@dataclass
-class BaselineOptions:
-    target: Path
-    presets: list[str]
-    raw_device: str | None = None
-    only: list[str] = field(default_factory=list)
-    numjobs: int | None = None
-    iodepth: int | None = None
-    runtime_s: float = 30.0
-    ramp_s: float = 5.0
-    size_bytes: int | None = None  # files: the working set; device: the span used
-    envelope: str | None = None
-    lab: bool = False
-    keep_files: bool = False
-    directory: Path = Path("runs")
-    name: str | None = None
-    interval_s: float = 1.0
-    fio_binary: str | None = None
-    direct: bool = True
-
-
-DEFAULT_TREE_SIZE = 1 << 30  # 1 GiB working set: well past any controller's small caches
 
 
 class _Paths:
@@ -110,17 +86,9 @@ class BaselineRun:
         self.say = on_line
         self.binary = fio.find_fio(opts.fio_binary)
         self.version = fio.fio_version(self.binary)
-        if opts.runtime_s <= 0 or opts.ramp_s < 0 or opts.interval_s <= 0:
-            raise ConfigError("baseline: --runtime and --interval must be > 0, --ramp ≥ 0")
-        self.points = plan(opts.presets, opts.only, opts.numjobs, opts.iodepth)
-        self.envelope = None
-        if opts.envelope:
-            from storage.envelopes import get_envelope
-
-            try:
-                self.envelope = get_envelope(opts.envelope)
-            except ConfigError as exc:  # name the option: the message alone says "envelope"
-                raise ConfigError(f"baseline --envelope: {exc}") from None
+        self.points, self.envelope = checked(opts)
+        self.mount: dict[str, Any] | None = None
+        self.files = 1
         self.wrap: Callable[[list[str]], list[str]] = list
         if opts.lab:
             from storage.lab import Lab, require_root
@@ -142,20 +110,26 @@ class BaselineRun:
     # ------------------------------------------------------------------ target
 
     def claim_target(self) -> fio.FioTarget:
+        """Claim the target (:mod:`sim.baseline.safety`), then size every point for it and
+        read its mount options; the points take their working sets here."""
         target = Path(self.opts.target)
-        is_device = target.exists() and stat.S_ISBLK(target.stat().st_mode)
-        if is_device:
-            facts = safety.check_raw_device(target, self.opts.raw_device)
-            span = min(self.opts.size_bytes or facts["size_bytes"], facts["size_bytes"])
-            return fio.FioTarget("device", target, span)
-        if self.opts.raw_device is not None:
+        device_bytes = None
+        if planning.is_device(target):
+            device_bytes = safety.check_raw_device(target, self.opts.raw_device)["size_bytes"]
+        elif self.opts.raw_device is not None:
             raise ConfigError(
                 f"--raw-device {self.opts.raw_device}: the target {target} is not a block device"
             )
-        work = safety.claim_tree(target)
-        jobs = max(p.numjobs for p in self.points)
-        per_job = (self.opts.size_bytes or DEFAULT_TREE_SIZE) // jobs
-        return fio.FioTarget("files", work, max(fio.MIB, per_job - per_job % fio.MIB))
+        else:
+            safety.claim_tree(target)
+        host = planning.host_facts(target, device_bytes)
+        prepared = planning.size_points(
+            self.points, host, self.opts.size_bytes, target, device_bytes is not None
+        )
+        self.points = prepared.points
+        self.files = prepared.files
+        self.mount = planning.mount_report(self.points, target, device_bytes is not None)
+        return prepared.target
 
     # ------------------------------------------------------------------ collectors
 
@@ -234,7 +208,7 @@ class BaselineRun:
         self, target: fio.FioTarget, bundle: BundleWriter, stop: asyncio.Event
     ) -> None:
         self.phase = "layout"
-        jobs = max(p.numjobs for p in self.points)
+        jobs = self.files
         self.say(f"laying out {jobs} file(s) of {target.size_bytes >> 20} MiB in {target.path}")
         job_path = bundle.path / "fio" / "layout.fio"
         atomic_write(job_path, fio.layout_job(target, jobs))
@@ -252,16 +226,57 @@ class BaselineRun:
         bundle: BundleWriter,
         stop: asyncio.Event,
     ) -> dict[str, Any]:
-        point = planned.point
-        opts = self.opts
-        job_path = bundle.path / "fio" / f"{point.id}.fio"
-        atomic_write(
-            job_path, fio.job_file(planned, target, opts.runtime_s, opts.ramp_s, opts.direct)
+        """One point: a single fio run, or the runs of its iodepth search, then its iorate
+        curve (:mod:`sim.baseline.stepped`)."""
+
+        async def once(
+            p: PlannedPoint, stem: str, rate: int | None, pct: int | None
+        ) -> dict[str, Any]:
+            return await self._fio(p, stem, (rate, pct), target, bundle, stop)
+
+        def adopt(stem: str) -> None:
+            for suffix in (".fio", ".json", ".txt"):
+                found = bundle.path / "fio" / f"{stem}{suffix}"
+                if found.exists():
+                    shutil.copyfile(found, bundle.path / "fio" / f"{planned.point.id}{suffix}")
+
+        if planned.search:
+            result = await stepped.searched(planned, once, adopt, self.say)
+        else:
+            result = await once(planned, planned.point.id, None, None)
+        if planned.curve and result.get("status") == "completed" and not stop.is_set():
+            result = await stepped.curved(planned, result, once, self.say)
+        return result
+
+    async def _fio(
+        self,
+        planned: PlannedPoint,
+        stem: str,
+        step: tuple[int | None, int | None],
+        target: fio.FioTarget,
+        bundle: BundleWriter,
+        stop: asyncio.Event,
+    ) -> dict[str, Any]:
+        """One fio process: its job file and reports under ``fio/<stem>.*``, its figures
+        parsed, the devices' figures over its measured window. ``step``: an iorate curve
+        step's rate_iops per job and percent, (None, None) otherwise."""
+        opts, (rate, pct) = self.opts, step
+        job_path = bundle.path / "fio" / f"{stem}.fio"
+        notes = annotate.comments(planned, rate=rate, pct=pct, lab=opts.lab)
+        text = fio.job_file(
+            planned,
+            target,
+            opts.runtime_s,
+            opts.ramp_s,
+            opts.direct,
+            rate_iops=rate,
+            comments=notes,
         )
-        out = bundle.path / "fio" / f"{point.id}.out"
-        self.point_id, self.phase = point.id, "ramp"
+        atomic_write(job_path, text)
+        out = bundle.path / "fio" / f"{stem}.out"
+        self.point_id, self.phase = stem, "ramp"
         t_start = self.clock()
-        ramp_over = asyncio.get_running_loop().call_later(opts.ramp_s, self._measuring, point.id)
+        ramp_over = asyncio.get_running_loop().call_later(opts.ramp_s, self._measuring, stem)
         argv = [self.binary, "--output-format=json,normal", f"--output={out}", "--eta=never"]
         argv.append(str(job_path))
         try:
@@ -269,7 +284,21 @@ class BaselineRun:
         finally:
             ramp_over.cancel()
             self.phase = "idle"
-        t_end = self.clock()
+        window = (t_start, self.clock())
+        return await self._reported(planned, stem, out, run, window, stop)
+
+    async def _reported(
+        self,
+        planned: PlannedPoint,
+        stem: str,
+        out: Path,
+        run: fio.FioRun,
+        window: tuple[float, float],
+        stop: asyncio.Event,
+    ) -> dict[str, Any]:
+        """What one fio run reported, split into its JSON and text files and parsed, with the
+        devices' figures over its measured window."""
+        opts, (t_start, t_end) = self.opts, window
         result: dict[str, Any] = {
             **planned.to_dict(),
             "t_start": round(t_start, 3),
@@ -281,13 +310,13 @@ class BaselineRun:
         except TargetError:
             if run.interrupted:
                 return {**result, "status": "interrupted"}
-            raise TargetError(fio.failure_line(run, point.id)) from None
+            raise TargetError(fio.failure_line(run, stem)) from None
         atomic_write(out.with_suffix(".json"), json_text)
         atomic_write(out.with_suffix(".txt"), report_text)
         out.unlink()
         parsed = fio.parse_report(document, report_text)
         if run.returncode != 0 and not run.interrupted:
-            raise TargetError(fio.failure_line(run, point.id, parsed["error"]))
+            raise TargetError(fio.failure_line(run, stem, parsed["error"]))
         measure_from = t_end - opts.runtime_s if not run.interrupted else t_start + opts.ramp_s
         result.update(parsed)
         result["status"] = "interrupted" if run.interrupted else "completed"
@@ -322,6 +351,7 @@ class BaselineRun:
                     "presets": o.presets, "only": o.only, "numjobs": o.numjobs,
                     "iodepth": o.iodepth, "runtime_s": o.runtime_s, "ramp_s": o.ramp_s,
                     "size_bytes": o.size_bytes, "direct": o.direct, "envelope": o.envelope,
+                    "curve": o.curve, "capacity_tib": o.capacity_tib,
                 },
             },
             "target": {"kind": "raw-device" if o.raw_device else "filetree", "path": str(o.target)},
@@ -350,25 +380,11 @@ class BaselineRun:
         status, error = "completed", None
         try:
             bundle.on_state("measure")
+            for said in self.preamble():
+                self.say(said)
             if target.kind == "files":
                 await self._layout(target, bundle, stop)
-            for n, planned in enumerate(self.points, 1):
-                if stop.is_set():
-                    break
-                self.say(f"[{n}/{len(self.points)}] {planned.point.id}: {planned.point.rw} "
-                         f"bs={planned.point.block_kib}k numjobs={planned.numjobs} iodepth={planned.iodepth}")  # fmt: skip
-                try:
-                    result = await self._point(planned, target, bundle, stop)
-                except (SimError, OSError) as exc:
-                    # The failed point is listed too (its fio reports are in fio/), so the
-                    # bundle says which point failed and why, not only which ones succeeded.
-                    why = str(exc) if isinstance(exc, SimError) else exc.strerror
-                    self.results.append({**planned.to_dict(), "status": "failed", "error": why})
-                    raise
-                self.results.append(result)
-                bundle.running_extra["baseline"]["points"] = self.results
-                if result["status"] == "completed":
-                    self.say(f"    {line(result)}")
+            await self._points(target, bundle, stop)
             if stop.is_set():
                 status = "interrupted"
         except SimError as exc:
@@ -386,6 +402,41 @@ class BaselineRun:
             summary = self.finish(bundle, status, error)
         return summary, path
 
+    async def _points(
+        self, target: fio.FioTarget, bundle: BundleWriter, stop: asyncio.Event
+    ) -> None:
+        for n, planned in enumerate(self.points, 1):
+            if stop.is_set():
+                break
+            depth = (f"iodepth searched from {planned.iodepth}" if planned.search
+                     else f"iodepth={planned.iodepth}")  # fmt: skip
+            self.say(f"[{n}/{len(self.points)}] {planned.point.id}: {planned.point.rw} "
+                     f"bs={planned.point.block_kib}k numjobs={planned.numjobs} {depth}")  # fmt: skip
+            try:
+                result = await self._point(planned, target, bundle, stop)
+            except (SimError, OSError) as exc:
+                # The failed point is listed too (its fio reports are in fio/), so the
+                # bundle says which point failed and why, not only which ones succeeded.
+                why = str(exc) if isinstance(exc, SimError) else exc.strerror
+                self.results.append({**planned.to_dict(), "status": "failed", "error": why})
+                raise
+            self.results.append(result)
+            bundle.running_extra["baseline"]["points"] = self.results
+            if result["status"] == "completed":
+                self.say(f"    {line(result)}")
+
+    def preamble(self) -> list[str]:
+        """What the console says before fio starts: the working sets and the mount."""
+        rules = dict.fromkeys(
+            f"working set {p.seed.table or p.point.id}: {p.work.rule}"
+            for p in self.points
+            if p.work
+        )
+        said = list(rules)
+        for table in (self.mount or {}).get("tables", []):
+            said += table["said"]
+        return said
+
     def finish(self, bundle: BundleWriter, status: str, error: str | None) -> dict[str, Any]:
         baseline: dict[str, Any] = {
             "fio": {"binary": self.binary, "version": self.version},
@@ -393,12 +444,13 @@ class BaselineRun:
             "runtime_s": self.opts.runtime_s,
             "ramp_s": self.opts.ramp_s,
             "points": self.results,
+            "mount": self.mount,
         }
         if self.envelope is not None:
             from sim.baseline.envelope import compare
 
             done = [r for r in self.results if r.get("status") == "completed"]
-            baseline["comparison"] = compare(self.envelope, done)
+            baseline["comparison"] = compare(self.envelope, done, self.opts.capacity_tib)
         atomic_write(bundle.path / BASELINE_JSON, json.dumps(baseline, indent=2) + "\n")
         write_csv(bundle.path / BASELINE_CSV, baseline)
         bundle.running_extra = {}
@@ -416,36 +468,3 @@ class BaselineRun:
             log.warning("baseline report failed", exc_info=True)
             summary.setdefault("messages", []).append(f"report.html could not be written: {exc}")
         return summary
-
-
-def line(result: dict[str, Any]) -> str:
-    """One point's figures, as the console prints them after the point."""
-    read, write = result["read"], result["write"]
-    parts = [f"{result['iops']:,.0f} IOPS", f"{result['mib_s']:,.1f} MiB/s"]
-    if read["ios"]:
-        parts.append(f"read p99 {read['p99_us'] / 1000:.2f} ms")
-    if write["ios"]:
-        parts.append(f"write p99 {write['p99_us'] / 1000:.2f} ms")
-    printed = "; ".join(f"{d}: {t}" for d, t in result.get("printed", {}).items())
-    return ", ".join(parts) + (f"   (fio printed {printed})" if printed else "")
-
-
-def write_csv(path: Path, baseline: dict[str, Any]) -> None:
-    ratios = {row["id"]: row for row in (baseline.get("comparison") or {}).get("rows", [])}
-    lines = [",".join(CSV_COLUMNS)]
-    for r in baseline["points"]:
-        read, write = r.get("read") or {}, r.get("write") or {}
-        compared = ratios.get(r["id"]) or {}
-        values = {
-            **{k: r.get(k) for k in ("id", "access", "block_kib", "read_pct", "numjobs", "iodepth",
-                                     "status", "iops", "mib_s", "t_measure_start", "t_end")},
-            "read_iops": read.get("iops"), "write_iops": write.get("iops"),
-            "read_mib_s": read.get("mib_s"), "write_mib_s": write.get("mib_s"),
-            "read_p50_us": read.get("p50_us"), "read_p99_us": read.get("p99_us"),
-            "read_p99_9_us": read.get("p99_9_us"), "write_p50_us": write.get("p50_us"),
-            "write_p99_us": write.get("p99_us"), "write_p99_9_us": write.get("p99_9_us"),
-            "published_iops": (compared.get("published") or {}).get("iops"),
-            "ratio": compared.get("ratio"),
-        }  # fmt: skip
-        lines.append(",".join("" if values[c] is None else str(values[c]) for c in CSV_COLUMNS))
-    atomic_write(path, "\n".join(lines) + "\n")

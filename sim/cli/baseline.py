@@ -23,7 +23,7 @@ from sim.errors import EXIT_OK, EXIT_RUN_FAILED
 from sim.safeio import strict_json
 
 if TYPE_CHECKING:
-    from sim.baseline.run import BaselineOptions
+    from sim.baseline.options import BaselineOptions
 
 
 TargetOpt = Annotated[
@@ -53,6 +53,26 @@ KeepFilesOpt = Annotated[
 ]
 OutputOpt = Annotated[Path, typer.Option("--output", "-o", help="Directory for the run bundle.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the bundle path.")]
+IodepthOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--iodepth", help="Queue depth per job, or 'search' (default: each seed table's)."
+    ),
+]
+CurveOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--curve", help="iorate curve, % of the uncapped run (e.g. 10,50,100,120) or none."
+    ),
+]
+CapacityOpt = Annotated[
+    str | None,
+    typer.Option("--capacity", help="The volume's size, for envelopes published per size."),
+]
+DryRunOpt = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Print each point's fio job file; run and write nothing."),
+]
 
 
 @app.command("baseline")
@@ -66,7 +86,10 @@ def baseline_command(
     ramp: Annotated[float, typer.Option("--ramp", help="Seconds before measuring.")] = 5.0,
     size: SizeOpt = None,
     numjobs: Annotated[int | None, typer.Option("--numjobs", help="fio jobs per point.")] = None,
-    iodepth: Annotated[int | None, typer.Option("--iodepth", help="Queue depth per job.")] = None,
+    iodepth: IodepthOpt = None,
+    curve: CurveOpt = None,
+    capacity: CapacityOpt = None,
+    dry_run: DryRunOpt = False,
     lab: Annotated[bool, typer.Option("--lab", help="Run fio inside the lab's cgroups.")] = False,
     keep_files: KeepFilesOpt = False,
     output: OutputOpt = Path("runs"),
@@ -77,8 +100,8 @@ def baseline_command(
     quiet: QuietOpt = False,
 ) -> None:
     """Measure the storage with fio as the vendors did, beside their published figures."""
-    from sim.baseline.matrix import PRESETS
-    from sim.baseline.run import BaselineOptions
+    from sim.baseline.matrix import PRESETS, parse_curve, parse_depth
+    from sim.baseline.options import BaselineOptions
 
     if list_:
         _list_presets(PRESETS, as_json)
@@ -95,7 +118,9 @@ def baseline_command(
         raw_device=raw_device,
         only=list(only or []),
         numjobs=numjobs,
-        iodepth=iodepth,
+        iodepth=parse_depth(iodepth),
+        curve=parse_curve(curve),
+        capacity_tib=_capacity_option(capacity),
         runtime_s=runtime,
         ramp_s=ramp,
         size_bytes=_size_option(size),
@@ -106,7 +131,32 @@ def baseline_command(
         name=name,
         fio_binary=fio_binary,
     )
+    if dry_run:
+        raise typer.Exit(_dry_run(opts, as_json))
     raise typer.Exit(execute(opts, quiet=quiet, as_json=as_json))
+
+
+def _dry_run(opts: BaselineOptions, as_json: bool) -> int:
+    from sim.baseline import dryrun
+
+    if as_json:
+        sys.stdout.write(json.dumps(dryrun.as_json(opts), indent=2) + "\n")
+    else:
+        sys.stdout.write(dryrun.render(opts))
+    return EXIT_OK
+
+
+def _capacity_option(text: str | None) -> float | None:
+    """``--capacity`` in TiB, the error naming the option."""
+    from sim.errors import ConfigError
+    from storage.envelopes.units import parse_capacity
+
+    if text is None:
+        return None
+    try:
+        return parse_capacity(text)
+    except ConfigError as exc:
+        raise ConfigError(f"baseline --capacity: {exc}") from None
 
 
 def _size_option(text: str | None) -> int | None:
@@ -161,9 +211,7 @@ def execute(opts: BaselineOptions, *, quiet: bool, as_json: bool) -> int:
     else:
         out = Console(width=output_width(sys.stdout))
         out.print(results_table(summary["baseline"]))
-        comparison = summary["baseline"].get("comparison")
-        if comparison:
-            out.print(f"note: {comparison['caveat']}", markup=False, highlight=False)
+        _print_after(out, summary["baseline"])
         out.print(f"bundle: {path}", markup=False, highlight=False)
         if (path / "report.html").exists():
             out.print(f"report: {path / 'report.html'}", markup=False, highlight=False)
@@ -173,6 +221,27 @@ def execute(opts: BaselineOptions, *, quiet: bool, as_json: bool) -> int:
         print_error(str(summary.get("error") or "the baseline failed"))
         return EXIT_RUN_FAILED
     return EXIT_OK
+
+
+def _print_after(out: Console, baseline: dict[str, Any]) -> None:
+    """Below the table: the searches and curves, then what qualifies the comparison (the
+    clients the page used, the mount options beside the page's)."""
+    from sim.baseline.results import curve_lines, search_lines
+
+    for text in search_lines(baseline["points"]) + curve_lines(baseline["points"]):
+        out.print(text, markup=False, highlight=False)
+    comparison = baseline.get("comparison")
+    if comparison:
+        out.print(f"note: {comparison['caveat']}", markup=False, highlight=False)
+        if comparison.get("volume"):
+            out.print(
+                f"note: published figures for a {comparison['volume']} volume (--capacity)",
+                markup=False,
+                highlight=False,
+            )
+    for table in (baseline.get("mount") or {}).get("tables", []):
+        for said in table["said"]:
+            out.print(f"note: {said}", markup=False, highlight=False)
 
 
 def _ms(value: float | None) -> str:
@@ -205,7 +274,7 @@ def results_table(baseline: dict[str, Any]) -> Table:
         flag = " *" if published.get("flags") else ""
         table.add_row(
             r["id"],
-            f"{r['numjobs']}×{r['iodepth']}",
+            f"{r['numjobs']}×{r['iodepth']}" + (" (search)" if r.get("search") else ""),
             f"{read['iops']:,.0f}",
             f"{write['iops']:,.0f}",
             f"{r['mib_s']:,.1f}",
@@ -219,14 +288,33 @@ def results_table(baseline: dict[str, Any]) -> Table:
 
 
 def _list_presets(presets: dict[str, Any], as_json: bool) -> None:
+    """Each preset, and per seed table its points, load and citations."""
     if as_json:
         data = {
-            name: {"title": p.title, "points": [pt.id for pt in p.points], "seed": p.load.describe(),
-                   "source": p.load.source}
+            name: {
+                "title": p.title,
+                "points": [pt.id for pt in p.points],
+                "curve": list(p.curve),
+                "tables": [
+                    {"table": load.table, "points": [pt.id for pt in points],
+                     "seed": load.describe(), "cites": [str(c) for c in load.cites],
+                     "notes": list(load.notes),
+                     "mount": {m.name: m.value for m in load.mount}}
+                    for load, points in p.tables
+                ],
+            }
             for name, p in presets.items()
         }  # fmt: skip
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     for name, p in presets.items():
         sys.stdout.write(f"{name:14} {len(p.points):3} points  {p.title}\n")
-        sys.stdout.write(f"{'':14} seed load: {p.load.describe()}\n")
+        for load, points in p.tables:
+            mount = ", ".join(f"{m.name}={m.value}" for m in load.mount)
+            sys.stdout.write(
+                f"{'':14} {load.table} ({len(points)}): {load.describe()}"
+                + (f"; mount {mount}" if mount else "")
+                + "\n"
+            )
+        if p.curve:
+            sys.stdout.write(f"{'':14} iorate curve: {', '.join(map(str, p.curve))} % of the max\n")

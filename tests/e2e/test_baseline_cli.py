@@ -1,11 +1,11 @@
 """``dbsim baseline``: the real fio on a file tree, end to end, as a user runs it.
 
 Every case runs ``python -m sim.cli baseline`` as a child process (the refusals after the first
-run the same command in this process) with short points
-(``--runtime 1 --ramp 0.5 --size 64M``) and checks what it left: the exit code, its lines,
-the bundle (fio's own JSON and text reports beside dbsim's parsed figures) and the target
-tree, which must hold afterwards exactly what :func:`sim.baseline.safety.release_tree`
-leaves (nothing, or the empty root the user made) — and be untouched by any refusal.
+run the same command in this process) with short points (``--runtime 1 --ramp 0.5 --size 64M
+--iodepth 4``) and checks what it left: the exit code, its lines, the bundle (fio's own JSON
+and text reports beside dbsim's parsed figures) and the target tree, which must hold
+afterwards exactly what :func:`sim.baseline.safety.release_tree` leaves (nothing, or the empty
+root the user made) — and be untouched by any refusal.
 
 fio must be installed (``apt-get install fio``); the tmpfs case needs root.
 """
@@ -43,7 +43,9 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed"),
 ]
 
-SHORT = ("--runtime", "1", "--ramp", "0.5", "--size", "64M")
+# A fixed depth: these cases are about the run, the bundle and the refusals, not the iodepth
+# search the GCNV presets do by default (tests/e2e/test_baseline_steps.py runs that).
+SHORT = ("--runtime", "1", "--ramp", "0.5", "--size", "64M", "--iodepth", "4")
 ROW = ["rand-4k-r100", "rand-4k-r75", "rand-4k-r50", "rand-4k-r25", "rand-4k-r0"]
 MARKER = ".dbsim-tree"
 WORK_DIR = "dbsim-baseline"
@@ -504,6 +506,8 @@ def test_fio_failing_mid_run(dbsim: Dbsim, tmpfs: Path, out_dir: Path) -> None:
         "0.5",
         "--size",
         "64M",
+        "--iodepth",
+        "4",
         "--only",
         "rand-4k-r100",
         "--only",
@@ -555,8 +559,9 @@ def test_signal_during_a_point(
 ) -> None:
     target = tmp_path / "tree"
     proc = dbsim.start(
-        "baseline", target, "--runtime", "20", "--ramp", "0.5", "--size", "64M", "-o", out_dir, "-q"
-    )
+        "baseline", target, "--runtime", "20", "--ramp", "0.5", "--size", "64M", "--iodepth", "4",
+        "-o", out_dir, "-q",
+    )  # fmt: skip
     job = wait_for_file(proc, "*/fio/rand-4k-r100.fio", out_dir, timeout=30)
     bundle = job.parents[1]
     time.sleep(1.0)

@@ -11,7 +11,16 @@ import pytest
 
 from sim.baseline import fio
 from sim.baseline.envelope import compare, published_at
-from sim.baseline.matrix import MIXES, PRESETS, SeedLoad, parse_filter, plan, scale
+from sim.baseline.matrix import (
+    MIXES,
+    PRESETS,
+    SeedLoad,
+    parse_curve,
+    parse_depth,
+    parse_filter,
+    plan,
+    scale,
+)
 from sim.errors import ConfigError
 from storage.envelopes import get_envelope
 
@@ -25,7 +34,6 @@ def test_seed_000_matrix_is_the_published_one() -> None:
         assert [f"{kind}-{size}k-r{m}" for m in MIXES] == [
             i for i in ids if i.startswith(f"{kind}-{size}k-")
         ]
-    assert PRESETS["iscsi"].load.jobs == 24 and PRESETS["iscsi"].load.iodepth == 1
     corners = PRESETS["four-corners"]
     assert [corners.load_for(p).jobs for p in corners.points] == [128, 64, 16, 8]
     assert len(PRESETS["block-sweep"].points) == 45
@@ -37,11 +45,28 @@ def test_rw_names_follow_fio() -> None:
     assert {p.rw for p in PRESETS["seq-64k"].points} == {"read", "rw", "write"}
 
 
+def test_iscsi_carries_each_tables_load() -> None:
+    """Seed 000's iSCSI section: 24 jobs per VM at iodepth 4 for the 4 and 8 KiB random tables,
+    iodepth 1 for the 64 and 256 KiB sequential ones; 720 GiB per VM; all four tables."""
+    iscsi = PRESETS["iscsi"]
+    assert len(iscsi.points) == 20
+    loads = {(p.access, p.block_kib): iscsi.load_for(p) for p in iscsi.points}
+    assert set(loads) == {("random", 4), ("random", 8), ("sequential", 64), ("sequential", 256)}
+    for (access, _), load in loads.items():
+        assert (load.jobs, load.iodepth, load.clients) == (24, 4 if access == "random" else 1, 6)
+        assert load.working_set == 720 << 30 and not load.search
+    planned = {p.point.id: p for p in plan(["iscsi"], cpus=2)}
+    assert (planned["rand-8k-r50"].numjobs, planned["rand-8k-r50"].iodepth) == (2, 48)
+    assert (planned["seq-256k-r50"].numjobs, planned["seq-256k-r50"].iodepth) == (2, 12)
+    assert planned["rand-4k-r0"].numjobs * planned["rand-4k-r0"].iodepth == 96
+    assert not any(p.search for p in planned.values())
+
+
 def test_scaling_keeps_the_seed_clients_ios_in_flight() -> None:
-    seed = SeedLoad(24, 1, 6, "seed")
+    seed = SeedLoad(24, 1, 6)
     assert scale(seed, cpus=2, numjobs=None, iodepth=None) == (2, 12)
-    assert scale(SeedLoad(8, None, 6, "s"), cpus=16, numjobs=None, iodepth=None) == (8, 1)
-    assert scale(SeedLoad(128, None, 12, "s"), cpus=2, numjobs=None, iodepth=None) == (2, 64)
+    assert scale(SeedLoad(8, None, 6), cpus=16, numjobs=None, iodepth=None) == (8, 1)
+    assert scale(SeedLoad(128, None, 12), cpus=2, numjobs=None, iodepth=None) == (2, 64)
     assert scale(seed, cpus=2, numjobs=4, iodepth=3) == (4, 3)  # explicit values win
 
 
@@ -56,6 +81,10 @@ def test_filters_and_bad_input() -> None:
         lambda: plan(["random-4k"], only=["banana"]),
         lambda: plan(["random-4k"], only=["seq"]),
         lambda: plan(["random-4k"], iodepth=0),
+        lambda: plan(["random-4k"], numjobs=0),
+        lambda: parse_depth("deep"),
+        lambda: parse_curve("0,50"),
+        lambda: parse_curve("ten"),
     ):
         with pytest.raises(ConfigError):
             bad()
