@@ -60,6 +60,7 @@ def _head(opts: BaselineOptions, prepared: planning.Prepared, mount: Any) -> lis
         )
     for table in (mount or {}).get("tables", []):
         lines += [f"# mount: {said}" for said in table["said"]]
+    lines += [f"# {said}" for said in planning.advice(opts.presets)]
     if opts.lab:
         lines.append("# --lab: fio would run inside the lab's cgroups (root, the lab up)")
     return lines
@@ -105,6 +106,7 @@ def as_json(opts: BaselineOptions, cpus: int | None = None) -> dict[str, Any]:
         "files": {"count": prepared.files, "bytes_each": prepared.target.size_bytes}
         if prepared.target.kind == "files" else None,
         "mount": mount,
+        "advice": planning.advice(opts.presets),
         "points": [
             {**p.to_dict(), "search": [list(s) for s in p.search], "curve": list(p.curve),
              "job_file": fio.job_file(p, prepared.target, opts.runtime_s, opts.ramp_s, opts.direct,

@@ -171,7 +171,7 @@ def render_html(bundle: Path) -> str:
     extra = (
         page_steps.search_section(points),
         page_steps.curve_section(points),
-        page_steps.scaling_section(points, baseline.get("mount")),
+        page_steps.scaling_section(points, baseline.get("mount"), baseline.get("advice")),
     )
     parts += [part for part in extra if part is not None]
     if comparison:

@@ -104,7 +104,9 @@ def search_section(points: list[dict[str, Any]]) -> Safe | None:
     )
 
 
-def scaling_section(points: list[dict[str, Any]], mount: dict[str, Any] | None) -> Safe | None:
+def scaling_section(
+    points: list[dict[str, Any]], mount: dict[str, Any] | None, advice: list[str] | None = None
+) -> Safe | None:
     """Each seed table's load here and working set, and the mount options beside the page's."""
     seen: dict[str, list[str]] = {}
     for p in points:
@@ -116,4 +118,5 @@ def scaling_section(points: list[dict[str, Any]], mount: dict[str, Any] | None) 
     ]
     for entry in (mount or {}).get("tables", []):
         parts += [para(said, "note") for said in entry["said"]]
+    parts += [para(said, "note") for said in advice or []]
     return section("scaling", "Seed load, working set and mount", *parts)

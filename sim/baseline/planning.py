@@ -17,6 +17,7 @@ from sim.baseline import mounts, workset
 from sim.baseline.fio import FioTarget
 from sim.baseline.matrix import PlannedPoint
 from sim.baseline.points import MountOption, human_bytes
+from sim.baseline.presets import PRESETS
 from sim.baseline.safety import BASELINE_DIR, FIO_FILE_PREFIX
 
 
@@ -111,3 +112,8 @@ def mount_report(points: list[PlannedPoint], target: Path, device: bool) -> dict
     else:
         facts = mounts.read_facts(Path(target))
     return mounts.report(facts, tables)
+
+
+def advice(preset_names: list[str]) -> list[str]:
+    """What the presets ask the output to say besides the figures (how to compare, …)."""
+    return list(dict.fromkeys(a for n in preset_names if n in PRESETS for a in PRESETS[n].advice))

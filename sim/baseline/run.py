@@ -435,7 +435,7 @@ class BaselineRun:
         said = list(rules)
         for table in (self.mount or {}).get("tables", []):
             said += table["said"]
-        return said
+        return said + planning.advice(self.opts.presets)
 
     def finish(self, bundle: BundleWriter, status: str, error: str | None) -> dict[str, Any]:
         baseline: dict[str, Any] = {
@@ -445,6 +445,7 @@ class BaselineRun:
             "ramp_s": self.opts.ramp_s,
             "points": self.results,
             "mount": self.mount,
+            "advice": planning.advice(self.opts.presets),
         }
         if self.envelope is not None:
             from sim.baseline.envelope import compare

@@ -242,6 +242,8 @@ def _print_after(out: Console, baseline: dict[str, Any]) -> None:
     for table in (baseline.get("mount") or {}).get("tables", []):
         for said in table["said"]:
             out.print(f"note: {said}", markup=False, highlight=False)
+    for said in baseline.get("advice") or []:
+        out.print(f"note: {said}", markup=False, highlight=False)
 
 
 def _ms(value: float | None) -> str:

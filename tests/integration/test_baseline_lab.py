@@ -216,7 +216,7 @@ def test_bare_raw_device_is_measured(devices, tmp_path: Path) -> None:
     dev = devices["raw"]
     result = _dbsim(
         tmp_path, dev, "--raw-device", dev, "--only", "r100", "--only", "r0",
-        "--runtime", "3", "--ramp", "0", "--json",
+        "--runtime", "3", "--ramp", "0", "--iodepth", "4", "--json",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)

@@ -214,6 +214,8 @@ def test_mount_read_for_a_target_from_recorded_mountstats(tmp_path: Path) -> Non
         mounts.MountFacts("/", "ext4", "/dev/vda"), {"t": PRESETS["nconnect"].load.mount}
     )
     assert "not NFS" in local["tables"][0]["said"][0]
+    (how,) = planning.advice(["nconnect", "random-4k"])
+    assert "five times" in how and "mount the same export twice" in how
 
 
 # --------------------------------------------------------------------------- OCI envelope
