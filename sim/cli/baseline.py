@@ -46,7 +46,10 @@ EnvelopeOpt = Annotated[
     str | None, typer.Option("--envelope", "-e", help="Compare with this published envelope.")
 ]
 SizeOpt = Annotated[
-    str | None, typer.Option("--size", help="Working set (files) or span (device), e.g. 4G.")
+    str | None,
+    typer.Option(
+        "--size", help="Working set or device span, e.g. 4G (default: the seed's, scaled)."
+    ),
 ]
 KeepFilesOpt = Annotated[
     bool, typer.Option("--keep-files", help="Keep fio's files (else removed at the end).")
