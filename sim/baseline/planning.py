@@ -59,7 +59,7 @@ def _ours(work: Path) -> int:
 def host_facts(
     target: Path, device_bytes: int | None, cpus: int | None = None
 ) -> workset.HostFacts:
-    """CPUs, memory, and the room fio may use: a device's size, or 80 % of the space available
+    """CPUs, memory, and the room fio may use: a device's size, or half the space available
     on a directory target (dbsim's own kept files counted as free)."""
     cpus = cpus or os.cpu_count() or 1
     ram = workset.host_ram()

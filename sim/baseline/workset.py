@@ -7,10 +7,10 @@ of working set to client memory**, and never asks for more than the seed used:
 
     working set = min(published × this host's memory / the seed client's memory, published)
 
-then at most :data:`FREE_SHARE` (80 %) of the space available on the target (a raw device: its
-size), so fio never fills the volume. Where the seed does not name its client's memory the
-published size is used as it is (still bounded by the free space); where it states no working
-set at all, :data:`DEFAULT_SIZE` (1 GiB). ``--size`` replaces the whole rule.
+then at most :data:`FREE_SHARE` (half) of the space available on the target (a raw device: its
+size): fio never fills a volume that others write to as well. Where the seed does not name its
+client's memory the published size is used as it is (still bounded by the free space); where
+it states no working set at all, :data:`DEFAULT_SIZE` (1 GiB). ``--size`` replaces the whole rule.
 
 fio lays its files out once for every point (one file per job of the point with the most
 jobs); a point uses ``working set / its numjobs`` of each of its jobs' files, at most the
@@ -27,7 +27,7 @@ from pathlib import Path
 from sim.baseline.points import GIB, SeedLoad, human_bytes
 
 MIB = 1 << 20
-FREE_SHARE = 0.8
+FREE_SHARE = 0.5
 DEFAULT_SIZE = GIB
 
 
@@ -38,7 +38,7 @@ class HostFacts:
     cpus: int
     ram: int
     room: int | None  # bytes the working set may use (None: unknown, not bounded)
-    room_why: str = ""  # "80 % of 76.4 GiB available on /data", "/dev/sdx's 1 TiB"
+    room_why: str = ""  # "50 % of 76.4 GiB available on /data", "/dev/sdx's 1 TiB"
 
 
 @dataclass(frozen=True)

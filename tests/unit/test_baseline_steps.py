@@ -143,7 +143,7 @@ def test_curve_job_files_ask_each_share_of_the_uncapped_run() -> None:
 def test_working_set_keeps_the_seeds_ratio_to_memory(
     ram: int, room: int | None, expected: int, said: str
 ) -> None:
-    host = workset.HostFacts(2, ram, room, "80 % of 125 GiB available on /data")
+    host = workset.HostFacts(2, ram, room, "50 % of 125 GiB available on /data")
     work = workset.working_set(GCNV, host)
     assert work.bytes == expected and work.published == TIB
     assert said in work.rule
