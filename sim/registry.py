@@ -157,6 +157,10 @@ class CollectorEntry:
     role: str = ""
     #: Device-level storage figures the analysis may correlate with application latency.
     correlate: tuple[Figure, ...] = ()
+    #: The figure that counts this layer's I/Os per second (an array volume's IOPS, NFS calls
+    #: per second): the analysis divides it by the operations, per entity, to give the I/Os per
+    #: operation at this layer beside the block device's (the block devices have their own).
+    ios_figure: str = ""
     #: Earlier scenario keys under ``collectors`` -> this source's option they now are.
     legacy_keys: Mapping[str, str] = field(default_factory=dict)
 

@@ -93,7 +93,10 @@ def analyze_series(series: BundleSeries) -> dict[str, Any]:
         "collector_coupling": sections.collector_coupling(series, op),
         "lag": sections.lag_section(series, device),
         "curve": curve,
-        "io_per_op": {key: rounded(io[key]) for key in IO_PER_OP_KEYS},
+        "io_per_op": {
+            **{key: rounded(io[key]) for key in IO_PER_OP_KEYS},
+            "layers": sections.layer_ios_per_op(series),
+        },
         "regression": sections.regression_section(series, device),
         "littles_law": sections.littles_law_section(
             law,

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import registry
 from sim.analysis import stats
 from sim.analysis.series import BundleSeries, correlatable, database_figures
 from sim.analysis.stats import FloatArray
@@ -299,6 +300,27 @@ def io_figures(
         "db_blocks_read_per_op": per_op(db_read, seconds, all_ops),
         "cache_hit_pct": cache_hit,
     }
+
+
+def layer_ios_per_op(series: BundleSeries) -> list[dict[str, Any]]:
+    """I/Os per operation at every other layer that counts its I/Os (a collector's declared
+    ``ios_figure``: the array's volumes and LUNs, NFS calls), per entity — what the host's
+    block device shows, seen from below it too. A LUN and the volume holding it each count
+    the same I/Os: entities are listed, never summed."""
+    seconds, all_ops = series.duration_s, op_count(series)
+    out: list[dict[str, Any]] = []
+    for entry in registry.collectors().values():
+        if not entry.ios_figure or entry.role == ROLE_DEVICE:
+            continue
+        title = entry.display.title if entry.display else entry.source
+        for entity, columns in sorted((series.sources.get(entry.source) or {}).items()):
+            value = per_op(columns.get(entry.ios_figure), seconds, all_ops)
+            if value is not None:
+                out.append(
+                    {"source": entry.source, "title": title, "entity": entity,
+                     "ios_per_op": rounded(value)}
+                )  # fmt: skip
+    return out
 
 
 def regression_section(

@@ -28,23 +28,15 @@ from sim import registry
 from sim.bundle.reader import read_rows_if_readable
 from sim.bundle.summary import status_text
 from sim.report.charts import curve_figure
+from sim.report.collector_charts import collector_panels, columns, number
 from sim.report.data import load_analysis_file, series_from_bundle
 from sim.report.draw import PALETTE
-from sim.report.scales import fmt_ms, fmt_number, fmt_us
+from sim.report.scales import fmt_us
 from sim.report.svg import Panel, Series, time_panels
 
 LIVE_REFRESH_S = 3.0
-MAX_ENTITIES = 4  # lines per panel, as in the report
 APP_SOURCE = "ops"
 ROW_KEYS = ("t", "interval", "phase", "entity", "step", "op")
-
-
-def _number(text: Any) -> float | None:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return None
-    return value if value == value and abs(value) != float("inf") else None
 
 
 def _epoch(iso: Any) -> float | None:
@@ -54,30 +46,14 @@ def _epoch(iso: Any) -> float | None:
         return None
 
 
-def _columns(
-    rows: Sequence[Mapping[str, str]], t: Sequence[float], by: str, key: str, scale: float = 1.0
-) -> dict[str, list[float | None]]:
-    """Per ``by`` (entity or op), ``key``'s value at every ``t`` (None where missing)."""
-    index = {value: i for i, value in enumerate(t)}
-    out: dict[str, list[float | None]] = {}
-    for row in rows:
-        i = index.get(_number(row.get("t")) or -1.0)
-        value = _number(row.get(key))
-        if i is None:
-            continue
-        column = out.setdefault(row.get(by) or "?", [None] * len(t))
-        column[i] = None if value is None else value * scale
-    return out
-
-
 def _times(*tables: Sequence[Mapping[str, str]]) -> list[float]:
-    found = {_number(row.get("t")) for rows in tables for row in rows}
+    found = {number(row.get("t")) for rows in tables for row in rows}
     return sorted(v for v in found if v is not None)
 
 
 def _errors_s(rows: Sequence[Mapping[str, str]], t: Sequence[float]) -> dict[str, list[Any]]:
     """Failed operations per second: each interval's errors over its length."""
-    counts = _columns(rows, t, "op", "errors")
+    counts = columns(rows, t, "op", "errors")
     lengths = [b - a for a, b in itertools.pairwise([0.0, *t])]
     return {
         op: [None if n is None or dt <= 0 else n / dt for n, dt in zip(col, lengths, strict=True)]
@@ -89,9 +65,9 @@ def application_panels(rows: Sequence[Mapping[str, str]], t: Sequence[float]) ->
     """Per operation: ops/s, p50 and p99, max, errors/s."""
     ops = sorted({row.get("op") or "?" for row in rows})
     color = {op: PALETTE[i % len(PALETTE)] for i, op in enumerate(ops)}
-    ops_s = _columns(rows, t, "op", "ops_s")
-    p50, p99 = _columns(rows, t, "op", "p50_us"), _columns(rows, t, "op", "p99_us")
-    peak, errors = _columns(rows, t, "op", "max_us"), _errors_s(rows, t)
+    ops_s = columns(rows, t, "op", "ops_s")
+    p50, p99 = columns(rows, t, "op", "p50_us"), columns(rows, t, "op", "p99_us")
+    peak, errors = columns(rows, t, "op", "max_us"), _errors_s(rows, t)
     latency = [
         Series(f"{op} {name}", column.get(op, []), color[op], dashed=name == "p50")
         for op in ops
@@ -111,33 +87,6 @@ def application_panels(rows: Sequence[Mapping[str, str]], t: Sequence[float]) ->
             [Series(op, errors.get(op, []), color[op]) for op in ops],
         ),
     ]
-
-
-def _figures(display: registry.Display) -> list[tuple[str, str, float]]:
-    """(sample key, title, scale) of a collector's web UI figures, then its live ones."""
-    out = [(f.key, f.title, f.scale) for f in display.ui]
-    known = {key for key, _, _ in out}
-    unit = {f.key: f" ({f.unit})" if f.unit else "" for f in display.live}
-    out += [(f.key, f.label + unit[f.key], 1.0) for f in display.live if f.key not in known]
-    return out
-
-
-def collector_panels(
-    display: registry.Display, rows: Sequence[Mapping[str, str]], t: Sequence[float]
-) -> list[Panel]:
-    """One panel per declared figure the time series holds, one line per entity."""
-    entities = sorted({row.get("entity") or "?" for row in rows})[:MAX_ENTITIES]
-    color = {e: PALETTE[(i + 2) % len(PALETTE)] for i, e in enumerate(entities)}
-    held = set(rows[0]) if rows else set()
-    panels = []
-    for key, title, scale in _figures(display):
-        if key not in held:
-            continue
-        columns = _columns(rows, t, "entity", key, scale)
-        lines = [Series(e, columns.get(e, []), color[e]) for e in entities]
-        fmt = fmt_ms if "_ms" in key or "latency" in key else fmt_number
-        panels.append(Panel(f"{title}", lines, y_format=fmt))
-    return panels
 
 
 def _chart(
@@ -165,7 +114,7 @@ def build_charts(bundle: Path, summary: Mapping[str, Any]) -> list[dict[str, Any
     }
     t = _times(ops, *tables.values())
     timing = summary.get("timing") or {}
-    warmup = _number(timing.get("warmup_s")) or 0.0
+    warmup = number(timing.get("warmup_s")) or 0.0
     axis = {
         "clock": _epoch(timing.get("sessions_started_at") or summary.get("started_at")),
         "bands": [(0.0, warmup, "warm-up")] if warmup > 0 else [],

@@ -48,6 +48,7 @@ from sim.locust.downloads import DOWNLOADS, download
 from sim.locust.live import LiveCache
 from sim.locust.roles import Controller
 from sim.protocols import Sample
+from sim.report.findings import layer_rows
 from sim.run_phase import phase_of
 from sim.storage_table import storage_columns, storage_rows
 
@@ -106,6 +107,9 @@ def correlation_rows(analysis: dict[str, Any] | None, problem: str | None) -> li
         _row(label, io[key], "measured window so far")
         for key, label in IO_PER_OP_LABELS.items()
         if io.get(key) is not None
+    )
+    rows.extend(
+        _row(label, value, "measured window so far") for label, value in layer_rows(io).items()
     )
     rows.extend(_device_correlation_rows(analysis, op))
     rows.extend(

@@ -24,6 +24,7 @@ from typing import Any
 from sim.bundle.files import atomic_write
 from sim.errors import ConfigError, SimError
 from sim.report import charts, findings, sections
+from sim.report.collector_charts import bundle_collector_panels
 from sim.report.data import (
     load_analysis_file,
     load_summary,
@@ -224,6 +225,7 @@ def _timeseries_section(run: _Run) -> str:
         run.steps,
         finite((run.summary.get("timing") or {}).get("warmup_s")),
         run.summary.get("stages") or [],
+        bundle_collector_panels(run.bundle, [float(v) for v in run.series.get("t") or []]),
     )
     return section("timeseries", "Time series", figure)
 

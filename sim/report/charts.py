@@ -121,9 +121,11 @@ def timeseries_figure(
     steps: Sequence[Any] = (),
     warmup_s: float | None = None,
     stages: Sequence[Any] = (),
+    layers: Sequence[Panel] = (),
 ) -> Safe:
-    """Throughput, latency, device and host panels stacked over one time axis; step starts
-    and the warm-up come from the stage log when the bundle has one (else they are
+    """Throughput, latency, device and host panels stacked over one time axis, then the
+    ``layers`` below the host (other collectors' panels: an array, NFS, the database); step
+    starts and the warm-up come from the stage log when the bundle has one (else they are
     inferred from the series and the scenario's steps)."""
     colors = op_colors(ops)
     ops = [op for op in ops if op in (series.get("ops_s") or {})] or sorted(
@@ -134,6 +136,7 @@ def timeseries_figure(
         *_error_panels(series, colors),
         *_device_panels(series, devices(series, primary_device)),
         *_host_panels(series),
+        *layers,
     ]
     if not panels or not series.get("t"):
         return Safe('<p class="note">No measured intervals in this bundle: nothing to plot.</p>')

@@ -148,7 +148,21 @@ def _regression_table(regression: Mapping[str, Any]) -> Safe | None:
 def _io_cost_table(io: Mapping[str, Any]) -> Safe | None:
     if not io:
         return None
-    return kv_table({IO_COST.get(k, k): v for k, v in io.items()}, caption="I/O cost per operation")
+    rows = {IO_COST.get(k, k): v for k, v in io.items() if k != "layers"}
+    rows.update(layer_rows(io))
+    return kv_table(
+        rows, caption="I/O cost per operation: the host's device, then the layers below"
+    )
+
+
+def layer_rows(io: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"ONTAP volume:lun I/Os per operation": 52.1, …}``: the layers below the host's
+    block device that count their I/Os (analysis ``io_per_op.layers``)."""
+    return {
+        f"{layer.get('title')} {layer.get('entity')} I/Os per operation": layer.get("ios_per_op")
+        for layer in io.get("layers") or []
+        if isinstance(layer, Mapping)
+    }
 
 
 def _littles_law_table(little: Mapping[str, Any]) -> Safe | None:

@@ -289,6 +289,7 @@ register_collector(
             Figure("avg_rtt_ms", "avg RTT", "ms", 2),
             Figure("avg_exe_ms", "avg exe", "ms", 2),
         ),
+        ios_figure="ops_s",
         legacy_keys={"nfs_mounts": "mounts"},
     )
 )

@@ -493,5 +493,6 @@ register_collector(
             Figure("total_latency_us", "latency", "µs"),
             Figure("total_iops", "IOPS"),
         ),
+        ios_figure="total_iops",
     )
 )
