@@ -17,11 +17,14 @@ from typing import Any
 from sim import registry
 from sim.bundle.reader import read_rows_if_readable
 from sim.report.draw import PALETTE
-from sim.report.scales import fmt_ms, fmt_number
+from sim.report.scales import fmt_ms, fmt_number, fmt_pct
 from sim.report.svg import Panel, Series
 
-#: Lines per panel: more entities than this are left out (as the device panels do).
+#: Lines per panel: more entities than this are left out (as the device panels do) …
 MAX_ENTITIES = 4
+#: … and a grouped panel keeps its first lines (figures in declaration order, the web UI's
+#: first: what the collector calls its main figure), so its legend stays readable.
+MAX_GROUPED_LINES = 6
 MEASURED_PHASE = "measure"
 #: Sources the report draws with panels of their own (the block devices, the host's CPU).
 OWN_PANELS = frozenset({registry.ROLE_DEVICE, registry.ROLE_HOST_CPU})
@@ -62,19 +65,30 @@ def declared_figures(display: registry.Display) -> list[tuple[str, str, float]]:
 
 
 def _kind(key: str, title: str) -> str:
-    """Which of the report's panels a figure goes to: latency, throughput or rates."""
+    """Which of the report's panels a figure goes to: latency, throughput, shares or rates."""
     if "_ms" in key or "latency" in key or "(ms)" in title:
         return "latency"
     if "MB/s" in title:
         return "throughput"
+    if key.endswith("_pct") or title.endswith("%"):
+        return "shares"
     return "rates"
+
+
+def _short(title: str) -> str:
+    """A figure's title without the unit its grouped panel already states."""
+    for unit in (" (ms)", " MB/s", " %"):
+        title = title.removesuffix(unit)
+    return title
 
 
 KIND_TITLES = {
     "rates": "I/O rates",
     "throughput": "throughput (MB/s)",
+    "shares": "% of time",
     "latency": "latency (log)",
 }
+KIND_FORMATS = {"latency": fmt_ms, "shares": fmt_pct}
 
 
 def collector_panels(
@@ -95,24 +109,26 @@ def collector_panels(
         for key, title, scale in figures:
             values = columns(rows, t, "entity", key, scale)
             lines = [Series(e, values.get(e, []), color[e]) for e in entities]
-            fmt = fmt_ms if _kind(key, title) == "latency" else fmt_number
+            fmt = KIND_FORMATS.get(_kind(key, title), fmt_number)
             panels.append(Panel(title, lines, y_format=fmt))
         return panels
     by_kind: dict[str, list[Series]] = {}
     for n, (key, title, scale) in enumerate(figures):
         values = columns(rows, t, "entity", key, scale)
         kind = _kind(key, title)
+        short = _short(title)
         by_kind.setdefault(kind, []).extend(
-            Series(f"{e} {title}", values.get(e, []), PALETTE[(n + 2 * i) % len(PALETTE)],
-                   dashed=i > 0)
+            Series(short if len(entities) == 1 else f"{e} {short}", values.get(e, []),
+                   PALETTE[(n + 2 * i) % len(PALETTE)], dashed=i > 0)
             for i, e in enumerate(entities)
         )  # fmt: skip
     return [
         Panel(
             f"{display.title}: {KIND_TITLES[kind]}",
-            lines,
-            y_format=fmt_ms if kind == "latency" else fmt_number,
+            lines[:MAX_GROUPED_LINES],
+            y_format=KIND_FORMATS.get(kind, fmt_number),
             log_y=kind == "latency",
+            y_max=100 if kind == "shares" else None,
         )
         for kind, lines in sorted(
             by_kind.items(), key=lambda item: list(KIND_TITLES).index(item[0])

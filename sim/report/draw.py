@@ -71,12 +71,28 @@ def polyline(
     return "".join(parts)
 
 
-def legend(items: Sequence[tuple[str, str, str]], right: float, y: float) -> str:
+def legend(
+    items: Sequence[tuple[str, str, str]], right: float, y: float, left: float | None = None
+) -> str:
     """Legend entries right-aligned on one row: (label, colour, kind); kind is ``line``,
-    ``dashed`` or ``dot``, drawn the way the chart draws that series."""
+    ``dashed`` or ``dot``, drawn the way the chart draws that series. When the row would reach
+    ``left`` (the end of the panel's title), the first entries that fit are kept and the row
+    ends with how many were left out."""
+    widths = [len(label) * CHAR_W + 36 for label, _, _ in items]
+    kept, tail = list(items), ""
+    if left is not None and right - sum(widths) < left:
+        room = right - left - 9 * CHAR_W
+        count = 0
+        while count < len(items) and sum(widths[: count + 1]) <= room:
+            count += 1
+        kept, tail = list(items[:count]), f"+{len(items) - count} more"
     out: list[str] = []
     x = right
-    for label, color, kind in reversed(items):
+    if tail:
+        x -= len(tail) * CHAR_W
+        out.append(text(x, y + 4, tail, fill=AXIS))
+        x -= 12
+    for label, color, kind in reversed(kept):
         x -= len(label) * CHAR_W + 4
         out.append(text(x, y + 4, label))
         x -= 20

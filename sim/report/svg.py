@@ -178,7 +178,8 @@ def _panel_frame(
                     draw.text((x(t0) + x(t1)) / 2, box.top + 11, band, anchor="middle", fill=AXIS)
                 )
     legend = [(s.label, s.color, "dashed" if s.dashed else "line") for s in panel.series]
-    out.append(draw.legend(legend, box.right, box.top - 12))
+    title_end = box.left + len(panel.title) * draw.CHAR_W + 16
+    out.append(draw.legend(legend, box.right, box.top - 12, left=title_end))
     out.append(
         f'<rect x="{box.left}" y="{box.top:.1f}" width="{box.right - box.left:.1f}" '
         f'height="{height:g}" fill="none" stroke="{GRID}"/>'

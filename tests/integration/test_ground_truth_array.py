@@ -15,10 +15,13 @@ shim, so a step's ``lab:`` settings reach this lab).
   ≥ 0.8, and step 2 is storage-bound with the device's await as the evidence. On the
   blk-throttle lab the same test is an xfail (tests/integration/test_ground_truth.py): there
   the queue is above the device.
+* **T2** — a 500-IOPS policy, a sweep of 1 → 16 sessions with think time: the device holds
+  the policy once the sessions ask for more (± 5 %), the knee lands on it (± 10 %), and the
+  ONTAP collector's read IOPS agree with iostat's on every step (± 5 %).
 * **Idle** — every key in an 8 MiB hot spot (fits in shared_buffers) after a warm-up, under a
   500-IOPS policy: not called storage-bound.
 
-About 70 s; ``-s`` prints the figures.
+About 100 s; ``-s`` prints the figures.
 """
 
 from __future__ import annotations
@@ -59,6 +62,10 @@ ROWS = 40_000
 HIGH, LOW = 2000, 500
 SESSIONS = 8
 STEP_S = 12.0
+T2_STEP_S = 6.0
+T2_SESSIONS = (1, 2, 4, 8, 16)
+#: Each session reads (63 blocks) then thinks ~0.3 s: 1-2 sessions ask for less than 500 IOPS.
+T2_THINK = {"every_n_loops": 1, "min_ms": 250, "max_ms": 350}
 IOPS_TOL = 0.05
 MIN_CORRELATION = 0.8
 USER_ENV = "DBSIM_LAB_ARRAY_ONTAP_USER"
@@ -191,6 +198,40 @@ def test_t3_literal_on_the_array(ground: ArrayGround) -> None:
     assert _best_r(corr_ontap) >= MIN_CORRELATION, corr_ontap
     assert step2["call"] == "storage-bound", step2
     assert "await" in step2["summary"] and ground.device in step2["summary"], step2
+
+
+def test_t2_on_the_array_holds_the_policy_and_the_knee_sits_on_it(ground: ArrayGround) -> None:
+    """T2 below the block layer: a 500-IOPS policy, sessions 1 → 16 with think time (1 and 2
+    ask for clearly less than the policy, 8 and 16 for more): the device holds the policy, the
+    knee of latency versus device IOPS lands on it, the ONTAP collector counts what iostat
+    counts, and the run is storage-bound."""
+    assert ground.lab.set_policy("lun", {"max_iops": LOW})["max_iops"] == LOW
+    load = {
+        "warmup_s": 3.0,
+        "think": T2_THINK,
+        "sweep": {"vary": "sessions", "start": 1, "factor": 2, "max": 16,
+                  "step_duration_s": T2_STEP_S, "stop_on_breach": False},
+    }  # fmt: skip
+    bundle = ground.run(ground.scenario_file("t2-array-500", load))
+    analysis = json.loads((bundle / "analysis.json").read_text())
+    series = load_bundle(bundle)
+    r_s = _read_iops(series, ground.device)
+    steps = range(len(T2_SESSIONS))
+    per_step = [_step_mean(series, r_s, i, steady=True) for i in steps]
+    ontap = [_step_mean(series, _ontap_read(series, "read_iops"), i, steady=True) for i in steps]
+    knee = analysis["curve"]["knee"]
+    print(
+        f"\n[T2 array] policy {LOW} IOPS, sessions {T2_SESSIONS}: iostat read IOPS per step (steady) "
+        f"{[round(v, 1) for v in per_step]}, ONTAP collector {[round(v, 1) for v in ontap]}; "
+        f"knee {knee}; verdict {analysis['verdict']['call']}\n[T2 array] bundle {bundle}"
+    )
+    assert all(v < 0.85 * LOW for v in per_step[:2]), per_step  # a bend, not a given
+    for saturated in per_step[3:]:
+        assert saturated == pytest.approx(LOW, rel=IOPS_TOL), per_step
+    for host, array in zip(per_step, ontap, strict=True):
+        assert array == pytest.approx(host, rel=IOPS_TOL), (per_step, ontap)
+    assert knee is not None and knee["x"] == pytest.approx(LOW, rel=0.10), analysis["curve"]
+    assert analysis["verdict"]["call"] == "storage-bound", analysis["verdict"]
 
 
 def test_idle_run_on_the_array_is_not_storage_bound(ground: ArrayGround) -> None:
