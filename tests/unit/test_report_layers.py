@@ -52,7 +52,7 @@ def test_the_array_layer_is_drawn_on_the_run_time_axis(tmp_path: Path) -> None:
     titles = [p.title for p in panels]
     assert titles == ["ONTAP: I/O rates", "ONTAP: throughput (MB/s)", "ONTAP: latency (log)"]
     latency = panels[-1]
-    read = next(s for s in latency.series if s.label == "volume:lun Read await (ms)")
+    read = next(s for s in latency.series if s.label == "volume:lun Read await")
     # µs in the CSV, ms on the chart; one value per measured interval (t = 3 … 12).
     assert list(read.ys) == pytest.approx([(400 + 100 * i) / 1000 for i in range(2, 12)])
 
