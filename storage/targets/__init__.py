@@ -6,14 +6,16 @@ a kind is used.
 
 | kind      | module                     | driver                                   |
 |-----------|----------------------------|------------------------------------------|
-| sqlite    | storage.targets.sqlite     | sqlite3 (standard library), thread pool  |
+| sqlite    | storage.targets.sqlite     | sqlite3 (standard library), a thread per |
+|           |                            | session (sim.core.session_threads)       |
 | postgres  | storage.targets.postgres   | asyncpg, on the engine loop              |
 | oracle    | storage.targets.oracle     | python-oracledb async thin mode          |
-| sqlserver | storage.targets.odbc       | pyodbc, thread pool                      |
+| sqlserver | storage.targets.odbc       | pyodbc, a thread per session             |
 | odbc      | storage.targets.odbc       | pyodbc with any ODBC driver and dialect  |
 | mysql     | storage.targets.mysql      | asyncmy, on the engine loop (registers   |
 |           |                            | itself: listed in sim.registry)          |
-| filetree  | storage.targets.filetree   | os calls, one pool hop per operation     |
+| filetree  | storage.targets.filetree   | the native file loop (fileloop.c) on a   |
+|           |                            | thread per session, else os calls there  |
 """
 
 from __future__ import annotations
