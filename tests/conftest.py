@@ -6,7 +6,7 @@ pool into greenlets that never run, and the suite would hang far from the cause.
 another then fails with "Cannot switch to a different thread" — in CI that was the ONTAP replay
 server dropping connections, for every later test, after a unit test module had imported
 ``sim.locust.webui`` at collection. Locust and gevent run only in child processes; what tests
-need of them in-process lives outside sim.locust (sim.storage_table, sim.worker_samples).
+need of them in-process lives outside sim.locust (sim.live.storage_table, sim.live.worker_samples).
 """
 
 from __future__ import annotations

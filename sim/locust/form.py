@@ -23,7 +23,7 @@ from sim import registry
 from sim.config.resolve import resolved_dict, validate
 from sim.config.scenario import ScenarioBase
 from sim.errors import ConfigError
-from sim.start_form import MAIN_PARAMETERS
+from sim.live.start_form import MAIN_PARAMETERS
 
 
 @dataclass(frozen=True)

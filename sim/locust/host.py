@@ -131,7 +131,7 @@ class EngineHost:
         self.fed_operations = 0
         self.engine_listeners: list[EngineListener] = []
         #: The load's progress (rate, ETA) and when each state was first entered (monotonic):
-        #: the web UI's phase indicator (sim.run_phase).
+        #: the web UI's phase indicator (sim.live.phase).
         self.meter = ProgressMeter()
         self.entered: dict[str, float] = {}
         self._queue: collections.deque[Packet] = collections.deque()

@@ -11,7 +11,7 @@ Counts are exact: an interval's histogram is the sum (``HdrHistogram.add``) of t
 histograms, and the run totals are the sum of every worker's measured intervals, which is what
 each worker's own engine counts (its final report's totals are compared with them and any
 difference is written into the summary's messages). Storage samples are merged by
-:func:`sim.worker_samples.merge_samples`. A worker that stops sending heartbeats for
+:func:`sim.live.worker_samples.merge_samples`. A worker that stops sending heartbeats for
 ``LOST_AFTER_S`` (killed, crashed, cut off) is recorded as lost: what it sent until then is
 counted, the run goes on without it, and the summary's ``distributed`` section says what was
 lost and when. The scenario's SLOs are judged on the merged bundle by the same function as a
@@ -39,10 +39,10 @@ from sim.config.scenario import ScenarioBase
 from sim.core.metrics import Interval, OpStats
 from sim.core.runner import judge_errors, write_service_levels
 from sim.core.validity import failure_line
+from sim.live.worker_samples import merge_samples
 from sim.locust.packets import Packet, decode_ops, packet_ops, packet_samples
 from sim.locust.summary import STATUS_COMPLETED, STATUS_FAILED, distributed_extra, run_status
 from sim.protocols import Sample
-from sim.worker_samples import merge_samples
 
 log = logging.getLogger(__name__)
 #: The key under which a pending packet keeps its operations, decoded off the hub on arrival.

@@ -6,7 +6,7 @@ A *packet* is one closed interval of one engine: its histograms (HDR, base64, as
 are built on the engine thread (the encoding costs CPU there, not on the gevent hub) and are
 msgpack-ready, because workers ship them to the master on Locust's worker-report channel.
 
-Storage samples of several workers are merged by :func:`sim.worker_samples.merge_samples`.
+Storage samples of several workers are merged by :func:`sim.live.worker_samples.merge_samples`.
 """
 
 from __future__ import annotations

@@ -38,11 +38,11 @@ from sim.config.resolve import validate
 from sim.config.scenario import ScenarioBase
 from sim.core.metrics import OpStats
 from sim.errors import SimError
+from sim.live.phase import describe
 from sim.locust.form import scenario_from_options, share_scenario
 from sim.locust.host import ROLE_LOCAL, ROLE_WORKER, EngineHost
 from sim.locust.packets import Packet, decode_ops
 from sim.protocols import Sample
-from sim.run_phase import describe
 
 log = logging.getLogger(__name__)
 

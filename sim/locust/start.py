@@ -1,5 +1,5 @@
 """The web UI's start form routes: ``GET /dbsim/form`` and ``POST /dbsim/start``
-(:mod:`sim.start_form` describes and validates the form)."""
+(:mod:`sim.live.start_form` describes and validates the form)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from locust.env import Environment
 from locust.runners import STATE_RUNNING, STATE_SPAWNING, STATE_STOPPING
 
 from sim.errors import ConfigError
+from sim.live.start_form import GENERAL, FormErrors, form_fields, scenario_from_form
 from sim.locust.form import check_locust_scenario
 from sim.locust.roles import Controller
-from sim.start_form import GENERAL, FormErrors, form_fields, scenario_from_form
 
 
 def add_start_routes(

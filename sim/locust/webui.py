@@ -44,13 +44,13 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from sim.bundle.summary import status_text
 from sim.core.metrics import OpStats
+from sim.live.phase import phase_of
+from sim.live.storage_table import storage_columns, storage_rows
 from sim.locust.downloads import DOWNLOADS, download
 from sim.locust.live import LiveCache
 from sim.locust.roles import Controller
 from sim.protocols import Sample
 from sim.report.findings import layer_rows
-from sim.run_phase import phase_of
-from sim.storage_table import storage_columns, storage_rows
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from sim.config.resolve import validate
 from sim.config.scenario import Slo
 from sim.errors import ScenarioError
 from sim.judge.slo import Window, WindowBuilder, evaluate, summary_section, verdict_line
+from sim.live.storage_table import storage_rows
 from sim.protocols import Sample
 from sim.report.sections import storage as report_storage
-from sim.storage_table import storage_rows
 from storage.collectors.blocklatency import (
     SOURCE,
     BlockLatencyCollector,

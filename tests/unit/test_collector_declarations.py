@@ -19,6 +19,8 @@ from sim.config import resolve as scenario
 from sim.config.resolve import validate
 from sim.core.runner import build_collectors
 from sim.errors import ScenarioError
+from sim.live.storage_table import storage_columns, storage_rows
+from sim.live.worker_samples import merge_samples
 from sim.protocols import Collector, Sample, Target
 from sim.registry import (
     COLLECTOR_SCOPE_SHARED,
@@ -28,8 +30,6 @@ from sim.registry import (
     UiFigure,
 )
 from sim.report.sections import storage as report_storage
-from sim.storage_table import storage_columns, storage_rows
-from sim.worker_samples import merge_samples
 from tests.unit.test_devices import PathsTarget
 
 
@@ -188,8 +188,11 @@ def test_no_product_file_outside_the_plugins_names_a_collector() -> None:
         "sim/cli/console.py",
         "sim/locust/packets.py",
         "sim/locust/webui.py",
-        "sim/storage_table.py",
-        "sim/worker_samples.py",
+        "sim/live/storage_table.py",
+        "sim/live/worker_samples.py",
+        "sim/report/collector_charts.py",
+        "sim/report/charts.py",
+        "sim/locust/live.py",
         "sim/analysis/series.py",
         "sim/analysis/verdict.py",
         "sim/analysis/analyze.py",

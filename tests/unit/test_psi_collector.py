@@ -18,10 +18,10 @@ from sim.analysis.verdict import Findings, decide
 from sim.cli.console import live_tables, summary_tables
 from sim.config.resolve import validate
 from sim.errors import CollectorError, ScenarioError
+from sim.live.storage_table import storage_columns, storage_rows
+from sim.live.worker_samples import merge_samples
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Sample
 from sim.report.sections import storage as report_storage
-from sim.storage_table import storage_columns, storage_rows
-from sim.worker_samples import merge_samples
 from storage.collectors.psi import (
     MalformedPressure,
     PsiCollector,

@@ -116,7 +116,7 @@ GAPS_CHILD = r"""
 import json
 import sim.locust
 from sim.locust.packets import interval_packet, packet_samples
-from sim.worker_samples import merge_samples
+from sim.live.worker_samples import merge_samples
 from tests.unit.test_validity import GAP_RESET, Sample, _interval, gap_sample
 
 samples = [

@@ -1,4 +1,4 @@
-"""dbsim's start form (sim.start_form) and phase indicator (sim.run_phase), without a server.
+"""dbsim's start form (sim.live.start_form) and phase indicator (sim.live.phase), without a server.
 
 The form's errors are compared with what ``dbsim validate`` refuses for the same values: the
 scenario resolved with the same ``--set`` overrides (:func:`sim.config.resolve.resolve`), whose
@@ -17,8 +17,8 @@ from sim.config.scenario import ScenarioBase
 from sim.core.progress import ProgressMeter
 from sim.core.stages import Stage
 from sim.errors import ScenarioError
-from sim.run_phase import describe, phase_of
-from sim.start_form import GENERAL, FormErrors, field_of, form_fields, scenario_from_form
+from sim.live.phase import describe, phase_of
+from sim.live.start_form import GENERAL, FormErrors, field_of, form_fields, scenario_from_form
 
 
 @pytest.fixture(scope="module")
