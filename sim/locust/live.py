@@ -131,11 +131,15 @@ def build_charts(bundle: Path, summary: Mapping[str, Any]) -> list[dict[str, Any
 
 def _verdict(analysis: Mapping[str, Any] | None, final: bool) -> dict[str, Any]:
     verdict = (analysis or {}).get("verdict") or {}
-    return {
-        "kind": "final verdict" if final else "verdict so far",
-        "call": verdict.get("call") or "not yet",
-        "summary": verdict.get("summary") or "waiting for measured intervals",
-    }
+    call = str(verdict.get("call") or "not yet")
+    summary = str(verdict.get("summary") or "waiting for measured intervals")
+    # The analysis' sentence opens with the call ("Client-bound: …"); the page shows the call
+    # in its own cell, so it is not said twice.
+    head, sep, rest = summary.partition(": ")
+    if sep and head.lower() == call.lower():
+        summary = rest
+    return {"kind": "final verdict" if final else "verdict so far", "call": call,
+            "summary": summary}  # fmt: skip
 
 
 def live_view(bundle_path: str | None, running: bool) -> dict[str, Any]:
