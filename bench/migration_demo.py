@@ -183,7 +183,9 @@ def main() -> int:
     parser.add_argument("--work-unit", type=int, default=3, help="SLOB WORK_UNIT (rows per read)")
     parser.add_argument("--warmup-s", type=float, default=5.0, help="the cache fills meanwhile")
     parser.add_argument("--step-s", type=float, default=5.0)
-    parser.add_argument("--compare-s", type=float, default=10.0)
+    parser.add_argument(
+        "--compare-s", type=float, default=30.0, help="fixed-rate runs (compare needs >= 5 batches)"
+    )
     parser.add_argument("--p99-ms", type=float, default=50.0, help="the read p99 objective")
     parser.add_argument("--device-p99-ms", type=float, default=20.0)
     parser.add_argument("--pg-port", type=int, default=55462)
