@@ -313,7 +313,8 @@ def _list_presets(presets: dict[str, Any], as_json: bool) -> None:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     for name, p in presets.items():
-        sys.stdout.write(f"{name:14} {len(p.points):3} points  {p.title}\n")
+        unit = "point " if len(p.points) == 1 else "points"
+        sys.stdout.write(f"{name:14} {len(p.points):3} {unit}  {p.title}\n")
         for load, points in p.tables:
             mount = ", ".join(f"{m.name}={m.value}" for m in load.mount)
             sys.stdout.write(
