@@ -293,6 +293,7 @@ def findings(
         p99_us=p99,
         iops=stats.nan_median(device["iops"]) if device is not None else None,
         util_pct=stats.nan_mean(device["util_pct"]) if device and "util_pct" in device else None,
+        await_ms=stats.nan_median(device["await_ms"]) if device and "await_ms" in device else None,
         ios_per_op=io["device_ios_per_op"],
         sync_ios_per_op=io["device_sync_ios_per_op"],
         db_reads_per_op=io["db_blocks_read_per_op"],

@@ -156,6 +156,8 @@ class Findings:
     p99_us: float | None = None
     iops: float | None = None
     util_pct: float | None = None
+    #: The device's combined await (iostat's), median over the window: the latency it showed.
+    await_ms: float | None = None
     ios_per_op: float | None = None
     #: Device reads plus flushes per operation: the I/O a session waits for (buffered writes
     #: are written back later, unless the device is busy enough to throttle the writers).
@@ -317,9 +319,12 @@ def _storage_bound(f: Findings, g: Gates) -> str:
         else "latency rose across the steps while IOPS did not"
     )
     per_op = f.ios_per_op if f.ios_per_op is not None else f.db_reads_per_op
+    # The device's own latency, whatever figure correlated best: on a LUN whose array queues
+    # (QoS, saturation) it is where the array's latency shows to the host.
+    waited = f" with {_fmt_us(f.await_ms * 1000)} await" if f.await_ms is not None else ""
     return (
         f"Storage-bound: {op} latency (p99 {_fmt_us(f.p99_us)}) moved with {dev} "
-        f"({why}) while {dev} {how}, at {_num(per_op, 1)} I/Os per operation."
+        f"({why}) while {dev} {how}{waited}, at {_num(per_op, 1)} I/Os per operation."
     )
 
 
