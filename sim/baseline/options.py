@@ -41,10 +41,21 @@ def checked(opts: BaselineOptions) -> tuple[list[PlannedPoint], Any]:
         raise ConfigError("baseline: --runtime and --interval must be > 0, --ramp ≥ 0")
     points = plan(opts.presets, opts.only, opts.numjobs, opts.iodepth, curve=opts.curve)
     if not opts.envelope:
+        if opts.capacity_tib is not None:
+            raise ConfigError(
+                "baseline --capacity: it chooses an envelope's figures; give --envelope"
+            )
         return points, None
     from storage.envelopes import get_envelope
 
     try:
-        return points, get_envelope(opts.envelope)
+        envelope = get_envelope(opts.envelope)
     except ConfigError as exc:  # name the option: the message alone says "envelope"
         raise ConfigError(f"baseline --envelope: {exc}") from None
+    if opts.capacity_tib is not None and envelope.spec.capacity.kind != "points":
+        # A size the comparison would not use is refused, never quietly dropped.
+        raise ConfigError(
+            f"baseline --capacity: {opts.envelope} is not published per volume size; "
+            "leave --capacity out"
+        )
+    return points, envelope

@@ -106,6 +106,8 @@ def test_dry_run_shows_the_search_and_the_curve(dbsim: Dbsim, tmp_path: Path) ->
         (("--iodepth", "deep"), "--iodepth"),
         (("--curve", "0,50"), "--curve"),
         (("--capacity", "lots"), "--capacity"),
+        (("--capacity", "1TB"), "give --envelope"),  # a size with no figures to choose
+        (("--capacity", "1TiB", "--envelope", "gcnv-extreme-nfsv3"), "not published per"),
         (("--preset", "iscsi-9k"), "--preset"),
     ],
 )
