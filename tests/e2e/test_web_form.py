@@ -5,13 +5,17 @@ scenario (SLOB-like on SQLite). The browser fills dbsim's form with two bad valu
 each field shows, inline, exactly the line ``dbsim validate`` prints for the same scenario
 (``--set`` of the same values), and nothing starts. Filled right, the run starts; the phase
 indicator goes through ``loading`` (with the load's progress) to ``measuring`` (elapsed and
-remaining), the Run tab says so too; Stop ends the run ``completed (stopped early)``, which the
-indicator then shows. Screenshots (the form with its errors, the run measuring, the end) are
-left in the test's tmp directory for a person to look at.
+remaining), the Run tab says so too; a second live page sees every chart grow and reads the
+Storage chart's device IOPS, which equal block.csv's for that second within 5 %; Stop ends the
+run ``completed (stopped early)``, which the indicator then shows, the live page gives the
+final verdict, and the bundle zip downloaded from the Run tab holds the run's report.html,
+which opens. Screenshots (the form with its errors, the run measuring, every live tab, the
+end, the report from the zip) are left in the test's tmp directory for a person to look at.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import signal
@@ -26,7 +30,14 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import bundle_dirs, clean_environment
-from tests.e2e.test_web_ui import CHROMIUM_ARGS, _browser_or_skip, _free_port, _get_json
+from tests.e2e.test_web_ui import (
+    CHROMIUM_ARGS,
+    _browser_or_skip,
+    _check_downloads,
+    _free_port,
+    _get_json,
+    _watch_live_page,
+)
 
 pytestmark = [pytest.mark.e2e]
 
@@ -195,6 +206,11 @@ def test_start_form_validates_like_the_cli_and_runs_through_its_phases(
             page.screenshot(path=str(shots / "form-measuring.png"), full_page=True)
             status = _get_json(f"{url}/dbsim/status")
             bundle = ui.out.parent / status["run"]["bundle"]
+            # The run the form started, on a second live page: every chart grows, and the
+            # Storage chart's device IOPS is read off it (checked against block.csv below).
+            live = browser.new_page(viewport={"width": 1400, "height": 900})
+            live.set_default_timeout(STEP_TIMEOUT_MS)
+            reading = _watch_live_page(live, url, shots)
 
             page.locator("#stop").click()
             try:  # a loaded machine has taken tens of seconds to stop (sim.locust.host)
@@ -204,6 +220,11 @@ def test_start_form_validates_like_the_cli_and_runs_through_its_phases(
             page.locator("#phase-text", has_text="completed (stopped early)").wait_for()
             page.screenshot(path=str(shots / "form-finished.png"), full_page=True)
             phases: list[dict[str, str]] = page.evaluate("window.__phases")
+            # The final verdict, then the bundle downloaded from the Run tab and its report.
+            live.locator("#verdict-kind", has_text="final verdict").wait_for()
+            live.screenshot(path=str(shots / "live-final.png"), full_page=True)
+            page.get_by_role("button", name="Run", exact=True).click()
+            _check_downloads(url, bundle, page, browser, shots)
         finally:
             browser.close()
 
@@ -221,3 +242,9 @@ def test_start_form_validates_like_the_cli_and_runs_through_its_phases(
     assert summary["timing"]["measured_s"] > 1
     scenario = (bundle / "scenario.yaml").read_text(encoding="utf-8")
     assert f"work_unit: {WORK_UNIT}" in scenario and f"scale: {SCALE_ROWS}" in scenario
+    # The live Storage chart's IOPS is block.csv's for the same interval (within 5 %).
+    with (bundle / "timeseries" / "block.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    same = [r for r in rows if r["entity"] == reading["entity"] and float(r["t"]) == reading["t"]]
+    assert same, (reading, rows[-3:])
+    assert reading["iops"] == pytest.approx(float(same[0]["iops"]), rel=0.05), (reading, same)
