@@ -281,8 +281,11 @@ register_collector(
                 UiFigure("iops", "IOPS", "ops_s"),
                 UiFigure("read_mb_s", "Read MB/s", "read_kB_s", 1 / 1024),
                 UiFigure("write_mb_s", "Write MB/s", "write_kB_s", 1 / 1024),
-                # per operation: the client's time per call (queue + round trip)
+                # per operation: the client's time per call (queue + round trip) …
                 UiFigure("read_await_ms", "Read await (ms)", "avg_exe_ms"),
+                # … and the round trip alone (the server and the network): where the two part,
+                # the calls queued in the client (slots, nconnect)
+                UiFigure("rtt_ms", "RTT (ms)", "avg_rtt_ms"),
             ),
         ),
         correlate=(
