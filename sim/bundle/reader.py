@@ -17,20 +17,29 @@ from __future__ import annotations
 
 import csv
 import logging
+import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sim import safeio, safeyaml
 from sim.errors import ConfigError
 
+if TYPE_CHECKING:
+    from hdrh.histogram import HdrHistogram
+
 log = logging.getLogger(__name__)
 
 SUMMARY_NAME = "summary.json"
 ANALYSIS_NAME = "analysis.json"
 SCENARIO_NAME = "scenario.yaml"
+INTERVAL_HISTOGRAMS = ("histograms", "intervals.hlog")
+#: A line of the interval histogram log longer than this is damaged (a run's lines hold one
+#: operation's encoded histogram: a few kB), and skipped without being held in memory.
+MAX_HLOG_LINE_CHARS = 1 << 20
 #: summary.json nests 5 deep (storage.block.<device>.<figure>; distributed.workers[i].ops).
 MAX_BUNDLE_DEPTH = 16
 
@@ -259,3 +268,46 @@ def read_rows_if_readable(path: Path) -> list[dict[str, str]]:
         return read_csv_rows(path)
     except ConfigError:
         return []
+
+
+def read_interval_histograms(
+    bundle: Path, *, phase: str = "measure"
+) -> Iterator[tuple[float, str, HdrHistogram]]:
+    """``(t_end, op, histogram)`` of each line of ``phase`` in the bundle's interval histogram
+    log (``histograms/intervals.hlog``: ``t_start_s,t_end_s,phase,op,<base64>``), streamed.
+    Nothing when the log is missing, unreadable or not a regular file; a damaged line costs
+    that line only."""
+    from hdrh.histogram import HdrHistogram
+
+    try:
+        handle = safeio.open_text_stream(
+            bundle.joinpath(*INTERVAL_HISTOGRAMS), what="histogram log"
+        )
+    except (OSError, ConfigError):
+        return
+    with handle:
+        for line in _bounded_lines(handle):
+            parts = line.rstrip("\n").split(",")
+            if line.startswith("#") or len(parts) != 5 or parts[2] != phase:
+                continue
+            try:
+                t_end = float(parts[1])
+                histogram = HdrHistogram.decode(parts[4].encode("ascii"))
+            except Exception:  # hdrh raises several kinds on a damaged line; it costs that line
+                continue
+            if math.isfinite(t_end):
+                yield t_end, parts[3], histogram
+
+
+def _bounded_lines(handle: Any) -> Iterator[str]:
+    """The lines of a text stream, each at most :data:`MAX_HLOG_LINE_CHARS` (a longer one is
+    read past in pieces and left out); ends quietly where the file cannot be read on."""
+    try:
+        while line := handle.readline(MAX_HLOG_LINE_CHARS):
+            if line.endswith("\n") or len(line) < MAX_HLOG_LINE_CHARS:
+                yield line
+                continue
+            while (rest := handle.readline(MAX_HLOG_LINE_CHARS)) and not rest.endswith("\n"):
+                pass
+    except (OSError, UnicodeDecodeError):
+        return

@@ -170,26 +170,29 @@ def _step_workload(
     run_dir: Path, measured: list[dict[str, Any]], step: int, device: str | None, why: str
 ) -> Workload:
     """One step's block-device means (from the bundle's time series) as a Workload."""
+    from sim.judge.slo import device_source
     from sim.judge.sweep import step_windows
 
     window = step_windows(run_dir, measured).get(step - 1)
     devices = window.devices if window is not None else {}
     label = f"step {step} ({why})"
     return workload_from_summary(
-        {"storage": {"block": devices}}, device, f"{run_dir.name}, {label}"
+        {"storage": {device_source(): devices}}, device, f"{run_dir.name}, {label}"
     )
 
 
 def workload_from_summary(summary: Any, device: str | None, name: str) -> Workload:
     """A Workload from a summary's ``storage.block.<device>`` means: reads and writes per
     second and kB/s (iostat's kB = KiB); the busiest device unless ``device`` names one."""
+    from sim.judge.slo import device_source
     from storage.envelopes.sizing import Workload
 
+    source = device_source()
     storage = summary.get("storage") if isinstance(summary, dict) else None
-    block = storage.get("block") if isinstance(storage, dict) else None
+    block = storage.get(source) if isinstance(storage, dict) else None
     if not isinstance(block, dict) or not block:
         raise ConfigError(
-            f"size: bundle {name} has no block-device means (storage.block in summary.json); "
+            f"size: bundle {name} has no block-device means (storage.{source} in summary.json); "
             f"give the numbers with --read-iops/--write-iops/--block-size instead"
         )
     devices = {k: v for k, v in block.items() if isinstance(v, dict)}

@@ -32,6 +32,7 @@ from sim.bundle.reader import read_scenario as bundle_scenario
 from sim.errors import ConfigError, ScenarioError, SimError
 from sim.judge import caveats as caveats_mod
 from sim.judge import noise
+from sim.judge.slo import device_source
 from sim.safeio import MAX_SCENARIO_BYTES, InputLimitError, read_text_file
 from sim.safeyaml import load_yaml
 
@@ -128,11 +129,11 @@ def run_figures(bundle: Path, role: str) -> dict[str, Any]:
             analysis = analyze_bundle(bundle)
         except SimError:
             analysis = None
-    block = (summary.get("storage") or {}).get("block") or {}
+    devices = (summary.get("storage") or {}).get(device_source()) or {}
     device = (analysis or {}).get("primary_device")
-    if device not in block:
-        device = primary_device(block)
-    means = block.get(device) or {}
+    if device not in devices:
+        device = primary_device(devices)
+    means = devices.get(device) or {}
     measured_s = finite((summary.get("timing") or {}).get("measured_s"))
     total_ops = sum(finite(s.get("count")) or 0.0 for s in operations.values())
     ios_per_op = finite(((analysis or {}).get("io_per_op") or {}).get("device_ios_per_op"))

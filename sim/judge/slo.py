@@ -35,6 +35,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from sim import registry
 from sim.bundle.figures import RATES, device_figures, finite, primary_device
 from sim.config.scenario import DEVICE_LATENCY_LIMITS, LATENCY_LIMITS, Slo
 from sim.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SLO_MISSED
@@ -78,20 +79,24 @@ class Window:
             if isinstance(stats, dict)
         }
         storage = summary.get("storage") or {}
-        block = storage.get("block") or {}
+        means_of = storage.get(device_source()) or {}
         devices = {
-            dev: device_figures(means) for dev, means in block.items() if isinstance(means, dict)
+            dev: device_figures(means) for dev, means in means_of.items() if isinstance(means, dict)
         }
         add_device_latency(devices, storage.get(device_latency_source() or "") or {})
         seconds = finite(timing.get("measured_s")) or 0.0
         return cls("measured window", seconds, ops, devices)
 
 
+def device_source() -> str:
+    """The collector whose per-device means (IOPS, await) the storage limits judge: the one
+    declaring the device role (sim.registry.ROLE_DEVICE); "" when no plug-in declares it."""
+    return registry.collector_with_role(registry.ROLE_DEVICE) or ""
+
+
 def device_latency_source() -> str | None:
     """The collector whose per-device quantiles the device latency limits judge."""
-    from sim.registry import ROLE_DEVICE_LATENCY, collector_with_role
-
-    return collector_with_role(ROLE_DEVICE_LATENCY)
+    return registry.collector_with_role(registry.ROLE_DEVICE_LATENCY)
 
 
 def add_device_latency(

@@ -28,14 +28,12 @@ exits 0 when some load met every SLO and 1 when even the first step missed one.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hdrh.histogram import HdrHistogram
-
 from sim.bundle.figures import finite, primary_device
-from sim.bundle.reader import read_rows_if_readable
+from sim.bundle.reader import read_interval_histograms, read_rows_if_readable
 from sim.config.scenario import Slo, Sweep
 from sim.judge import slo as slo_mod
 from sim.judge.slo import Window, WindowBuilder
@@ -59,10 +57,11 @@ COMPLETE_FRACTION = 0.9
 
 
 def step_windows(bundle: Path, stages: Sequence[Mapping[str, Any]]) -> dict[int, Window]:
-    """One window per measured step, from the bundle's ops.csv, histogram log and block.csv,
-    with each step's measured seconds from the stage log. An interval belongs to the last
-    stage that started before it ended: a step boundary closes the interval in flight, so
-    none spans two steps (an interval ending exactly at a boundary is the earlier step's)."""
+    """One window per measured step, from the bundle's ops.csv, histogram log and the time
+    series of the device collectors (block.csv, the device latency quantiles), with each
+    step's measured seconds from the stage log. An interval belongs to the last stage that
+    started before it ended: a step boundary closes the interval in flight, so none spans two
+    steps (an interval ending exactly at a boundary is the earlier step's)."""
     starts = [
         (float(s["t"]), s["step"], finite(s.get("duration_s")))
         for s in stages
@@ -81,12 +80,13 @@ def step_windows(bundle: Path, stages: Sequence[Mapping[str, Any]]) -> dict[int,
     series = bundle / "timeseries"
 
     ops_rows = read_rows_if_readable(series / "ops.csv")
-    block_rows = read_rows_if_readable(series / "block.csv")
+    device_source = slo_mod.device_source()
+    device_rows = read_rows_if_readable(series / f"{device_source}.csv") if device_source else []
     latency_source = slo_mod.device_latency_source()
     latency_rows = read_rows_if_readable(series / f"{latency_source}.csv") if latency_source else []
     builders: dict[int, WindowBuilder] = {step: WindowBuilder() for _, step, _ in starts}
     # Each interval covers the time since the previous one ended (any phase).
-    ends = sorted({t for r in (*ops_rows, *block_rows) if (t := finite(r.get("t"))) is not None})
+    ends = sorted({t for r in (*ops_rows, *device_rows) if (t := finite(r.get("t"))) is not None})
     length = {t: t - previous for previous, t in zip([0.0, *ends], ends, strict=False)}
     for row in ops_rows:
         t, step = finite(row.get("t")), None
@@ -98,13 +98,13 @@ def step_windows(bundle: Path, stages: Sequence[Mapping[str, Any]]) -> dict[int,
                 finite(row.get("count")) or 0.0,
                 finite(row.get("errors")) or 0.0,
             )
-    for row, latency in (*((r, False) for r in block_rows), *((r, True) for r in latency_rows)):
+    for row, latency in (*((r, False) for r in device_rows), *((r, True) for r in latency_rows)):
         t = finite(row.get("t"))
         if t is None or row.get("phase") != "measure" or (step := step_at(t)) is None:
             continue
         add = builders[step].add_device_latency if latency else builders[step].add_device
         add(row.get("entity") or "", row, length.get(t, 0.0))
-    for t_end, op, hist in _hlog(bundle / "histograms" / "intervals.hlog"):
+    for t_end, op, hist in read_interval_histograms(bundle):
         if (step := step_at(t_end)) is not None:
             builders[step].add_op(op, 0.0, 0.0, hist)
     windows = {}
@@ -113,26 +113,6 @@ def step_windows(bundle: Path, stages: Sequence[Mapping[str, Any]]) -> dict[int,
             duration = sum(v for k, v in length.items() if step_at(k) == step)
         windows[step] = builders[step].window(f"step {step + 1}", duration)
     return windows
-
-
-def _hlog(path: Path) -> Iterable[tuple[float, str, HdrHistogram]]:
-    """(t_end, op, histogram) of every measured line of the interval histogram log."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return
-    for line in lines:
-        parts = line.split(",")
-        if line.startswith("#") or len(parts) != 5 or parts[2] != "measure":
-            continue
-        t_end = finite(parts[1])
-        if t_end is None:
-            continue
-        try:
-            hist = HdrHistogram.decode(parts[4].encode("ascii"))
-        except Exception:  # hdrh raises several kinds on a damaged line; it costs that line
-            continue
-        yield t_end, parts[3], hist
 
 
 # --------------------------------------------------------------------------- live stop
@@ -148,6 +128,7 @@ class BreachMonitor:
         self.builders: dict[int, WindowBuilder] = {}
         self.seconds: dict[int, float] = {}
         self.reason: str | None = None
+        self.device_source = slo_mod.device_source()
         self.latency_source = slo_mod.device_latency_source()
 
     def on_interval(self, interval: Interval, samples: list[Sample]) -> None:
@@ -162,7 +143,7 @@ class BreachMonitor:
         for sample in samples:
             if sample.gap:  # a gap has no figures to weigh
                 continue
-            if sample.source == "block":
+            if sample.source == self.device_source:
                 builder.add_device(sample.entity, sample.values, seconds)
             elif sample.source == self.latency_source:
                 builder.add_device_latency(sample.entity, sample.values, seconds)

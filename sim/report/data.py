@@ -13,6 +13,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from sim import registry
 from sim.bundle import reader as bundle_files
 from sim.bundle.reader import read_analysis, read_rows_if_readable, read_summary
 from sim.errors import ConfigError
@@ -80,21 +81,9 @@ def series_from_bundle(bundle: Path) -> dict[str, Any]:
     Rows of one interval share ``t`` across files (docs/bundle.md), so ``t`` is the key that
     aligns application and storage figures; a figure missing at some ``t`` is None (a gap).
     """
-    ops_rows = [
-        r
-        for r in read_rows_if_readable(bundle / "timeseries" / "ops.csv")
-        if r.get("phase") == MEASURED_PHASE
-    ]
-    block_rows = [
-        r
-        for r in read_rows_if_readable(bundle / "timeseries" / "block.csv")
-        if r.get("phase") == MEASURED_PHASE
-    ]
-    host_rows = [
-        r
-        for r in read_rows_if_readable(bundle / "timeseries" / "host.csv")
-        if r.get("phase") == MEASURED_PHASE
-    ]
+    ops_rows = _measured_rows(bundle, "ops")
+    block_rows = _measured_rows(bundle, registry.collector_with_role(registry.ROLE_DEVICE))
+    host_rows = _measured_rows(bundle, registry.collector_with_role(registry.ROLE_HOST_CPU))
     keys = _full_intervals(
         sorted(
             {
@@ -116,6 +105,15 @@ def series_from_bundle(bundle: Path) -> dict[str, Any]:
         "device": _device_series(block_rows, index),
         "host": _host_series(host_rows, index),
     }
+
+
+def _measured_rows(bundle: Path, series: str | None) -> list[dict[str, str]]:
+    """The measured rows of ``timeseries/<series>.csv`` ([] for None: no collector plays the
+    role the report asked for)."""
+    if series is None:
+        return []
+    rows = read_rows_if_readable(bundle / "timeseries" / f"{series}.csv")
+    return [r for r in rows if r.get("phase") == MEASURED_PHASE]
 
 
 def _operation_series(
