@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.core.result import OUTCOME_COMPLETED
+
 
 @dataclass
 class RunFacts:
@@ -59,6 +61,6 @@ def status_text(summary: Mapping[str, Any]) -> str:
     """The run's status as people read it: ``completed (stopped early)`` for a run a person
     stopped during its measurement, else the status itself."""
     status = str(summary.get("status") or "unknown")
-    if status == "completed" and summary.get("stopped_early"):
+    if status == OUTCOME_COMPLETED and summary.get("stopped_early"):
         return "completed (stopped early)"
     return status

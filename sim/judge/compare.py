@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sim.bundle.figures import combined_await_ms, finite, primary_device
 from sim.bundle.reader import read_analysis, read_summary
 from sim.bundle.reader import read_scenario as bundle_scenario
+from sim.core.result import OUTCOME_COMPLETED
 from sim.errors import ConfigError, ScenarioError, SimError
 from sim.judge import caveats as caveats_mod
 from sim.judge import noise
@@ -346,7 +347,7 @@ def _run_notes(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
     """Runs that did not finish, or have no per-interval series to give an interval."""
     notes = []
     for role, figs in (("baseline", base), ("candidate", cand)):
-        if figs["status"] != "completed":
+        if figs["status"] != OUTCOME_COMPLETED:
             notes.append(f"the {role} run did not complete (status {figs['status']})")
         if figs["samples"].intervals is None:
             notes.append(

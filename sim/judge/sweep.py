@@ -35,10 +35,11 @@ from typing import TYPE_CHECKING, Any
 from sim.bundle.figures import finite, primary_device
 from sim.bundle.reader import read_interval_histograms, read_rows_if_readable
 from sim.config.scenario import Slo, Sweep
+from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_INTERRUPTED
 from sim.judge import slo as slo_mod
 from sim.judge.slo import Window, WindowBuilder
 
-if TYPE_CHECKING:  # sim.core.engine and sim.config.scenario import this module: no runtime cycle
+if TYPE_CHECKING:  # only annotations name these types
     from sim.config.scenario import ScenarioBase
     from sim.core.engine import Engine
     from sim.core.metrics import Interval
@@ -168,8 +169,6 @@ class BreachMonitor:
 
     def on_finished(self, result: RunResult) -> None:
         """A run the sweep stopped did what was asked of it: completed, not interrupted."""
-        from sim.core.result import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED
-
         if result.outcome == OUTCOME_INTERRUPTED and result.reason == self.reason:
             result.outcome = OUTCOME_COMPLETED
 
@@ -299,7 +298,7 @@ def service_levels(scenario: ScenarioBase, summary: dict[str, Any], bundle: Path
     slos, sweep = list(scenario.slos), scenario.load.sweep
     if not slos and sweep is None:
         return {}
-    if summary.get("status") == "failed":
+    if summary.get("status") == OUTCOME_FAILED:
         return {"slos": {"met": None, "note": "the run failed: nothing to judge"}} if slos else {}
     try:
         if sweep is None:

@@ -32,14 +32,13 @@ import gevent
 from locust.env import Environment
 
 from sim.core.loading import built_anything, host_of
+from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED
 from sim.locust.merge import RunMerger
 from sim.locust.roles import MSG_LOAD
 
 log = logging.getLogger(__name__)
 
 WATCH_S = 0.5  # how often the load phase looks for a lost loader
-OUTCOME_COMPLETED = "completed"
-OUTCOME_FAILED = "failed"
 
 
 class LoadPhase:

@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any
 from sim.bundle.files import iso
 from sim.bundle.summary import RunFacts
 from sim.core.metrics import mix_report
+from sim.core.result import OUTCOME_COMPLETED as STATUS_COMPLETED
+from sim.core.result import OUTCOME_FAILED as STATUS_FAILED
+from sim.core.result import OUTCOME_INTERRUPTED as STATUS_INTERRUPTED
 
 if TYPE_CHECKING:
     from sim.locust.merge import RunMerger, WorkerRun
-
-STATUS_COMPLETED = "completed"
-STATUS_INTERRUPTED = "interrupted"
-STATUS_FAILED = "failed"
 
 
 def run_status(finals: Sequence[dict[str, Any] | None], stopped_by: str | None) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 from sim import registry
 from sim.bundle.summary import status_text
 from sim.core.cache import not_exercised_headline
+from sim.core.result import OUTCOME_COMPLETED
 from sim.registry import Display
 from sim.report.markup import (
     DASH,
@@ -103,7 +104,7 @@ def header(summary: Mapping[str, Any], bundle: Path) -> Safe:
             f'<p class="alert"><strong>Run {esc(status)}:</strong> {esc(problem)}. The figures '
             "below describe failed operations, not the storage.</p>"
         )
-    elif status != "completed":
+    elif status != OUTCOME_COMPLETED:
         problem = summary.get("error") or summary.get("reason") or "the run did not complete"
         out.append(
             f'<p class="alert"><strong>Run {esc(status)}:</strong> {esc(problem)}. The figures '
