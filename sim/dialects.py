@@ -15,8 +15,9 @@ collector and the contract tests all ask the record:
   large row alone on its page (SLOB's one row per block), and ``min_rows_per_page``, the
   fewest rows an engine keeps together on a page however large they are; and
   ``refresh_page_counts``, what brings the page counts ``verify`` reads up to date;
-* ``stats_collectors``: the ``db`` collector's sampling of the database's own I/O statistics,
-  when the dialect has one beyond those ``storage.collectors.database`` knows;
+* ``stats_collectors``: the ``db`` collector's sampling of the database's own I/O statistics
+  (the only place that says which collectors a dialect has: ``storage.collectors.database``
+  asks the record; None: the dialect has none yet);
 * ``cache``: the server's own data cache (shared_buffers, the InnoDB buffer pool, the SGA's
   buffer cache …) by name and the one-value query giving its bytes, which
   :mod:`sim.core.cache` holds the data size against before a load.

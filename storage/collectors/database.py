@@ -6,9 +6,12 @@ requests the database cache served. This module samples them; the pure arithmeti
 summary uses (:func:`physical_reads_per_op`, :func:`cache_warning`) is in
 :mod:`storage.collectors.database_figures`.
 
-Per target kind: PostgreSQL (:class:`PostgresStatsCollector`) runs now; Oracle and SQL Server
-are prepared as SQL constants (:data:`ORACLE_SYSSTAT_SQL`, :data:`SQLSERVER_FILE_STATS_SQL`)
-so their collectors can be added to ``_FACTORIES`` beside it.
+Which collectors sample a target's statistics is its dialect record's ``stats_collectors``
+hook (:mod:`sim.dialects`), the one place that says it: PostgreSQL's is
+:func:`postgres_stats_collectors` (:class:`PostgresStatsCollector`, here), MariaDB/MySQL's is
+``storage.targets.mysql``'s InnoDB collector. Oracle and SQL Server are prepared as SQL
+constants (:data:`ORACLE_SYSSTAT_SQL`, :data:`SQLSERVER_FILE_STATS_SQL`) for their records'
+hooks to come.
 
 Resets: a view whose ``stats_reset`` time moved (``pg_stat_reset()``, ``pg_stat_reset_shared``)
 or a counter that went down (a crash restart) gives a :data:`~sim.protocols.GAP_RESET` sample
@@ -25,8 +28,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from sim.dialects import dialect_of
 from sim.errors import CollectorError
@@ -248,14 +251,13 @@ class PostgresStatsCollector(Collector):
 
     async def start(self, now: float) -> None:
         """Open the connection, detect the server version, take the baseline."""
-        # The target's own module, so importing it here costs nothing (asyncpg is loaded).
-        from storage.targets.postgres import PostgresConnection
-
         conn = await connect_sql(self.target)
-        if not isinstance(conn, PostgresConnection):
+        # Told by what it offers, not by its class: storage.targets.postgres names this
+        # collector as its dialect's hook, so importing its class here would close a cycle.
+        if not callable(getattr(conn, "rows", None)):
             await conn.close()
             raise CollectorError("collector db: the target's connection is not asyncpg's")
-        self._conn = conn
+        self._conn = cast("PostgresConnection", conn)
         try:
             version = await conn.scalar(_statement("version", "SHOW server_version_num"))
             self.version_num = int(version)
@@ -410,7 +412,8 @@ class PostgresStatsCollector(Collector):
 # --------------------------------------------------------------------------- registration
 
 
-def _postgres(target: Target, options: dict[str, Any]) -> list[Collector]:
+def postgres_stats_collectors(target: Target, options: dict[str, Any]) -> list[Collector]:
+    """PostgreSQL's statistics collectors (the postgres dialect record's ``stats_collectors``)."""
     prefix, pattern = options.get("table_prefix"), options.get("table_pattern")
     for name, value in (("table_prefix", prefix), ("table_pattern", pattern)):
         if value is not None and not isinstance(value, str):
@@ -418,19 +421,11 @@ def _postgres(target: Target, options: dict[str, Any]) -> list[Collector]:
     return [PostgresStatsCollector(target, prefix, pattern)]
 
 
-#: Target kind -> the collectors of its database statistics (Oracle and SQL Server: to come).
-_FACTORIES: dict[str, Callable[[Target, dict[str, Any]], list[Collector]]] = {
-    "postgres": _postgres,
-}
-
-
 def auto_db(target: Target, options: dict[str, Any]) -> list[Collector]:
-    """The database-statistics collectors for ``target``: this module's for its kind, else
-    its dialect record's ``stats_collectors`` (none for kinds without either)."""
-    factory = _FACTORIES.get(target.kind)
-    if factory is None:
-        record = dialect_of(target)
-        factory = record.stats_collectors if record is not None else None
+    """The database-statistics collectors for ``target``: its dialect record's
+    ``stats_collectors`` (none for a target without SQL or a dialect without the hook)."""
+    record = dialect_of(target)
+    factory = record.stats_collectors if record is not None else None
     return factory(target, options) if factory is not None else []
 
 
@@ -438,7 +433,8 @@ register_collector(
     CollectorEntry(
         source=SOURCE,
         auto=auto_db,
-        summary="the database's own I/O statistics (PostgreSQL: pg_stat_database, pg_statio)",
+        summary="the database's own I/O statistics, as the target's dialect record samples them "
+        "(PostgreSQL: pg_stat_database, pg_statio; MariaDB/MySQL: InnoDB counters)",
         scope=COLLECTOR_SCOPE_SHARED,
         display=Display(title="database statistics"),
         role=ROLE_DATABASE,

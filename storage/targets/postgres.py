@@ -29,6 +29,7 @@ from sim.dialects import PageFit, ServerCache, SqlDialect
 from sim.errors import ConfigError, TargetError
 from sim.protocols import EngineContext, LoadLock, SqlConnection, Statement, Target, WaitCallback
 from sim.secrets import redact, resolve_secret
+from storage.collectors.database import postgres_stats_collectors
 from storage.targets.locks import lock_id, polled_lock
 from storage.targets.postgres_room import ConnectionRoom, connection_room
 from storage.targets.postgres_tablespace import TablespacePlacement, tablespace_placement
@@ -61,6 +62,7 @@ POSTGRES_DIALECT = SqlDialect(
     sqlglot="postgres",
     max_identifier_chars=63,
     one_row_per_page=postgres_page_fit,
+    stats_collectors=postgres_stats_collectors,
     cache=ServerCache("shared_buffers", "SELECT pg_size_bytes(current_setting('shared_buffers'))"),
 )
 
@@ -91,10 +93,7 @@ def _row_count(status: str | None) -> int:
 
 #: The load lock's statements (try to take, give back), exclusive and shared.
 ADVISORY_EXCLUSIVE = ("SELECT pg_try_advisory_lock($1)", "SELECT pg_advisory_unlock($1)")
-ADVISORY_SHARED = (
-    "SELECT pg_try_advisory_lock_shared($1)",
-    "SELECT pg_advisory_unlock_shared($1)",
-)
+ADVISORY_SHARED = ("SELECT pg_try_advisory_lock_shared($1)", "SELECT pg_advisory_unlock_shared($1)")
 
 
 class PostgresConnection(SqlConnection):

@@ -18,7 +18,8 @@ import pytest
 import sqlglot
 
 from sim import registry
-from sim.protocols import GAP_RESET, EngineContext, Sample
+from sim.dialects import SqlDialect
+from sim.protocols import GAP_RESET, Collector, EngineContext, Sample, Target
 from storage.collectors.database import (
     PostgresStatsCollector,
     auto_db,
@@ -36,6 +37,7 @@ from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings, SqliteSettings
 from storage.targets.sqlite import SqliteTarget
 from tests.support.counters import by_entity, impossible_rates
+from tests.unit.test_devices import PathsTarget
 
 HOST, PORT = "127.0.0.1", 5432
 OWN_DB = f"dbsim_ut_collector_{os.getpid()}"
@@ -117,6 +119,52 @@ def test_auto_applies_to_postgres_only_and_is_registered() -> None:
     found = auto_db(PostgresTarget(PostgresSettings()), {"table_prefix": "slob"})
     assert len(found) == 1 and isinstance(found[0], PostgresStatsCollector)
     assert found[0].table_prefix == "slob"
+
+
+class MadeUpSqlTarget(PathsTarget):
+    kind = "madeupsql"
+    dialect = "madeupsql"
+
+
+class MadeUpStatsCollector(Collector):
+    source = "db"
+
+    def __init__(self, options: dict[str, object]) -> None:
+        self.options = options
+
+    async def start(self, now: float) -> None:
+        return None
+
+    async def sample(self, now: float) -> list[Sample]:
+        return []
+
+
+def _made_up_stats(target: Target, options: dict[str, object]) -> list[Collector]:
+    return [MadeUpStatsCollector(options)]
+
+
+def test_the_dialect_records_hook_is_the_one_home_of_database_statistics() -> None:
+    """A kind the collector module has never heard of gets its statistics from its dialect
+    record alone; PostgreSQL's come the same way."""
+    record = SqlDialect(
+        name="madeupsql",
+        sqlalchemy_module="sqlalchemy.dialects.sqlite",
+        sqlglot="sqlite",
+        max_identifier_chars=30,
+        stats_collectors=_made_up_stats,
+    )
+    entry = registry.TargetEntry("madeupsql", SqliteSettings, None, "a made-up SQL kind", record)
+    registry.targets()  # the built-in kinds first
+    registry.register_target(entry)
+    try:
+        (found,) = auto_db(MadeUpSqlTarget([]), {"table_pattern": "^t_"})
+    finally:
+        registry._targets.pop("madeupsql", None)
+    assert isinstance(found, MadeUpStatsCollector) and found.options == {"table_pattern": "^t_"}
+    postgres = registry.target("postgres").dialect
+    assert postgres is not None and postgres.stats_collectors is not None
+    (pg,) = postgres.stats_collectors(PostgresTarget(PostgresSettings()), {"table_prefix": "s"})
+    assert isinstance(pg, PostgresStatsCollector) and pg.table_prefix == "s"
 
 
 # ------------------------------------------------------------------ live rate arithmetic
