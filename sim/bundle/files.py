@@ -37,7 +37,9 @@ def atomic_write(path: Path, text: str) -> None:
 
     The temporary file is created with ``O_EXCL|O_NOFOLLOW`` (:mod:`sim.nofollow`): a stale
     one is removed only if it is a regular file, and a link planted at that name is refused
-    (:class:`~sim.nofollow.UnsafeEntryError`, an OSError) instead of written through.
+    (:class:`~sim.nofollow.UnsafeEntryError`, an OSError) instead of written through. ``path``
+    itself is replaced only when it is a regular file with one link (or free): a device, a
+    FIFO, a socket, a link or a directory there is refused the same way and left as it was.
     """
     tmp = path.with_name(f".{path.name}.tmp")
     replace_file(str(path), text.encode("utf-8"), str(tmp))
@@ -75,6 +77,11 @@ def new_bundle_dir(directory: Path, name: str, now: float | None = None) -> Path
     )
 
 
+#: A time series is appended in the run's own new directory; a link planted there is not
+#: written through.
+APPEND_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 class AppendFile:
     """An append-only text file written straight to its descriptor, whole lines at a time.
 
@@ -90,7 +97,7 @@ class AppendFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd: int | None = os.open(path, APPEND_FLAGS, 0o644)
 
     @property
     def empty(self) -> bool:

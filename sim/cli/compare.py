@@ -118,7 +118,9 @@ def _write_html(html: Path, result: dict[str, Any]) -> None:
     try:
         atomic_write(html, render_html(result))
     except OSError as exc:
-        raise ConfigError(f"--html {html}: cannot write: {exc.strerror}") from None
+        # A refusal names the temporary file when that is what is in the way.
+        other = f" {exc.filename}" if exc.filename and str(exc.filename) != str(html) else ""
+        raise ConfigError(f"--html {html}: cannot write{other}: {exc.strerror or exc}") from None
     result["html"] = str(html)
 
 
