@@ -1,11 +1,12 @@
 """The web UI's downloads of the latest run's bundle: ``report.html``, ``summary.json``, the
 time series (``timeseries.zip``) and the whole bundle (``bundle.zip``).
 
-Paths are made absolute before Flask sees them: ``send_file`` resolves a relative path
-against the application's package directory, not the working directory, so a relative
-``-o runs`` used to answer Internal Server Error. Zips are built in gevent's native thread
-pool (a big bundle must not stall the hub) and sent from memory; each holds the bundle's
-directory, so it unpacks as ``<run>/…`` like the bundle on disk.
+Everything is read by :mod:`sim.bundle.archive` in gevent's native thread pool (a big bundle
+must not stall the hub) and sent from memory: nothing through a link, at any level (a planted
+``timeseries`` link to another directory is refused, not zipped), no hard-linked file. Paths
+are made absolute first: a relative ``-o runs`` is the working directory's, not Flask's
+package directory's. Each zip holds the bundle's directory, so it unpacks as ``<run>/…``
+like the bundle on disk.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import gevent
 from flask import Response, make_response, send_file
 
-from sim.bundle.archive import bundle_zip
+from sim.bundle.archive import DownloadRefused, bundle_zip, read_bundle_file
 
 #: name in the URL -> what it is (the Run tab's link text).
 DOWNLOADS = {
@@ -26,25 +27,34 @@ DOWNLOADS = {
     "bundle.zip": "the whole run bundle",
 }
 ZIPPED = {"timeseries.zip": "timeseries", "bundle.zip": ""}
+MIMETYPES = {".zip": "application/zip", ".html": "text/html", ".json": "application/json"}
 
 
 def download(bundle: str | None, name: str) -> Response:
-    """The response for ``/dbsim/run/<name>``: the file, a zip, or a one-line 404."""
+    """The response for ``/dbsim/run/<name>``: the file, a zip, or a one-line 404 (not there
+    yet) or 403 (something that is not the bundle's own file is in its place)."""
     if name not in DOWNLOADS:
         return make_response(f"no such download: {name} (one of {', '.join(DOWNLOADS)})\n", 404)
     if not bundle:
         return make_response("no run yet: start a run first\n", 404)
     path = Path(bundle).absolute()
     label = f"{path.name}-{name}"
-    if name in ZIPPED:
-        folder = path / ZIPPED[name]
-        if not folder.is_dir():
-            return make_response(f"{name}: {folder} does not exist (yet)\n", 404)
-        data = gevent.get_hub().threadpool.apply(bundle_zip, (path, ZIPPED[name]))
-        return send_file(
-            io.BytesIO(data), mimetype="application/zip", as_attachment=True, download_name=label
-        )
-    target = path / name
-    if target.is_symlink() or not target.is_file():  # a planted link is never served
-        return make_response(f"{name} is written when the run ends\n", 404)
-    return send_file(target, as_attachment=name != "report.html", download_name=label)
+    # Read in gevent's thread pool (a big bundle must not stall the hub), never through a
+    # link at any level (sim.bundle.archive).
+    pool = gevent.get_hub().threadpool
+    try:
+        if name in ZIPPED:
+            data = pool.apply(bundle_zip, (path, ZIPPED[name]))
+        else:
+            data = pool.apply(read_bundle_file, (path, name))
+    except FileNotFoundError:
+        missing = f"{path / ZIPPED[name]} does not exist (yet)" if name in ZIPPED else ""
+        return make_response(f"{name}: {missing or 'written when the run ends'}\n", 404)
+    except DownloadRefused as exc:
+        return make_response(f"{name}: {exc}\n", 403)
+    return send_file(
+        io.BytesIO(data),
+        mimetype=MIMETYPES[Path(name).suffix],
+        as_attachment=name != "report.html",
+        download_name=label,
+    )
