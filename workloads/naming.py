@@ -43,6 +43,15 @@ def owned_pattern(prefix: str, suffix_regex: str = "") -> re.Pattern[str]:
     return re.compile(re.escape(prefix) + r"_[1-9][0-9]*" + suffix_regex)
 
 
+def number_of(prefix: str, name: str) -> int:
+    """The table number of ``name``, one of ``prefix``'s names (the digits after
+    ``<prefix>_``), so a prefix's tables sort as 1, 2 … 10, not 1, 10, 2."""
+    digits = name[len(prefix) + 1 :].split("_", 1)[0]
+    if not name.startswith(f"{prefix}_") or not digits.isdigit():
+        raise ValueError(f"{name} is not a table of {prefix}")
+    return int(digits)
+
+
 def like_prefix(prefix: str) -> str:
     """A LIKE pattern that narrows a registry query to ``prefix``'s names (``_`` is a LIKE
     wildcard, so :func:`owned_pattern` makes the exact choice afterwards)."""
@@ -55,6 +64,7 @@ __all__ = [
     "TABLE_PREFIX_PATTERN",
     "index_of",
     "like_prefix",
+    "number_of",
     "numbered",
     "owned_pattern",
 ]

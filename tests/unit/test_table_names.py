@@ -29,7 +29,6 @@ from workloads.identity import (
 )
 from workloads.naming import TABLE_PREFIX_PATTERN, numbered, owned_pattern
 from workloads.slob.parameters import SlobParameters
-from workloads.slob.schema import slob_table
 from workloads.slob.workload import SlobWorkload
 from workloads.ssb.parameters import SsbParameters
 from workloads.ssb.schema import index_name
@@ -44,10 +43,9 @@ def objects(workload: str, prefix: str, count: int) -> set[str]:
     if workload == "slob":
         slob = SlobWorkload(SlobParameters(table_prefix=prefix, schemas=count, scan_pct=10), target)
         names = set()
-        for _, role, name, _ in slob._planned_tables():
-            names.add(name)
-            table = slob_table(name, "sqlite", 8192, indexed=role == "cf1")
-            names |= {str(i.name) for i in table.indexes}
+        for planned in slob.planned_tables():
+            names.add(planned.name)
+            names |= {str(i.name) for i in slob.table(planned).indexes}
         return names
     ssb = SsbWorkload(SsbParameters(table_prefix=prefix, tables=count), target)
     tables = {ssb.table_name(n) for n in range(1, count + 1)}

@@ -11,37 +11,21 @@ become a full scan of ``cf2``.
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel
+from sqlalchemy import Table
 
-from sim.dialects import NEEDS_SQL, dialect_of
 from sim.dialects import dialect as dialect_record
 from sim.errors import WorkloadError
-from sim.protocols import (
-    Connection,
-    ProgressCallback,
-    SqlConnection,
-    Target,
-    Workload,
-    connect_sql,
-    sql_connection,
-)
-from sim.sql import Catalogue, Statement, quote_identifier, refresh_page_counts
-from workloads.common import (
-    bind,
-    bind_order,
-    catalog_name,
-    drop_statement,
-    insert_statement,
-    tablespace_of,
-)
-from workloads.naming import like_prefix, numbered, owned_pattern
-from workloads.ownership import TableRegistry
+from sim.protocols import Connection, SqlConnection, Target, sql_connection
+from sim.sql import Statement
+from workloads.common import bind_order
+from workloads.naming import numbered
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.schema import (
     TEXT_COLUMNS,
@@ -50,7 +34,7 @@ from workloads.slob.schema import (
     pad_values,
     slob_table,
 )
-from workloads.tablespace import drop_tablespace, ensure_tablespace
+from workloads.sqlkit import Batch, PlannedTable, SqlSession, SqlWorkload
 
 SQL_DIR = Path(__file__).parent / "sql"
 WORKLOAD_NAME = "slob"
@@ -66,6 +50,7 @@ STATEMENTS = frozenset(
         "max_rows_per_block",
     }
 )
+_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
 def takes_this_op(index: int, pct: int) -> bool:
@@ -77,28 +62,19 @@ def takes_this_op(index: int, pct: int) -> bool:
     return (index + 1) * pct // 100 > index * pct // 100
 
 
-class SlobWorkload(Workload):
+class SlobWorkload(SqlWorkload[SlobParameters]):
     name: ClassVar[str] = WORKLOAD_NAME
     parameters_model: ClassVar[type[BaseModel]] = SlobParameters
-    needs: ClassVar[str] = NEEDS_SQL
+    sql_dir = SQL_DIR
+    required_statements = STATEMENTS
+    name_suffix = "_cf[12]"
 
     def __init__(self, parameters: BaseModel, target: Target) -> None:
         super().__init__(parameters, target)
-        assert isinstance(parameters, SlobParameters)
-        self.p: SlobParameters = parameters
-        if dialect_of(target) is None:
-            raise WorkloadError(f"slob runs on SQL targets, not {target.kind}")
-        # Fails here, before anything runs, if a dialect lacks a statement.
-        self.catalogue = Catalogue.load(SQL_DIR, target.dialect, required=STATEMENTS)
-        self.registry = TableRegistry(WORKLOAD_NAME, target.dialect, target.paramstyle)
         #: One, unless the engine keeps more rows on a page however large they are (InnoDB).
-        self.rows_per_block = dialect_record(target.dialect).min_rows_per_page
-        self.tablespace = tablespace_of(target)
+        self.rows_per_block = dialect_record(self.dialect).min_rows_per_page
 
-    # ------------------------------------------------------------------ naming
-
-    def table_pattern(self) -> str:
-        return f"^{owned_pattern(self.p.table_prefix, '_cf[12]').pattern}$"
+    # ------------------------------------------------------------------ naming and mix
 
     def table_name(self, schema: int) -> str:
         """``<prefix>_<schema>_cf1`` (workloads.naming: no two scenarios share a name)."""
@@ -106,9 +82,6 @@ class SlobWorkload(Workload):
 
     def scan_table_name(self, schema: int) -> str:
         return numbered(self.p.table_prefix, schema, "_cf2")
-
-    def render(self, name: str, **identifiers: str) -> Statement:
-        return self.catalogue.render(name, self.target.paramstyle, **identifiers)
 
     def data_bytes(self) -> int:
         """SLOB's sizing: one row per block, ``schemas`` tables of ``scale`` rows (plus the
@@ -146,10 +119,14 @@ class SlobWorkload(Workload):
     def default_sessions(self) -> int:
         return self.p.schemas * self.p.threads_per_schema
 
-    # ------------------------------------------------------------------ load
+    # ------------------------------------------------------------------ tables (sqlkit)
 
-    def _fingerprint(self, role: str, rows: int) -> dict[str, Any]:
-        return {
+    def _planned(self, schema: int, role: str) -> PlannedTable:
+        if role == "cf1":
+            name, rows = self.table_name(schema), self.p.scale_rows
+        else:
+            name, rows = self.scan_table_name(schema), self.p.scan_rows
+        fingerprint = {
             "role": role,
             "rows": rows,
             "block_size_bytes": self.p.block_size_bytes,
@@ -158,83 +135,37 @@ class SlobWorkload(Workload):
             # recorded before placements existed, which is in the default tablespace).
             "tablespace": self.tablespace,
         }
+        return PlannedTable(name, schema, rows, fingerprint, role)
 
-    def _planned_tables(self) -> list[tuple[int, str, str, int]]:
-        """(schema, role, table name, rows) for every table this configuration loads."""
-        planned = []
-        for schema in range(1, self.p.schemas + 1):
-            planned.append((schema, "cf1", self.table_name(schema), self.p.scale_rows))
-            if self.p.scan_pct > 0:
-                planned.append((schema, "cf2", self.scan_table_name(schema), self.p.scan_rows))
-        return planned
+    def planned_tables(self) -> list[PlannedTable]:
+        """Per schema ``cf1``, and ``cf2`` when reads scan (``scan_pct`` > 0)."""
+        roles = ("cf1", "cf2") if self.p.scan_pct > 0 else ("cf1",)
+        return [self._planned(s, role) for s in range(1, self.p.schemas + 1) for role in roles]
 
-    async def load(self, progress: ProgressCallback) -> dict[str, Any]:
-        conn = await connect_sql(self.target)
-        try:
-            await self.registry.ensure(conn)
-            planned = self._planned_tables()
-            # Refuse before loading anything, so a foreign table costs no loading time.
-            for _, _, name, _ in planned:
-                await self.registry.check_ownership(conn, name)
-            await ensure_tablespace(self.target, conn, self.registry)
-            tables = [
-                await self._load_table(conn, schema, role, name, rows, progress)
-                for schema, role, name, rows in planned
-            ]
-        finally:
-            await conn.close()
-        return {"tables": tables, "rows_per_schema": self.p.scale_rows, "schemas": self.p.schemas}
-
-    async def _load_table(
-        self,
-        conn: SqlConnection,
-        schema: int,
-        role: str,
-        name: str,
-        rows: int,
-        progress: ProgressCallback,
-    ) -> dict[str, Any]:
-        fingerprint = self._fingerprint(role, rows)
-        if not await self.registry.begin_load(conn, name, fingerprint):
-            return {"table": name, "rows": rows, "built": False}
-        dialect = self.target.dialect
-        table = slob_table(
-            name,
-            dialect,
+    def table(self, planned: PlannedTable) -> Table:
+        return slob_table(
+            planned.name,
+            self.dialect,
             self.p.block_size_bytes,
-            indexed=role == "cf1",
+            indexed=planned.role == "cf1",
             tablespace=self.tablespace,
         )
-        statements = create_statements(table, dialect)
-        # The table (with dbsim's marker and identity); indexes after the data (faster load).
-        await self.registry.create_table(conn, name, statements[0])
-        insert = insert_statement(table, dialect, self.target.paramstyle)
-        await self._insert_rows(conn, insert, name, rows, schema, progress, pad_values(table))
-        for statement in statements[1:]:
-            await conn.execute(statement)
-        await self.registry.finish_load(conn, name, fingerprint)
-        return {"table": name, "rows": rows, "built": True}
 
-    async def _insert_rows(
-        self,
-        conn: SqlConnection,
-        insert: Statement,
-        table_name: str,
-        rows: int,
-        schema: int,
-        progress: ProgressCallback,
-        padding: Mapping[str, str],
-    ) -> None:
-        what = f"load {table_name}"
+    def ddl(self, table: Table) -> list[Statement]:
+        """SLOB's own: the dialect's after-load statements come before the index."""
+        return create_statements(table, self.dialect)
+
+    def row_batches(
+        self, planned: PlannedTable, table: Table, insert: Statement
+    ) -> Iterator[Batch]:
+        schema, rows = planned.number, planned.rows
         # A different permutation per schema, so neighbouring keys live in scattered blocks.
         keys = np.random.default_rng(self.p.load_seed * 1_000_003 + schema).permutation(rows) + 1
         filler = random.Random(schema)
-        alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-        base = "".join(filler.choice(alphabet) for _ in range(4 * TEXT_WIDTH))
+        base = "".join(filler.choice(_ALPHABET) for _ in range(4 * TEXT_WIDTH))
+        padding = pad_values(table)
         columns = insert.param_names
         batch_size = self.p.load_batch_rows
-        done = 0
-        progress(what, 0, rows)
         for start in range(0, rows, batch_size):
             batch: list[Sequence[Any]] = []
             for key in keys[start : start + batch_size].tolist():
@@ -244,89 +175,40 @@ class SlobWorkload(Workload):
                 values["custid"] = key
                 values.update(padding)
                 batch.append(tuple(values[c] for c in columns))
-            await conn.bulk_insert(insert, table_name, columns, batch)
-            await conn.commit()
-            done += len(batch)
-            progress(what, done, rows)
+            yield batch
 
-    async def check_loaded(self) -> dict[str, Any]:
-        """``--skip-load``: every table the sessions will touch is dbsim's and loaded with
-        this configuration's fingerprint (no data is read)."""
-        wanted = {
-            name: self._fingerprint(role, rows) for _, role, name, rows in self._planned_tables()
+    def load_facts(self) -> dict[str, Any]:
+        return {"rows_per_schema": self.p.scale_rows, "schemas": self.p.schemas}
+
+    def tables_to_verify(self) -> list[PlannedTable]:
+        return [t for t in self.planned_tables() if t.role == "cf1"]
+
+    async def verify_table(self, conn: SqlConnection, planned: PlannedTable) -> dict[str, Any]:
+        name = planned.name
+        rows = await self.ask(conn, "count_rows", name)
+        max_key = await self.ask(conn, "max_key", name)
+        blocks = await self.ask(conn, "blocks_used", name)
+        per_block = await self.ask(conn, "max_rows_per_block", name)
+        self.expect_rows(name, rows, max_key, planned.rows)
+        if per_block > self.rows_per_block:
+            raise WorkloadError(
+                f"{name}: up to {per_block} rows share a block; SLOB needs one per "
+                f"block (at most {self.rows_per_block} where the engine keeps more)"
+            )
+        return {
+            "table": name,
+            "rows": rows,
+            "max_key": max_key,
+            "blocks": blocks,
+            "max_rows_per_block": per_block,
         }
-        return await self.registry.check_loaded_on(self.target, wanted)
 
-    # ------------------------------------------------------------------ verify and drop
+    def inventory_tables(self) -> list[Table]:
+        """Schema 1's cf1 and cf2, whether or not this configuration scans."""
+        return [self.table(self._planned(1, "cf1")), self.table(self._planned(1, "cf2"))]
 
-    async def verify(self) -> dict[str, Any]:
-        conn = await connect_sql(self.target)
-        report: dict[str, Any] = {"tables": []}
-        try:
-            for schema in range(1, self.p.schemas + 1):
-                name = self.table_name(schema)
-                ids = {"table": name}
-                quoted = quote_identifier(self.target.dialect, name)
-                for statement in refresh_page_counts(self.target.dialect, quoted):
-                    await conn.execute(statement)
-                rows = int(await conn.scalar(self.render("count_rows", **ids)) or 0)
-                max_key = int(await conn.scalar(self.render("max_key", **ids)) or 0)
-                tname = catalog_name(self.target.dialect, name)
-                blocks_used = self.render("blocks_used", **ids)
-                blocks = int(await conn.scalar(blocks_used, bind(blocks_used, tname=tname)) or 0)
-                per_block_sql = self.render("max_rows_per_block", **ids)
-                per_block = int(
-                    await conn.scalar(per_block_sql, bind(per_block_sql, tname=tname)) or 0
-                )
-                entry = {
-                    "table": name,
-                    "rows": rows,
-                    "max_key": max_key,
-                    "blocks": blocks,
-                    "max_rows_per_block": per_block,
-                }
-                report["tables"].append(entry)
-                expected = self.p.scale_rows
-                if rows != expected or max_key != expected:
-                    raise WorkloadError(
-                        f"{name}: {rows} rows, max key {max_key}; expected {expected} and {expected}"
-                    )
-                if per_block > self.rows_per_block:
-                    raise WorkloadError(
-                        f"{name}: up to {per_block} rows share a block; SLOB needs one per "
-                        f"block (at most {self.rows_per_block} where the engine keeps more)"
-                    )
-        finally:
-            await conn.close()
-        return report
-
-    async def drop(self) -> list[str]:
-        """Drop this prefix's registered tables (``<prefix>_<n>_cf1`` / ``_cf2``) only."""
-        pattern = owned_pattern(self.p.table_prefix, "_cf[12]")
-        conn = await connect_sql(self.target)
-        try:
-            names = await self.registry.owned(conn, like_prefix(self.p.table_prefix), pattern)
-            dropped = await self.registry.drop(conn, sorted(names))
-            return dropped + await drop_tablespace(self.target, conn, self.registry)
-        finally:
-            await conn.close()
-
-    def statement_inventory(self) -> list[Statement]:
-        dialect = self.target.dialect
-        size, placed = self.p.block_size_bytes, self.tablespace
-        cf1 = slob_table(self.table_name(1), dialect, size, indexed=True, tablespace=placed)
-        cf2 = slob_table(self.scan_table_name(1), dialect, size, indexed=False, tablespace=placed)
-        ddl = self.registry.inventory(cf1.name)
-        for table in (cf1, cf2):
-            ddl += create_statements(table, dialect)
-            ddl.append(insert_statement(table, dialect, self.target.paramstyle))
-            ddl.append(drop_statement(table.name, dialect))
-        identifiers = {"table": cf1.name, "scan_table": cf2.name}
-        dml = []
-        for name in sorted(self.catalogue.statements):
-            fields = self.catalogue.template_fields(name)
-            dml.append(self.render(name, **{k: v for k, v in identifiers.items() if k in fields}))
-        return ddl + dml
+    def inventory_identifiers(self, tables: Sequence[Table]) -> dict[str, str]:
+        return {"table": str(tables[0].name), "scan_table": str(tables[1].name)}
 
     # ------------------------------------------------------------------ sessions
 
@@ -348,18 +230,17 @@ class _SchemaStatements:
 _FILL = "abcdefghijklmnopqrstuvwxyz"
 
 
-class SlobSession:
+class SlobSession(SqlSession):
     """One SLOB session: its schema, its position in the 100-operation mix, its random keys."""
 
     READ_ARGS = ("lo", "hi")
     UPDATE_ARGS = ("v", "lo", "hi")
 
     def __init__(self, workload: SlobWorkload, index: int, conn: SqlConnection, seed: int) -> None:
+        super().__init__(conn)
         p = workload.p
         self.p = p
         self.index = index
-        self.conn = conn
-        self.blocking = getattr(conn, "blocking", None)  # a test double may have none
         self.rng = random.Random(seed)
         self.ops = 0
         self.reads = 0
@@ -393,19 +274,10 @@ class SlobSession:
             return self.hot_lo + int(self.random() * self.hot_span)
         return self.key_lo + int(self.random() * self.key_span)
 
-    def replace_connection(self, connection: Connection) -> None:
-        self.conn = sql_connection(connection)
-        self.blocking = self.conn.blocking
-
-    @property
-    def blocking_ready(self) -> bool:
-        """Whether :meth:`next_call` can be used: the driver blocks (sqlite3, pyodbc)."""
-        return self.blocking is not None
-
     def next_transaction(self) -> tuple[str, Awaitable[Any]]:
         name, statement, params = self._next()
         if name == "update":
-            return name, self._update(statement, params)
+            return name, self.committed(statement, params)
         return name, self.conn.scalar(statement, params)
 
     def next_call(self) -> tuple[str, Callable[[], Any]]:
@@ -437,7 +309,3 @@ class SlobSession:
         if self.read_in_order:
             return "read", statements.read, (lo, hi)
         return "read", statements.read, (hi, lo)
-
-    async def _update(self, statement: Statement, params: tuple[Any, ...]) -> None:
-        await self.conn.execute(statement, params)
-        await self.conn.commit()

@@ -15,41 +15,24 @@ by the next read, and its tables that were sometimes never loaded.
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel
+from sqlalchemy import Table
 
-from sim.dialects import NEEDS_SQL, dialect_of
 from sim.dialects import dialect as dialect_record
 from sim.errors import WorkloadError
-from sim.protocols import (
-    Connection,
-    ProgressCallback,
-    SqlConnection,
-    Target,
-    Workload,
-    connect_sql,
-    sql_connection,
-)
-from sim.sql import Catalogue, Statement, quote_identifier, refresh_page_counts
-from workloads.common import (
-    bind,
-    bind_order,
-    catalog_name,
-    create_statements,
-    drop_statement,
-    insert_statement,
-    tablespace_of,
-)
-from workloads.naming import like_prefix, numbered, owned_pattern
-from workloads.ownership import TableRegistry
+from sim.protocols import Connection, SqlConnection, sql_connection
+from sim.sql import Statement
+from workloads.common import bind_order, catalog_name
+from workloads.naming import numbered
+from workloads.sqlkit import Batch, PlannedTable, SqlSession, SqlWorkload
 from workloads.ssb.parameters import PAGE_BYTES, SsbParameters
 from workloads.ssb.schema import ALL_COLUMNS, TEXT_COLUMNS, TEXT_WIDTH, index_name, ssb_table
-from workloads.tablespace import drop_tablespace, ensure_tablespace
 
 SQL_DIR = Path(__file__).parent / "sql"
 WORKLOAD_NAME = "ssb"
@@ -99,38 +82,19 @@ def random_text(rng: np.random.Generator, length: int) -> str:
     return letters[rng.integers(0, len(letters), size=length)].tobytes().decode("ascii")
 
 
-class SsbWorkload(Workload):
+class SsbWorkload(SqlWorkload[SsbParameters]):
     """SSB-like: tables of one row per page, sessions pinned to tables, ten-operation cycles."""
 
     name: ClassVar[str] = WORKLOAD_NAME
     parameters_model: ClassVar[type[BaseModel]] = SsbParameters
-    needs: ClassVar[str] = NEEDS_SQL
-
-    def __init__(self, parameters: BaseModel, target: Target) -> None:
-        super().__init__(parameters, target)
-        if not isinstance(parameters, SsbParameters):
-            raise WorkloadError(f"ssb needs SsbParameters, not {type(parameters).__name__}")
-        self.p: SsbParameters = parameters
-        if dialect_of(target) is None:
-            raise WorkloadError(f"ssb runs on SQL targets, not {target.kind}")
-        self.dialect = target.dialect
-        # Fails here, before anything runs, if a dialect lacks a statement.
-        self.catalogue = Catalogue.load(SQL_DIR, self.dialect, required=STATEMENTS)
-        self.registry = TableRegistry(WORKLOAD_NAME, self.dialect, target.paramstyle)
-        self._own_names = owned_pattern(self.p.table_prefix)
-        self.tablespace = tablespace_of(target)
+    sql_dir = SQL_DIR
+    required_statements = STATEMENTS
 
     # ------------------------------------------------------------------ naming and mix
-
-    def table_pattern(self) -> str:
-        return f"^{self._own_names.pattern}$"
 
     def table_name(self, number: int) -> str:
         """Table ``number`` (1-based): ``<prefix>_<number>`` (workloads.naming)."""
         return numbered(self.p.table_prefix, number)
-
-    def render(self, name: str, **identifiers: str) -> Statement:
-        return self.catalogue.render(name, self.target.paramstyle, **identifiers)
 
     def data_bytes(self) -> int:
         return self.p.database_size_bytes
@@ -157,10 +121,10 @@ class SsbWorkload(Workload):
             updates += (end - first) - n
         return {"read": reads, "update": updates}
 
-    # ------------------------------------------------------------------ load
+    # ------------------------------------------------------------------ tables (sqlkit)
 
-    def _fingerprint(self) -> dict[str, Any]:
-        return {
+    def planned_tables(self) -> list[PlannedTable]:
+        fingerprint = {
             "layout": LAYOUT_VERSION,
             "rows": self.p.rows_per_table,
             "columns": len(TEXT_COLUMNS),
@@ -169,62 +133,22 @@ class SsbWorkload(Workload):
             # Another tablespace rebuilds the data there (None: the default, as before).
             "tablespace": self.tablespace,
         }
+        return [
+            PlannedTable(self.table_name(n), n, self.p.rows_per_table, fingerprint)
+            for n in range(1, self.p.tables + 1)
+        ]
 
-    async def load(self, progress: ProgressCallback) -> dict[str, Any]:
-        """Create and fill the tables that are missing or stale; reuse the others."""
-        names = [self.table_name(n) for n in range(1, self.p.tables + 1)]
-        conn = await connect_sql(self.target)
-        try:
-            # Refuse a foreign table before spending time loading any other.
-            for name in names:
-                await self.registry.check_ownership(conn, name)
-            await self.registry.ensure(conn)
-            await ensure_tablespace(self.target, conn, self.registry)
-            tables = [
-                await self._load_table(conn, number, name, progress)
-                for number, name in enumerate(names, 1)
-            ]
-        finally:
-            await conn.close()
-        return {
-            "tables": tables,
-            "rows_per_table": self.p.rows_per_table,
-            "table_count": self.p.tables,
-            "built": any(t["built"] for t in tables),
-        }
+    def table(self, planned: PlannedTable) -> Table:
+        return ssb_table(planned.name, self.dialect, self.tablespace)
 
-    async def _load_table(
-        self, conn: SqlConnection, number: int, name: str, progress: ProgressCallback
-    ) -> dict[str, Any]:
-        rows = self.p.rows_per_table
-        fingerprint = self._fingerprint()
-        if not await self.registry.begin_load(conn, name, fingerprint):
-            return {"table": name, "rows": rows, "built": False}
-        table = ssb_table(name, self.dialect, self.tablespace)
-        create_table, *create_indexes = create_statements(table, self.dialect)
-        await self.registry.create_table(conn, name, create_table)  # with dbsim's marker
-        insert = insert_statement(table, self.dialect, self.target.paramstyle)
-        await self._insert_rows(conn, insert, name, number, progress)
-        for statement in create_indexes:  # after the data: one sort instead of N inserts
-            await conn.execute(statement)
-        await self.registry.finish_load(conn, name, fingerprint)
-        return {"table": name, "rows": rows, "built": True}
-
-    async def _insert_rows(
-        self,
-        conn: SqlConnection,
-        insert: Statement,
-        table_name: str,
-        number: int,
-        progress: ProgressCallback,
-    ) -> None:
-        rows = self.p.rows_per_table
-        what = f"load {table_name}"
-        rng = np.random.default_rng((self.p.load_seed, number))
+    def row_batches(
+        self, planned: PlannedTable, table: Table, insert: Statement
+    ) -> Iterator[Batch]:
+        rows = planned.rows
+        rng = np.random.default_rng((self.p.load_seed, planned.number))
         pool = random_text(rng, LOAD_POOL_CHARS)
         order = bind_order(insert, ALL_COLUMNS)
         batch_size = self.p.load_batch_rows
-        progress(what, 0, rows)
         # Keys in key order: a key range is a run of neighbouring pages.
         for first in range(1, rows + 1, batch_size):
             last = min(first + batch_size, rows + 1)
@@ -235,102 +159,51 @@ class SsbWorkload(Workload):
             for key, row_offsets in zip(range(first, last), offsets.tolist(), strict=True):
                 values = [key] + [pool[o : o + TEXT_WIDTH] for o in row_offsets]
                 batch.append(tuple(values[i] for i in order))
-            await conn.bulk_insert(insert, table_name, insert.param_names, batch)
-            await conn.commit()
-            progress(what, last - 1, rows)
+            yield batch
 
-    async def check_loaded(self) -> dict[str, Any]:
-        """``--skip-load``: every table the sessions will touch is dbsim's and loaded with
-        this configuration's fingerprint (no data is read)."""
-        wanted = {self.table_name(n): self._fingerprint() for n in range(1, self.p.tables + 1)}
-        return await self.registry.check_loaded_on(self.target, wanted)
+    def load_facts(self) -> dict[str, Any]:
+        return {"rows_per_table": self.p.rows_per_table, "table_count": self.p.tables}
 
-    # ------------------------------------------------------------------ verify and drop
-
-    async def verify(self) -> dict[str, Any]:
-        """Row count, highest key, one row per block and the unique index, per table."""
-        conn = await connect_sql(self.target)
-        try:
-            tables = [
-                await self._verify_table(conn, self.table_name(n))
-                for n in range(1, self.p.tables + 1)
-            ]
-        finally:
-            await conn.close()
-        return {"tables": tables}
-
-    async def _verify_table(self, conn: SqlConnection, name: str) -> dict[str, Any]:
-        names = {
-            "tname": catalog_name(self.dialect, name),
-            "iname": catalog_name(self.dialect, index_name(name)),
-        }
-
-        for statement in refresh_page_counts(self.dialect, quote_identifier(self.dialect, name)):
-            await conn.execute(statement)
+    async def verify_table(self, conn: SqlConnection, planned: PlannedTable) -> dict[str, Any]:
+        """Row count, highest key, one row per block and the unique index."""
+        name = planned.name
+        iname = catalog_name(self.dialect, index_name(name))
 
         async def ask(statement_name: str) -> int:
-            statement = self.render(statement_name, table=name)
-            return int(await conn.scalar(statement, bind(statement, **names)) or 0)
+            return await self.ask(conn, statement_name, name, iname=iname)
 
+        rows, max_key = await ask("count_rows"), await ask("max_key")
+        unique_index = await ask("unique_index") == 1
+        block_size = await ask("block_size")
+        blocks, per_block = await ask("blocks_used"), await ask("max_rows_per_block")
         entry = {
             "table": name,
-            "rows": await ask("count_rows"),
-            "max_key": await ask("max_key"),
-            "unique_index": await ask("unique_index") == 1,
-            "block_size": await ask("block_size"),
-            "blocks": await ask("blocks_used"),
-            "max_rows_per_block": await ask("max_rows_per_block"),
+            "rows": rows,
+            "max_key": max_key,
+            "unique_index": unique_index,
+            "block_size": block_size,
+            "blocks": blocks,
+            "max_rows_per_block": per_block,
         }
-        expected = self.p.rows_per_table
-        if entry["rows"] != expected or entry["max_key"] != expected:
-            raise WorkloadError(
-                f"{name}: {entry['rows']} rows, max key {entry['max_key']}; "
-                f"expected {expected} and {expected}"
-            )
-        if not entry["unique_index"]:
+        self.expect_rows(name, rows, max_key, planned.rows)
+        if not unique_index:
             raise WorkloadError(f"{name}: the unique index {index_name(name)} on custid is missing")
         # Smaller blocks pass the rows-per-block count (each row spills into a second block,
         # overflow or chained), so the block size is checked on its own. An engine that keeps
         # several rows on a page however large they are (InnoDB: two on its 16 KiB pages) is
         # held to that many rows per page of that many times 8 KiB.
         shared = dialect_record(self.dialect).min_rows_per_page
-        if entry["block_size"] != PAGE_BYTES * shared:
+        if block_size != PAGE_BYTES * shared:
             raise WorkloadError(
-                f"{name}: the database uses {entry['block_size']}-byte blocks; SSB needs "
+                f"{name}: the database uses {block_size}-byte blocks; SSB needs "
                 f"{PAGE_BYTES * shared}-byte blocks, one ≈7.4 KB row per {PAGE_BYTES} bytes"
             )
-        per_block = entry["max_rows_per_block"]
-        assert isinstance(per_block, int)
         if per_block > shared:
             raise WorkloadError(
                 f"{name}: up to {per_block} rows share a block; SSB needs one "
                 f"≈7.4 KB row per {PAGE_BYTES}-byte block (are rows stored out of line?)"
             )
         return entry
-
-    async def drop(self) -> list[str]:
-        """Drop every table this workload registered under ``table_prefix`` (any count)."""
-        conn = await connect_sql(self.target)
-        try:
-            like = like_prefix(self.p.table_prefix)
-            names = await self.registry.owned(conn, like, self._own_names)
-            dropped = await self.registry.drop(
-                conn, sorted(names, key=lambda n: int(n.rsplit("_", 1)[-1]))
-            )
-            return dropped + await drop_tablespace(self.target, conn, self.registry)
-        finally:
-            await conn.close()
-
-    def statement_inventory(self) -> list[Statement]:
-        table = ssb_table(self.table_name(1), self.dialect, self.tablespace)
-        ddl = [
-            *self.registry.inventory(table.name),
-            *create_statements(table, self.dialect),
-            insert_statement(table, self.dialect, self.target.paramstyle),
-            drop_statement(table.name, self.dialect),
-        ]
-        identifiers = {"table": table.name}
-        return ddl + [self.render(n, **identifiers) for n in sorted(self.catalogue.statements)]
 
     # ------------------------------------------------------------------ sessions
 
@@ -357,17 +230,16 @@ class UpdateValues:
         return f"{self.head}{n:012d}{self.pool[offset : offset + self.tail_width]}"
 
 
-class SsbSession:
+class SsbSession(SqlSession):
     """One SSB user: its table, its place in the ten-operation cycle, its random keys."""
 
     READ_ARGS = ("s", "e")
     UPDATE_ARGS = ("v", "s", "e")
 
     def __init__(self, workload: SsbWorkload, index: int, conn: SqlConnection, seed: int) -> None:
+        super().__init__(conn)
         p = workload.p
         self.index = index
-        self.conn = conn
-        self.blocking = getattr(conn, "blocking", None)  # a test double may have none
         self.rng = random.Random(seed)
         self.table = workload.table_name(table_for_session(index, p.tables))
         self.read = workload.render(
@@ -383,20 +255,11 @@ class SsbSession:
         self.values = UpdateValues(index, self.rng)
         self.ops = 0
 
-    def replace_connection(self, connection: Connection) -> None:
-        self.conn = sql_connection(connection)
-        self.blocking = self.conn.blocking
-
-    @property
-    def blocking_ready(self) -> bool:
-        """Whether :meth:`next_call` can be used: the driver blocks (sqlite3, pyodbc)."""
-        return self.blocking is not None
-
     def next_transaction(self) -> tuple[str, Awaitable[Any]]:
         name, params = self._next()
         if name == "read":
             return name, self.conn.scalar(self.read, params)
-        return name, self._update(params)
+        return name, self.committed(self.update, params)
 
     def next_call(self) -> tuple[str, Callable[[], Any]]:
         """The same operation as a blocking call (sim.core.session_threads)."""
@@ -417,7 +280,3 @@ class SsbSession:
             return "read", tuple(read[k] for k in self.read_bind)
         update = (self.values.next(), s, min(s + self.rows_update, self.rows))
         return "update", tuple(update[k] for k in self.update_bind)
-
-    async def _update(self, params: tuple[Any, ...]) -> None:
-        await self.conn.execute(self.update, params)
-        await self.conn.commit()
