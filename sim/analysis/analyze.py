@@ -43,14 +43,15 @@ IO_PER_OP_KEYS = (
 IN_PROCESS_TARGETS = frozenset({"sqlite"})
 
 
-def analyze_bundle(path: Path) -> dict[str, Any]:
+def analyze_bundle(path: Path, summary: dict[str, Any] | None = None) -> dict[str, Any]:
     """Analyse a run bundle (read only): how application latency moved with storage.
 
     Raises :class:`sim.errors.BundleError` when ``path`` is not a readable bundle; any
     readable bundle — a run of one interval, without storage collectors, interrupted —
-    gets an answer, with None where a figure cannot be formed.
+    gets an answer, with None where a figure cannot be formed. ``summary``: the run's final
+    summary while it is being judged, before summary.json holds it (see ``load_bundle``).
     """
-    return analyze_series(load_bundle(Path(path)))
+    return analyze_series(load_bundle(Path(path), summary))
 
 
 @dataclass

@@ -143,12 +143,16 @@ def nominal_interval_s(scenario: dict[str, Any]) -> float:
     return seconds if seconds > 0 else DEFAULT_INTERVAL_S
 
 
-def load_bundle(path: Path) -> BundleSeries:
-    """Read a bundle's summary, scenario and time series; BundleError if it is unreadable."""
+def load_bundle(path: Path, summary: dict[str, Any] | None = None) -> BundleSeries:
+    """Read a bundle's summary, scenario and time series; BundleError if it is unreadable.
+
+    ``summary`` stands for summary.json when given: a finishing run judges its sweep on the
+    summary it is about to write once, while the file still holds the running one."""
     path = Path(path)
     if not path.is_dir():
         raise BundleError(f"{path}: not a run bundle (no such directory)")
-    summary = read_json_object(path / "summary.json")
+    if summary is None:
+        summary = read_json_object(path / "summary.json")
     scenario = read_scenario(path / "scenario.yaml")
     ops_path = path / "timeseries" / OPS_FILE
     if not ops_path.is_file():

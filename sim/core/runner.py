@@ -6,6 +6,7 @@ The CLI, the Locust adapter and the tests all start runs through :func:`prepare_
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from collections.abc import Awaitable, Callable, Mapping
@@ -36,6 +37,7 @@ from sim.judge.slo import unknown_operations
 from sim.judge.sweep import attach as attach_sweep
 from sim.judge.sweep import service_levels
 from sim.protocols import Collector, Target, Workload
+from sim.safeio import strict_json
 from sim.secrets import SecretRef, resolve_secret
 
 log = logging.getLogger(__name__)
@@ -275,18 +277,19 @@ def finish_summary(run: PreparedRun) -> dict[str, Any]:
     bundle.close()  # the time series are complete (a close can fail too: NFS write-back)
     bundle.write_histograms(totals)
     _bundle_failure(run, extra)
-    summary = bundle.write_summary(
-        result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
+    summary = write_final_summary(
+        run.scenario,
+        bundle,
+        result.outcome,
+        totals=totals,
+        measured_s=result.measured_s,
+        extra=extra,
     )
     if _bundle_failure(run, extra):
         # The file keeps its last good version; the caller gets the whole summary, failed.
-        summary = bundle.summary_dict(
+        return bundle.summary_dict(
             result.outcome, totals=totals, measured_s=result.measured_s, extra=extra
         )
-        return summary
-    summary = write_service_levels(
-        run.scenario, bundle, summary, totals=totals, measured_s=result.measured_s, extra=extra
-    )
     _write_report(bundle.path)
     return summary
 
@@ -392,30 +395,36 @@ def judge_errors(
     )
 
 
-def write_service_levels(
+def write_final_summary(
     scenario: ScenarioBase,
     bundle: BundleWriter,
-    summary: dict[str, Any],
+    status: str,
     *,
     totals: Mapping[str, OpStats],
     measured_s: float,
-    extra: dict[str, Any],
+    extra: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """Judge the scenario's SLOs (and a sweep's steps) on a finished run and write them into
-    its summary.json; returns the summary, unchanged when the scenario has neither.
+    """Write a finished run's summary.json, once, with the scenario's SLO verdicts (and a
+    sweep's steps) in it; returns the summary, whole even when the write failed (the file
+    then keeps its last good version and the summary holds no verdicts).
 
-    The verdicts are judged on ``summary`` — its operations' percentiles (from the measured
-    histograms), their counts over the measured window, the block devices' means — and, for a
-    sweep, on the bundle's time series, which must be closed. Called with the bundle written
-    but before the report reads it, by :func:`finish_summary` and by the master of
-    ``dbsim run --workers`` on its merged bundle (:mod:`sim.locust.merge`)."""
-    levels = service_levels(scenario, summary, bundle.path)
-    if not levels:
-        return summary
-    extra.update(levels)
-    return bundle.write_summary(
-        str(summary.get("status")), totals=totals, measured_s=measured_s, extra=extra
+    The verdicts are judged on the summary about to be written, as its readers will read it
+    (strict JSON): its operations' percentiles (from the measured histograms), their counts
+    over the measured window, the devices' means; for a sweep, also on the bundle's time
+    series, which must be closed. A bundle that already failed is not judged (its series may
+    stop early). Called before the report reads the bundle, by :func:`finish_summary` and by
+    the master of ``dbsim run --workers`` on its merged bundle (:mod:`sim.locust.merge`)."""
+    levels: dict[str, Any] = {}
+    if bundle.failure is None:
+        draft = bundle.summary_dict(status, totals=totals, measured_s=measured_s, extra=extra)
+        levels = service_levels(scenario, json.loads(strict_json(draft)), bundle.path)
+    summary = bundle.write_summary(
+        status, totals=totals, measured_s=measured_s, extra={**extra, **levels}
     )
+    if bundle.failure is not None:
+        for key in levels:  # judged on a bundle that could not be written whole: not shown
+            summary.pop(key, None)
+    return summary
 
 
 def _bundle_failure(run: PreparedRun, extra: dict[str, Any]) -> bool:
@@ -487,5 +496,5 @@ __all__ = [
     "finish_summary",
     "judge_errors",
     "prepare_run",
-    "write_service_levels",
+    "write_final_summary",
 ]

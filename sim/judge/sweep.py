@@ -261,7 +261,7 @@ def sweep_sections(
         "passing_after_breach": [
             p["step"] for p in judged if breach and p["step"] > breach["step"] and p["slo_met"]
         ],
-        "knee": _knee(bundle),
+        "knee": _knee(bundle, summary),
     }
     chosen = highest or breach
     if chosen is not None:
@@ -276,14 +276,15 @@ def sweep_sections(
     return result, section
 
 
-def _knee(bundle: Path) -> dict[str, Any] | None:
+def _knee(bundle: Path, summary: dict[str, Any]) -> dict[str, Any] | None:
     """The knee of the analysis' latency-versus-load curve (x in device IOPS when a block
-    device was measured, else in ops/s), or None."""
+    device was measured, else in ops/s), or None; the bundle's series read with ``summary``,
+    the one being judged."""
     from sim.analysis import analyze_bundle
     from sim.errors import SimError
 
     try:
-        curve = analyze_bundle(bundle).get("curve") or {}
+        curve = analyze_bundle(bundle, summary).get("curve") or {}
     except SimError as exc:
         log.info("sweep: no knee: %s", exc)
         return None

@@ -15,7 +15,7 @@ difference is written into the summary's messages). Storage samples are merged b
 ``LOST_AFTER_S`` (killed, crashed, cut off) is recorded as lost: what it sent until then is
 counted, the run goes on without it, and the summary's ``distributed`` section says what was
 lost and when. The scenario's SLOs are judged on the merged bundle by the same function as a
-single-process run's (:func:`sim.core.runner.write_service_levels`). Every file write goes through
+single-process run's (:func:`sim.core.runner.write_final_summary`). Every file write goes through
 one native thread (gevent's thread pool of size one, in order), never on the hub.
 """
 
@@ -37,7 +37,7 @@ from sim.bundle.writer import BundleWriter
 from sim.config.resolve import resolved_dict
 from sim.config.scenario import ScenarioBase
 from sim.core.metrics import Interval, OpStats
-from sim.core.runner import judge_errors, write_service_levels
+from sim.core.runner import judge_errors, write_final_summary
 from sim.core.validity import failure_line
 from sim.live.worker_samples import merge_samples
 from sim.locust.packets import Packet, decode_ops, packet_ops, packet_samples
@@ -327,22 +327,13 @@ class RunMerger:
         def finish() -> dict[str, Any]:
             self._writer.on_state("finished")
             self._writer.write_histograms(totals)
-            summary = self._writer.write_summary(
-                status, totals=totals, measured_s=measured_s, extra=extra
-            )
             self._writer.close()
-            if self._writer.failure is None:
-                # The SLOs, judged as a single-process run's are: on the merged histograms'
-                # percentiles, the merged counts over the measured window and the merged
-                # block samples of the summary just written.
-                summary = write_service_levels(
-                    self.spec,
-                    self._writer,
-                    summary,
-                    totals=totals,
-                    measured_s=measured_s,
-                    extra=extra,
-                )
+            # Written once, with the SLOs judged as a single-process run's are: on the merged
+            # histograms' percentiles, the merged counts over the measured window and the
+            # merged device samples.
+            summary = write_final_summary(
+                self.spec, self._writer, status, totals=totals, measured_s=measured_s, extra=extra
+            )
             if self._writer.failure is not None:
                 # The writer keeps its first failure instead of raising (sim.bundle.writer): a
                 # bundle that could not be written makes the run failed, with the in-memory
