@@ -11,8 +11,7 @@ become a full scan of ``cf2``.
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from functools import partial
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -274,22 +273,7 @@ class SlobSession(SqlSession):
             return self.hot_lo + int(self.random() * self.hot_span)
         return self.key_lo + int(self.random() * self.key_span)
 
-    def next_transaction(self) -> tuple[str, Awaitable[Any]]:
-        name, statement, params = self._next()
-        if name == "update":
-            return name, self.committed(statement, params)
-        return name, self.conn.scalar(statement, params)
-
-    def next_call(self) -> tuple[str, Callable[[], Any]]:
-        """The same operation as a blocking call (sim.core.session_threads)."""
-        name, statement, params = self._next()
-        blocking = self.blocking
-        assert blocking is not None
-        if name == "update":
-            return name, partial(blocking.execute_committed, statement, params)
-        return name, partial(blocking.scalar, statement, params)
-
-    def _next(self) -> tuple[str, Statement, tuple[Any, ...]]:
+    def next_statement(self) -> tuple[str, Statement, tuple[Any, ...]]:
         """The next operation of the mix: its name, statement and parameters."""
         i = self.ops
         self.ops = loop = i + 1

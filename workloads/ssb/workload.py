@@ -15,8 +15,7 @@ by the next read, and its tables that were sometimes never loaded.
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from functools import partial
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -255,28 +254,13 @@ class SsbSession(SqlSession):
         self.values = UpdateValues(index, self.rng)
         self.ops = 0
 
-    def next_transaction(self) -> tuple[str, Awaitable[Any]]:
-        name, params = self._next()
-        if name == "read":
-            return name, self.conn.scalar(self.read, params)
-        return name, self.committed(self.update, params)
-
-    def next_call(self) -> tuple[str, Callable[[], Any]]:
-        """The same operation as a blocking call (sim.core.session_threads)."""
-        name, params = self._next()
-        blocking = self.blocking
-        assert blocking is not None
-        if name == "read":
-            return name, partial(blocking.scalar, self.read, params)
-        return name, partial(blocking.execute_committed, self.update, params)
-
-    def _next(self) -> tuple[str, tuple[Any, ...]]:
+    def next_statement(self) -> tuple[str, Statement, tuple[Any, ...]]:
         """The next operation of the ten-operation cycle and its parameters."""
         i = self.ops
         self.ops = i + 1
         s = self.rng.randrange(1, self.rows)
         if is_read(i, self.read_pct):
             read = (s, min(s + self.rows_select, self.rows))
-            return "read", tuple(read[k] for k in self.read_bind)
+            return "read", self.read, tuple(read[k] for k in self.read_bind)
         update = (self.values.next(), s, min(s + self.rows_update, self.rows))
-        return "update", tuple(update[k] for k in self.update_bind)
+        return "update", self.update, tuple(update[k] for k in self.update_bind)
