@@ -27,7 +27,8 @@ from sim.errors import ConfigError
 from sim.safeio import MAX_SECRET_BYTES, read_text_file
 
 LITERAL_SECRET_KEYS = ("password", "passwd", "secret", "token")
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# \Z, not $: "$" also matches before a final newline, so "X\n" passed as a name.
+ENV_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class SecretRef(BaseModel):

@@ -26,6 +26,7 @@ from sim.config.scenario import (
 )
 from sim.errors import ConfigError, ScenarioError
 from sim.field_errors import error_lines, short_value
+from sim.pathcheck import path_problems
 from sim.secrets import LITERAL_SECRET_KEYS
 
 
@@ -269,7 +270,7 @@ def validate(data: dict[str, Any]) -> ScenarioBase:
         raise ScenarioError(secrets + error_lines(exc)) from None
     if secrets:
         raise ScenarioError(secrets)
-    problems = combination_problems(scenario)
+    problems = combination_problems(scenario) + path_problems(scenario)
     if problems:
         raise ScenarioError(problems)
     return scenario

@@ -32,6 +32,7 @@ from sim.secrets import redact, resolve_secret
 from storage.collectors.database import postgres_stats_collectors
 from storage.targets.locks import lock_id, polled_lock
 from storage.targets.postgres_room import ConnectionRoom, connection_room
+from storage.targets.postgres_schema import check_schema
 from storage.targets.postgres_tablespace import TablespacePlacement, tablespace_placement
 from storage.targets.settings import PostgresSettings
 
@@ -314,8 +315,6 @@ class PostgresTarget(Target):
         s = self.settings
         password = resolve_secret(s, "target")
         self._secrets = [password] if password else []
-        # A quoted identifier, so a mixed-case schema name keeps its case.
-        search_path = '"' + s.schema_name + '"'
         try:
             self._pool = await asyncpg.create_pool(
                 host=s.host,
@@ -329,7 +328,7 @@ class PostgresTarget(Target):
                 server_settings={
                     **s.session_settings,
                     "application_name": APPLICATION_NAME,
-                    "search_path": search_path,
+                    "search_path": f'"{s.schema_name}"',  # quoted: a mixed case is kept
                 },
             )
             async with self._pool.acquire(timeout=s.connect_timeout_s) as conn:
@@ -339,6 +338,7 @@ class PostgresTarget(Target):
                     self.server_data_directory = Path(await conn.fetchval("SHOW data_directory"))
                 except asyncpg.InsufficientPrivilegeError:
                     self.server_data_directory = None  # not a superuser: that is fine
+                await check_schema(conn, s.schema_name, s.database)
                 self.connection_room = await connection_room(conn)
                 if s.tablespace is not None:
                     self.placement = await tablespace_placement(

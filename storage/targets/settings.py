@@ -146,6 +146,19 @@ class PostgresSettings(SecretRef, _Settings):
         "an unknown one when the run connects.",
     )
 
+    @field_validator("schema_name")
+    @classmethod
+    def _not_a_system_schema(cls, value: str) -> str:
+        # PostgreSQL keeps pg_* (pg_catalog, pg_toast, pg_temp_N …) and information_schema for
+        # itself: a load there failed mid-way (pg_toast: permission denied, exit 3) or, in
+        # information_schema, succeeded among the catalogue's own views.
+        if value.startswith("pg_") or value == "information_schema":
+            raise ValueError(
+                f"{value} is a PostgreSQL system schema; dbsim puts its tables only in a "
+                "schema of your own (public, or one made with CREATE SCHEMA)"
+            )
+        return value
+
     @field_validator("session_settings")
     @classmethod
     def _setting_names(cls, value: dict[str, str]) -> dict[str, str]:
