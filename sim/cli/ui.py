@@ -10,7 +10,10 @@ command wants). Safety rules enforced here, before anything listens:
   appear on a command line (where ``ps`` shows them) and are never printed or logged;
 * the master's worker port binds 127.0.0.1 unless ``--master-bind`` says otherwise, and a
   non-loopback ``--master-bind`` is refused without ``--master-secret`` (Locust's worker
-  protocol has no authentication of its own: sim.locust.secure adds CURVE keyed by it).
+  protocol has no authentication of its own: sim.locust.secure adds CURVE keyed by it);
+* the start form may name only the password variables and hosts the scenario names, and
+  those of ``--allow-env``/``--allow-host`` (sim.live.allowance); the variables of
+  ``--web-login`` and ``--master-secret`` can never be allowed.
 """
 
 from __future__ import annotations
@@ -85,6 +88,28 @@ def master_secret(variable: str | None, environ: dict[str, str] | None = None) -
     return value
 
 
+def allowed_names(
+    env_names: list[str] | None, hosts: list[str] | None, *protected: str | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``--allow-env`` names and ``--allow-host`` hosts, checked: a name is a variable's name
+    and none of the ``protected`` ones (the web login's, the master secret's), a host is one
+    word."""
+    names = tuple(env_names or ())
+    for name in names:
+        if not ENV_NAME.match(name):
+            raise ConfigError(f"--allow-env: {name[:40]!r} is not an environment variable's name")
+        if name in protected:
+            raise ConfigError(
+                f"--allow-env {name}: the web login's or the master secret's variable; the "
+                "start form may never send it to a database"
+            )
+    allowed_hosts = tuple(hosts or ())
+    for host in allowed_hosts:
+        if not host or any(ch.isspace() or not ch.isprintable() for ch in host):
+            raise ConfigError(f"--allow-host: {host[:40]!r} is not a host name or address")
+    return names, allowed_hosts
+
+
 def parse_master(value: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:5557`` for IPv6) → (host, port)."""
     host, sep, port_text = value.rpartition(":")
@@ -120,6 +145,23 @@ DistributedOpt = Annotated[
         help="Run as a Locust master even without --workers (remote dbsim worker join).",
     ),
 ]
+AllowEnvOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-env",
+        metavar="NAME",
+        help="A password variable the start form may name, besides the scenario's own "
+        "(repeatable).",
+    ),
+]
+AllowHostOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-host",
+        metavar="HOST",
+        help="A target.host the start form may use, besides the scenario's own (repeatable).",
+    ),
+]
 MasterBindOpt = Annotated[
     str, typer.Option("--master-bind", help="Interface the master's worker port binds to.")
 ]
@@ -146,6 +188,8 @@ def ui(
     host: HostOpt = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Web UI port.")] = 8089,
     web_login: WebLoginOpt = None,
+    allow_env: AllowEnvOpt = None,
+    allow_host: AllowHostOpt = None,
     distributed: DistributedOpt = False,
     master_bind: MasterBindOpt = "127.0.0.1",
     master_port: MasterPortOpt = 5557,
@@ -168,6 +212,7 @@ def ui(
         )
     master_secret(master_secret_env)  # checked now: set, long enough
     login = web_credentials(web_login)
+    env_names, hosts = allowed_names(allow_env, allow_host, web_login, master_secret_env)
     scenario_overrides = overrides(set_, **{"output.directory": str(output) if output else None})
     resolved = resolve(scenario, scenario_overrides)
     from sim.locust.app import UiOptions, run_ui
@@ -182,6 +227,9 @@ def ui(
         master_secret_env=master_secret_env,
         login=login,
         debug=_debug(),
+        loopback=is_loopback(host),
+        allow_env=env_names,
+        allow_hosts=hosts,
     )
     raise typer.Exit(run_ui(resolved, options))
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
@@ -34,6 +34,9 @@ from sim import registry
 from sim.config.resolve import parse_value, resolved_dict, validate
 from sim.config.scenario import ScenarioBase
 from sim.errors import ConfigError, ScenarioError
+
+if TYPE_CHECKING:
+    from sim.live.allowance import Allowance
 
 #: Workload parameters shown in the forms when the workload has them, in this order.
 MAIN_PARAMETERS = ("read_pct", "update_pct", "scan_pct", "work_unit", "rows_select", "rows_update")
@@ -167,11 +170,19 @@ def _put(data: dict[str, Any], dotted: str, value: Any) -> None:
 def scenario_data(
     base: ScenarioBase, values: Mapping[str, str]
 ) -> tuple[dict[str, Any], list[str]]:
-    """The scenario's data with the submitted ``values`` applied, and the form's field names."""
+    """The scenario's data with the submitted ``values`` applied, and the form's field names.
+    :class:`FormErrors` for a name that is no field of the form and for a value no field can
+    take (a number of 5,000 digits, a YAML tag, deep nesting), each under its field."""
     data = resolved_dict(base)
     kind = str(values.get("target.kind") or data["target"]["kind"])
     workload = str(values.get("workload.name") or data["workload"]["name"])
     fields = [f.name for f in form_fields(base, kind, workload)]
+    problems = [
+        f"{name}: not a field of this form (target kind {kind}, workload {workload}; "
+        "GET /dbsim/form lists them)"
+        for name in values
+        if name not in fields
+    ]
     if kind != data["target"]["kind"]:
         data["target"] = {"kind": kind}  # another kind: its defaults
     if workload != data["workload"]["name"]:
@@ -186,7 +197,12 @@ def scenario_data(
             elif name == "load.sessions":
                 data["load"]["sessions"] = None
             continue
-        _put(data, name, parse_value(text, name))
+        try:
+            _put(data, name, parse_value(text, name))
+        except ConfigError as exc:  # a bound parse_value enforces; the line names the field
+            problems.append(str(exc))
+    if problems:
+        raise FormErrors(problems, fields)
     rate = data["load"].get("rate_ops_s")
     if isinstance(rate, int | float) and not isinstance(rate, bool) and rate > 0:
         data["load"].update(mode="open", think=None)
@@ -199,20 +215,26 @@ def scenario_from_form(
     base: ScenarioBase,
     values: Mapping[str, str],
     extra_check: Callable[[ScenarioBase], None] | None = None,
+    allowance: Allowance | None = None,
 ) -> tuple[ScenarioBase, int]:
     """The scenario the form asks for and its session count; :class:`FormErrors` when
     ``dbsim validate`` would refuse it (the same lines), or ``extra_check`` does (what the
-    caller cannot run, as a ConfigError)."""
+    caller cannot run, as a ConfigError), or it uses a host or password variable beyond
+    ``allowance`` (checked before any variable is read; None: no limit, as for a scenario
+    file)."""
     from sim.core.runner import build_target, build_workload, check_before_run
 
     data, fields = scenario_data(base, values)
+    beyond = allowance.problems(data["target"]) if allowance is not None else []
     try:
         scenario = validate(data)
+        if beyond:
+            raise FormErrors(beyond, fields)
         check_before_run(scenario)
         if extra_check is not None:
             extra_check(scenario)
     except ScenarioError as exc:
-        raise FormErrors(exc.problems, fields) from None
+        raise FormErrors(beyond + exc.problems, fields) from None
     except ConfigError as exc:
         raise FormErrors(str(exc).splitlines(), fields) from None
     sessions = scenario.load.sessions

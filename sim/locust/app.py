@@ -30,8 +30,10 @@ from locust.runners import Runner
 
 from sim.config.scenario import ScenarioBase
 from sim.errors import EXIT_OK, ConfigError
+from sim.live.allowance import Allowance
 from sim.locust import secure
 from sim.locust.form import check_locust_scenario, register_form
+from sim.locust.guard import install_guard
 from sim.locust.host import warm_inspect_caches
 from sim.locust.master import MasterController
 from sim.locust.roles import Controller, LocalController, WorkerController
@@ -67,6 +69,11 @@ class UiOptions:
     master_secret_env: str | None = None
     login: tuple[str, str] | None = None
     debug: bool = False
+    #: ``host`` is a loopback address: only loopback Host headers are answered (guard).
+    loopback: bool = True
+    #: Password variables and hosts the start form may use beyond the scenario's own.
+    allow_env: tuple[str, ...] = ()
+    allow_hosts: tuple[str, ...] = ()
 
 
 def setup_process(level: str) -> None:
@@ -183,6 +190,20 @@ def wait_until_quiet(controller: Controller, timeout: float) -> None:
         gevent.sleep(0.2)
 
 
+def add_dbsim_pages(
+    environment: Environment, controller: Controller, scenario: ScenarioBase, options: UiOptions
+) -> None:
+    """dbsim's tabs, routes and start form on Locust's web UI, all behind the guard (only the
+    operator's own page changes state, sim.locust.guard) and the login when there is one."""
+    web_ui = environment.web_ui
+    assert web_ui is not None
+    protect = web_ui.auth_required_if_enabled
+    guard = install_guard(web_ui.app, options.loopback, protect)
+    extend_web_ui(environment, controller, guard, options.login)
+    allowance = Allowance.of(scenario, options.allow_env, options.allow_hosts)
+    add_start_routes(web_ui.app, protect, environment, controller, allowance)
+
+
 def run_ui(scenario: ScenarioBase, options: UiOptions) -> int:
     """``dbsim ui``: Locust's web UI driving dbsim's engine until SIGINT/SIGTERM."""
     check_locust_scenario(scenario)
@@ -220,8 +241,7 @@ def run_ui(scenario: ScenarioBase, options: UiOptions) -> int:
     web_ui = environment.create_web_ui(
         options.host, options.port, web_login=options.login is not None, delayed_start=True
     )
-    extend_web_ui(environment, controller, options.login)
-    add_start_routes(web_ui.app, web_ui.auth_required_if_enabled, environment, controller)
+    add_dbsim_pages(environment, controller, scenario, options)
     web_ui.start()
     environment.events.init.fire(environment=environment, runner=runner, web_ui=web_ui)
     sys.stderr.write(f"dbsim: web UI on http://{options.host}:{options.port}/ (Ctrl-C to quit)\n")

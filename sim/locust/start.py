@@ -1,5 +1,7 @@
 """The web UI's start form routes: ``GET /dbsim/form`` and ``POST /dbsim/start``
-(:mod:`sim.live.start_form` describes and validates the form)."""
+(:mod:`sim.live.start_form` describes and validates the form, :mod:`sim.live.form_body` reads
+the body, :mod:`sim.live.allowance` limits its hosts and password variables; who may post at
+all is :mod:`sim.locust.guard`'s)."""
 
 from __future__ import annotations
 
@@ -13,15 +15,23 @@ from locust.env import Environment
 from locust.runners import STATE_RUNNING, STATE_SPAWNING, STATE_STOPPING
 
 from sim.errors import ConfigError
+from sim.live.allowance import Allowance
+from sim.live.form_body import BodyError, form_values
 from sim.live.start_form import GENERAL, FormErrors, form_fields, scenario_from_form
 from sim.locust.form import check_locust_scenario
+from sim.locust.guard import REQUEST_FIELD
 from sim.locust.roles import Controller
 
 
 def add_start_routes(
-    app: Any, protect: Callable[..., Any], environment: Environment, controller: Controller
+    app: Any,
+    protect: Callable[..., Any],
+    environment: Environment,
+    controller: Controller,
+    allowance: Allowance,
 ) -> None:
-    """``GET /dbsim/form`` (the form's fields) and ``POST /dbsim/start`` (validate and start)."""
+    """``GET /dbsim/form`` (the form's fields) and ``POST /dbsim/start`` (validate and start
+    a run using only what ``allowance`` allows)."""
     base = controller.scenario
 
     @app.route("/dbsim/form")
@@ -42,10 +52,13 @@ def add_start_routes(
         if busy or controller.snapshot().get("status") in ("running", "finishing"):
             message = "a run is going: stop it (or let it finish) before starting another"
             return jsonify(ok=False, errors={GENERAL: [message]}), 409
-        body = request.get_json(silent=True)
-        values = body if isinstance(body, dict) else request.form.to_dict()
         try:
-            scenario, sessions = scenario_from_form(base(), values, check_locust_scenario)
+            values = form_values(request.mimetype, request.get_data(cache=False))
+            scenario, sessions = scenario_from_form(
+                base(), values, check_locust_scenario, allowance
+            )
+        except BodyError as exc:
+            return jsonify(ok=False, errors={REQUEST_FIELD: [str(exc)]}), 400
         except FormErrors as exc:
             return jsonify(ok=False, errors=exc.by_field), 400
         assert runner is not None

@@ -47,6 +47,7 @@ from sim.core.metrics import OpStats
 from sim.live.phase import phase_of
 from sim.live.storage_table import storage_columns, storage_rows
 from sim.locust.downloads import DOWNLOADS, download
+from sim.locust.guard import PageGuard
 from sim.locust.live import LiveCache
 from sim.locust.roles import Controller
 from sim.protocols import Sample
@@ -313,9 +314,13 @@ class StatsCache:
 
 
 def extend_web_ui(
-    environment: Environment, controller: Controller, login: tuple[str, str] | None = None
+    environment: Environment,
+    controller: Controller,
+    guard: PageGuard,
+    login: tuple[str, str] | None = None,
 ) -> None:
-    """Add the tabs, routes and (with ``login``) the login check to ``environment.web_ui``."""
+    """Add the tabs, routes and (with ``login``) the login check to ``environment.web_ui``;
+    ``guard``'s token goes into the pages."""
     web_ui = environment.web_ui
     assert web_ui is not None and web_ui.app is not None
     app = web_ui.app
@@ -348,11 +353,12 @@ def extend_web_ui(
         elif (
             request.path == "/" and response.status_code == 200 and response.mimetype == "text/html"
         ):
-            page = response.get_data(as_text=True)
+            page = guard.with_token(response.get_data(as_text=True))
             response.set_data(page.replace("</body>", f"{PAGE_SCRIPT}\n</body>", 1))
+            response.headers["Cache-Control"] = "no-store"  # the token is this process's
         return response
 
-    _add_routes(app, web_ui.auth_required_if_enabled, controller, correlation, storage)
+    _add_routes(app, web_ui.auth_required_if_enabled, controller, correlation, storage, guard)
     from sim.locust.exposition import add_metrics_route
 
     add_metrics_route(app, controller, login)
@@ -383,6 +389,7 @@ def _add_routes(
     controller: Controller,
     correlation: CorrelationCache,
     storage: Any,
+    guard: PageGuard,
 ) -> None:
     """``/dbsim/status`` (the three tabs as JSON), ``/dbsim/run/<name>`` (downloads) and
     ``/dbsim/static/<name>`` (the page's own script and style, served from this package)."""
@@ -403,7 +410,8 @@ def _add_routes(
     @app.route("/dbsim/live")
     @protect
     def dbsim_live() -> Response:
-        return send_from_directory(STATIC, "live.html")
+        page = guard.with_token((STATIC / "live.html").read_text(encoding="utf-8"))
+        return Response(page, mimetype="text/html", headers={"Cache-Control": "no-store"})
 
     @app.route("/dbsim/live/data")
     @protect

@@ -437,6 +437,11 @@ class Ui:
     def fetch(self, path: str, form: dict[str, Any] | None = None) -> tuple[int, bytes]:
         data = urllib.parse.urlencode(form).encode() if form is not None else None
         request = urllib.request.Request(self.url + path, data=data)
+        if data is not None:  # a POST: as the UI's own page sends it (sim.locust.guard)
+            with urllib.request.urlopen(f"{self.url}/dbsim/token", timeout=10) as answer:
+                token = json.loads(answer.read())
+            request.add_header("Origin", self.url)
+            request.add_header(token["header"], token["token"])
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 status, headers, body = response.status, str(response.headers), response.read()

@@ -44,6 +44,12 @@ def _free_port() -> int:
 
 def _open(opener: Any, url: str, data: bytes | None = None, auth: str = "") -> tuple[int, str]:
     request = urllib.request.Request(url, data=data)
+    if data is not None:  # a POST: as the UI's own page sends it (sim.locust.guard)
+        origin = "/".join(url.split("/", 3)[:3])
+        request.add_header("Origin", origin)
+        if not url.endswith("/dbsim/login"):
+            token = json.loads(_open(opener, f"{origin}/dbsim/token")[1])
+            request.add_header(token["header"], token["token"])
     if auth:
         request.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
     try:

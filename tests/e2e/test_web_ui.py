@@ -427,8 +427,9 @@ def test_web_login_protects_every_page_and_route(tmp_path: Path) -> None:
     session = urllib.request.build_opener(jar, _NoRedirect())
 
     def status(opener: Any, path: str, data: bytes | None = None) -> int:
+        request = urllib.request.Request(url + path, data=data, headers={"Origin": url})
         try:
-            with opener.open(url + path, data=data, timeout=10) as response:
+            with opener.open(request, timeout=10) as response:
                 return int(response.status)
         except urllib.error.HTTPError as exc:
             return exc.code

@@ -81,14 +81,22 @@ def test_a_valid_form_is_the_scenario_that_runs(base: ScenarioBase) -> None:
         "load.sessions": "",
         "load.rate_ops_s": "250",
         "workload.parameters.scale": "20000",
-        "target.password": "never-read",  # not a field of the form: ignored
     }
     scenario, sessions = scenario_from_form(base, values)
     assert scenario.load.duration_s == 3.0
     assert scenario.load.mode == "open" and scenario.load.rate_ops_s == 250.0
     assert scenario.workload.parameters.scale == 20000  # type: ignore[attr-defined]
     assert sessions == 1  # SLOB's default: one session per schema
-    assert "never-read" not in repr(scenario)
+
+
+def test_a_name_that_is_no_field_of_the_form_is_refused_not_ignored(base: ScenarioBase) -> None:
+    # Ignored, a typo ran the scenario's default instead; a literal password is never read.
+    values = {"load.duration_s": "3", "target.password": "never-read", "load.duraton_s": "9"}
+    with pytest.raises(FormErrors) as caught:
+        scenario_from_form(base, values)
+    assert sorted(caught.value.by_field) == ["load.duraton_s", "target.password"]
+    assert all("not a field of this form" in line for line in caught.value.lines)
+    assert "never-read" not in str(caught.value)
 
 
 def test_field_of_takes_the_longest_field_the_line_is_about() -> None:
