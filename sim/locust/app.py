@@ -25,6 +25,7 @@ import gevent.event
 from locust import argument_parser
 from locust.env import Environment
 from locust.event import Events
+from locust.exception import RPCSendError
 from locust.log import setup_logging
 from locust.runners import Runner
 
@@ -34,6 +35,7 @@ from sim.live.allowance import Allowance
 from sim.locust import secure
 from sim.locust.form import check_locust_scenario, register_form
 from sim.locust.guard import install_guard
+from sim.locust.handshake import check_master
 from sim.locust.host import warm_inspect_caches
 from sim.locust.master import MasterController
 from sim.locust.roles import Controller, LocalController, WorkerController
@@ -41,6 +43,7 @@ from sim.locust.start import add_start_routes
 from sim.locust.stats import install_bucket
 from sim.locust.users import class_name, user_classes
 from sim.locust.webui import extend_web_ui
+from sim.locust.workerport import create_master_runner
 from sim.secrets import install_log_redaction
 
 log = logging.getLogger(__name__)
@@ -226,7 +229,7 @@ def run_ui(scenario: ScenarioBase, options: UiOptions) -> int:
     if distributed:
         if options.master_secret_env:
             secure.install(os.environ[options.master_secret_env])  # before the socket exists
-        master = environment.create_master_runner(options.master_bind, options.master_port)
+        master = create_master_runner(environment, options.master_bind, options.master_port)
         runner = master
         controller = MasterController(environment, lambda: scenario, on_finished=announce)
         connect = LOOPBACK if options.master_bind in ("0.0.0.0", "*", "") else options.master_bind
@@ -272,16 +275,15 @@ def run_worker(
     setup_process("DEBUG" if debug else "INFO")
     if secret is not None:
         secure.install(secret)
+    # A master whose security differs from ours never answers Locust's worker: say so now.
+    check_master(master_host, master_port, secret)
     environment = Environment(
         user_classes=list(user_classes().values()), events=Events(), stop_timeout=0
     )
     try:
         runner = environment.create_worker_runner(master_host, master_port)
-    except ConnectionError:
-        hint = " (or its --master-secret is not this one)" if secret is not None else ""
-        raise ConfigError(
-            f"--master: no master answered at {master_host}:{master_port}{hint}"
-        ) from None
+    except (ConnectionError, RPCSendError):  # the master went away since the handshake
+        raise ConfigError(f"--master: no master answered at {master_host}:{master_port}") from None
     controller = WorkerController(environment)
     host = controller.host
 

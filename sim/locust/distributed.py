@@ -36,6 +36,7 @@ from sim.locust.app import (
 )
 from sim.locust.form import check_locust_scenario
 from sim.locust.master import MasterController
+from sim.locust.workerport import create_master_runner
 from sim.safeio import strict_json
 
 EXIT_SIGINT = 130
@@ -71,7 +72,7 @@ def run_distributed(
     users = default_users(scenario)
     setup_process("DEBUG" if debug else "WARNING")
     environment = environment_for(scenario, users)
-    runner = environment.create_master_runner(LOOPBACK, 0)
+    runner = create_master_runner(environment, LOOPBACK, 0)
     done = gevent.event.Event()
     controller = MasterController(
         environment, lambda: scenario, on_finished=lambda _: done.set(), skip_load=skip_load

@@ -41,6 +41,15 @@ def server_keys(secret: str) -> tuple[bytes, bytes]:
     return zmq.curve_public(secret_key), secret_key
 
 
+def curve_client(sock: zmq.Socket[Any], secret: str) -> None:
+    """Make ``sock`` (before it connects) a CURVE client of the master keyed by ``secret``,
+    with a fresh key pair of its own."""
+    own_public, own_secret = zmq.curve_keypair()
+    sock.curve_serverkey = server_keys(secret)[0]
+    sock.curve_publickey = own_public
+    sock.curve_secretkey = own_secret
+
+
 def install(secret: str) -> None:
     """Make every Locust socket this process creates from now on a CURVE socket keyed by
     ``secret`` (see the module docstring). Call before the master or worker runner exists;
@@ -64,10 +73,7 @@ def install(secret: str) -> None:
             self.socket.curve_publickey = public
             self.socket.curve_server = True
         else:
-            own_public, own_secret = zmq.curve_keypair()
-            self.socket.curve_serverkey = public
-            self.socket.curve_publickey = own_public
-            self.socket.curve_secretkey = own_secret
+            curve_client(self.socket, secret)
 
     zmqrpc.BaseSocket.__init__ = init  # type: ignore[method-assign]
     _installed.append(secret)
