@@ -28,6 +28,7 @@ from storage.targets.filetree_io import (
 )
 from storage.targets.filetree_session import FileSession
 from storage.targets.locks import directory_lock
+from storage.targets.paths import check_tree_root
 from storage.targets.settings import FileTreeSettings
 
 MOUNTS = Path("/proc/self/mounts")
@@ -53,8 +54,12 @@ class FileTreeTarget(Target):
             raise TargetError("filetree: target used before open()")
         return self._context
 
+    def check_paths(self) -> None:
+        check_tree_root(self.root)
+
     async def open(self, context: EngineContext) -> None:
         self._context = context
+        self.check_paths()
         parent = self.root.parent
         if self.root.exists() and not self.root.is_dir():
             raise TargetError(f"target.path: {self.root} exists and is not a directory")
