@@ -27,7 +27,7 @@ from workloads.identity import (
     mark_statements,
     marked_create,
 )
-from workloads.naming import TABLE_PREFIX_PATTERN, numbered, owned_pattern
+from workloads.naming import TABLE_PREFIX_PATTERN, number_of, numbered, owned_pattern
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.workload import SlobWorkload
 from workloads.ssb.parameters import SsbParameters
@@ -133,6 +133,24 @@ def test_the_names_that_ran_together_are_now_distinct() -> None:
     assert not objects("slob", "a", 3) & objects("ssb", "a_1_cf", 3)
     with pytest.raises(ValueError, match="start at 1"):
         numbered("slob", 0)
+
+
+@given(
+    prefix=prefixes,
+    numbers=st.lists(st.integers(min_value=1, max_value=10_000), min_size=1, max_size=12),
+    suffix=st.sampled_from(["", "_cf1", "_cf2"]),
+)
+@settings(max_examples=100, deadline=None)
+def test_dbsim_drop_orders_a_prefixs_tables_by_their_number(
+    prefix: str, numbers: list[int], suffix: str
+) -> None:
+    """workloads.sqlkit drops in table-number order: slob_2_cf1 before slob_10_cf1."""
+    names = [numbered(prefix, n, suffix) for n in numbers]
+    assert [number_of(prefix, name) for name in names] == numbers
+    ordered = sorted(names, key=lambda name: number_of(prefix, name))
+    assert ordered == [numbered(prefix, n, suffix) for n in sorted(numbers)]
+    with pytest.raises(ValueError, match="is not a table of"):
+        number_of(prefix + "x", names[0])
 
 
 def test_old_style_prefixes_are_refused_with_the_field_named() -> None:
