@@ -65,11 +65,12 @@ from workloads.identity import (
 class TableRegistry:
     """The tables one workload created, recorded with their identities in ``dbsim_registry``.
 
-    Methods take the connection to use and commit their own work. A workload calls, in order:
-    :meth:`ensure`, :meth:`check_ownership` for every table it plans (before loading any),
-    then per table :meth:`begin_load`, :meth:`create_table` (instead of running CREATE TABLE
-    itself), its inserts and indexes, :meth:`finish_load`. ``--skip-load`` calls
-    :meth:`check_loaded`; ``dbsim drop`` :meth:`owned` and :meth:`drop`.
+    Methods take the connection to use and commit their own work. workloads.sqlkit calls them
+    for every SQL workload, in this order: :meth:`registry_present` and
+    :meth:`check_ownership` for every planned table (reading only, before anything is
+    written), :meth:`ensure`, then per table :meth:`begin_load`, :meth:`create_table`
+    (instead of running CREATE TABLE itself), the inserts and indexes, :meth:`finish_load`.
+    ``--skip-load`` calls :meth:`check_loaded`; ``dbsim drop`` :meth:`owned` and :meth:`drop`.
     """
 
     def __init__(self, workload: str, dialect: str, paramstyle: str) -> None:
