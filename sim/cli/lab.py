@@ -18,13 +18,11 @@ import typer
 
 from sim.cli.app import app
 from sim.errors import EXIT_RUN_FAILED, ConfigError
-from storage.lab import CEILING_KEYS, DEFAULT_PG_PORT, KEEP, Ceiling, Lab, require_root
+from storage.lab import CEILING_KEYS, DEFAULT_PG_PORT, KEEP, Ceiling, Lab, limits, require_root
+from storage.lab.lifecycle import DEFAULT_MOUNT
 from storage.lab.status import text_lines
 from storage.lab.system import parse_size
 from storage.lab.volumes import parse_volume
-
-DEFAULT_MOUNT = Path("/mnt/dbsim-lab")
-DEFAULT_SIZE = "1G"
 
 lab_app = typer.Typer(
     help="The storage lab: ext4 on a loop device whose IOPS and bandwidth are capped by cgroup "
@@ -35,7 +33,8 @@ app.add_typer(lab_app, name="lab")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the lab's status as JSON.")]
 IopsOpt = Annotated[
-    int | None, typer.Option(min=0, help="I/O operations per second; 0 = unlimited.")
+    int | None,
+    typer.Option(min=0, max=limits.MAX_IOPS, help="I/O operations per second; 0 = unlimited."),
 ]
 BpsOpt = Annotated[
     str | None, typer.Option(help="Bytes per second (e.g. 20M); 0 = unlimited.", metavar="SIZE")
@@ -61,18 +60,35 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
         sys.stdout.write("\n".join(text_lines(status)) + "\n")
 
 
-def _bps(value: str | None) -> int | None:
-    return None if value is None else parse_size(value)
+def _size(option: str, value: str | None) -> int | None:
+    """``value`` in bytes; the error names ``option``."""
+    if value is None:
+        return None
+    try:
+        return parse_size(value)
+    except ConfigError as exc:
+        raise ConfigError(f"{option}: {exc}") from None
+
+
+def _bps(option: str, value: str | None) -> int | None:
+    return limits.ceiling(option, option.lstrip("-").replace("-", "_"), _size(option, value))
 
 
 @lab_app.command()
 def up(
     size: Annotated[
-        str, typer.Option("--size", help="Size of the sparse image (e.g. 1G).")
-    ] = DEFAULT_SIZE,
+        str | None,
+        typer.Option(
+            "--size", help="Size of the sparse image, 16M to 1T (default 1G).", metavar="SIZE"
+        ),
+    ] = None,
     mount: Annotated[
-        Path, typer.Option("--mount", help="Where to mount the lab file system.")
-    ] = DEFAULT_MOUNT,
+        Path | None,
+        typer.Option(
+            "--mount",
+            help=f"Where to mount the lab file system, an absolute path (default {DEFAULT_MOUNT}).",
+        ),
+    ] = None,
     read_iops: IopsOpt = None,
     write_iops: IopsOpt = None,
     read_bps: BpsOpt = None,
@@ -81,8 +97,8 @@ def up(
         str | None,
         typer.Option(
             "--memory-limit",
-            help="memory.limit_in_bytes of the lab's processes (default 256M), so the page "
-            "cache cannot hide the ceiling.",
+            help="memory.limit_in_bytes of the lab's processes (default 256M, at least 32M, "
+            "at most the host's memory), so the page cache cannot hide the ceiling.",
             metavar="SIZE",
         ),
     ] = None,
@@ -93,7 +109,10 @@ def up(
         ),
     ] = False,
     pg_port: Annotated[
-        int, typer.Option("--pg-port", help="Port of the throwaway PostgreSQL (127.0.0.1).")
+        int,
+        typer.Option(
+            "--pg-port", min=1, max=65535, help="Port of the throwaway PostgreSQL (127.0.0.1)."
+        ),
     ] = DEFAULT_PG_PORT,
     volume: VolumeOpt = None,
     as_json: JsonOpt = False,
@@ -102,13 +121,13 @@ def up(
     require_root()  # before anything else, so the refusal is the first and only message
     specs = [parse_volume(text) for text in volume or []]
     status = Lab().up(
-        parse_size(size),
+        _size("--size", size),
         mount,
         read_iops=read_iops,
         write_iops=write_iops,
-        read_bps=_bps(read_bps),
-        write_bps=_bps(write_bps),
-        memory_limit_bytes=parse_size(memory_limit) if memory_limit else None,
+        read_bps=_bps("--read-bps", read_bps),
+        write_bps=_bps("--write-bps", write_bps),
+        memory_limit_bytes=_size("--memory-limit", memory_limit),
         postgres=postgres,
         pg_port=pg_port,
         volumes=specs,
@@ -122,14 +141,20 @@ def down() -> None:
     require_root()
     lab = Lab()
     before = lab.status()
-    problems = lab.down()
+    warnings: list[str] = []
+    problems = lab.down(warnings)
+    for warning in warnings:  # not the lab's: left alone, and no failure of the lab's down
+        sys.stderr.write(f"warning: lab down: {warning}\n")
     if problems:
         for problem in problems:
             sys.stderr.write(f"error: lab down: {problem}\n")
         sys.stderr.write(f"error: what is left is recorded in {lab.state_file}\n")
         raise typer.Exit(EXIT_RUN_FAILED)
     if "volumes" in before:
-        sys.stdout.write(f"lab {before['name']} is down: nothing of it is left\n")
+        plural = "s" if len(warnings) > 1 else ""
+        left = f" (what is not the lab's was left alone: {len(warnings)} warning{plural})"
+        left = left if warnings else ""
+        sys.stdout.write(f"lab {before['name']} is down: nothing of it is left{left}\n")
     else:
         sys.stdout.write("no lab was up\n")
 
@@ -161,7 +186,7 @@ def set_(
     require_root()
     spec = parse_volume(volume) if volume is not None else None
     named = dict(spec.ceilings) if spec else {}
-    flags = (read_iops, write_iops, _bps(read_bps), _bps(write_bps))
+    flags = (read_iops, write_iops, _bps("--read-bps", read_bps), _bps("--write-bps", write_bps))
     values: list[Ceiling] = []
     for kind, value in zip(CEILING_KEYS, flags, strict=True):
         if value is None and kind in named:

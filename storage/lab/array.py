@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import ConfigError, TargetError
-from storage.lab import ontap_rest, system
+from storage.lab import identity, ontap_rest, system
+from storage.lab.outcome import Outcome
 from storage.lab.qos import LUN, POLICY_FILE, Policy, read_counters, read_policy, write_json
 
 #: ``--volume`` keys (as typed) -> policy names; any of them makes the volume an array.
@@ -81,10 +81,13 @@ def start(record: dict[str, Any], image: Path, save: Callable[[], None]) -> None
     """Make the directories, write the policy and start the array process on ``image``;
     returns once its file system is mounted."""
     directory, mount = Path(record["dir"]), Path(record["mount"])
+    ids = record.setdefault("identity", {})
     directory.mkdir(parents=True)
+    ids["dir"] = identity.node_at(directory)
     record["dir_created"] = True
     save()
     mount.mkdir(parents=True)
+    ids["mount_dir"] = identity.node_at(mount)
     record["mount_dir_created"] = True
     save()
     write_json(directory / POLICY_FILE, record["policy"])
@@ -108,6 +111,7 @@ def start(record: dict[str, Any], image: Path, save: Callable[[], None]) -> None
             record["pid"] = pid
             save()
         if mounted(record) and (endpoint := _read_endpoint(directory)):
+            ids["mount"] = identity.mount_identity(os.path.realpath(mount))
             record["ontap"] = endpoint
             save()
             return
@@ -148,7 +152,11 @@ def _log_tail(directory: Path) -> str:
 
 
 def mounted(record: Mapping[str, Any]) -> bool:
-    """Whether the lab's array file system (its fsname) is mounted at its place."""
+    """Whether the lab's array file system is the mount on top at its place: the recorded
+    mount (ID, device, 64-bit ID) once it is recorded, until then one of its fsname."""
+    recorded = record.get("identity", {}).get("mount")
+    if recorded is not None:
+        return identity.mount_differs(recorded) is None
     return system.mounted_source(Path(record["mount"])) == record["fsname"]
 
 
@@ -166,17 +174,38 @@ def running(record: Mapping[str, Any]) -> bool:
     return state != "Z" and b"storage.lab.arrayfs" in argv and record["mount"].encode() in argv
 
 
-def stop(record: dict[str, Any], attempt: Callable[[str, Callable[[], None]], None]) -> None:
-    """Stop the process (TERM, then KILL), unmount its file system if it is still there,
-    and remove the directories made; ``attempt`` records what fails."""
-    attempt("stop array process", lambda: _stop_process(record))
-    if mounted(record):
-        attempt("unmount array", lambda: _unmount(Path(record["mount"])))
-    if record.get("mount_dir_created") and system.mounted_source(Path(record["mount"])) is None:
-        with contextlib.suppress(OSError):
-            Path(record["mount"]).rmdir()
-    if record.get("dir_created") and not running(record):
-        shutil.rmtree(record["dir"], ignore_errors=True)
+def stop(record: dict[str, Any], outcome: Outcome) -> None:
+    """Stop the process (TERM, then KILL), unmount its file system if it is still the one the
+    lab mounted, and remove the directories made if they are still the lab's; what fails is
+    a problem of ``outcome``, what is not the lab's any more a warning."""
+    outcome.attempt("stop array process", lambda: _stop_process(record))
+    ids = record.get("identity", {})
+    mount = Path(record["mount"])
+    recorded = ids.get("mount")
+    why = identity.mount_differs(recorded) if recorded else None
+    if recorded and why not in (None, identity.GONE):
+        outcome.warn(f"array of volume {record.get('volume')}: {mount}: {why}: left mounted")
+    elif mounted(record):
+        outcome.attempt("unmount array", lambda: identity.umount(os.path.realpath(mount)))
+    if identity.top_mount(os.path.realpath(mount)) is not None:
+        return
+    for key, kind, path in (("mount_dir", "dir", mount), ("dir", "tree", Path(record["dir"]))):
+        if not record.get(f"{key}_created") or (kind == "tree" and running(record)):
+            continue
+        try:
+            why = _remove(path, ids.get(key), kind)
+        except OSError as exc:
+            why = exc.strerror
+        if why:
+            outcome.warn(f"{path} is not the array directory the lab made ({why}): left alone")
+
+
+def _remove(path: Path, recorded: Mapping[str, Any] | None, kind: str) -> str | None:
+    if recorded is None:  # a state from before identities: the directory there now
+        if not path.is_dir() or path.is_symlink():
+            return None
+        recorded = identity.node_at(path)
+    return identity.remove_own(path, recorded, kind)
 
 
 def _stop_process(record: dict[str, Any]) -> None:
@@ -190,13 +219,6 @@ def _stop_process(record: dict[str, Any]) -> None:
             time.sleep(0.05)
     if running(record):
         raise TargetError(f"lab: array process {record['pid']} did not stop")
-
-
-def _unmount(mount: Path) -> None:
-    try:
-        system.run(["fusermount3", "-u", str(mount)], "unmount array")
-    except TargetError:
-        system.umount(mount)
 
 
 def set_policy(record: dict[str, Any], changes: Mapping[str, int | None]) -> dict[str, int | None]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from enum import Enum
@@ -18,14 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import ConfigError, SimError, TargetError
-from storage.lab import array, cgroups, system, volumes
-from storage.lab.pgcluster import PG_USER, Cluster, launcher, make_server_dir, pg_bin, port_free
+from storage.lab import array, cgroups, checks, identity, system, volumes
+from storage.lab.outcome import Outcome
+from storage.lab.pgcluster import PG_USER, Cluster, launcher, make_server_dir
 from storage.lab.status import describe
+from storage.lab.teardown import take_down
 from storage.lab.volumes import DEFAULT_VOLUME, TABLESPACE_DIR, VolumeSpec
 
 DEFAULT_STATE_ROOT = Path("/run/dbsim-lab")
 DEFAULT_IMAGE_DIR = Path("/var/tmp/dbsim-lab")
 DEFAULT_NAME = "dbsim-lab"
+DEFAULT_MOUNT = Path("/mnt/dbsim-lab")
+DEFAULT_SIZE = 1 << 30
 DEFAULT_MEMORY_LIMIT = 256 << 20
 DEFAULT_PG_PORT = 55432
 CEILING_KEYS = ("read_iops", "write_iops", "read_bps", "write_bps")
@@ -48,44 +51,6 @@ def require_root() -> None:
         raise ConfigError(
             "dbsim lab needs root: it attaches a loop device, mounts a file system and writes "
             "cgroup files; run it with sudo"
-        )
-
-
-def _check_ceiling(kind: str, value: int | None) -> None:
-    if value is not None and value < 0:
-        raise ConfigError(f"lab ceiling {kind}={value}: must be >= 0 (0 = unlimited)")
-
-
-def _check_new_lab(
-    root: Path, records: list[dict[str, Any]], named: bool, pg_port: int | None
-) -> None:
-    """Refuse a new lab that would be too small, hide files or a mount, reuse an image, or
-    start PostgreSQL (``pg_port`` given) without its binaries or on a port in use. With
-    named volumes, ``root`` holds their mount points and must be empty."""
-    if named:
-        if system.mounted_source(root) is not None:
-            raise ConfigError(f"{root} is already a mount point; choose another --mount")
-        if root.is_dir() and any(root.iterdir()):
-            raise ConfigError(f"{root} is not empty; the volumes are mounted inside it")
-    for record in records:
-        volumes.check_new(record)
-    if pg_port is not None:
-        pg_bin()
-        if not port_free(pg_port):
-            raise ConfigError(f"lab postgres: 127.0.0.1:{pg_port} is in use (--pg-port)")
-
-
-def _check_given(given: dict[str, int | None], specs: Sequence[VolumeSpec]) -> None:
-    for key, value in given.items():
-        _check_ceiling(key, value)
-    volumes.check_specs(specs)
-    for spec in specs:
-        for key, value in spec.ceilings.items():
-            _check_ceiling(key, value)
-    if specs and any(value is not None for value in given.values()):
-        raise ConfigError(
-            "with --volume, give each volume's ceilings in it (--volume old:read-iops=500), "
-            "not --read-iops/--write-iops/--read-bps/--write-bps beside it"
         )
 
 
@@ -147,8 +112,8 @@ class Lab:
 
     def up(
         self,
-        size_bytes: int,
-        mount_point: Path,
+        size_bytes: int | None,
+        mount_point: Path | None,
         read_iops: int | None = None,
         write_iops: int | None = None,
         read_bps: int | None = None,
@@ -162,21 +127,22 @@ class Lab:
         asked) and return :meth:`status`. Ceilings of ``None`` or 0 are unlimited; on an
         existing lab ``None`` leaves a ceiling unchanged. Without ``volumes`` the lab has one
         volume mounted at ``mount_point`` with the ceilings given; with them, one per spec,
-        mounted at ``mount_point/<name>``. A failure undoes what was made."""
+        mounted at ``mount_point/<name>``. ``size_bytes`` and ``mount_point`` None: the
+        defaults for a new lab, the lab's own for one that is up (a lab that is up refuses
+        another size or place). A failure undoes what was made."""
         self.check_environment()
         given = dict(zip(CEILING_KEYS, (read_iops, write_iops, read_bps, write_bps), strict=True))
         specs = list(volumes)
-        _check_given(given, specs)
+        checks.given_values(given, specs, size_bytes, mount_point, memory_limit_bytes)
         state = self.load_state()
         if state is not None:
-            result = self._up_again(state, given, specs, memory_limit_bytes, postgres, pg_port)
-            if os.path.abspath(mount_point) != state["root"]:
-                result["note"] = f"already up at {state['root']}; --mount/--size ignored"
-            return result
-        root = Path(os.path.abspath(mount_point))
+            checks.same_place(state, size_bytes, mount_point, specs)
+            return self._up_again(state, given, specs, memory_limit_bytes, postgres, pg_port)
+        root = Path(os.path.abspath(mount_point or DEFAULT_MOUNT))
+        size_bytes = size_bytes or DEFAULT_SIZE
         records = self._new_records(root, size_bytes, given, specs)
         # Checked before anything is built, so a refusal leaves nothing to undo.
-        _check_new_lab(root, records, bool(specs), pg_port if postgres else None)
+        checks.new_lab(root, records, bool(specs), pg_port if postgres else None)
         groups = cgroups.lab_groups(self.name)
         state = {
             "version": STATE_VERSION,
@@ -184,6 +150,8 @@ class Lab:
             "created_at": time.time(),
             "root": str(root),
             "root_dir_created": False,
+            "size_bytes": size_bytes,
+            "identity": {"cgroups": {}},
             "volumes": records,
             "cgroups": {},
             "memory_limit_bytes": memory_limit_bytes or DEFAULT_MEMORY_LIMIT,
@@ -196,7 +164,7 @@ class Lab:
             else:
                 system.drop_caches()
         except (SimError, OSError) as exc:
-            problems = self.down()
+            problems = self.down()  # what is found not to be the lab's is left, not undone
             note = "; undone" if not problems else "; could not undo: " + "; ".join(problems)
             kind = ConfigError if isinstance(exc, ConfigError) else TargetError
             raise kind(f"{exc}{note}") from exc
@@ -231,14 +199,21 @@ class Lab:
     def _build(
         self, state: dict[str, Any], root: Path, groups: dict[str, Path], named: bool
     ) -> None:
+        ids = state["identity"]
         if named and not root.exists():
             root.mkdir(parents=True)
+            ids["root_dir"] = identity.node_at(root)
             state["root_dir_created"] = True
+            self._save(state)
+        if not self.image_dir.exists():
+            self.image_dir.mkdir(parents=True)
+            ids["image_dir"] = {**identity.node_at(self.image_dir), "path": str(self.image_dir)}
             self._save(state)
         for record in state["volumes"]:
             volumes.build(record, lambda: self._save(state))
         for controller, path in groups.items():
             cgroups.create(path)
+            ids["cgroups"][controller] = identity.node_at(path)
             state["cgroups"][controller] = str(path)
             self._save(state)
         memory = Path(state["cgroups"]["memory"])
@@ -302,6 +277,9 @@ class Lab:
                 "remove_root": not _on_a_volume(state, cluster.root),
             }
             self._save(state)
+            if state["postgres"]["remove_root"]:
+                _make_cluster_dir(state, cluster.root)
+                self._save(state)
             cluster.init(self.password_file)
         for record in state["volumes"]:
             if record.get("tablespace_dir") is None:
@@ -348,7 +326,7 @@ class Lab:
         for kind, value in wanted.items():
             if isinstance(value, Keep):
                 continue
-            _check_ceiling(kind, value)
+            checks.ceiling(kind, value)
             changes[kind] = value or None
         self._apply(state, record, changes)
         record["ceilings"].update(changes)
@@ -428,48 +406,27 @@ class Lab:
 
     # ------------------------------------------------------------------ down
 
-    def down(self) -> list[str]:
-        """Undo everything the state records, newest first; each step is tried whatever
-        happened before it. Returns what could not be undone (empty: all gone)."""
+    def down(self, warnings: list[str] | None = None) -> list[str]:
+        """Undo everything the state records, newest first, each step only on the lab's own
+        object (:mod:`storage.lab.teardown`); each step is tried whatever happened before
+        it. Returns what of the lab's could not be undone (empty: all gone); what was found
+        in the place of the lab's objects and left alone is appended to ``warnings``."""
         require_root()
         state = self.load_state()
         if state is None:
             return []
-        problems: list[str] = []
-
-        def attempt(what: str, step: Any) -> None:
-            try:
-                step()
-            except SimError as exc:
-                problems.append(str(exc).removeprefix("lab: "))
-            except OSError as exc:
-                problems.append(f"{what}: {exc}")
-
-        pg = state.get("postgres")
-        if pg:
-            attempt("stop postgres", Cluster(Path(pg["root"]), pg["port"]).stop)
-        for controller in reversed(cgroups.CONTROLLERS):
-            path = state.get("cgroups", {}).get(controller)
-            if path:
-                problems.extend(cgroups.remove(Path(path)))
-        for record in reversed(state["volumes"]):
-            volumes.teardown(record, attempt)
-        if pg and pg.get("remove_root"):
-            attempt("remove postgres", lambda: _remove_cluster_dir(pg))
-        if state.get("root_dir_created"):
-            with contextlib.suppress(OSError):
-                Path(state["root"]).rmdir()  # only when empty
-        if pg:
-            with contextlib.suppress(OSError):
-                self.password_file.unlink(missing_ok=True)
-        if problems:
-            state["down_problems"] = problems
+        outcome = Outcome()
+        take_down(state, self.password_file, outcome)
+        if warnings is not None:
+            warnings.extend(outcome.warnings)
+        if outcome.problems:
+            state["down_problems"] = outcome.problems
             self._save(state)
         else:
             self.state_file.unlink(missing_ok=True)
             with contextlib.suppress(OSError):
                 self.state_root.rmdir()  # only when empty
-        return problems
+        return outcome.problems
 
 
 def _on_a_volume(state: dict[str, Any], path: Path) -> bool:
@@ -479,10 +436,11 @@ def _on_a_volume(state: dict[str, Any], path: Path) -> bool:
     )
 
 
-def _remove_cluster_dir(pg: dict[str, Any]) -> None:
-    """The cluster directory the lab made on the host's file system, once the server is gone."""
-    root = Path(pg["root"])
-    if Cluster(root, pg["port"]).pid() is not None:
-        raise TargetError(f"lab: {root} kept: its postgres still runs")
-    if root.is_dir() and system.mounted_source(root) is None:
-        shutil.rmtree(root)
+def _make_cluster_dir(state: dict[str, Any], root: Path) -> None:
+    """The cluster's directory on the host (in the lab's root), made now and recorded, so
+    ``down`` removes that one and never a directory someone put there since."""
+    try:
+        root.mkdir()
+    except FileExistsError as exc:
+        raise ConfigError(f"{root} exists and the lab did not make it; remove it first") from exc
+    state["postgres"]["root_id"] = identity.node_at(root)

@@ -179,12 +179,15 @@ class Cluster:
         return pid
 
     def pid(self) -> int | None:
-        """The running postmaster's PID (from ``postmaster.pid``), or None."""
+        """The running postmaster's PID (from ``postmaster.pid``), or None. The process must
+        be a postgres whose working directory is this data directory (the postmaster changes
+        into it): a PID taken since by another server, the system's own cluster included,
+        is not this cluster's and is never signalled."""
         try:
             pid = int((self.data / "postmaster.pid").read_text().split()[0])
         except (OSError, ValueError, IndexError):
             return None
-        return pid if _is_postgres(pid) else None
+        return pid if _runs_in(pid, self.data) else None
 
     def backends(self) -> list[int]:
         """PIDs of the postmaster's children (checkpointer, walwriter, client backends …)."""
@@ -212,8 +215,9 @@ class Cluster:
         for sig in (signal.SIGQUIT, signal.SIGKILL):
             if _wait_gone(pid, KILL_WAIT_S):
                 return
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
+            if _runs_in(pid, self.data):  # still this cluster's, not a PID taken since
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
         if not _wait_gone(pid, KILL_WAIT_S):
             raise TargetError(f"lab: postgres (pid {pid}) did not stop")
 
@@ -225,7 +229,19 @@ def _is_postgres(pid: int) -> bool:
         return False
 
 
+def _runs_in(pid: int, data: Path) -> bool:
+    """Whether ``pid`` is a postgres working in ``data``: that cluster's postmaster."""
+    if not _is_postgres(pid):
+        return False
+    try:
+        cwd, own = os.stat(f"/proc/{pid}/cwd"), os.stat(data)
+    except OSError:
+        return False
+    return (cwd.st_dev, cwd.st_ino) == (own.st_dev, own.st_ino)
+
+
 def _wait_gone(pid: int, seconds: float) -> bool:
+    # Until the process has gone, not only its working directory (released early in exit).
     deadline = time.monotonic() + seconds
     while _is_postgres(pid):
         if time.monotonic() >= deadline:

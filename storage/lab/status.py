@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from storage.lab import array, cgroups, system
+from storage.lab import array, cgroups, identity, system
 from storage.lab.pgcluster import Cluster, port_free
 from storage.lab.volumes import DEFAULT_VOLUME, attached_file
 
@@ -70,11 +70,10 @@ def _volume_status(
     image, loop = volume.get("image"), volume.get("loop")
     name = volume["name"]
     target = attached_file(volume)
-    attached = bool(loop and target and system.loop_backing_file(loop) == target)
+    attached, mounted = _attached_and_mounted(volume)
     if loop and not attached:
         problems.append(f"volume {name}: {loop} is not attached to {target}")
     mount_point = Path(volume["mount_point"])
-    mounted = bool(loop) and system.mounted_source(mount_point) == loop
     if volume.get("mounted") and not mounted:
         problems.append(f"volume {name}: {loop} is not mounted at {mount_point}")
     ceilings = volume.get("ceilings", {})
@@ -95,6 +94,25 @@ def _volume_status(
         "tablespace_dir": volume.get("tablespace_dir"),
         "array": array.describe(volume["array"], problems, name) if volume.get("array") else None,
     }
+
+
+def _attached_and_mounted(volume: dict[str, Any]) -> tuple[bool, bool]:
+    """Whether the loop device still reads the lab's image and the lab's mount is on top at
+    its place, by the identities recorded at ``up``; by name for a state written before
+    they were (dbsim before issue #24)."""
+    loop, ids = volume.get("loop"), volume.get("identity")
+    if not loop:
+        return False, False
+    if ids is None:
+        target = attached_file(volume)
+        attached = bool(target) and system.loop_backing_file(loop) == target
+        return attached, system.mounted_source(Path(volume["mount_point"])) == loop
+    now = identity.loop_identity(loop)
+    attached = bool(ids.get("loop")) and identity.loop_differs(ids["loop"], now) is None
+    if volume.get("array") and now is not None and now["backing_ino"] is None:
+        attached = now["rdev"] == ids["loop"]["rdev"]  # the array's server is gone: see teardown
+    mounted = bool(ids.get("mount")) and identity.mount_differs(ids["mount"]) is None
+    return attached, mounted
 
 
 def _any_mounted(pg: dict[str, Any], shown: list[dict[str, Any]]) -> bool:

@@ -12,14 +12,19 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from sim.errors import ConfigError, TargetError
+from storage.lab.identity import node
+from storage.lab.limits import shown
 
 COMMAND_TIMEOUT_S = 120.0
 REQUIRED_TOOLS = ("losetup", "mkfs.ext4", "mount", "umount", "setpriv")
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+# At most 20 digits either side of the point: a longer number is refused before it is
+# converted (5,000 digits made float() infinite and int() raise OverflowError).
+_SIZE = re.compile(r"^\s*(\d{1,20}(?:\.\d{1,20})?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -29,7 +34,7 @@ def parse_size(text: str | int) -> int:
         return text
     found = _SIZE.match(text)
     if found is None:
-        raise ConfigError(f"size {text!r}: expected bytes or a number with K/M/G/T, e.g. 1G")
+        raise ConfigError(f"size '{shown(text)}': expected bytes or a number with K/M/G/T, e.g. 1G")
     return int(float(found.group(1)) * _UNITS[found.group(2).lower()])
 
 
@@ -87,11 +92,16 @@ def as_user(user: str, argv: Sequence[str], env: dict[str, str] | None = None) -
     return [*prefix, *(["env", *extra] if extra else []), *argv]
 
 
-def create_sparse(path: Path, size_bytes: int) -> None:
-    """A sparse file of ``size_bytes`` (no blocks are allocated until written)."""
+def create_sparse(path: Path, size_bytes: int) -> dict[str, Any]:
+    """A sparse file of ``size_bytes`` (no blocks are allocated until written); its identity
+    (device, inode, size) taken from the very descriptor that created it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "xb") as f:  # "x": never truncate a file we did not create
-        f.truncate(size_bytes)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:  # O_EXCL: never truncate a file we did not create
+        os.ftruncate(fd, size_bytes)
+        return node(os.fstat(fd), size=True)
+    finally:
+        os.close(fd)
 
 
 def losetup_attach(image: Path, direct_io: bool = False) -> str:
@@ -154,21 +164,6 @@ def mounted_source(mount_point: Path) -> str | None:
 def mount(device: str, mount_point: Path) -> None:
     """Mount ext4 ``device`` at ``mount_point``."""
     run(["mount", "-t", "ext4", device, str(mount_point)], "mount")
-
-
-def umount(mount_point: Path) -> None:
-    """Unmount ``mount_point`` (never lazily: a lazy unmount would keep the loop device busy)."""
-    try:
-        run(["umount", str(mount_point)], "unmount")
-    except TargetError as exc:
-        if "busy" not in str(exc):
-            raise
-        raise TargetError(f"{exc} (a process uses it: see `fuser -vm {mount_point}`)") from exc
-
-
-def losetup_detach(device: str) -> None:
-    """Detach a loop device."""
-    run(["losetup", "--detach", device], "detach loop device")
 
 
 def drop_caches() -> None:

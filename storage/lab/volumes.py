@@ -9,15 +9,15 @@ it is done, so teardown removes exactly what was made.
 
 from __future__ import annotations
 
-import contextlib
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.errors import ConfigError
-from storage.lab import array, system
+from sim.errors import ConfigError, TargetError
+from storage.lab import array, identity, limits, system
 
 DEFAULT_VOLUME = "default"
 #: The PostgreSQL tablespace directory on each volume (the volume's root holds lost+found,
@@ -53,7 +53,7 @@ def check_name(name: str) -> str:
     """``name`` if it can name a volume (a file and directory name), else ConfigError."""
     if not _NAME.match(name) or name in RESERVED:
         raise ConfigError(
-            f"lab volume name {name!r}: lower-case letters, digits, '-' and '_' (up to 32, "
+            f"lab volume name {limits.shown(name)!r}: lower-case letters, digits, '-' and '_' (up to 32, "
             f"not {', '.join(RESERVED)}), e.g. --volume old:read-iops=500"
         )
     return name
@@ -61,42 +61,58 @@ def check_name(name: str) -> str:
 
 def parse_volume(text: str) -> VolumeSpec:
     """``old``, ``old:read-iops=500``, ``new:read-iops=2000,write-bps=20M,size=2G``; on the
-    lab array: ``lun:array=1``, ``lun:qos-iops=500,qos-bps=40M,service-us=500``."""
+    lab array: ``lun:array=1``, ``lun:qos-iops=500,qos-bps=40M,service-us=500``. Each key at
+    most once, every number within :mod:`storage.lab.limits`."""
     name, _, rest = text.partition(":")
-    check_name(name.strip())
+    name = check_name(name.strip())
     ceilings: dict[str, int | None] = {}
     size: int | None = None
     policy: dict[str, int | None] | None = None
+    seen: set[str] = set()
     for item in filter(None, (part.strip() for part in rest.split(","))):
         key, sep, value = item.partition("=")
         key, value = key.strip(), value.strip()
+        option = f"--volume {name}: {key}"
         if not sep or not value:
-            raise ConfigError(f"--volume {text}: {item!r} is not key=value")
+            raise ConfigError(f"--volume {name}: {limits.shown(item)!r} is not key=value")
+        if key in seen:
+            raise ConfigError(f"--volume {name}: {key} is given twice")
+        seen.add(key)
         if key == "size":
-            size = system.parse_size(value)
+            size = limits.size(option, _size(option, value))
         elif key in SPEC_KEYS:
-            ceilings[SPEC_KEYS[key]] = _ceiling_value(text, key, value, SPEC_KEYS[key])
+            ceilings[SPEC_KEYS[key]] = _ceiling_value(option, value, SPEC_KEYS[key])
         elif key == "array":
             if value not in ("1", "yes", "on"):
-                raise ConfigError(f"--volume {text}: array={value}: say array=1 (or leave it out)")
+                raise ConfigError(f"{option}={limits.shown(value)}: say array=1 (or leave it out)")
             policy = policy or {}
+        elif key == "service-us":
+            policy = policy or {}
+            policy["service_us"] = limits.whole(option, value, 1, limits.MAX_SERVICE_US)
         elif key in array.ARRAY_KEYS:
             kind = "read_bps" if key == "qos-bps" else "read_iops"  # a size, or a whole number
             policy = policy or {}
-            policy[array.ARRAY_KEYS[key]] = _ceiling_value(text, key, value, kind)
+            policy[array.ARRAY_KEYS[key]] = _ceiling_value(option, value, kind)
         else:
             known = ", ".join([*SPEC_KEYS, "size", "array", *array.ARRAY_KEYS])
-            raise ConfigError(f"--volume {text}: unknown {key!r} (known: {known})")
-    return VolumeSpec(name.strip(), ceilings, size, policy)
+            raise ConfigError(f"--volume {name}: unknown {limits.shown(key)!r} (known: {known})")
+    return VolumeSpec(name, ceilings, size, policy)
 
 
-def _ceiling_value(text: str, key: str, value: str, kind: str) -> int | None:
+def _size(option: str, value: str) -> int:
+    try:
+        return system.parse_size(value)
+    except ConfigError:
+        raise ConfigError(
+            f"{option}={limits.shown(value)}: expected bytes or a number with K/M/G/T, e.g. 2G"
+        ) from None
+
+
+def _ceiling_value(option: str, value: str, kind: str) -> int | None:
     if kind in BPS_KEYS:
-        number = system.parse_size(value)
-    elif value.isdigit():
-        number = int(value)
+        number = limits.ceiling(option, kind, _size(option, value))
     else:
-        raise ConfigError(f"--volume {text}: {key}={value} is not a whole number (0 = unlimited)")
+        number = limits.whole(option, value, 0, limits.MAX_IOPS, zero="unlimited")
     return number or None
 
 
@@ -130,6 +146,7 @@ def new_record(
         "ceilings": {kind: spec.ceilings.get(kind) or None for kind in SPEC_KEYS.values()},
         "tablespace_dir": None,
         "array": None,
+        "identity": {},  # what build made, as the kernel identifies it (storage.lab.identity)
     }
     if spec.array is not None and array_at is not None:
         record["array"] = array.new_record(spec.name, spec.array, *array_at)
@@ -144,22 +161,24 @@ def attached_file(record: Mapping[str, Any]) -> str | None:
 def check_new(record: dict[str, Any]) -> None:
     """Refuse a volume that would be too small, hide files or a mount, or reuse an image."""
     mount_point, image = Path(record["mount_point"]), Path(record["image_path"])
-    if record["size_bytes"] < 16 << 20:
-        raise ConfigError(f"lab size {record['size_bytes']} bytes: at least 16 MiB, e.g. --size 1G")
+    limits.size(f"lab volume {record['name']}: size", record["size_bytes"])
     if system.mounted_source(mount_point) is not None:
         raise ConfigError(f"{mount_point} is already a mount point; choose another --mount")
     if mount_point.is_dir() and any(mount_point.iterdir()):
         raise ConfigError(f"{mount_point} is not empty; mounting there would hide its files")
-    if image.exists():
+    if image.exists() or image.is_symlink():
         raise ConfigError(f"{image} exists and no lab is recorded; remove it or run down")
     if record.get("array"):
         array.check_new(record["array"])
 
 
 def build(record: dict[str, Any], save: Callable[[], None]) -> None:
-    """Image, loop device, ext4, mount point, mount; ``save`` after each step."""
+    """Image, loop device, ext4, mount point, mount; ``save`` after each step, with the
+    identity of what it made (:mod:`storage.lab.identity`), so ``down`` can tell it from
+    whatever later takes its name."""
+    ids = record.setdefault("identity", {})
     image = Path(record["image_path"])
-    system.create_sparse(image, record["size_bytes"])
+    ids["image"] = system.create_sparse(image, record["size_bytes"])
     record["image"] = str(image)
     save()
     if record.get("array"):  # the loop device goes on the array's LUN, in direct I/O
@@ -168,44 +187,35 @@ def build(record: dict[str, Any], save: Callable[[], None]) -> None:
     else:
         record["loop"] = system.losetup_attach(image)
     record["dev"] = system.device_number(record["loop"])
+    ids["loop"] = identity.loop_identity(record["loop"])
     save()
+    if not _reads_image(record):
+        raise TargetError(f"lab: {record['loop']} is not attached to the file the lab made")
     system.mkfs_ext4(record["loop"])
     mount_point = Path(record["mount_point"])
     if not mount_point.exists():
         mount_point.mkdir(parents=True)
+        ids["mount_dir"] = identity.node_at(mount_point)
         record["mount_dir_created"] = True
         save()
     system.mount(record["loop"], mount_point)
+    ids["mount"] = identity.mount_identity(os.path.realpath(mount_point))
     record["mounted"] = True
     save()
+    if ids["mount"] is None or ids["mount"]["dev"] != record["dev"]:
+        raise TargetError(f"lab: what is mounted at {mount_point} is not {record['loop']}")
 
 
-def teardown(record: dict[str, Any], attempt: Callable[[str, Callable[[], None]], None]) -> None:
-    """Unmount, detach, remove the image and the directories made, each only when it is still
-    the volume's; ``attempt`` records what fails."""
-    loop, image = record.get("loop"), record.get("image")
-    mount_point = Path(record["mount_point"])
-    if loop and system.mounted_source(mount_point) == loop:
-        attempt("unmount", lambda: system.umount(mount_point))
-    if record.get("mount_dir_created") and system.mounted_source(mount_point) is None:
-        with contextlib.suppress(OSError):
-            mount_point.rmdir()
-    if loop and system.loop_backing_file(loop) == attached_file(record):
-        attempt("detach", lambda: system.losetup_detach(loop))
-    if record.get("array"):
-        array.stop(record["array"], attempt)
-    if image:
-        still = system.loops_for(Path(image))
-        if still:
-            attempt("remove image", lambda: _still_attached(image, still))
-        else:
-            attempt("remove image", lambda: Path(image).unlink(missing_ok=True))
-            with contextlib.suppress(OSError):
-                Path(image).parent.rmdir()  # only when empty: the directory we made
-
-
-def _still_attached(image: str, loops: list[str]) -> None:
-    raise ConfigError(f"{image} is still attached to {', '.join(loops)}")
+def _reads_image(record: dict[str, Any]) -> bool:
+    """Whether the loop device just attached reads the image (or the array's LUN) the lab
+    made, by the device and inode the kernel reports."""
+    loop, ids = record["identity"].get("loop"), record["identity"]
+    if loop is None or loop["rdev"] != record["dev"]:
+        return False
+    if record.get("array"):  # the LUN, on the array's own mount
+        fuse = record["array"].get("identity", {}).get("mount")
+        return fuse is not None and loop["backing_dev"] == fuse["dev"]
+    return (loop["backing_dev"], loop["backing_ino"]) == (ids["image"]["dev"], ids["image"]["ino"])
 
 
 def find(
