@@ -177,11 +177,11 @@ def scenario_data(
     kind = str(values.get("target.kind") or data["target"]["kind"])
     workload = str(values.get("workload.name") or data["workload"]["name"])
     fields = [f.name for f in form_fields(base, kind, workload)]
+    unknown = [name for name in values if name not in fields]
     problems = [
         f"{name}: not a field of this form (target kind {kind}, workload {workload}; "
         "GET /dbsim/form lists them)"
-        for name in values
-        if name not in fields
+        for name in unknown
     ]
     if kind != data["target"]["kind"]:
         data["target"] = {"kind": kind}  # another kind: its defaults
@@ -202,7 +202,7 @@ def scenario_data(
         except ConfigError as exc:  # a bound parse_value enforces; the line names the field
             problems.append(str(exc))
     if problems:
-        raise FormErrors(problems, fields)
+        raise FormErrors(problems, fields + unknown)
     rate = data["load"].get("rate_ops_s")
     if isinstance(rate, int | float) and not isinstance(rate, bool) and rate > 0:
         data["load"].update(mode="open", think=None)

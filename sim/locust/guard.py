@@ -138,6 +138,17 @@ class PageGuard:
         return html.replace("</head>", self.page_head() + "</head>", 1)
 
 
+def read_body() -> bytes:
+    """The request's body, at most :data:`MAX_BODY_BYTES`; HTTP 413 (RequestEntityTooLarge)
+    when it goes on past them. A chunked body has no Content-Length to refuse up front, and
+    Werkzeug's stream then just stops at the limit: one more byte says whether there was
+    more (Werkzeug raises on reading past a maximum)."""
+    data = request.get_data(cache=False)
+    if len(data) >= MAX_BODY_BYTES:
+        request.stream.read(1)
+    return data
+
+
 def _without_cors(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
     """A WSGI wrapper dropping every ``Access-Control-*`` header an answer carries."""
 

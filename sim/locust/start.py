@@ -19,7 +19,7 @@ from sim.live.allowance import Allowance
 from sim.live.form_body import BodyError, form_values
 from sim.live.start_form import GENERAL, FormErrors, form_fields, scenario_from_form
 from sim.locust.form import check_locust_scenario
-from sim.locust.guard import REQUEST_FIELD
+from sim.locust.guard import REQUEST_FIELD, read_body
 from sim.locust.roles import Controller
 
 
@@ -53,7 +53,7 @@ def add_start_routes(
             message = "a run is going: stop it (or let it finish) before starting another"
             return jsonify(ok=False, errors={GENERAL: [message]}), 409
         try:
-            values = form_values(request.mimetype, request.get_data(cache=False))
+            values = form_values(request.mimetype, read_body())
             scenario, sessions = scenario_from_form(
                 base(), values, check_locust_scenario, allowance
             )
