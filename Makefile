@@ -1,6 +1,7 @@
 # dbsim: the two commands the README promises, plus the checks behind them.
 #   make run   - create the environment and run the default scenario (SLOB-like on SQLite)
 #   make test  - create the environment, install the system tools the tests use, run every test
+#                (in two phases: the waiting tests in parallel, then the timing tests alone)
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -41,12 +42,40 @@ system-packages:
 	  fi; \
 	fi
 
+# Two phases (docs/testing.md). Phase 1: every test that only waits (child processes, servers,
+# browsers, sleeps) in TEST_WORKERS parallel workers, more than the 2 CPUs since they mostly
+# wait; each module runs whole on one worker (--dist loadscope: its tests share its fixtures,
+# its names and its order), and modules use names of their own (random table prefixes, free
+# ports, their own temporary directories), so two workers never touch one thing.
+# Phase 2: the tests marked timing (they assert rates, IOPS, latency bounds) and root (loop
+# devices, cgroups, the lab), one at a time with nothing beside them. Both phases always run;
+# make fails if either failed. A phase with nothing selected (pytest's exit 5) is not a failure.
+# TEST_REPORT_DIR, when set, receives each phase's JUnit XML and duration (.ci/run reads them).
+TEST_WORKERS ?= 8
+TEST_REPORT_DIR ?=
+PARALLEL_MARKS := not timing and not root
+SERIAL_MARKS := timing or root
+
 # The tests start dbsim as a child process hundreds of times. Where PYTHONDONTWRITEBYTECODE is
 # set (it is on this machine), no process caches the project's compiled modules and each one
 # compiles ~130 of them again (~0.4 s a start): compile them once here instead.
 test: venv system-packages lint typecheck
 	$(BIN)/python -m compileall -q -j 0 sim workloads storage tests bench >/dev/null
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@report="$(TEST_REPORT_DIR)"; failed=0; \
+	for phase in parallel serial; do \
+	  if [ $$phase = parallel ]; then marks="$(PARALLEL_MARKS)"; opts="-n $(TEST_WORKERS) --dist loadscope"; \
+	  else marks="$(SERIAL_MARKS)"; opts="-n 0"; fi; \
+	  junit=""; [ -n "$$report" ] && junit="--junitxml=$$report/$$phase.xml"; \
+	  echo "=== test phase $$phase: -m '$$marks' $$opts"; \
+	  start=$$(date +%s); \
+	  $(BIN)/python -m pytest $$opts -m "$$marks" $$junit $(PYTEST_ARGS); rc=$$?; \
+	  took=$$(( $$(date +%s) - start )); \
+	  if [ $$rc = 5 ]; then echo "=== test phase $$phase: no test selected"; rc=0; fi; \
+	  echo "=== test phase $$phase: exit $$rc after $$took s"; \
+	  [ -n "$$report" ] && echo "$$phase $$rc $$took" >> "$$report/phases.txt"; \
+	  [ $$rc = 0 ] || failed=1; \
+	done; \
+	exit $$failed
 
 lint: venv
 	$(BIN)/ruff check sim workloads storage tests

@@ -1,4 +1,5 @@
-"""Suite-wide guard: nothing may monkey-patch the pytest process with gevent.
+"""Suite-wide guards: nothing may monkey-patch the pytest process with gevent, and a test that
+measures time or rates carries the timing marker (tests/support/timing_rule.py).
 
 Importing locust (or calling gevent's patch_all) here would turn every later test's thread
 pool into greenlets that never run, and the suite would hang far from the cause. Importing
@@ -32,3 +33,20 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     if patched := _patched():
         pytest.exit(f"{item.nodeid} monkey-patched {', '.join(patched)} with gevent", returncode=3)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The timing rule (tests/support/timing_rule.py): a test that measures time or rates
+    must say so with ``@pytest.mark.timing``, which puts it in make test's serial phase; run
+    beside seven other workers its figures would judge the machine's load, not dbsim."""
+    if not isinstance(item, pytest.Function) or item.get_closest_marker("timing"):
+        return
+    from tests.support.timing_rule import timing_reasons
+
+    qualname = item.originalname if item.cls is None else f"{item.cls.__name__}.{item.originalname}"
+    if reasons := timing_reasons(item.path, qualname):
+        pytest.fail(
+            f"{item.nodeid} measures time or rates but is not marked timing "
+            f"(@pytest.mark.timing; tests/support/timing_rule.py): {'; '.join(reasons)}",
+            pytrace=False,
+        )

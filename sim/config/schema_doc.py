@@ -1,7 +1,7 @@
 """The scenario reference in Markdown, rendered from the scenario's JSON Schema.
 
 ``dbsim schema --markdown`` prints it; ``docs/reference/scenario.md`` is that output checked
-in (``tests/unit/test_docs_build.py`` fails when the two differ). One section per object of
+in (``tests/docs/test_docs_build.py`` fails when the two differ). One section per object of
 the schema — the scenario itself, then every ``$defs`` entry in the order a reader meets it —
 with a table of field, type, default, constraints and description. ``$ref`` becomes a link to
 the object's section, ``anyOf`` with ``null`` an optional value, a discriminated ``oneOf`` a
@@ -235,7 +235,7 @@ def render_markdown(schema: Schema | None = None) -> str:
         "`dbsim validate` prints every value as it will run. Regenerate this page with:",
         "",
         "<!-- docs-test: skip: rewrites this checked-in page; "
-        "tests/unit/test_docs_build.py checks that it is current -->",
+        "tests/docs/test_docs_build.py checks that it is current -->",
         "```sh",
         REGENERATE,
         "```",

@@ -18,6 +18,9 @@ import yaml
 
 from sim.config.schema_doc import OUTPUT_PATH, REGENERATE, render_markdown
 
+#: MkDocs builds the whole guide twice (a real tool, several seconds each): not a unit test.
+pytestmark = pytest.mark.integration
+
 REPO = Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT_S = 120
 

@@ -171,6 +171,7 @@ def test_iodepth_search_with_fio(dbsim: Dbsim, tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the curve
 
 
+@pytest.mark.timing
 @needs_fio
 def test_iorate_curve_with_fio(dbsim: Dbsim, tmp_path: Path) -> None:
     """Four corners' 4 KiB random read: the uncapped run, then fio capped per job at 20, 60

@@ -289,11 +289,28 @@ def check_bundle(outcome: Outcome) -> dict[str, Any]:
     report = (bundle / "report.html").read_text(encoding="utf-8")
     assert report.rstrip().endswith("</html>"), f"report.html is cut short\n{why}"
 
+    check_accounting(summary, bundle, why)
     leftover = tmp_leftovers(outcome.out)
     assert leftover == [], f"left by atomic writes: {leftover}\n{why}"
     leftovers = sorted(p.name for p in outcome.tmp.iterdir())
     assert leftovers == [], f"left in TMPDIR: {leftovers}\n{why}"
     return summary
+
+
+def check_accounting(summary: dict[str, Any], bundle: Path, why: str) -> None:
+    """A stop, wherever it lands, keeps the mix accounting exact (no half-counted
+    transaction) and ops.csv holding every measured operation the summary counts; a stop
+    before any session started measured nothing."""
+    assert summary["mix"]["exact"] is True, f"{summary['mix']}\n{why}"
+    operations: dict[str, Any] = summary["operations"]
+    _, rows = read_csv(bundle / "timeseries" / "ops.csv")
+    for op, stats in operations.items():
+        in_csv = sum(int(r["count"]) for r in rows if r["op"] == op and r["phase"] == "measure")
+        assert in_csv == stats["count"], f"{op}: ops.csv {in_csv}, summary {stats['count']}\n{why}"
+    if summary["timing"]["sessions_started_at"] is None:
+        assert summary["timing"]["measured_s"] == 0, f"{summary['timing']}\n{why}"
+        assert all(s["count"] == 0 for s in operations.values()), f"{operations}\n{why}"
+        assert rows == [], f"ops.csv rows before any session started\n{why}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

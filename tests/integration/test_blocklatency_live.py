@@ -20,10 +20,13 @@ from sim.protocols import Sample
 from storage.collectors.block import BlockDeviceCollector
 from storage.collectors.blocklatency import BlockLatencyCollector
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("bpftrace") is None or shutil.which("losetup") is None,
-    reason="needs root, bpftrace and losetup",
-)
+pytestmark = [
+    pytest.mark.root,  # loop devices of its own: make test's serial phase
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("bpftrace") is None or shutil.which("losetup") is None,
+        reason="needs root, bpftrace and losetup",
+    ),
+]
 
 IMAGE_MIB = 32
 READ_S = 3.0

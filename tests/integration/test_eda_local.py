@@ -150,6 +150,7 @@ def test_reference_sizes_for_one_job_set(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- running
 
 
+@pytest.mark.timing
 def test_blended_open_loop_reaches_the_requested_rate_and_mix(tmp_path: Path) -> None:
     root = tmp_path / "eda"
     job_sets = 2
@@ -201,6 +202,7 @@ def test_load_points_stepped_in_job_sets_are_scored_one_by_one(tmp_path: Path) -
     assert score["overall_response_time_ms"] > 0
 
 
+@pytest.mark.timing
 def test_closed_loop_as_fast_as_possible_with_direct_io_and_fsync(tmp_path: Path) -> None:
     load = Load(mode="closed", duration_s=3.0, seed=3)
     workload, engine, result, steps = run(

@@ -1,4 +1,8 @@
-"""The engine's pacing and phase arithmetic, on a target with a known service time."""
+"""The engine's pacing and phase arithmetic, on a target with a known service time.
+
+Real engines run for ~17 s in all (each test twice: coroutine sessions and session threads)
+and their rates and latencies are read off the clock, so the module runs in make test's serial
+phase (``timing``)."""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ from sim.core.metrics import Interval
 from sim.core.result import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED
 from sim.core.stages import plan_stages
 from tests.support.fakes import PingParameters, PingWorkload, TimedTarget
+
+pytestmark = [pytest.mark.integration, pytest.mark.timing]
 
 #: Every test runs twice: sessions as coroutines on the loop, and on their own threads
 #: (sim.core.session_threads) — the pacing, phase and counting rules are the same for both.

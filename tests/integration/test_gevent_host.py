@@ -53,6 +53,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.timing
 def test_engine_on_a_native_thread_does_not_block_the_gevent_hub() -> None:
     if importlib.util.find_spec("gevent") is None:  # never import it into pytest's process
         pytest.skip("!!! NOT RUN: gevent is not installed")

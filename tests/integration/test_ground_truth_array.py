@@ -54,7 +54,7 @@ from tests.integration.test_ground_truth import (
 from tests.integration.test_lab import _free_port, _mounted_under
 from tests.integration.test_lab_array import _require_array
 
-pytestmark = [pytest.mark.integration, pytest.mark.root]
+pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MiB = 1 << 20

@@ -39,7 +39,7 @@ import pytest
 
 from storage.collectors.block import BlockDeviceCollector
 
-pytestmark = [pytest.mark.integration, pytest.mark.root]
+pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
 
 IMAGE_SIZE = 256 * 1024 * 1024
 WINDOW_S = 4

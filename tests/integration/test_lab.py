@@ -157,6 +157,7 @@ def _write_data(path: Path) -> None:
             f.write(chunk)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("mode", ["direct", "buffered"])
 def test_read_ceiling_holds_and_steps_at_run_time(
     lab_env: tuple[Lab, Path], mode: str, capsys: pytest.CaptureFixture[str]

@@ -42,7 +42,7 @@ from storage.lab.qos import read_counters
 from tests.integration.test_lab import _mounted_under
 from tests.integration.test_lab import _require_lab as require_lab
 
-pytestmark = [pytest.mark.integration, pytest.mark.root]
+pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
 
 POLICY_IOPS = 500
 SERVICE_US = 500

@@ -10,7 +10,11 @@ short run without a ceiling), since a calibration on a cold cache overstates the
 operation of the steps that follow. The run calibrates closed loop (4 sessions, 8 s, at the
 ceiling), then runs open loop at 150, 300 and 450 IOPS asked, converted to ops/s through the
 measured device I/Os per operation; each step's delivered device IOPS on the loop device
-(``stages[].delivered_iops``) must be within 15 % of its ``rate_iops``.
+(``stages[].delivered_iops``) must be within the tolerance :func:`tolerance` derives from what
+the figure is made of: the calibration's own 95 % interval and the I/Os of the operations in
+flight at the step's edges (on the lab with other suites beside it: 22-28 %; the steps landed
+at -5 % to +1 % at 150 IOPS and -16 % at 450, and a CI run once at +20 % at 150, when the
+tolerance was a flat 15 %).
 
 Runs go through the real CLI (``--skip-load``); ``-s`` prints requested against delivered.
 """
@@ -21,6 +25,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,11 +37,13 @@ from tests.integration.test_ground_truth import (
     private_ground_lab,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.root]
+pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
 
 CEILING = 600
 ASKED = (150.0, 300.0, 450.0)
-TOLERANCE = 0.15
+#: 8 calibration intervals of ~9 operations at the ceiling pin the I/Os per operation within
+#: this (measured: 95 % intervals of ±16-17 % of the estimate).
+MAX_CALIBRATION_HALF_WIDTH = 0.25
 CALIBRATION_S = 8.0
 STEP_S = 8.0
 WARM_S = 6.0
@@ -65,6 +72,21 @@ def _warm_cache(lab: GroundLab) -> None:
     lab.cli("run", str(warm), "-o", str(lab.runs), "--skip-load", "-q")
 
 
+def tolerance(calibration: dict[str, Any], asked: float) -> float:
+    """How far a step's delivered device IOPS may be from those asked, as a share of them.
+
+    The step runs at ``asked / io_per_op`` ops/s, so it delivers ``asked`` times the step's
+    own I/Os per operation over the estimate's: the calibration's relative 95 % interval is
+    the conversion's error, as the product states it. Then the step's edges: the I/Os of the
+    operations in flight when it starts are counted in it and those of its last ones are not,
+    up to one operation each, ``2 * io_per_op`` I/Os over the step (11 % of a 150-IOPS step of
+    8 s at ~66 I/Os per operation, 4 % at 450). Per-operation variation (cache hits among
+    ~63 block reads, binomial) is ~1 % over the ~18 operations of the smallest step."""
+    low, high = calibration["ci95"]
+    io = calibration["io_per_op"]
+    return (high - low) / 2 / io + 2 * io / (asked * STEP_S)
+
+
 def test_device_iops_asked_are_delivered_below_the_ceiling(iops_lab: GroundLab) -> None:
     _warm_cache(iops_lab)
     assert iops_lab.lab.set_ceiling(read_iops=CEILING)["read_iops"] == CEILING
@@ -86,6 +108,7 @@ def test_device_iops_asked_are_delivered_below_the_ceiling(iops_lab: GroundLab) 
     assert calibration["device"] == iops_lab.device, calibration
     low, high = calibration["ci95"]
     assert low <= calibration["io_per_op"] <= high
+    assert (high - low) / 2 <= MAX_CALIBRATION_HALF_WIDTH * calibration["io_per_op"], calibration
     # SLOB on one-row blocks: ~62 device reads per statement (the ground-truth module's T2).
     assert 40 <= calibration["io_per_op"] <= 80, calibration
     assert calibration["intervals"] >= CALIBRATION_S - 1
@@ -97,6 +120,7 @@ def test_device_iops_asked_are_delivered_below_the_ceiling(iops_lab: GroundLab) 
               f"({stage['rate_ops_s']:.2f} ops/s offered)")  # fmt: skip
         assert stage["rate_ops_s"] == pytest.approx(asked / calibration["io_per_op"])
         assert stage["calibration_device"] == iops_lab.device
-        assert abs(got - asked) <= TOLERANCE * asked, (
-            f"step {stage['step'] + 1}: {got} IOPS delivered, not {asked:.0f} ± 15 %"
+        allowed = tolerance(calibration, asked)
+        assert abs(got - asked) <= allowed * asked, (
+            f"step {stage['step'] + 1}: {got} IOPS delivered, not {asked:.0f} ± {allowed:.0%}"
         )

@@ -34,7 +34,7 @@ from storage.lab.status import postgres_target
 from tests.integration.test_lab import _free_port, _mounted_under
 from tests.integration.test_lab import _require_lab as require_lab
 
-pytestmark = [pytest.mark.integration, pytest.mark.root]
+pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MiB = 1 << 20

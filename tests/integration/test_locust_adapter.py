@@ -22,7 +22,8 @@ import pytest
 
 from tests.support.gevent_reports import hub_blocks_in_dbsim
 
-pytestmark = pytest.mark.integration
+# One child run serves every test; the hub's longest silence needs a quiet machine.
+pytestmark = [pytest.mark.integration, pytest.mark.timing]
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_BLOCKING_S = 0.1

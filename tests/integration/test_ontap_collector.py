@@ -247,6 +247,7 @@ def test_verify_tls_false_works_and_warns_once(
     assert "verify_tls false, server not authenticated" in ours[0].getMessage()
 
 
+@pytest.mark.timing
 def test_a_hanging_cluster_times_out_within_timeout_s(replay: OntapReplay) -> None:
     replay.hang_after = 2  # start() is answered, then nothing
     collector = OntapCollector(settings(replay.url, timeout_s=0.3))
@@ -264,6 +265,7 @@ def test_a_hanging_cluster_times_out_within_timeout_s(replay: OntapReplay) -> No
     assert asyncio.run(main()) < 0.3 + 0.7  # the margin is for a loaded test machine
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize(
     ("ontap_timeout_s", "engine_timeout_s"),
     [(0.2, 0.5), (1.0, 0.2)],

@@ -22,7 +22,7 @@ import pytest
 
 from storage.lab.pgcluster import Cluster, as_user, pg_bin, port_free
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timing]
 REPO = Path(__file__).resolve().parents[2]
 PORT = 55441
 STOP_AFTER_MEASURING_S = 5.0

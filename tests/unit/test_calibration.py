@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import math
 import statistics
-from typing import ClassVar
+from types import SimpleNamespace
+from typing import Any, ClassVar
 
 import pytest
 from pydantic import ValidationError
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 from sim.config.scenario import Load
 from sim.core.calibration import (
     MIN_IO_PER_OP,
+    Calibration,
     CalibrationError,
     Point,
     attach,
@@ -24,6 +26,7 @@ from sim.core.calibration import (
     estimate,
 )
 from sim.core.engine import Engine
+from sim.core.metrics import Interval
 from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED
 from sim.core.stages import PHASE_CALIBRATE, calibrated, plan_stages
 from sim.judge.sweep import at_iops
@@ -190,6 +193,7 @@ def _run(load: Load, io_per_call: float) -> Engine:
     return engine
 
 
+@pytest.mark.timing
 def test_the_engine_calibrates_closed_loop_then_delivers_the_iops_asked() -> None:
     load = Load(
         mode="open",
@@ -237,3 +241,32 @@ def test_no_block_device_under_the_data_is_refused_before_any_session() -> None:
     assert result.outcome == OUTCOME_FAILED and result.error_exit_code == 2
     assert result.sessions_started_wall is None
     assert (result.error or "").startswith("load.rate_iops: no block device under the data")
+
+
+def _delivered(stage_s: float, intervals: list[tuple[float, float, float]]) -> Any:
+    """The delivered IOPS a calibration gives a step of ``stage_s`` seconds whose sampled
+    intervals were (start, end, device IOPS), on an engine of 1 s intervals."""
+    entry: dict[str, Any] = {"phase": "measure", "step": 0, "rate_iops": 100.0}
+    engine = SimpleNamespace(
+        interval_s=1.0,
+        result=SimpleNamespace(stage_log=[entry], calibration=None, error=None),
+        events=SimpleNamespace(notice=SimpleNamespace(fire=lambda **_: None)),
+    )
+    cal = Calibration(engine)  # type: ignore[arg-type]
+    cal.section = {"device": "loop3", "io_per_op": 2.0}
+    for index, (start, end, iops) in enumerate(intervals):
+        if index == len(intervals) - 1:
+            entry["duration_s"] = stage_s  # set when the stage's time is up, before the drain
+        interval = Interval(index, start, end, "measure", 0, {})
+        cal.on_interval(interval, [Sample("block", "loop3", {"r_s": iops, "w_s": 0.0}, t=end)])
+    cal.on_finished(engine.result)
+    return entry["delivered_iops"]
+
+
+def test_the_runs_drain_is_left_out_of_the_last_steps_delivered_iops() -> None:
+    # Three seconds at 100 IOPS, then the last interval runs 0.6 s past the step's time while
+    # the sessions drain: 40 IOPS over its 1.6 s. Counted, it would read 79.1 IOPS.
+    whole = [(0.0, 1.0, 100.0), (1.0, 2.0, 100.0), (2.0, 3.0, 100.0)]
+    assert _delivered(4.0, [*whole, (3.0, 4.6, 40.0)]) == 100.0
+    # A stage boundary closes its interval a few milliseconds late: that one counts.
+    assert _delivered(4.0, [*whole, (3.0, 4.02, 60.0)]) == 89.9  # (300 + 61.2) / 4.02

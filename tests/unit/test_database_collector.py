@@ -196,11 +196,39 @@ INTERVAL_S = 2.0  # fake clock: the rates divide by this, however long the test 
 OWN_COMMITS_MAX = 6  # the collector's own statements and the flush call land in the window
 
 
-async def _measure(database: str) -> list[Sample]:
+async def _checkpoints(worker: asyncpg.Connection) -> tuple[float, float]:
+    """The server's (timed, requested) checkpoint counters, where its version keeps them."""
+    version = int(await worker.fetchval("SHOW server_version_num"))
+    view, timed, req = (
+        ("pg_stat_checkpointer", "num_timed", "num_requested")
+        if version >= 170000
+        else ("pg_stat_bgwriter", "checkpoints_timed", "checkpoints_req")
+    )
+    row = await worker.fetchrow(f"SELECT {timed}::float8, {req}::float8 FROM {view}")
+    assert row is not None
+    return float(row[0]), float(row[1])
+
+
+async def _checkpoint_seen(worker: asyncpg.Connection, before: tuple[float, float]) -> None:
+    """CHECKPOINT, then wait until the checkpointer has published it: it reports its counters
+    after waking the backend that asked, so an immediate read may miss it. On a connection to
+    another database, so that the measured database's commit count stays the test's own."""
+    await worker.execute("CHECKPOINT")
+    for _ in range(500):
+        if (await _checkpoints(worker))[1] > before[1]:
+            return
+        await asyncio.sleep(0.01)
+    pytest.fail("CHECKPOINT never showed in the server's requested-checkpoint counter")
+
+
+async def _measure(database: str) -> tuple[list[Sample], list[tuple[float, float]]]:
+    """The collector's samples over the test's work, and the server's checkpoint counters
+    read just before the collector's first reading and just after its second."""
     target = PostgresTarget(PostgresSettings(host=HOST, port=PORT, database=database))
     with concurrent.futures.ThreadPoolExecutor(1) as executor:
         await target.open(EngineContext(asyncio.get_running_loop(), executor))
         worker = await asyncpg.connect(host=HOST, port=PORT, user="postgres", database=database)
+        admin = await asyncpg.connect(host=HOST, port=PORT, user="postgres", database="postgres")
         try:
             await worker.execute(
                 "CREATE TABLE ut_rates (k int PRIMARY KEY, v text);"
@@ -209,7 +237,9 @@ async def _measure(database: str) -> list[Sample]:
             )
             await worker.execute("SELECT pg_stat_force_next_flush()")
             collector = PostgresStatsCollector(target, table_prefix="ut_")
+            checkpoints = [await _checkpoints(admin)]
             await collector.start(100.0)
+            await _checkpoint_seen(admin, checkpoints[0])
             for _ in range(COMMITS):
                 await worker.fetchval("SELECT 1")
             await worker.execute("UPDATE ut_rates SET v = 'y'")  # one commit, 40 rows
@@ -217,16 +247,18 @@ async def _measure(database: str) -> list[Sample]:
             # Backends publish their counters at most once a second unless asked to.
             await worker.execute("SELECT pg_stat_force_next_flush()")
             samples = await collector.sample(100.0 + INTERVAL_S)
+            checkpoints.append(await _checkpoints(admin))
             await collector.stop()
             assert collector.version_num is not None and collector.version_num >= 140000
         finally:
+            await admin.close()
             await worker.close()
             await target.close()
-    return samples
+    return samples, checkpoints
 
 
 def test_rates_from_two_readings_of_the_live_server(own_database: str) -> None:
-    samples = asyncio.run(_measure(own_database))
+    samples, checkpoints = asyncio.run(_measure(own_database))
     by_entity = {s.entity: s for s in samples}
     assert set(by_entity) == {own_database, "table:ut_rates"}  # the prefix leaves other_table out
     db = by_entity[own_database].values
@@ -239,7 +271,12 @@ def test_rates_from_two_readings_of_the_live_server(own_database: str) -> None:
     assert db["wal_records_s"] >= UPDATED_ROWS / INTERVAL_S  # one heap record per new version
     assert db["wal_bytes_s"] > 0 and db["blks_hit_s"] > 0
     assert 0 < db["cache_hit_pct"] <= 100
-    assert db["checkpoints_timed"] >= 0 and db["checkpoints_req"] >= 0
+    # Checkpoints are counted as plain differences between the collector's two readings: the
+    # test's own CHECKPOINT at least, and no more than the server counted around the window
+    # (other sessions may checkpoint too; the timed ones come every checkpoint_timeout).
+    (timed_0, req_0), (timed_1, req_1) = checkpoints
+    assert 1 <= db["checkpoints_req"] <= req_1 - req_0, (db["checkpoints_req"], checkpoints)
+    assert 0 <= db["checkpoints_timed"] <= timed_1 - timed_0, (db["checkpoints_timed"], checkpoints)
     table = by_entity["table:ut_rates"].values
     # The UPDATE and the lookup touched the table's heap and its primary-key index.
     assert table["heap_blks_hit_s"] + table["heap_blks_read_s"] >= 2 / INTERVAL_S

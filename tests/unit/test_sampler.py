@@ -85,6 +85,7 @@ def test_a_failed_start_drops_the_collector_but_still_stops_it(monkeypatch) -> N
     assert (good.stopped, bad.stopped, bad.holding) == (1, 1, False)
 
 
+@pytest.mark.timing
 def test_a_hanging_collector_costs_one_timeout_per_sample_and_is_counted_each_time() -> None:
     errors: list[tuple[str, str]] = []
     good, hung = Counting(), Hanging()
