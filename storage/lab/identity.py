@@ -5,8 +5,10 @@ A name says nothing about who owns a thing now: ``/dev/loop3`` goes to the next
 to whoever writes a file there. So the lab records what the kernel says about each object the
 moment it is made, and ``down`` acts on an object only while the kernel still says the same:
 
-- a file or directory: its device and inode (``lstat``, never following a link), an image
-  also its size, and a file must have exactly one link;
+- a file or directory: its device and inode (``lstat``, never following a link) and, where
+  the file system keeps one, the inode's generation (a file made later in the freed inode
+  gets the same number, not the same generation); an image also its size; a file must have
+  exactly one link;
 - a loop device: its own device number (``st_rdev`` of the node, opened ``O_NOFOLLOW``) and
   the device and inode of the file it reads, as the kernel reports them
   (``LOOP_GET_STATUS64``: ``lo_device``, ``lo_inode``), not the file's name;
@@ -39,6 +41,7 @@ GONE = "gone"
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 LOOP_GET_STATUS64 = 0x4C05
 LOOP_CLR_FD = 0x4C01
+FS_IOC_GETVERSION = 0x80087601  # _IOR('v', 1, long)
 # struct loop_info64: lo_device, lo_inode, lo_rdevice, lo_offset, lo_sizelimit, lo_number,
 # lo_encrypt_type, lo_encrypt_key_size, lo_flags, lo_file_name, lo_crypt_name, key, lo_init.
 _LOOP_INFO64 = struct.Struct("=QQQQQIIII64s64s32s2Q")
@@ -71,21 +74,54 @@ def _kind(mode: int) -> str:
     return "symbolic link" if stat.S_ISLNK(mode) else "special file"
 
 
-def node(st: os.stat_result, size: bool = False) -> dict[str, Any]:
+def generation_of(fd: int) -> int | None:
+    """The inode's generation number (``FS_IOC_GETVERSION``; ext4, xfs, btrfs): a file made
+    later in a freed inode gets the same number but another generation. None where the file
+    system keeps none."""
+    try:
+        raw = fcntl.ioctl(fd, FS_IOC_GETVERSION, bytes(8))
+    except OSError:
+        return None
+    return int(struct.unpack_from("=I", raw)[0])
+
+
+def _generation_at(name: str, dir_fd: int | None, st: os.stat_result) -> int | None:
+    """:func:`generation_of` the regular file or directory ``name`` that ``st`` describes,
+    opened without following a link and checked to be that inode (never a device or fifo)."""
+    if _kind(st.st_mode) not in ("file", "dir"):
+        return None
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        return generation_of(fd) if os.fstat(fd).st_ino == st.st_ino else None
+    finally:
+        os.close(fd)
+
+
+def node(st: os.stat_result, size: bool = False, generation: int | None = None) -> dict[str, Any]:
     """The identity to record of a file or directory from its ``stat``."""
     found: dict[str, Any] = {"dev": dev_text(st.st_dev), "ino": st.st_ino}
     if size:
         found["size"] = st.st_size
+    if generation is not None:
+        found["generation"] = generation
     return found
 
 
-def node_at(path: Path) -> dict[str, Any]:
-    """The identity of the directory the lab just made at ``path`` (not following a link)."""
-    return node(os.lstat(path))
+def node_at(path: Path, size: bool = False) -> dict[str, Any]:
+    """The identity of what the lab just made at ``path`` (not following a link)."""
+    st = os.lstat(path)
+    return node(st, size, _generation_at(str(path), None, st))
 
 
-def differs(recorded: Mapping[str, Any], st: os.stat_result, kind: str) -> str | None:
-    """What about ``st`` is not the recorded ``kind`` of node; None when it is the same."""
+def differs(
+    recorded: Mapping[str, Any], st: os.stat_result, kind: str, generation: int | None = None
+) -> str | None:
+    """What about ``st`` (and the inode's ``generation``, when both are known) is not the
+    recorded ``kind`` of node; None when it is the same."""
     found = _kind(st.st_mode)
     if found != kind:
         return f"it is a {found} now"
@@ -95,6 +131,8 @@ def differs(recorded: Mapping[str, Any], st: os.stat_result, kind: str) -> str |
             f"inode {st.st_ino} on {dev_text(st.st_dev)}, the lab's was {recorded['ino']} "
             f"on {recorded['dev']}"
         )
+    elif generation is not None and recorded.get("generation") not in (None, generation):
+        parts.append(f"a new {found} in the lab's freed inode {st.st_ino} (another generation)")
     if "size" in recorded and st.st_size != recorded["size"]:
         parts.append(f"{st.st_size} bytes, the lab's had {recorded['size']}")
     if kind == "file" and st.st_nlink != 1:
@@ -125,7 +163,13 @@ def check(path: Path, recorded: Mapping[str, Any], kind: str) -> str | None:
             st = os.stat(path.name, dir_fd=parent, follow_symlinks=False)
         except FileNotFoundError:
             return GONE
-        return differs(recorded, st, kind)
+        return differs(recorded, st, kind, _generation(recorded, path.name, parent, st))
+
+
+def _generation(
+    recorded: Mapping[str, Any], name: str, parent: int, st: os.stat_result
+) -> int | None:
+    return _generation_at(name, parent, st) if "generation" in recorded else None
 
 
 def remove_own(path: Path, recorded: Mapping[str, Any], kind: str) -> str | None:
@@ -141,7 +185,8 @@ def remove_own(path: Path, recorded: Mapping[str, Any], kind: str) -> str | None
             st = os.stat(path.name, dir_fd=parent, follow_symlinks=False)
         except FileNotFoundError:
             return None
-        why = differs(recorded, st, "dir" if kind == "tree" else kind)
+        generation = _generation(recorded, path.name, parent, st)
+        why = differs(recorded, st, "dir" if kind == "tree" else kind, generation)
         if why:
             return why
         if kind == "file":
@@ -264,14 +309,14 @@ def mounts(text: str | None = None) -> list[Mount]:
     return found
 
 
-def mounts_at(target: str) -> list[Mount]:
+def mounts_at(target: str, text: str | None = None) -> list[Mount]:
     """The mounts whose mount point is ``target`` (a path as the kernel writes it)."""
-    return [m for m in mounts() if m.target == target]
+    return [m for m in mounts(text) if m.target == target]
 
 
-def top_mount(target: str) -> Mount | None:
+def top_mount(target: str, text: str | None = None) -> Mount | None:
     """The mount one sees at ``target``: the one no other mount there sits on."""
-    stack = mounts_at(target)
+    stack = mounts_at(target, text)
     covered = {m.parent for m in stack}
     on_top = [m for m in stack if m.id not in covered]
     return on_top[-1] if on_top else (stack[-1] if stack else None)

@@ -202,8 +202,6 @@ def text_lines(status: dict[str, Any]) -> list[str]:
         )
         lines.append(f"            data {pg['data_dir']}, log {pg['log']}")
     lines += [f"problem     {problem}" for problem in status["problems"]]
-    if status.get("note"):
-        lines.append(f"note        {status['note']}")
     return lines
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import ConfigError, TargetError
-from storage.lab.identity import node
+from storage.lab.identity import generation_of, node
 from storage.lab.limits import shown
 
 COMMAND_TIMEOUT_S = 120.0
@@ -99,7 +99,7 @@ def create_sparse(path: Path, size_bytes: int) -> dict[str, Any]:
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:  # O_EXCL: never truncate a file we did not create
         os.ftruncate(fd, size_bytes)
-        return node(os.fstat(fd), size=True)
+        return node(os.fstat(fd), size=True, generation=generation_of(fd))
     finally:
         os.close(fd)
 

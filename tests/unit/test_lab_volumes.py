@@ -36,12 +36,23 @@ def test_a_spec_names_the_volume_its_ceilings_and_size() -> None:
         ("old:read-iops=fast", "not a whole number"),
         ("old:read-ops=5", "unknown 'read-ops'"),
         ("old:size=lots", "expected bytes"),
+        # Bounded before conversion: 5,000 digits escaped as ValueError / OverflowError.
+        ("old:read-iops=" + "9" * 5000, "old: read-iops=9"),
+        ("old:read-bps=" + "9" * 5000, "old: read-bps=9"),
+        ("old:qos-iops=" + "9" * 5000, "old: qos-iops=9"),
+        ("old:read-iops=10000001", "from 0 to 10,000,000"),
+        ("old:read-bps=2T", "from 1 B to 1 TiB"),
+        ("old:read-iops=5,write-iops=1,read-iops=6", "read-iops is given twice"),
+        ("old:size=0", "from 16 MiB to 1 TiB"),
+        ("old:size=8M", "from 16 MiB to 1 TiB"),
+        ("old:service-us=0", "from 1 to 1,000,000"),
     ],
 )
 def test_a_bad_spec_is_refused_in_one_line(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as caught:
         parse_volume(text)
     assert "\n" not in str(caught.value)
+    assert len(str(caught.value)) < 200  # a huge value is not echoed back whole
 
 
 def test_names_are_unique_and_found() -> None:
