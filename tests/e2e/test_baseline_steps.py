@@ -194,6 +194,9 @@ def test_iorate_curve_with_fio(dbsim: Dbsim, tmp_path: Path) -> None:
         assert step["target_iops"] == rate * point["numjobs"]
         report = json.loads((bundle / "fio" / f"rand-4k-r100.iorate{pct}.json").read_text())
         assert step["iops"] == report["jobs"][0]["read"]["iops"]
+    # fio's poisson arrivals over the 1 s run: a count's relative error is 1/sqrt(target), 3 %
+    # at 1,000 IOPS (the uncapped 4 KiB read runs at thousands here, so 20 % of it at hundreds
+    # or more); 15 % also covers the ramp's edges and fio falling behind on a loaded host.
     assert steps[20]["iops"] == pytest.approx(steps[20]["target_iops"], rel=0.15)
     assert "rand-4k-r100: iorate curve (uncapped" in stdout
     html = (bundle / "report.html").read_text(encoding="utf-8")

@@ -39,6 +39,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.root]
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MiB = 1 << 20
 CEILING = 500
+#: fio's total over its runtime against blk-throttle's ceiling: up to one 100 ms slice at each
+#: edge of the 6 s run (2 x 0.1 / 6 = 3.3 %).
 REL_TOL = 0.05
 
 

@@ -85,6 +85,8 @@ ROWS = 80_000
 WORK_UNIT = 64
 CEILING = 500
 HIGH_CEILING = 2000
+#: A steady step of 8-12 s under blk-throttle's 100 ms slices: one slice more or less at each
+#: edge is 1.7-2.5 %; the rest is for the step's first and last intervals left out unevenly.
 IOPS_TOL = 0.05
 KNEE_TOL = 0.10
 READS_PER_READ_TOL = 0.10

@@ -47,6 +47,8 @@ READS_PER_S = 400
 WRITES_PER_S = 200
 READ_SIZES = (4096,) * 7 + (65536,)
 WRITE_SIZES = (4096,) * 3 + (65536,)
+#: iostat and dbsim read the same diskstats counters at instants a few ms apart: over a
+#: WINDOW_S window at ~600 I/Os per second that is a handful of I/Os (a few tenths of 1 %).
 REL_TOL = 0.02
 AWAIT_ABS_TOL_MS = 0.05
 # iostat key -> dbsim key; the first six are asserted, the rest printed.

@@ -47,6 +47,9 @@ DATA_SIZE = 512 * MiB  # twice the memory limit: the page cache cannot hold the 
 MEMORY_LIMIT = 256 * MiB
 SETTLE_S = 1.0
 MEASURE_S = 6
+#: blk-throttle hands out its budget in 100 ms slices: a window of MEASURE_S seconds may hold
+#: up to one slice more or less at each edge (2 x 0.1 / 6 = 3.3 %); the diskstats readings'
+#: instants are exact to milliseconds.
 REL_TOL = 0.05
 READER_THREADS = 8
 

@@ -46,6 +46,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
 
 POLICY_IOPS = 500
 SERVICE_US = 500
+#: The policy paces requests 1/max_iops apart with no burst (storage/lab/qos.py): the count is
+#: exact to one request at each edge of the window; 5 % is for the FUSE array's CPU on two
+#: shared cores, which can fall behind the schedule.
 IOPS_TOL = 0.05
 DEPTH = 16
 SAMPLES = 5  # iostat intervals of 1 s, after one to let fio start

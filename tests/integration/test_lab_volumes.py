@@ -41,6 +41,8 @@ MiB = 1 << 20
 CEILINGS = {"old": 500, "new": 2000}
 MEMORY_LIMIT = 96 * MiB  # page cache of a few tens of MiB against a 125 MiB table
 ROWS = 16_000  # one 8 KiB block each
+#: blk-throttle's 100 ms slices at each edge of a short step (2 x 0.1 / 4 s = 5 %) and the
+#: few tens of MiB of page cache that serve some reads without the device (up to ~5 %).
 IOPS_TOL = 0.10
 CLI_TIMEOUT_S = 120
 

@@ -214,6 +214,9 @@ def test_the_engine_calibrates_closed_loop_then_delivers_the_iops_asked() -> Non
         assert entry["rate_iops"] == asked
         assert entry["rate_ops_s"] == pytest.approx(asked / calibration["io_per_op"])
         assert entry["io_per_op"] == calibration["io_per_op"]
+        # 100-200 ops/s for 1 s on fixed periods: one operation per session at each edge is
+        # 2-4 %, a boundary timer 50 ms late on a loaded host 5 %: 10 %. Delivered IOPS add
+        # the calibration's error (its 95 % interval at 2 I/Os per call is a few %): 15 %.
         done = sum(entry["session_ops"]) / entry["duration_s"]
         assert done == pytest.approx(entry["rate_ops_s"], rel=0.1)
         assert entry["delivered_iops"] == pytest.approx(asked, rel=0.15)
