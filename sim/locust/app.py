@@ -275,11 +275,13 @@ def run_worker(
     setup_process("DEBUG" if debug else "INFO")
     if secret is not None:
         secure.install(secret)
-    # A master whose security differs from ours never answers Locust's worker: say so now.
-    check_master(master_host, master_port, secret)
     environment = Environment(
         user_classes=list(user_classes().values()), events=Events(), stop_timeout=0
     )
+    # A master whose security differs from ours never answers Locust's worker: say so now.
+    # After the workloads' imports above: this first use of the hub starts gevent's monitor,
+    # which would report those imports as the hub blocked.
+    check_master(master_host, master_port, secret)
     try:
         runner = environment.create_worker_runner(master_host, master_port)
     except (ConnectionError, RPCSendError):  # the master went away since the handshake
