@@ -14,8 +14,9 @@ from storage.lab.pgcluster import pg_bin, port_free
 from storage.lab.volumes import VolumeSpec
 
 
-def ceiling(kind: str, value: int | None) -> None:
-    limits.ceiling(f"--{kind.replace('_', '-')}", kind, value)
+def ceiling(kind: str, value: int | None, label: str | None = None) -> None:
+    """A ceiling in its range; the error names ``label`` (default: the ``up`` option)."""
+    limits.ceiling(label or f"--{kind.replace('_', '-')}", kind, value)
 
 
 def new_lab(root: Path, records: list[dict[str, Any]], named: bool, pg_port: int | None) -> None:

@@ -326,7 +326,7 @@ class Lab:
         for kind, value in wanted.items():
             if isinstance(value, Keep):
                 continue
-            checks.ceiling(kind, value)
+            checks.ceiling(kind, value, f"lab ceiling {kind}")
             changes[kind] = value or None
         self._apply(state, record, changes)
         record["ceilings"].update(changes)

@@ -103,15 +103,17 @@ def _attached_and_mounted(volume: dict[str, Any]) -> tuple[bool, bool]:
     loop, ids = volume.get("loop"), volume.get("identity")
     if not loop:
         return False, False
+    target = attached_file(volume)
+    by_name = bool(target) and system.loop_backing_file(loop) == target
     if ids is None:
-        target = attached_file(volume)
-        attached = bool(target) and system.loop_backing_file(loop) == target
-        return attached, system.mounted_source(Path(volume["mount_point"])) == loop
+        return by_name, system.mounted_source(Path(volume["mount_point"])) == loop
+    mounted = bool(ids.get("mount")) and identity.mount_differs(ids["mount"]) is None
+    if not os.access(loop, os.R_OK):  # `status` without root cannot open the device
+        return by_name, mounted
     now = identity.loop_identity(loop)
     attached = bool(ids.get("loop")) and identity.loop_differs(ids["loop"], now) is None
-    if volume.get("array") and now is not None and now["backing_ino"] is None:
+    if volume.get("array") and ids.get("loop") and now and now["backing_ino"] is None:
         attached = now["rdev"] == ids["loop"]["rdev"]  # the array's server is gone: see teardown
-    mounted = bool(ids.get("mount")) and identity.mount_differs(ids["mount"]) is None
     return attached, mounted
 
 
