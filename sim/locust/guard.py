@@ -18,7 +18,9 @@ that can change state (any method but GET, HEAD and OPTIONS — Locust's ``/swar
    checked for its origin;
 3. send JSON or a URL-encoded form, or nothing (``text/plain`` and ``multipart/form-data``,
    what a cross-site form or ``fetch`` can send without asking, are refused), of at most
-   :data:`MAX_BODY_BYTES` (Flask's ``MAX_CONTENT_LENGTH``: HTTP 413 beyond).
+   :data:`MAX_BODY_BYTES` (Flask's ``MAX_CONTENT_LENGTH``: HTTP 413 beyond, a chunked body
+   too); JSON for Locust's routes must parse (too deep, or a 5,000-digit number, was an
+   HTTP 500 in ``/user``), the start form reads its own (sim.live.form_body).
 
 A refusal is HTTP 403 (origin, token, Host) or 400/413 (the body) with
 ``{"ok": false, "errors": {"(request)": [line]}}``, and one warning line in the log; the
@@ -55,6 +57,7 @@ BODY_TYPES = frozenset({"application/json", "application/x-www-form-urlencoded"}
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: Posted before there is a page (and so a token): checked for its origin only.
 LOGIN_PATH = "/dbsim/login"
+START_PATH = "/dbsim/start"
 REQUEST_FIELD = "(request)"
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
 
@@ -122,6 +125,8 @@ class PageGuard:
         if (length or chunked) and request.mimetype not in BODY_TYPES:
             kind = request.mimetype or "none"
             return 400, f"Content-Type {kind[:60]}: send application/json or a form"
+        if request.mimetype == "application/json" and request.path != START_PATH:
+            return _json_problem()
         return None
 
     def page_head(self) -> str:
@@ -138,12 +143,25 @@ class PageGuard:
         return html.replace("</head>", self.page_head() + "</head>", 1)
 
 
+def _json_problem() -> tuple[int, str] | None:
+    """Whether a JSON body parses as Locust's ``/user`` parses it (``json.loads``), where JSON
+    nested some thousands deep was a RecursionError and a 5,000-digit number a ValueError:
+    HTTP 500s. (The start form reads its own body, sim.live.form_body.)"""
+    try:
+        json.loads(read_body() or b"null")
+    except RecursionError:
+        return 400, "body: JSON nested too deep"
+    except ValueError as exc:  # json.JSONDecodeError, UnicodeDecodeError
+        return 400, f"body: not valid JSON: {str(exc).splitlines()[0][:120]}"
+    return None
+
+
 def read_body() -> bytes:
     """The request's body, at most :data:`MAX_BODY_BYTES`; HTTP 413 (RequestEntityTooLarge)
     when it goes on past them. A chunked body has no Content-Length to refuse up front, and
     Werkzeug's stream then just stops at the limit: one more byte says whether there was
     more (Werkzeug raises on reading past a maximum)."""
-    data = request.get_data(cache=False)
+    data = request.get_data(cache=True)  # kept for the route (Flask's request.data too)
     if len(data) >= MAX_BODY_BYTES:
         request.stream.read(1)
     return data
