@@ -76,7 +76,13 @@ def size(option: str, value: int) -> int:
 
 def memory(value: int) -> int:
     """``--memory-limit``: at least :data:`MIN_MEMORY`, at most the host's memory."""
-    return in_range("--memory-limit", value, MIN_MEMORY, physical_memory())
+    host = physical_memory()
+    if MIN_MEMORY <= value <= host:
+        return value
+    raise ConfigError(
+        f"--memory-limit {value:,}: must be from {human(MIN_MEMORY)} to the host's memory "
+        f"({host / GiB:.1f} GiB)"
+    )
 
 
 def ceiling(option: str, kind: str, value: int | None) -> int | None:
