@@ -229,6 +229,19 @@ class Target(ABC):
         can see."""
         return no_load_lock(f"{self.kind} data is not shared", shared)
 
+    def check_paths(self) -> None:
+        """Refuse (ConfigError, one line naming the field) a local path the target would use
+        that is not what it needs: a link, a FIFO, a foreign file. Looks without opening or
+        creating anything; called by ``dbsim validate``, before a run, and by ``open``.
+        Default: no local path."""
+        return None
+
+    def data_absent(self) -> str | None:
+        """Why none of dbsim's data can be there, known without connecting (the database
+        file does not exist), else None: ``drop`` then has nothing to drop, and does not
+        create the file by connecting. Default: None."""
+        return None
+
     @abstractmethod
     def storage_paths(self) -> list[Path]:
         """Local paths whose block devices hold the target's data (may be empty)."""

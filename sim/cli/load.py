@@ -30,5 +30,11 @@ def drop(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
 
     resolved = resolve(scenario, overrides(set_))
     target = build_target(resolved)
-    dropped = drop_objects(build_workload(resolved, target), target)
+    workload = build_workload(resolved, target)
+    target.check_paths()
+    absent = target.data_absent()
+    if absent:  # connecting would create the database file only to find it empty
+        sys.stdout.write(f"nothing to drop: {absent}\n")
+        return
+    dropped = drop_objects(workload, target)
     sys.stdout.write(("dropped: " + ", ".join(dropped) if dropped else "nothing to drop") + "\n")

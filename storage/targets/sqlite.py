@@ -7,6 +7,7 @@ only ever used by one session at a time, so ``check_same_thread`` is relaxed.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -31,7 +32,9 @@ from sim.protocols import (
     no_load_lock,
 )
 from storage.targets.locks import directory_lock
+from storage.targets.paths import check_owner
 from storage.targets.settings import SqliteSettings
+from storage.targets.sqlite_file import check_sqlite_path, create_database
 
 DEFAULT_DB_NAME = "dbsim.sqlite"
 # SQLite keeps a row on its page up to ~page-35 bytes; a row longer than half the usable page
@@ -133,14 +136,33 @@ class SqliteTarget(Target):
         if self.path is None:
             self._tempdir = Path(tempfile.mkdtemp(prefix="dbsim-sqlite-"))
             self.path = self._tempdir / DEFAULT_DB_NAME
-        elif not self.path.parent.is_dir():
-            raise TargetError(f"target.path: directory {self.path.parent} does not exist")
+        else:
+            self.check_paths()
+            if not self.path.parent.is_dir():  # a run that could not start: exit 3, as before
+                raise TargetError(f"target.path: directory {self.path.parent} does not exist")
+
+    def check_paths(self) -> None:
+        if self.settings.path is not None:
+            check_sqlite_path(self.settings.path)
+            check_owner(self.settings.path)  # another user's database is not dbsim's to write
+
+    def data_absent(self) -> str | None:
+        path = self.settings.path
+        missing = path is not None and not os.path.lexists(path)
+        return f"target.path: {path} does not exist" if missing else None
 
     def _connect_blocking(self) -> sqlite3.Connection:
         assert self.path is not None
+        if not os.path.lexists(self.path):
+            # Never seen empty at its name (check_sqlite_path refuses an empty file).
+            create_database(self.path, self._prepare)
         raw = sqlite3.connect(
             self.path, timeout=self.settings.busy_timeout_ms / 1000, check_same_thread=False
         )
+        self._prepare(raw)
+        return raw
+
+    def _prepare(self, raw: sqlite3.Connection) -> None:
         # page_size only takes effect on a new, empty database, and must precede WAL.
         raw.execute(f"PRAGMA page_size = {int(self.settings.page_size_bytes)}")
         # A negative cache_size is in KiB; small on purpose so reads reach the file (SLOB method).
@@ -152,7 +174,6 @@ class SqliteTarget(Target):
             raise TargetError(
                 f"sqlite: journal_mode {self.settings.journal_mode} refused ({mode[0]})"
             )
-        return raw
 
     async def connect(self) -> SqliteConnection:
         if self._context is None:
