@@ -109,7 +109,6 @@ def build_collectors(
 def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedRun:
     """Validate the combination, create the bundle directory and wire the engine's events."""
     target = build_target(scenario)
-    target.check_paths()
     workload = build_workload(scenario, target)
     check_slo_operations(scenario, workload)
     check_calibration(scenario)
@@ -162,14 +161,12 @@ def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedR
 
 def check_before_run(scenario: ScenarioBase) -> Target:
     """Everything ``dbsim run`` would refuse before a session starts that can be known without
-    connecting: the target kind's driver, the workload on that target, the SLOs' operation
-    names, every secret reference (an unset variable, an unreadable file) and the target's local
-    path (``Target.check_paths``). Raises the error ``run`` would (exit 2); returns the target,
-    not opened."""
+    connecting: the target kind's driver and local path (``Target.check_paths``), the workload
+    on that target, the SLOs' operation names, and every secret reference (an unset variable,
+    an unreadable file). Raises the error ``run`` would (exit 2); returns the target, unopened."""
     target = build_target(scenario)
     target.check_paths()
-    workload = build_workload(scenario, target)
-    check_slo_operations(scenario, workload)
+    check_slo_operations(scenario, build_workload(scenario, target))
     check_calibration(scenario)
     sections = {"target": scenario.target, "collectors": scenario.collectors}  # type: ignore[attr-defined]
     for where, ref in secret_references(sections):
