@@ -157,4 +157,18 @@ def bundle_zip(bundle: Path, under: str = "") -> bytes:
     return buffer.getvalue()
 
 
-__all__ = ["LEFT_OUT_NAME", "DownloadRefused", "bundle_zip", "read_bundle_file"]
+def fetch(
+    bundle: Path, name: str, folder: str | None = None
+) -> tuple[bytes, None] | tuple[None, DownloadRefused | FileNotFoundError]:
+    """The bytes of the top-level file ``name``, or the zip of ``folder`` ("" for the whole
+    bundle) when one is given; a refusal or an absence comes back as a value, not raised: a
+    file not written yet is an everyday answer, and gevent's thread pool prints a traceback
+    for whatever its function raises."""
+    try:
+        data = read_bundle_file(bundle, name) if folder is None else bundle_zip(bundle, folder)
+    except (DownloadRefused, FileNotFoundError) as exc:
+        return None, exc
+    return data, None
+
+
+__all__ = ["LEFT_OUT_NAME", "DownloadRefused", "bundle_zip", "fetch", "read_bundle_file"]

@@ -17,7 +17,7 @@ from pathlib import Path
 import gevent
 from flask import Response, make_response, send_file
 
-from sim.bundle.archive import DownloadRefused, bundle_zip, read_bundle_file
+from sim.bundle.archive import fetch
 
 #: name in the URL -> what it is (the Run tab's link text).
 DOWNLOADS = {
@@ -41,17 +41,12 @@ def download(bundle: str | None, name: str) -> Response:
     label = f"{path.name}-{name}"
     # Read in gevent's thread pool (a big bundle must not stall the hub), never through a
     # link at any level (sim.bundle.archive).
-    pool = gevent.get_hub().threadpool
-    try:
-        if name in ZIPPED:
-            data = pool.apply(bundle_zip, (path, ZIPPED[name]))
-        else:
-            data = pool.apply(read_bundle_file, (path, name))
-    except FileNotFoundError:
+    data, problem = gevent.get_hub().threadpool.apply(fetch, (path, name, ZIPPED.get(name)))
+    if isinstance(problem, FileNotFoundError):
         missing = f"{path / ZIPPED[name]} does not exist (yet)" if name in ZIPPED else ""
         return make_response(f"{name}: {missing or 'written when the run ends'}\n", 404)
-    except DownloadRefused as exc:
-        return make_response(f"{name}: {exc}\n", 403)
+    if problem is not None or data is None:  # it names the entry: the file, or the zip's folder
+        return make_response(f"{problem}\n" if name not in ZIPPED else f"{name}: {problem}\n", 403)
     return send_file(
         io.BytesIO(data),
         mimetype=MIMETYPES[Path(name).suffix],

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from sim.bundle.archive import LEFT_OUT_NAME, DownloadRefused, bundle_zip, read_bundle_file
+from sim.bundle.archive import (
+    LEFT_OUT_NAME,
+    DownloadRefused,
+    bundle_zip,
+    fetch,
+    read_bundle_file,
+)
 
 SECRET = "not dbsim's: outside the bundle"
 
@@ -137,3 +143,20 @@ def test_what_is_not_there_is_not_found(tmp_path: Path) -> None:
         read_bundle_file(bundle, "analysis.json")
     with pytest.raises(FileNotFoundError):
         bundle_zip(bundle, "histograms")
+
+
+def test_fetch_returns_refusals_and_absences_as_values(tmp_path: Path) -> None:
+    """What the UI runs in gevent's thread pool, which prints a traceback for whatever its
+    function raises: a report not written yet must not print one at every poll."""
+    outside = _outside(tmp_path)
+    bundle = _bundle(tmp_path)
+    (bundle / "summary.json").unlink()
+    (bundle / "summary.json").symlink_to(outside / "secret.csv")
+    assert fetch(bundle, "report.html") == (b"<html></html>", None)
+    data, problem = fetch(bundle, "summary.json")
+    assert data is None and isinstance(problem, DownloadRefused)
+    data, problem = fetch(bundle, "analysis.json")
+    assert data is None and isinstance(problem, FileNotFoundError)
+    data, problem = fetch(bundle, "timeseries.zip", "timeseries")
+    assert problem is None and data is not None
+    assert list(_entries(data)) == ["run/timeseries/ops.csv"]
