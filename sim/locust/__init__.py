@@ -19,6 +19,9 @@ times every operation in microseconds and writes the bundle. Modules:
   the start form's parameters;
 * :mod:`~sim.locust.webui` — the Storage, Correlation and Run tabs, and ``--web-login``;
 * :mod:`~sim.locust.app` — the processes: ``dbsim ui``, ``dbsim worker``;
+* :mod:`~sim.locust.secure`, :mod:`~sim.locust.handshake`, :mod:`~sim.locust.workerport` —
+  the master's worker port: CURVE keyed by a shared secret, a worker's check of the master's
+  security before it joins, and a master that drops malformed messages instead of dying;
 * :mod:`~sim.locust.distributed` — ``dbsim run --workers N``.
 
 Why the monkey patching here is partial: Locust's own ``import locust`` runs gevent's
