@@ -185,7 +185,8 @@ def _run_one(config: str, args: argparse.Namespace) -> int:
     scenario = validate(scenario_data(args, Path(args.out)))
     if config == "plain":
         from sim.core.loops import new_event_loop
-        from sim.core.runner import finish_summary, prepare_run
+        from sim.run.finish import finish_summary
+        from sim.run.runner import prepare_run
 
         loop = new_event_loop()
         prepared = prepare_run(scenario)

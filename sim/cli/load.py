@@ -14,7 +14,7 @@ from sim.config.resolve import resolve
 def load(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
     """Build and verify the workload's data (idempotent), without running the workload."""
     from sim.core.dataset import load_and_verify
-    from sim.core.runner import build_target, build_workload
+    from sim.run.runner import build_target, build_workload
 
     resolved = resolve(scenario, overrides(set_))
     target = build_target(resolved)
@@ -26,7 +26,7 @@ def load(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
 def drop(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
     """Remove the objects dbsim created for this scenario's workload (nothing else)."""
     from sim.core.dataset import drop_objects
-    from sim.core.runner import build_target, build_workload
+    from sim.run.runner import build_target, build_workload
 
     resolved = resolve(scenario, overrides(set_))
     target = build_target(resolved)

@@ -108,7 +108,7 @@ def run(
     resolved = resolve(scenario, scenario_overrides)
     count = parse_workers(workers)
     if count is None:
-        from sim.core.runner import build_target, build_workload
+        from sim.run.runner import build_target, build_workload
 
         sessions = resolved.load.sessions or (
             build_workload(resolved, build_target(resolved)).default_sessions()
@@ -202,7 +202,8 @@ def _execute_run(
 ) -> int:
     from sim.cli.console import LiveConsole
     from sim.core.loops import new_event_loop
-    from sim.core.runner import finish_summary, prepare_run
+    from sim.run.finish import finish_summary
+    from sim.run.runner import prepare_run
 
     not_yet_there = _missing_directories(Path(scenario.output.directory))
     loop = new_event_loop()
@@ -311,7 +312,7 @@ def _refused_before_start(result: Any, summary: dict[str, Any]) -> int | None:
     foreign object in the way, or the data missing under ``--skip-load``. That is bad input,
     like a wrong scenario, and is fixed the same way (another prefix, ``dbsim load``); the
     bundle directory was made a moment ago for this run alone and holds no measurement, so it
-    is removed as a refused output directory is (sim.core.runner.prepare_run)."""
+    is removed as a refused output directory is (sim.run.runner.prepare_run)."""
     from sim.core.result import OUTCOME_FAILED
 
     if (

@@ -43,7 +43,7 @@ def validate(
     it as it would run (after environment and --set overrides)."""
     import yaml
 
-    from sim.core.runner import check_before_run
+    from sim.run.runner import check_before_run
 
     resolved = resolve(scenario, run_overrides(set_, duration, sessions, warmup, output))
     target = check_before_run(resolved)

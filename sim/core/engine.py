@@ -82,7 +82,7 @@ class Engine(CoroutineSessions, IntervalTicker):
         the opened target before the data is built or checked; its facts go to ``result.cache``."""
         self.before_load = before_load
         #: Called when the calibration stage ends with the stages; returns them with rates
-        #: (sim.core.calibration). Raising a SimError there fails the run.
+        #: (sim.run.calibration). Raising a SimError there fails the run.
         self.on_calibrated: Callable[[list[Stage]], list[Stage]] | None = None
         self.workload = workload
         self.target = target

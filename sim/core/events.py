@@ -77,7 +77,7 @@ class EngineEvents:
         self.collector_error = EventHook("collector_error")
         #: ``notice(message: str, warning: bool = True)``: one line the user should read before
         #: the figures (a warning: the data fits in the caches, sim.core.cache; not one: the
-        #: calibration's conversion of IOPS into ops/s, sim.core.calibration).
+        #: calibration's conversion of IOPS into ops/s, sim.run.calibration).
         self.notice = EventHook("notice")
         #: ``finished(result: sim.core.result.RunResult)``: the run has ended, however it ended.
         self.finished = EventHook("finished")

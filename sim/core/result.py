@@ -50,5 +50,5 @@ class RunResult:
     error_exit_code: int | None = None
     #: What the engine's ``before_load`` hook found (sim.core.cache: the data against the caches).
     cache: dict[str, Any] = field(default_factory=dict)
-    #: The calibration of a run asked in device IOPS (sim.core.calibration), else empty.
+    #: The calibration of a run asked in device IOPS (sim.run.calibration), else empty.
     calibration: dict[str, Any] = field(default_factory=dict)

@@ -318,7 +318,7 @@ def at_iops(
     verdicts: list[dict[str, Any]], stages: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """Name in each verdict (``at``) the device IOPS its window was asked for and delivered,
-    when the load was asked in IOPS (sim.core.calibration): "p99 ≤ 2 ms at 20,000 IOPS"."""
+    when the load was asked in IOPS (sim.run.calibration): "p99 ≤ 2 ms at 20,000 IOPS"."""
     asked = sorted({float(s["rate_iops"]) for s in stages if finite(s.get("rate_iops"))})
     if not asked:
         return verdicts

@@ -11,7 +11,7 @@ the kind's or workload's default when another one is picked) and its help text.
 ``POST /dbsim/start`` takes the filled form. Each non-empty value is read as ``--set`` reads
 its value (:func:`sim.config.resolve.parse_value`) and put at its scenario path; the scenario is
 then validated by :func:`sim.config.resolve.validate` and checked by
-:func:`sim.core.runner.check_before_run`, as ``dbsim validate`` does, so a bad value gets the
+:func:`sim.run.runner.check_before_run`, as ``dbsim validate`` does, so a bad value gets the
 CLI's own one-line message (:mod:`sim.field_errors`), shown under the field it names. A valid
 form starts Locust with ``sessions`` users — the same ``runner.start`` Locust's own form calls —
 and the controller runs exactly the submitted scenario (``Controller.next_scenario``).
@@ -222,7 +222,7 @@ def scenario_from_form(
     caller cannot run, as a ConfigError), or it uses a host or password variable beyond
     ``allowance`` (checked before any variable is read; None: no limit, as for a scenario
     file)."""
-    from sim.core.runner import build_target, build_workload, check_before_run
+    from sim.run.runner import build_target, build_workload, check_before_run
 
     data, fields = scenario_data(base, values)
     beyond = allowance.problems(data["target"]) if allowance is not None else []

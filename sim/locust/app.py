@@ -93,7 +93,7 @@ def default_users(scenario: ScenarioBase) -> int:
     """The scenario's sessions (load.sessions or the workload's default): Locust's users."""
     if scenario.load.sessions:
         return scenario.load.sessions
-    from sim.core.runner import build_target, build_workload
+    from sim.run.runner import build_target, build_workload
 
     return build_workload(scenario, build_target(scenario)).default_sessions()
 

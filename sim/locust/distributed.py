@@ -21,7 +21,7 @@ import gevent.event
 
 from sim.config.scenario import ScenarioBase
 from sim.core.dataset import check_loaded
-from sim.core.runner import build_target, build_workload, check_slo_operations
+from sim.run.runner import build_target, build_workload, check_slo_operations
 from sim.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, ConfigError
 from sim.judge.slo import completed_exit_code
 from sim.locust.app import (

@@ -34,13 +34,13 @@ from sim.core.engine import Engine
 from sim.core.loops import run_on_native_thread
 from sim.core.metrics import Interval
 from sim.core.progress import ProgressMeter
-from sim.core.runner import (
+from sim.run.finish import finish_summary
+from sim.run.runner import (
     PreparedRun,
     attach_lab,
     build_collectors,
     build_target,
     build_workload,
-    finish_summary,
     prepare_run,
 )
 from sim.errors import SimError

@@ -25,7 +25,7 @@ from locust.runners import STATE_RUNNING
 from sim.config.scenario import ScenarioBase
 from sim.core.loading import elect_loaders
 from sim.core.metrics import OpStats
-from sim.core.runner import build_target
+from sim.run.runner import build_target
 from sim.errors import SimError
 from sim.locust.loading import LoadPhase
 from sim.locust.merge import RunMerger

@@ -15,7 +15,7 @@ difference is written into the summary's messages). Storage samples are merged b
 ``LOST_AFTER_S`` (killed, crashed, cut off) is recorded as lost: what it sent until then is
 counted, the run goes on without it, and the summary's ``distributed`` section says what was
 lost and when. The scenario's SLOs are judged on the merged bundle by the same function as a
-single-process run's (:func:`sim.core.runner.write_final_summary`). Every file write goes through
+single-process run's (:func:`sim.run.finish.write_final_summary`). Every file write goes through
 one native thread (gevent's thread pool of size one, in order), never on the hub.
 """
 
@@ -37,7 +37,7 @@ from sim.bundle.writer import BundleWriter
 from sim.config.resolve import resolved_dict
 from sim.config.scenario import ScenarioBase
 from sim.core.metrics import Interval, OpStats
-from sim.core.runner import judge_errors, write_final_summary
+from sim.run.finish import judge_errors, write_final_summary
 from sim.core.validity import failure_line
 from sim.live.worker_samples import merge_samples
 from sim.locust.packets import Packet, decode_ops, packet_ops, packet_samples

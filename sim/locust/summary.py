@@ -1,5 +1,5 @@
 """The summary of a distributed run: the keys a single-process run's summary has
-(:func:`sim.core.runner.finish_summary`), built from the workers' final reports, plus a
+(:func:`sim.run.finish.finish_summary`), built from the workers' final reports, plus a
 ``distributed`` section with the per-worker breakdown and what was lost."""
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ secret gets a message through, but a secret is no excuse for a listener that die
 * its server (:class:`GuardedServer`, also after Locust's own reset of the connection)
   returns only messages that are one frame, no larger than :data:`MAX_MESSAGE_BYTES`,
   msgpack that decodes to ``[type: str, data, node_id: str]``;
-* :meth:`GuardedMasterRunner.handle_message` passes on only the types a dbsim worker sends,
-  with data of the shape Locust's handling indexes (:func:`data_problem`), and drops a message
-  whose handling still fails rather than let it end the listener.
+* :meth:`GuardedMasterRunner.handle_message` passes on only the types a dbsim worker sends
+  (Locust's and those registered on the runner, dbsim's), with data of the shape Locust's
+  handling indexes (:func:`data_problem`), and drops a message whose handling still fails
+  rather than let it end the listener.
 
 Every dropped message is counted per kind (:class:`DropLog`): the first of each kind is one
 warning line, the rest are only counted, and the master says the totals when it quits. What is
@@ -30,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import Counter
+from collections.abc import Container
 from typing import Any
 
 import gevent
@@ -39,8 +41,6 @@ from locust.env import Environment
 from locust.exception import RPCError
 from locust.rpc import Message, protocol, zmqrpc
 from locust.runners import MasterRunner
-
-from sim.locust.roles import MSG_FINAL, MSG_LOADED
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +85,6 @@ LOCUST_MESSAGES: dict[str, tuple[tuple[type, ...], dict[str, tuple[type, ...]]]]
     "quit": ((object,), {}),
     "exception": ((dict,), {"msg": (str,), "traceback": (str,)}),
 }
-#: dbsim's own messages to the master all carry a dict (sim.locust.roles).
-DBSIM_MESSAGES = (MSG_FINAL, MSG_LOADED)
 
 
 class Malformed(Exception):
@@ -153,9 +151,10 @@ def read_message(frames: list[bytes]) -> tuple[str, Message]:
     return sender, Message(msg_type, data, node_id)
 
 
-def data_problem(msg_type: str, data: Any) -> Malformed | None:
-    """Why the master must not hand this message to Locust's handling, or None."""
-    if msg_type in DBSIM_MESSAGES:
+def data_problem(msg_type: str, data: Any, custom: Container[str]) -> Malformed | None:
+    """Why the master must not hand this message to Locust's handling, or None. ``custom``:
+    the types registered on the runner (dbsim's own, sim.locust.roles: each carries a dict)."""
+    if msg_type in custom:
         types: tuple[type, ...] = (dict,)
         keys: dict[str, tuple[type, ...]] = {}
     elif msg_type in LOCUST_MESSAGES:
@@ -214,7 +213,7 @@ class GuardedMasterRunner(MasterRunner):
         self._guarded_server = server
 
     def handle_message(self, client_id: str, msg: Message) -> None:
-        problem = data_problem(msg.type, msg.data)
+        problem = data_problem(msg.type, msg.data, self.custom_messages)
         if problem is not None:
             self.drops.add(problem, client_id)
             return

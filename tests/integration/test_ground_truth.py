@@ -39,7 +39,7 @@ emptied and the loop device's backing file is kept in the host's page cache (see
 :meth:`GroundLab.cold_cache`). The module takes about two and a half minutes; ``-s`` prints the figures;
 ``DBSIM_GROUND_TRUTH_DIR=<dir>`` keeps the scenarios and bundles there.
 
-The scenario steps' ``lab:`` ceilings are applied by ``sim.core.runner.attach_lab``, which uses the
+The scenario steps' ``lab:`` ceilings are applied by ``sim.run.runner.attach_lab``, which uses the
 default ``Lab()`` (``/run/dbsim-lab``). This module's lab is a private one, so T3 runs the CLI
 through a shim that points ``storage.lab.Lab`` at it (see :data:`LAB_SHIM`).
 """

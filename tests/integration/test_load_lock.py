@@ -155,7 +155,7 @@ def test_two_eda_loaders_at_once_one_builds(tmp_path: Path) -> None:
 def test_two_postgres_loaders_at_once_one_builds(tmp_path: Path) -> None:
     from sim.config.resolve import resolve
     from sim.core.dataset import drop_objects
-    from sim.core.runner import build_target, build_workload
+    from sim.run.runner import build_target, build_workload
 
     prefix = f"lk{uuid.uuid4().hex[:8]}_"
     workload = {"name": "slob", "parameters": {"table_prefix": prefix}}

@@ -894,7 +894,7 @@ class InProcessCli:
     def __init__(self, directory: Path, mp: pytest.MonkeyPatch) -> None:
         import sim.cli
         import sim.cli.run
-        import sim.core.runner
+        import sim.run.runner
 
         self.directory = directory
         self.serial = itertools.count()
@@ -922,7 +922,7 @@ class InProcessCli:
             return built[id(instance)]
 
         mp.setattr(typer.main, "get_command", get_command)
-        mp.setattr(sim.core.runner, "build_target", self._refuse("build_target"))
+        mp.setattr(sim.run.runner, "build_target", self._refuse("build_target"))
         for kind, entry in list(registry.targets().items()):
             if entry.factory is not None:
                 refuse = self._refuse(f"target {kind}")

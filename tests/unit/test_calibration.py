@@ -1,4 +1,4 @@
-"""Load asked in device IOPS (sim.core.calibration): the estimate and its t interval on
+"""Load asked in device IOPS (sim.run.calibration): the estimate and its t interval on
 recorded numbers, the conversion into ops/s, the refusals, and the engine switching from the
 closed-loop calibration to open loop at the converted rates (a target of known service time,
 a device that does exactly two I/Os per call)."""
@@ -15,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from sim.config.scenario import Load
-from sim.core.calibration import (
+from sim.run.calibration import (
     MIN_IO_PER_OP,
     Calibration,
     CalibrationError,

@@ -17,7 +17,7 @@ from sim import registry
 from sim.cli.console import live_tables, summary_tables
 from sim.config import resolve as scenario
 from sim.config.resolve import validate
-from sim.core.runner import build_collectors
+from sim.run.runner import build_collectors
 from sim.errors import ScenarioError
 from sim.live.storage_table import storage_columns, storage_rows
 from sim.live.worker_samples import merge_samples
@@ -184,7 +184,7 @@ def test_no_product_file_outside_the_plugins_names_a_collector() -> None:
     """The consumers read declarations: none compares a sample's source with a name."""
     root = Path(__file__).resolve().parents[2]
     consumers = [
-        "sim/core/runner.py",
+        "sim/run/runner.py",
         "sim/cli/console.py",
         "sim/locust/packets.py",
         "sim/locust/webui.py",

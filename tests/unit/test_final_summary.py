@@ -15,7 +15,8 @@ import pytest
 from sim.analysis import analyze_bundle
 from sim.bundle.writer import BundleWriter
 from sim.config.resolve import resolve
-from sim.core.runner import finish_summary, prepare_run
+from sim.run.finish import finish_summary
+from sim.run.runner import prepare_run
 
 
 def test_the_final_summary_is_written_once_with_its_verdicts(

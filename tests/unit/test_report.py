@@ -460,7 +460,8 @@ def test_partial_bundle_of_a_killed_run(tmp_path: Path) -> None:
 def real_bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A 2-second run of the default scenario (SLOB-like on a temporary SQLite), in process."""
     from sim.config.resolve import resolve
-    from sim.core.runner import finish_summary, prepare_run
+    from sim.run.finish import finish_summary
+    from sim.run.runner import prepare_run
 
     out = tmp_path_factory.mktemp("real")
     scenario = resolve(None, [("load.duration_s", 2.0), ("output.directory", str(out))])
