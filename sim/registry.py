@@ -1,10 +1,18 @@
 """The one place where ``sim`` finds workloads, targets and collectors.
 
-Built-in plug-ins are listed by module path in ``ModelT = TypeVar("ModelT", bound=BaseModel)
+The built-in plug-ins are listed by module path in :data:`BUILTIN_PLUGINS` and imported on
+first use; each module registers what it provides with the ``register_*`` functions below. A
+consumer asks this registry: for the entry a scenario names (``workload.name``,
+``target.kind``, ``collectors.enabled``), or, for a collector whose figures it reads, for the
+source that declares the role it needs (:func:`collector_with_role`: the block devices' IOPS
+and await, the host's CPU …), never for a source by name (tests/unit/test_import_graph.py).
 
-BUILTIN_PLUGINS`` and imported on first use;
-each module registers what it provides with the ``register_*`` functions below. ``sim`` never
-imports a workload, target or collector by name anywhere else.
+Running a run never imports a plug-in module by name. A few parts of ``sim`` use a plug-in's
+helpers directly, each for a job of its own rather than a run's: the baseline (NFS mount
+parsing and advice, the device under a path, the EDA tree's ownership checks, the lab), the
+``lab`` and ``size`` commands (``storage.lab``, ``storage.envelopes``), a run's ``lab:`` steps
+(``storage.lab``, from ``sim.run.runner``) and the session runner's question whether the
+native file loop was built (``storage.targets.fileloop``).
 """
 
 from __future__ import annotations

@@ -188,9 +188,10 @@ class BaselineRun:
                 for t_start, t_end, samples in self.samples
                 if min(t_end, t_to) > max(t_start, t_from)
             ]
+        device_source = registry.collector_with_role(registry.ROLE_DEVICE)
         for weight, samples in chosen:
             for sample in samples:
-                if sample.source != "block" or sample.gap:  # a gap has no figures to weigh
+                if sample.source != device_source or sample.gap:  # a gap has no figures to weigh
                     continue
                 acc = sums.setdefault(sample.entity, {})
                 for key, value in sample.values.items():

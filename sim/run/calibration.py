@@ -171,11 +171,16 @@ def check_calibration(scenario: ScenarioBase) -> None:
     load, collectors = scenario.load, scenario.collectors
     if not load.asks_iops:
         return
-    block = registry.collector_with_role(registry.ROLE_DEVICE) or "block"
+    device = registry.collector_with_role(registry.ROLE_DEVICE)
     enabled = collectors.enabled
-    if enabled == "none" or (isinstance(enabled, list) and block not in enabled):
+    if device is None:
         raise ConfigError(
-            f"load.rate_iops: needs the {block} collector (collectors.enabled leaves it out): "
+            "load.rate_iops: needs a collector of the block devices under the data, and no "
+            "collector declares that role"
+        )
+    if enabled == "none" or (isinstance(enabled, list) and device not in enabled):
+        raise ConfigError(
+            f"load.rate_iops: needs the {device} collector (collectors.enabled leaves it out): "
             "the device I/Os per operation are measured on the block device under the data"
         )
     if load.calibration_s < MIN_INTERVALS * collectors.interval_s:
@@ -190,7 +195,7 @@ class Calibration:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.source = registry.collector_with_role(registry.ROLE_DEVICE) or "block"
+        self.source = registry.collector_with_role(registry.ROLE_DEVICE) or ""
         self.points: list[Point] = []
         self.section: dict[str, Any] = {}
         #: The stage log entry whose delivered IOPS are being summed, and its sampled

@@ -1,17 +1,30 @@
-"""Storage collectors, registered with ``sim.registry`` on import.
+"""Storage collectors, registered with ``sim.registry`` on import (``sim.registry.
+BUILTIN_PLUGINS`` lists the modules). The role a collector declares is how the analysis, the
+judges and the report find its figures (``sim.registry.ROLE_*``); the others are correlated
+through their declared ``correlate`` figures.
 
-- ``block`` (:class:`storage.collectors.block.BlockDeviceCollector`): ``iostat -x`` figures
-  from ``/proc/diskstats`` for the block devices under the target's storage paths (the file
-  system's device, the disk of a partition, the devices beneath device-mapper and md).
-  Options (:class:`BlockOptions`, ``collectors.block``): ``devices`` (names as in
-  ``/proc/diskstats``) overrides the resolution.
-- ``db`` (storage.collectors.database): the database's own I/O statistics (PostgreSQL).
-- ``nfs`` (storage.collectors.nfs): the NFS client's per-operation counters from
-  ``/proc/self/mountstats``, computed as nfs-utils' nfsiostat does, and the mount options
-  checked against the vendor's tuning advice.
+- ``block`` (:class:`storage.collectors.block.BlockDeviceCollector`, here; role ``device``):
+  ``iostat -x`` figures from ``/proc/diskstats`` (``diskstats.py``) for the block devices
+  under the target's storage paths (the file system's device, the disk of a partition, the
+  devices beneath device-mapper and md). Options (:class:`BlockOptions`,
+  ``collectors.block``): ``devices`` (names as in ``/proc/diskstats``) overrides the
+  resolution.
+- ``host`` (:class:`storage.collectors.host.HostCpuCollector`, here; role ``host-cpu``): CPU
+  of the load generator's host and of dbsim itself, to tell a client-bound run from a
+  storage-bound one.
+- ``db`` (storage.collectors.database, arithmetic in ``database_figures.py``; role
+  ``database``): the database's own I/O statistics, sampled by the collectors the target's
+  dialect record names (PostgreSQL here, MariaDB/MySQL's InnoDB counters in
+  storage.targets.mysql).
 - ``ontap`` (storage.collectors.ontap): NetApp ONTAP volume and LUN performance over REST.
-- ``host`` (:class:`storage.collectors.host.HostCpuCollector`): CPU of the load generator's
-  host and of dbsim itself, to tell a client-bound run from a storage-bound one.
+- ``nfs`` (storage.collectors.nfs): the NFS client's per-operation counters from
+  ``/proc/self/mountstats`` (parsed by ``mountstats.py`` and ``mountstats_format.py``),
+  computed as nfs-utils' nfsiostat does (``nfs_rates.py``), and the mount options checked
+  against the vendor's tuning advice (``nfs_advice.py``).
+- ``psi`` (storage.collectors.psi): the kernel's I/O pressure stall information, for the
+  whole host and for dbsim's cgroup.
+- ``blocklatency`` (storage.collectors.blocklatency; role ``device-latency``): per-device
+  block request latency quantiles with eBPF, which the device latency SLOs judge.
 """
 
 from __future__ import annotations

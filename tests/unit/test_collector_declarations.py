@@ -5,6 +5,7 @@ registered for its duration, which no other file names."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,22 +15,31 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 
 from sim import registry
+from sim.bundle.reader import read_summary
+from sim.bundle.writer import BundleWriter
 from sim.cli.console import live_tables, summary_tables
 from sim.config import resolve as scenario
 from sim.config.resolve import validate
-from sim.run.runner import build_collectors
+from sim.core.metrics import Interval, OpStats
 from sim.errors import ScenarioError
+from sim.judge.compare import run_figures
+from sim.judge.slo import Window
+from sim.judge.sweep import BreachMonitor, step_windows
 from sim.live.storage_table import storage_columns, storage_rows
 from sim.live.worker_samples import merge_samples
 from sim.protocols import Collector, Sample, Target
 from sim.registry import (
     COLLECTOR_SCOPE_SHARED,
+    ROLE_DEVICE,
     CollectorEntry,
     Display,
     Figure,
     UiFigure,
 )
+from sim.report.data import series_from_bundle
 from sim.report.sections import storage as report_storage
+from sim.run.calibration import Calibration
+from sim.run.runner import build_collectors
 from tests.unit.test_devices import PathsTarget
 
 
@@ -87,6 +97,65 @@ def gauge() -> Iterator[CollectorEntry]:
         registry._collectors.pop("gauge", None)
         scenario.collector_settings_model.cache_clear()
         scenario.scenario_model.cache_clear()
+
+
+@pytest.fixture
+def capture() -> Iterator[str]:
+    """A device-level source made up for the test (a capture import, say) that declares the
+    device role, which the block collector gives up for the test's duration."""
+    block = registry.collectors()["block"]
+    entry = CollectorEntry(
+        source="capture", auto=lambda t, o: [], summary="a capture", role=ROLE_DEVICE
+    )
+    registry.register_collector(dataclasses.replace(block, role=""))
+    registry.register_collector(entry)
+    try:
+        yield entry.source
+    finally:
+        registry._collectors.pop("capture", None)
+        registry.register_collector(block)
+
+
+def _capture_bundle(root: Path) -> Path:
+    """Four measured 1 s intervals of 100 reads each, disk sdz seen only by the capture."""
+    (root / "run").mkdir()
+    writer = BundleWriter(root / "run", {"name": "capture", "load": {}})
+    totals: dict[str, OpStats] = {}
+    for i in range(4):
+        stats = OpStats()
+        stats.histogram.record_value(2000, 100)
+        disk = {"r_s": 150.0, "w_s": 50.0, "iops": 200.0, "r_await_ms": 2.0, "w_await_ms": 6.0}
+        writer.on_interval(
+            Interval(i, float(i), i + 1.0, "measure", 0, {"read": stats}),
+            [Sample("capture", "sdz", disk)],
+        )
+        totals.setdefault("read", OpStats()).merge(stats)
+    stages = [{"t": 0.0, "phase": "measure", "step": 0, "sessions": 1, "duration_s": 4.0}]
+    writer.close()
+    writer.write_summary("completed", totals=totals, measured_s=4.0, extra={"stages": stages})
+    return root / "run"
+
+
+def test_a_new_device_source_feeds_the_slos_sweeps_compare_and_report(
+    capture: str, tmp_path: Path
+) -> None:
+    """Whatever source declares the device role is the one judged, compared and drawn."""
+    bundle = _capture_bundle(tmp_path)
+    summary = read_summary(bundle)
+    assert set(summary["storage"]) == {"capture"}
+    measured = Window.from_summary(summary).devices["sdz"]
+    assert measured["iops"] == pytest.approx(200.0) and measured["await_ms"] == pytest.approx(3.0)
+    (step,) = step_windows(bundle, summary["stages"]).values()
+    assert step.devices["sdz"]["iops"] == pytest.approx(200.0)
+    assert run_figures(bundle, "baseline")["device"] == "sdz"
+    assert series_from_bundle(bundle)["device"]["sdz"]["iops"] == [200.0] * 4
+    monitor = BreachMonitor(None, [])  # type: ignore[arg-type]  # the engine is for stopping
+    monitor.on_interval(
+        Interval(0, 0.0, 1.0, "measure", 0, {}), [Sample("capture", "sdz", {"r_s": 7.0})]
+    )
+    assert monitor.builders[0].device_seconds == {"sdz": 1.0}
+    # Load asked in device IOPS is calibrated on the same source.
+    assert Calibration(None).source == "capture"  # type: ignore[arg-type]  # wired later
 
 
 def test_options_are_a_scenario_section_validated_with_it(gauge: CollectorEntry) -> None:
@@ -185,6 +254,7 @@ def test_no_product_file_outside_the_plugins_names_a_collector() -> None:
     root = Path(__file__).resolve().parents[2]
     consumers = [
         "sim/run/runner.py",
+        "sim/run/finish.py",
         "sim/cli/console.py",
         "sim/locust/packets.py",
         "sim/locust/webui.py",
@@ -197,6 +267,12 @@ def test_no_product_file_outside_the_plugins_names_a_collector() -> None:
         "sim/analysis/verdict.py",
         "sim/analysis/analyze.py",
         "sim/report/sections.py",
+        "sim/report/data.py",
+        "sim/judge/slo.py",
+        "sim/judge/sweep.py",
+        "sim/judge/compare.py",
+        "sim/run/calibration.py",
+        "sim/cli/size.py",
     ]
     # "host" is also the machine's name in packets and the summary: its source is checked
     # through the comparison a consumer would make.

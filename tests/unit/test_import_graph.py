@@ -1,6 +1,6 @@
 """The import graph of sim/, workloads/ and storage/, built from the source with ``ast``.
 
-Two rules (docs/architecture.md, "Dependency rules"):
+Four rules (docs/architecture.md, "Dependency rules"):
 
 1. No cycle. Every import counts, at module level or inside a function (a function-level
    import hides a cycle from the import system, not from the reader), except imports under
@@ -9,6 +9,15 @@ Two rules (docs/architecture.md, "Dependency rules"):
 2. A plugin (any module under storage/ or workloads/) imports from sim/ only the published
    interfaces in :data:`PUBLISHED`. Here type-only imports count too: a plugin that names an
    internal type in a signature is coupled to it just the same.
+3. ``sim.core`` imports nothing above it: from sim/ only its own modules, the published
+   interfaces and the scenario leaf, and no plugin module (type-only imports count too). The
+   run's assembly, which wires the core to the bundle, the judges and the report, is
+   ``sim.run``.
+4. No consumer names a collector: a module of sim/ that reads collectors' figures finds the
+   source by the role it declares (``sim.registry.collector_with_role``), never by comparing a
+   sample's source with a name, looking a name up in the summary's storage section or opening
+   ``<name>.csv``, nor falling back on a name (checked on the syntax tree, so docstrings and
+   comments may name them).
 
 An edge goes to the module named (``from a.b import c`` is an edge to ``a.b.c`` when that is a
 module, else to ``a.b``); the parent packages Python initialises on the way are not edges, so a
@@ -20,6 +29,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from sim import registry
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("sim", "workloads", "storage")
@@ -188,3 +199,107 @@ def test_plugins_import_only_the_published_interfaces_of_sim() -> None:
 
 def test_every_published_interface_exists() -> None:
     assert set(import_graph()) >= PUBLISHED, PUBLISHED - set(import_graph())
+
+
+#: What sim.core may import besides its own modules (rule 3).
+CORE_MAY_IMPORT = PUBLISHED
+#: The one plugin module the core reads: whether the optional native file loop was built, a
+#: fact of this installation that decides how sessions run (sim.core.session_threads).
+CORE_READS_PLUGIN = frozenset({"storage.targets.fileloop"})
+
+
+def test_core_imports_nothing_above_it() -> None:
+    upward = sorted(
+        f"{name} imports {target}"
+        for name, module in import_graph().items()
+        if name == "sim.core" or name.startswith("sim.core.")
+        for target in module.runtime | module.type_only
+        if not (target == "sim.core" or target.startswith("sim.core."))
+        and target not in CORE_MAY_IMPORT
+        and target not in CORE_READS_PLUGIN
+    )
+    assert not upward, "sim.core importing above it (move the code up, see sim.run):\n" + (
+        "\n".join(upward)
+    )
+
+
+def _is_source(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "source") or (
+        isinstance(node, ast.Name) and node.id == "source"
+    )
+
+
+def _named(node: ast.expr, names: set[str]) -> str | None:
+    """The collector ``node`` spells as a string constant (or one of a tuple of them)."""
+    if isinstance(node, ast.Constant) and node.value in names:
+        return str(node.value)
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return next((n for e in node.elts if (n := _named(e, names))), None)
+    return None
+
+
+def collector_names_used(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
+    """Where the code of one module consumes a collector by name: a sample's source compared
+    with a name, a name looked up (``x["block"]``, ``x.get("block")``), a name as the fallback
+    of a role (``… or "block"``) or ``"<name>.csv"``.
+    "host" is the machine's name in the summary too: it counts only compared with a source."""
+    found = []
+    for node in ast.walk(tree):
+        what = _consumed_by_name(node, names)
+        if what:
+            found.append((getattr(node, "lineno", 0), what))
+    return sorted(found)
+
+
+def _consumed_by_name(node: ast.AST, names: set[str]) -> str | None:
+    plain = names - {"host"}
+    if isinstance(node, ast.Compare):
+        operands = [node.left, *node.comparators]
+        hit = next((n for o in operands if (n := _named(o, names))), None)
+        return f"source compared with {hit!r}" if hit and any(map(_is_source, operands)) else None
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+        hit = _named(node.slice, plain)
+        return f"[{hit!r}]" if hit else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+        hit = _named(node.args[0], plain) if node.func.attr == "get" else None
+        return f".get({hit!r})" if hit else None
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        hit = next((n for v in node.values if (n := _named(v, plain))), None)
+        return f"or {hit!r}" if hit else None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        stem, csv = node.value.removesuffix(".csv"), node.value.endswith(".csv")
+        return repr(node.value) if csv and stem in names else None
+    return None
+
+
+def test_the_collector_name_finder_finds_what_a_consumer_would_write() -> None:
+    code = """
+if sample.source == "block": pass
+if source in ("nfs", "psi"): pass
+means = storage.get("block") or storage["ontap"]
+rows = read(series / "host.csv")
+device = registry.collector_with_role(ROLE_DEVICE) or "block"
+host = summary["host"]  # the machine, not the collector
+options["block"] = {"devices": ["vdb"]}  # configuring a collector names it
+"""
+    assert collector_names_used(ast.parse(code), {"block", "nfs", "psi", "ontap", "host"}) == [
+        (2, "source compared with 'block'"),
+        (3, "source compared with 'nfs'"),
+        (4, ".get('block')"),
+        (4, "['ontap']"),
+        (5, "'host.csv'"),
+        (6, "or 'block'"),
+    ]
+
+
+def test_no_consumer_names_a_collector() -> None:
+    names = set(registry.collectors())
+    named = sorted(
+        f"{module.path.relative_to(REPO)}:{line}: {what}"
+        for module in import_graph().values()
+        if module.name.split(".")[0] == "sim"
+        for line, what in collector_names_used(
+            ast.parse(module.path.read_text(encoding="utf-8")), names
+        )
+    )
+    assert not named, "ask sim.registry.collector_with_role(ROLE_…) instead:\n" + "\n".join(named)
