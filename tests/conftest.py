@@ -50,3 +50,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             f"(@pytest.mark.timing; tests/support/timing_rule.py): {'; '.join(reasons)}",
             pytrace=False,
         )
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """make test's parallel phase (``--dist loadscope``) keeps each module on one worker,
+    except the docs blocks, which are kept together per page: the guide's ~30 pages of real
+    runs would otherwise be one module-long queue on one worker (the phase's longest)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from tests.support.xdist_scopes import PageScopes
+
+    return PageScopes(config, log)
