@@ -7,7 +7,6 @@ whoever started the run.
 
 from __future__ import annotations
 
-import logging
 import shutil
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -32,8 +31,6 @@ from sim.run.calibration import attach as attach_calibration
 from sim.run.calibration import check_calibration
 from sim.run.finish import fold_bundle_failure
 from sim.secrets import SecretRef, resolve_secret
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
