@@ -21,7 +21,6 @@ import gevent.event
 
 from sim.config.scenario import ScenarioBase
 from sim.core.dataset import check_loaded
-from sim.run.runner import build_target, build_workload, check_slo_operations
 from sim.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, ConfigError
 from sim.judge.slo import completed_exit_code
 from sim.locust.app import (
@@ -37,6 +36,7 @@ from sim.locust.app import (
 from sim.locust.form import check_locust_scenario
 from sim.locust.master import MasterController
 from sim.locust.workerport import create_master_runner
+from sim.run.runner import build_target, build_workload, check_slo_operations
 from sim.safeio import strict_json
 
 EXIT_SIGINT = 130
