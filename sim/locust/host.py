@@ -34,15 +34,6 @@ from sim.core.engine import Engine
 from sim.core.loops import run_on_native_thread
 from sim.core.metrics import Interval
 from sim.core.progress import ProgressMeter
-from sim.run.finish import finish_summary
-from sim.run.runner import (
-    PreparedRun,
-    attach_lab,
-    build_collectors,
-    build_target,
-    build_workload,
-    prepare_run,
-)
 from sim.errors import SimError
 from sim.locust.packets import (
     Packet,
@@ -54,6 +45,15 @@ from sim.locust.packets import (
 )
 from sim.locust.stats import feed
 from sim.protocols import Sample
+from sim.run.finish import finish_summary
+from sim.run.runner import (
+    PreparedRun,
+    attach_lab,
+    build_collectors,
+    build_target,
+    build_workload,
+    prepare_run,
+)
 from sim.secrets import redact_known
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,6 @@ from locust.runners import STATE_RUNNING
 from sim.config.scenario import ScenarioBase
 from sim.core.loading import elect_loaders
 from sim.core.metrics import OpStats
-from sim.run.runner import build_target
 from sim.errors import SimError
 from sim.locust.loading import LoadPhase
 from sim.locust.merge import RunMerger
@@ -42,6 +41,7 @@ from sim.locust.roles import (
     stop_runner,
 )
 from sim.protocols import Sample
+from sim.run.runner import build_target
 
 log = logging.getLogger(__name__)
 

@@ -37,12 +37,12 @@ from sim.bundle.writer import BundleWriter
 from sim.config.resolve import resolved_dict
 from sim.config.scenario import ScenarioBase
 from sim.core.metrics import Interval, OpStats
-from sim.run.finish import judge_errors, write_final_summary
 from sim.core.validity import failure_line
 from sim.live.worker_samples import merge_samples
 from sim.locust.packets import Packet, decode_ops, packet_ops, packet_samples
 from sim.locust.summary import STATUS_COMPLETED, STATUS_FAILED, distributed_extra, run_status
 from sim.protocols import Sample
+from sim.run.finish import judge_errors, write_final_summary
 
 log = logging.getLogger(__name__)
 #: The key under which a pending packet keeps its operations, decoded off the hub on arrival.

@@ -23,8 +23,8 @@ import pytest
 from sim.config.resolve import validate
 from sim.core.dataset import drop_objects, load_and_verify
 from sim.core.engine import Engine
-from sim.run.runner import build_target, build_workload
 from sim.protocols import EngineContext, Target, connect_sql
+from sim.run.runner import build_target, build_workload
 from sim.sql import Statement
 from workloads.ssb.parameters import SsbParameters
 from workloads.ssb.schema import TEXT_COLUMNS, TEXT_WIDTH

@@ -15,6 +15,12 @@ import pytest
 from pydantic import ValidationError
 
 from sim.config.scenario import Load
+from sim.core.engine import Engine
+from sim.core.metrics import Interval
+from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED
+from sim.core.stages import PHASE_CALIBRATE, calibrated, plan_stages
+from sim.judge.sweep import at_iops
+from sim.protocols import Collector, Sample
 from sim.run.calibration import (
     MIN_IO_PER_OP,
     Calibration,
@@ -25,12 +31,6 @@ from sim.run.calibration import (
     delivered_line,
     estimate,
 )
-from sim.core.engine import Engine
-from sim.core.metrics import Interval
-from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED
-from sim.core.stages import PHASE_CALIBRATE, calibrated, plan_stages
-from sim.judge.sweep import at_iops
-from sim.protocols import Collector, Sample
 from tests.support.fakes import PingParameters, PingWorkload, TimedTarget
 
 # Recorded: the 8 calibration intervals of tests/integration/test_lab_iops.py (SLOB on
