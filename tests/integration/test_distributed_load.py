@@ -219,11 +219,22 @@ def test_fresh_eda_tree_loaded_once(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- failures
 
 
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="chattr +i needs root (CAP_LINUX_IMMUTABLE)")
 def test_a_failed_load_stops_the_run_with_the_loaders_error(tmp_path: Path) -> None:
-    """The loader cannot load (the tree's root is a file): exit 3 with its error line; the
-    other worker was never started, and the merged bundle says so."""
-    root = tmp_path / "not-a-dir"
-    root.write_text("a file, not a tree\n", encoding="utf-8")
+    """The loader cannot load (the tree's root is immutable: it passes every check before the
+    run, as root may write anywhere, and the first file the load makes fails with EPERM): exit 3
+    with its error line; the other worker was never started, and the merged bundle says so."""
+    root = tmp_path / "immutable-tree"
+    root.mkdir()
+    subprocess.run(["chattr", "+i", str(root)], check=True)
+    try:
+        _run_a_load_that_fails(tmp_path, root)
+    finally:
+        subprocess.run(["chattr", "-i", str(root)], check=True)
+
+
+def _run_a_load_that_fails(tmp_path: Path, root: Path) -> None:
     scenario = _scenario(
         tmp_path / "s.json",
         {"kind": "filetree", "path": str(root)},
@@ -238,12 +249,14 @@ def test_a_failed_load_stops_the_run_with_the_loaders_error(tmp_path: Path) -> N
     rc, _, stderr = _dbsim(tmp_path, "run", str(scenario), "--workers", "2", "-o", str(out), "-q")
     assert rc == 3, stderr[-4000:]
     errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
-    assert errors == [f"error: target.path: {root} exists and is not a directory"], stderr
+    assert errors == ["error: filetree: write .dbsim-tree.tmp: EPERM (Operation not permitted)"], (
+        stderr
+    )
     assert REPORT_PREFIX not in stderr  # no engine ran a measurement
     (bundle,) = [p for p in out.iterdir() if p.is_dir()]
     summary = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
     assert summary["status"] == "failed"
-    assert summary["error"] == f"target.path: {root} exists and is not a directory"
+    assert summary["error"] == "filetree: write .dbsim-tree.tmp: EPERM (Operation not permitted)"
     assert summary["intervals_written"] == 0
     (loader,) = summary["distributed"]["loading"]["loaders"]
     assert loader["outcome"] == "failed"
