@@ -168,6 +168,17 @@ def _regular(path: Path) -> bool:
         return False
 
 
+def source_of(role: str) -> str:
+    """The source that plays ``role`` (``sim.registry.ROLE_DEVICE`` …): an importer writes
+    its rows under the name the live collector of that role writes."""
+    from sim import registry
+
+    found = registry.collector_with_role(role)
+    if found is None:
+        raise RuntimeError(f"no collector registered for the role {role!r}")
+    return found
+
+
 def number(text: str) -> float | None:
     """``text`` as a finite number, or None (``nan``, ``inf``, ``1,5``, ``12x``, too long)."""
     if len(text) > safeio.MAX_NUMBER_CHARS:
