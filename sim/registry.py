@@ -80,6 +80,9 @@ ROLE_HOST_CPU = "host-cpu"
 ROLE_DATABASE = "database"
 #: Per-device latency quantiles (``p50_ms``, ``p95_ms``, ``p99_ms``) the device SLOs judge.
 ROLE_DEVICE_LATENCY = "device-latency"
+#: The NFS client's figures per mount and per NFS operation (``ops_s``, ``kB_per_op`` …), as
+#: ``dbsim profile`` reads them.
+ROLE_NFS = "nfs"
 
 
 @dataclass(frozen=True)

@@ -261,6 +261,38 @@ def read_csv_rows(path: Path, *, required: tuple[str, ...] = ()) -> list[dict[st
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
 
 
+def iter_whole_rows(path: Path) -> Iterator[dict[str, str]]:
+    """A bundle CSV's rows as dicts, streamed, from whole lines only: a bundle still being
+    written (a running capture) may end with part of a line, which is left for the next
+    reader rather than read as a short row. A :class:`ConfigError` names the file when it
+    cannot be opened (missing, a FIFO, unreadable); a row cut short by a damaged file (a
+    field count other than the header's) is skipped."""
+    try:
+        handle = safeio.open_text_stream(path, what="time series")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    with handle:
+        lines = _whole_lines(handle)
+        try:
+            header = next(csv.reader(lines), None)
+            if not header:
+                return
+            for cells in csv.reader(lines):
+                if len(cells) == len(header):
+                    yield dict(zip(header, cells, strict=True))
+        except (OSError, UnicodeDecodeError, csv.Error):
+            return  # the rest of the file cannot be read as rows: what came before stands
+
+
+def _whole_lines(handle: Any) -> Iterator[str]:
+    """The lines of ``handle`` that end with a newline; stops at the first that does not
+    (the line an appending writer has not finished)."""
+    for line in handle:
+        if not line.endswith("\n"):
+            return
+        yield line
+
+
 def read_rows_if_readable(path: Path) -> list[dict[str, str]]:
     """A bundle CSV as dicts; [] when it is missing, unreadable or not a regular file (for
     readers that show what there is: the report, a sweep's step figures)."""

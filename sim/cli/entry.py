@@ -13,13 +13,26 @@ import sys
 # isort: off
 # Each command module registers its commands on ``app`` when imported, in this order in --help.
 from sim.cli import run, validate, load, report, compare, size, baseline, lab, ui, imports
-from sim.cli import capture
+from sim.cli import capture, profile
 
 # isort: on
 from sim.cli.app import EXIT_SIGINT, app, debug_requested, print_error, print_traceback
 from sim.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_RUN_FAILED, SimError
 
-COMMAND_MODULES = (run, validate, load, report, compare, size, baseline, lab, ui, imports, capture)
+COMMAND_MODULES = (
+    run,
+    validate,
+    load,
+    report,
+    compare,
+    size,
+    baseline,
+    lab,
+    ui,
+    imports,
+    capture,
+    profile,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,199 @@
+"""What the profile reads of a bundle: its summary (kind, origin, clock) and, per source found
+by its role, the measured rows of its time series lined up by interval.
+
+Everything is read through :mod:`sim.bundle.reader`; the time series from whole lines only,
+so a capture that is still being written is read up to its last whole interval.
+
+An interval's row at time ``t`` covers ``(t - length, t]``. Its length is the time since the
+bundle's previous interval (any phase, any entity of the source), so a rate that spans a lost
+sample — the collectors form it over the whole span — is weighted by that span; the first
+interval's length is ``summary.capture.interval_s`` when the capture states it, else its ``t``
+(a run's clock starts at zero with the sessions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sim.bundle import reader
+from sim.errors import ConfigError
+from sim.profile.figures import IMPORTED, MEASURED
+
+MEASURE = "measure"
+TIMESERIES = "timeseries"
+ZONE_UNKNOWN = "as written in the file (zone unknown)"
+
+
+@dataclass(frozen=True)
+class BundleInfo:
+    """The bundle as a whole: what kind of record it is and when it starts."""
+
+    path: Path
+    summary: dict[str, Any]
+    kind: str  # "capture" or "run"
+    origin: str  # "live", "import" or "run"
+    format: str
+    #: What a figure copied from one column is: measured (live, run) or imported.
+    column_kind: str
+    start: datetime | None
+    zone: str
+    status: str
+    capture: dict[str, Any]
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    def wall(self, t: float) -> datetime | None:
+        """The wall-clock time of ``t`` seconds on the bundle's clock."""
+        return None if self.start is None else self.start + timedelta(seconds=t)
+
+
+@dataclass
+class Table:
+    """One source's measured rows: ``values[entity][column]`` lined up with ``times``."""
+
+    source: str
+    name: str  # "timeseries/<source>.csv", as the document cites it
+    times: list[float]
+    lengths: list[float]
+    values: dict[str, dict[str, list[float | None]]] = field(default_factory=dict)
+
+    def column(self, entity: str, name: str) -> list[float | None]:
+        return self.values.get(entity, {}).get(name) or [None] * len(self.times)
+
+    def has(self, name: str, entities: list[str] | None = None) -> bool:
+        """Whether any of ``entities`` (all: None) has a value of ``name`` in any interval."""
+        chosen = self.values if entities is None else {e: self.values.get(e, {}) for e in entities}
+        return any(v is not None for cols in chosen.values() for v in cols.get(name, ()))
+
+
+def open_bundle(path: Path) -> BundleInfo:
+    """The bundle's summary, checked (exit 2 with one line when it is not a bundle)."""
+    summary = reader.read_summary(path, label="profile: ")
+    kind = summary.get("kind") or "run"
+    if kind not in ("capture", "run"):
+        raise ConfigError(f"profile: {path / reader.SUMMARY_NAME}: kind: {kind!r} is not capture")
+    capture = summary.get("capture") or {}
+    if not isinstance(capture, dict):
+        raise ConfigError(f"profile: {path / reader.SUMMARY_NAME}: capture: not an object")
+    origin = str(capture.get("origin") or "live") if kind == "capture" else "run"
+    start, zone = _clock(summary, capture, path)
+    return BundleInfo(
+        path=path,
+        summary=summary,
+        kind=kind,
+        origin=origin,
+        format=str(capture.get("format") or ("live" if origin == "live" else origin)),
+        column_kind=IMPORTED if origin == "import" else MEASURED,
+        start=start,
+        zone=zone,
+        status=str(summary.get("status") or "unknown"),
+        capture=capture,
+    )
+
+
+def _clock(
+    summary: dict[str, Any], capture: dict[str, Any], path: Path
+) -> tuple[datetime | None, str]:
+    """When ``t = 0`` is on the wall clock, and how its zone is known."""
+    stamp = (summary.get("timing") or {}).get("sessions_started_at")
+    if not stamp:
+        return None, "no start time in summary.json"
+    try:
+        start = datetime.fromisoformat(stamp)
+    except ValueError:
+        where = f"profile: {path / reader.SUMMARY_NAME}: timing.sessions_started_at"
+        raise ConfigError(f"{where}: {stamp!r} is not an ISO 8601 time") from None
+    said = capture.get("timezone")
+    if isinstance(said, str) and said:
+        return start, said
+    offset = start.utcoffset()
+    if offset is None:
+        return start, ZONE_UNKNOWN
+    if not offset:
+        return start, "UTC"
+    return start, start.strftime("UTC%z")
+
+
+def stated_interval(info: BundleInfo) -> float | None:
+    """``summary.capture.interval_s`` when it is a positive number."""
+    value = info.capture.get("interval_s")
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return None
+
+
+def _number(text: str | None) -> float | None:
+    if text is None or text == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def read_table(info: BundleInfo, source: str, keep: Callable[[str], bool]) -> Table | None:
+    """The measured rows of ``source``'s time series, only the columns ``keep`` accepts;
+    None when the bundle has no such file or not one measured row in it."""
+    name = f"{TIMESERIES}/{source}.csv"
+    path = info.path / TIMESERIES / f"{source}.csv"
+    if not path.exists() and not path.is_symlink():
+        return None
+    every_t: set[float] = set()
+    cells: dict[float, dict[str, dict[str, float]]] = {}
+    for row in reader.iter_whole_rows(path):
+        t = _number(row.get("t"))
+        entity = row.get("entity") or ""
+        if t is None or not entity:
+            continue
+        every_t.add(t)
+        if row.get("phase") != MEASURE:
+            continue
+        figures = {c: v for c, text in row.items() if keep(c) and (v := _number(text)) is not None}
+        cells.setdefault(t, {})[entity] = figures
+    if not cells:
+        return None
+    times = sorted(cells)
+    return _lined_up(source, name, times, _lengths(times, every_t, stated_interval(info)), cells)
+
+
+def _lengths(times: list[float], every_t: set[float], stated: float | None) -> list[float]:
+    """Each measured interval's length: the time since the previous interval of any phase."""
+    ordered = sorted(every_t)
+    position = {t: i for i, t in enumerate(ordered)}
+    lengths = []
+    for t in times:
+        i = position[t]
+        if i > 0:
+            lengths.append(t - ordered[i - 1])
+        elif stated is not None:
+            lengths.append(stated)
+        elif t > 0:
+            lengths.append(t)
+        else:  # t = 0 and nothing said: as long as the next one
+            lengths.append(ordered[1] - t if len(ordered) > 1 else 1.0)
+    return lengths
+
+
+def _lined_up(
+    source: str,
+    name: str,
+    times: list[float],
+    lengths: list[float],
+    cells: dict[float, dict[str, dict[str, float]]],
+) -> Table:
+    table = Table(source, name, times, lengths)
+    for i, t in enumerate(times):
+        for entity, figures in cells[t].items():
+            columns = table.values.setdefault(entity, {})
+            for column, value in figures.items():
+                series = columns.setdefault(column, [None] * len(times))
+                series[i] = value
+    return table
