@@ -23,7 +23,7 @@ import contextlib
 import logging
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,8 @@ class Capture:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending_stop: tuple[str, str] | None = None
         self._start_errors: list[tuple[str, str]] = []
+        #: Told once the bundle exists: what is watched, by which collectors, into which bundle.
+        self.on_started: Callable[[dict[str, Any]], None] | None = None
 
     # ------------------------------------------------------------------ control
 
@@ -128,9 +130,14 @@ class Capture:
         self.own.start()
         self.facts.started_wall = time.time()
         self._t0 = self.clock()
-        self.facts.collectors = await sampler.start(0.0)
+        with _sampler_log_quiet():  # start failures are said below: a refusal or a note
+            self.facts.collectors = await sampler.start(0.0)
         database = registry.collector_with_role(registry.ROLE_DATABASE)
-        refused = [message for source, message in self._start_errors if source == database]
+        refused = [
+            message.removeprefix("CollectorError: ")
+            for source, message in self._start_errors
+            if source == database
+        ]
         if refused and self.plan.target is not None:
             raise ConfigError("\n".join(refused))
         if not sampler.started:
@@ -141,6 +148,15 @@ class Capture:
         self.bundle = self._new_bundle()
         for source, message in self._start_errors:
             self.bundle.on_collector_error(source, message)
+        if self.on_started is not None:
+            self.on_started(
+                {
+                    "bundle": str(self.bundle.path),
+                    "target": self.target.describe(),
+                    "sources": [c.get("source") for c in self.facts.collectors],
+                    "not_started": list(self._start_errors),
+                }
+            )
 
     def _new_bundle(self) -> BundleWriter:
         output = self.plan.scenario.output
@@ -236,6 +252,17 @@ class Capture:
         summary = bundle.write_summary(self.facts.outcome, extra=extra)
         summary["bundle"] = str(bundle.path)
         return summary
+
+
+@contextlib.contextmanager
+def _sampler_log_quiet() -> Iterator[None]:
+    sampler_log = logging.getLogger(CollectorSampler.__module__)
+    level = sampler_log.level
+    sampler_log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        sampler_log.setLevel(level)
 
 
 __all__ = ["CAPTURE_OPTION", "Capture"]

@@ -74,7 +74,7 @@ def capture_model() -> type[BaseModel]:
             Field(default=DEFAULT_NAME, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$"),
         ),
         description=(str, Field(default="")),
-        target=(target_union | None, Field(default=None)),  # type: ignore[valid-type]
+        target=(target_union | None, Field(default=None)),
         collectors=(collector_settings_model(), Field(default_factory=collector_settings_model())),
         output=(Output, Field(default_factory=Output)),
         capture=(CaptureSection, Field(default_factory=CaptureSection)),

@@ -105,7 +105,9 @@ class WatchedTarget(Target):
         return list(dict.fromkeys([*found, *self.paths]))
 
     def describe(self) -> dict[str, Any]:
-        facts = self.server.describe() if self.server is not None else {"kind": "path"}
+        facts: dict[str, Any] = {"kind": "path"}
+        if self.server is not None:
+            facts = self.server.describe()
         facts["watched_paths"] = [str(path) for path in self.storage_paths()]
         return facts
 

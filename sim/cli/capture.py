@@ -126,7 +126,7 @@ def _execute(plan: Any, *, quiet: bool, as_json: bool) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal, signum)
     if not (quiet or as_json):
-        _say_start(plan, target)
+        run.on_started = lambda started: _say_start(plan, started)
     try:
         summary = loop.run_until_complete(run.run())
     finally:
@@ -137,17 +137,27 @@ def _execute(plan: Any, *, quiet: bool, as_json: bool) -> int:
     return _exit_code(summary, received)
 
 
-def _say_start(plan: Any, target: Any) -> None:
-    what = ", ".join(target.describe().get("watched_paths") or []) or "no local path"
-    if plan.target is not None and plan.target.kind not in ("filetree", "sqlite"):
-        what = f"{plan.target.kind} statistics; devices under {what}"
+def _say_start(plan: Any, started: dict[str, Any]) -> None:
+    """One line on stderr once the capture runs: what it watches, how often, until when."""
+    target = started["target"]
+    watched = ", ".join(target.get("watched_paths") or []) or "no local path"
+    kind = target.get("kind")
+    what = f"devices under {watched}" if kind == "path" else f"{kind}; devices under {watched}"
     until = (
         f"for {plan.section.duration_s:g} s"
         if plan.section.duration_s
         else "until Ctrl-C or SIGTERM"
     )
-    ignored = f" (ignored: {', '.join(plan.ignored)})" if plan.ignored else ""
-    sys.stderr.write(f"dbsim capture: {what}, every {plan.interval_s:g} s, {until}{ignored}\n")
+    lines = [
+        f"dbsim capture: {what}; sources {', '.join(started['sources'])}; every "
+        f"{plan.interval_s:g} s, {until}; bundle {started['bundle']}"
+    ]
+    if plan.ignored:
+        lines.append(f"dbsim capture: ignored scenario sections: {', '.join(plan.ignored)}")
+    lines += [
+        f"dbsim capture: {source} did not start: {why}" for source, why in started["not_started"]
+    ]
+    sys.stderr.write("\n".join(lines) + "\n")
 
 
 def _print_end(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> None:

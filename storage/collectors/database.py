@@ -58,6 +58,13 @@ from storage.collectors.database_figures import (
     table_blocks_read,
     when,
 )
+from storage.collectors.database_io import (
+    PG_ACTIVITY_SQL,
+    PG_SEES_ALL_SQL,
+    check_sees_all,
+    missing_grant,
+    postgres_vocabulary,
+)
 
 if TYPE_CHECKING:
     from storage.targets.postgres import PostgresConnection
@@ -179,6 +186,7 @@ PG_TABLES_SQL = """SELECT relname::text AS relname,
  WHERE schemaname = current_schema() AND relname::text ~ $1"""
 """Block counters of the sampled tables in the target's schema (``$1``: the names' pattern)."""
 
+
 # --------------------------------------------------------------------------- other databases
 
 ORACLE_SYSSTAT_SQL = """SELECT name, value FROM v$sysstat
@@ -230,8 +238,14 @@ class PostgresStatsCollector(Collector):
     source: ClassVar[str] = SOURCE
 
     def __init__(
-        self, target: Target, table_prefix: str | None = None, table_pattern: str | None = None
+        self,
+        target: Target,
+        table_prefix: str | None = None,
+        table_pattern: str | None = None,
+        capture: bool = False,
     ) -> None:
+        """``capture``: a live capture's collector, which also counts the sessions' activity
+        and refuses to start without the grants that needs (see :meth:`start`)."""
         if target.kind != "postgres":
             raise CollectorError(f"collector db: PostgreSQL statistics on a {target.kind} target")
         self.target = target
@@ -245,9 +259,15 @@ class PostgresStatsCollector(Collector):
         self._conn: PostgresConnection | None = None
         self._db_statement: Statement | None = None
         self._tables_statement = _statement("tables", PG_TABLES_SQL)
+        self.capture = capture
+        self._activity_statement = _statement("activity", PG_ACTIVITY_SQL)
         self._db_rates: dict[str, str] = {}
         self._prev: tuple[dict[str, float], dict[str, dict[str, float]]] | None = None
         self._prev_now: float | None = None
+        #: The collector's own statements whose commits the server has not shown yet (it
+        #: publishes a backend's counts about once a second): taken off ``commits_s`` as
+        #: they appear, so the figure never goes below zero and its total is exact.
+        self._own_commits = 0.0
 
     async def start(self, now: float) -> None:
         """Open the connection, detect the server version, take the baseline."""
@@ -262,6 +282,7 @@ class PostgresStatsCollector(Collector):
             version = await conn.scalar(_statement("version", "SHOW server_version_num"))
             self.version_num = int(version)
             self.database = str(await conn.scalar(_statement("db", "SELECT current_database()")))
+            self._own_commits = 3.0 if self.capture else 2.0
         except Exception:
             await self.stop()
             raise
@@ -272,7 +293,15 @@ class PostgresStatsCollector(Collector):
         self._db_rates.update(PG_BGWRITER_RATES)
         if self.version_num >= 160000:
             self._db_rates.update(PG_IO_RATES)
-        self._prev = await self._read()
+        try:
+            if self.capture:
+                await check_sees_all(conn, _statement("sees_all", PG_SEES_ALL_SQL))
+            self._prev = await self._read()
+        except Exception as exc:
+            await self.stop()
+            if (grant := missing_grant(exc)) is None:
+                raise
+            raise grant from exc
         self._prev_now = now
 
     async def _read(self) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
@@ -280,6 +309,7 @@ class PostgresStatsCollector(Collector):
         if conn is None or self._db_statement is None:
             raise CollectorError("collector db: sample() called before start()")
         rows = await conn.rows(self._db_statement)
+        self._own_commits += 3 if self.capture else 2  # each statement is a transaction
         if not rows:
             raise CollectorError(f"collector db: no pg_stat_database row for {self.database}")
         database = {k: float(v or 0.0) for k, v in rows[0].items()}
@@ -287,6 +317,9 @@ class PostgresStatsCollector(Collector):
             str(row["relname"]): {k: float(v or 0.0) for k, v in row.items() if k != "relname"}
             for row in await conn.rows(self._tables_statement, (self.table_pattern,))
         }
+        if self.capture:  # a moment's counts, kept apart from the counters' differences
+            activity = (await conn.rows(self._activity_statement))[0]
+            database.update({f"now_{k}": float(v or 0.0) for k, v in activity.items()})
         return database, tables
 
     async def sample(self, now: float) -> list[Sample]:
@@ -350,6 +383,10 @@ class PostgresStatsCollector(Collector):
         if broken is not None:
             return gap_sample(SOURCE, self.database, GAP_RESET, broken, now)
         values = counter_rates(prev, curr, interval, self._db_rates)
+        own = min(curr["xact_commit"] - prev["xact_commit"], self._own_commits)
+        self._own_commits -= own
+        values.update(postgres_vocabulary(values, self.version_num or 0, own / interval))
+        values.update({k[4:]: v for k, v in curr.items() if k.startswith("now_")})
         for name in PG_BGWRITER_DELTAS:
             values[name] = curr[name] - prev[name]
         values["cache_hit_pct"] = hit_pct(
@@ -413,12 +450,13 @@ class PostgresStatsCollector(Collector):
 
 
 def postgres_stats_collectors(target: Target, options: dict[str, Any]) -> list[Collector]:
-    """PostgreSQL's statistics collectors (the postgres dialect record's ``stats_collectors``)."""
+    """PostgreSQL's statistics collectors (the postgres dialect record's ``stats_collectors``);
+    ``options["capture"]``: a live capture's (sim.capture)."""
     prefix, pattern = options.get("table_prefix"), options.get("table_pattern")
     for name, value in (("table_prefix", prefix), ("table_pattern", pattern)):
         if value is not None and not isinstance(value, str):
             raise CollectorError(f"collector db: option '{name}' must be a string")
-    return [PostgresStatsCollector(target, prefix, pattern)]
+    return [PostgresStatsCollector(target, prefix, pattern, bool(options.get("capture")))]
 
 
 def auto_db(target: Target, options: dict[str, Any]) -> list[Collector]:

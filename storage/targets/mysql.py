@@ -1,8 +1,9 @@
 """MariaDB and MySQL through asyncmy, on the engine's event loop (``kind: mysql``).
 
 Everything the kind needs lives here: its settings, its dialect record (InnoDB's page facts,
-the ownership marker as a table comment), the target and its connections, and the ``db``
-collector's InnoDB statistics. It registers itself; sim.registry lists this module once.
+the ownership marker as a table comment), the target and its connections; the record names
+the ``db`` collector of InnoDB's statistics (storage.collectors.innodb). It registers itself;
+sim.registry lists this module once.
 
 Driver: asyncmy (Cython, asyncio-native; docs/databases.md has the measurements against
 aiomysql). Transactions: autocommit off, so a statement's work is committed by ``commit()``
@@ -29,20 +30,19 @@ from pydantic import BaseModel, Field
 
 from sim.config.scenario import MAX_SESSIONS
 from sim.dialects import PageFit, ServerCache, SqlDialect
-from sim.errors import CollectorError, ConfigError, TargetError
+from sim.errors import ConfigError, TargetError
 from sim.protocols import (
     Collector,
     EngineContext,
     LoadLock,
-    Sample,
     SqlConnection,
     Statement,
     Target,
     WaitCallback,
-    connect_sql,
 )
 from sim.registry import TargetEntry, register_target
 from sim.secrets import SecretRef, redact, resolve_secret
+from storage.collectors.innodb import InnodbStatsCollector
 from storage.targets.locks import polled_lock
 from storage.targets.settings import _Settings
 
@@ -77,7 +77,8 @@ def mysql_page_fit(row_bytes: int, page_bytes: int) -> PageFit:
 
 
 def mysql_stats_collectors(target: Target, options: dict[str, Any]) -> list[Collector]:
-    return [InnodbStatsCollector(target)]
+    """InnoDB's counters (``options["capture"]``: a live capture's, sim.capture)."""
+    return [InnodbStatsCollector(target, capture=bool(options.get("capture")))]
 
 
 MYSQL_DIALECT = SqlDialect(
@@ -339,148 +340,6 @@ class MysqlTarget(Target):
             "server_version": self.server_version,
             "innodb_buffer_pool_bytes": self.buffer_pool_bytes,
             "data_directory": str(data_directory) if data_directory else None,
-        }
-
-
-# --------------------------------------------------------------------------- db collector
-
-#: SHOW GLOBAL STATUS counters sampled (cumulative since the server started).
-INNODB_COUNTERS = {
-    # Named as PostgreSQL's database figure (pages read from storage), which the analysis
-    # correlates with latency for the db source.
-    "Innodb_buffer_pool_reads": "blks_read_s",
-    "Innodb_buffer_pool_read_requests": "buffer_pool_read_requests_s",
-    "Innodb_data_reads": "data_reads_s",
-    "Innodb_data_writes": "data_writes_s",
-    "Innodb_data_read": "data_read_bytes_s",
-    "Innodb_data_written": "data_written_bytes_s",
-}
-STATUS_SQL = (
-    "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
-    "WHERE VARIABLE_NAME IN ('INNODB_BUFFER_POOL_READS', 'INNODB_BUFFER_POOL_READ_REQUESTS', "
-    "'INNODB_DATA_READS', 'INNODB_DATA_WRITES', 'INNODB_DATA_READ', 'INNODB_DATA_WRITTEN')"
-)
-#: performance_schema file I/O waits on InnoDB's data files (when performance_schema is on).
-FILE_WAITS_SQL = (
-    "SELECT COALESCE(SUM(COUNT_READ), 0), COALESCE(SUM(SUM_TIMER_READ), 0) "
-    "FROM performance_schema.file_summary_by_event_name "
-    "WHERE EVENT_NAME = 'wait/io/file/innodb/innodb_data_file'"
-)
-PICOSECONDS_PER_MS = 1e9
-
-
-class InnodbStatsCollector(Collector):
-    """InnoDB's buffer pool and data file counters as rates per second (entity: the
-    database), plus performance_schema's file read waits where it is enabled.
-
-    Load on the target: one extra connection running one information_schema query (and one
-    performance_schema query when enabled) per interval. The counters are server-wide, so
-    another client's reads count too.
-    """
-
-    source: ClassVar[str] = "db"
-
-    def __init__(self, target: Target) -> None:
-        self.target = target
-        self._conn: MysqlConnection | None = None
-        self._waits = False
-        self._prev: dict[str, float] | None = None
-        self._prev_now: float | None = None
-
-    async def start(self, now: float) -> None:
-        conn = await connect_sql(self.target)
-        if not isinstance(conn, MysqlConnection):
-            await conn.close()
-            raise CollectorError("collector db: the target's connection is not asyncmy's")
-        self._conn = conn
-        enabled = await conn.scalar(Statement("ps", "SELECT @@performance_schema", ()))
-        self._waits = bool(int(enabled or 0))
-        self._prev, self._prev_now = await self._read(), now
-
-    async def _read(self) -> dict[str, float]:
-        conn = self._conn
-        if conn is None:
-            raise CollectorError("collector db: sample() called before start()")
-        rows = await conn.rows(Statement("innodb_status", STATUS_SQL, ()))
-        by_upper = {str(r["VARIABLE_NAME"]).upper(): float(r["VARIABLE_VALUE"]) for r in rows}
-        values = {name: by_upper.get(name.upper(), 0.0) for name in INNODB_COUNTERS}
-        if self._waits:
-            row = (await conn.rows(Statement("file_waits", FILE_WAITS_SQL, ())))[0]
-            count, timer = (float(v or 0) for v in row.values())
-            values["file_reads"], values["file_read_wait_ps"] = count, timer
-        await conn.rollback()
-        return values
-
-    async def sample(self, now: float) -> list[Sample]:
-        if self._conn is None:
-            await self.start(now)
-            return []
-        if self._prev is None or self._prev_now is None:
-            raise CollectorError("collector db: sample() called before start()")
-        interval = now - self._prev_now
-        if not interval > 0:
-            raise CollectorError(f"collector db: clock did not advance ({self._prev_now} -> {now})")
-        curr = await self._read()
-        prev, self._prev, self._prev_now = self._prev, curr, now
-        if any(curr[k] < prev[k] for k in INNODB_COUNTERS):
-            await self.stop()  # the server restarted: take a fresh baseline next time
-            return []
-        values = {
-            key: (curr[name] - prev[name]) / interval for name, key in INNODB_COUNTERS.items()
-        }
-        requests = (
-            curr["Innodb_buffer_pool_read_requests"] - prev["Innodb_buffer_pool_read_requests"]
-        )
-        misses = curr["Innodb_buffer_pool_reads"] - prev["Innodb_buffer_pool_reads"]
-        values["cache_hit_pct"] = 100.0 * (1 - misses / requests) if requests > 0 else 0.0
-        if "file_reads" in curr:
-            reads = curr["file_reads"] - prev["file_reads"]
-            wait_ms = (curr["file_read_wait_ps"] - prev["file_read_wait_ps"]) / PICOSECONDS_PER_MS
-            values["file_reads_s"] = reads / interval
-            values["file_read_wait_ms_per_read"] = wait_ms / reads if reads > 0 else 0.0
-        values["interval_s"] = interval
-        entity = self.target.settings.database  # type: ignore[attr-defined]
-        return [Sample(self.source, str(entity), values, t=now, meta={"kind": "database"})]
-
-    async def stop(self) -> None:
-        conn, self._conn = self._conn, None
-        self._prev = self._prev_now = None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await conn.close()
-
-    def findings(
-        self,
-        means: Mapping[str, Mapping[str, float]],
-        op_counts: Mapping[str, int],
-        measured_s: float,
-    ) -> tuple[dict[str, Any], list[str]]:
-        """InnoDB pages read from storage per read statement (buffer pool misses) and the
-        buffer pool's hit share over the measured window."""
-        reads = sum(m.get("blks_read_s", 0.0) for m in means.values()) * measured_s
-        requests = sum(m.get("buffer_pool_read_requests_s", 0.0) for m in means.values())
-        requests *= measured_s
-        facts: dict[str, Any] = {
-            "tables_blocks_read": round(reads, 1),
-            "tables_cache_hit_pct": round(100.0 * (1 - reads / requests), 2) if requests else None,
-        }
-        if op_counts.get("read"):
-            facts["physical_reads_per_read"] = round(reads / op_counts["read"], 2)
-        hit = facts["tables_cache_hit_pct"]
-        warnings = []
-        if hit is not None and hit > 50.0:
-            warnings.append(
-                f"the InnoDB buffer pool served {hit:.1f} % of page requests: most reads never "
-                "reached storage; use a data set several times larger than the buffer pool"
-            )
-        return facts, warnings
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "kind": "mysql",
-            "performance_schema_file_waits": self._waits,
-            "load": "one extra connection; one or two status queries per interval",
         }
 
 
