@@ -1,0 +1,68 @@
+"""``dbsim import mariadb-views``: snapshots of MariaDB's (and MySQL's) global status
+counters, one row per snapshot, as ``mysql --batch`` prints :data:`QUERY` (tab-separated,
+with a header) run every N seconds (docs/capture.md, "MariaDB status").
+
+Figures, each a difference of two snapshots over the seconds between them (the names are
+``SHOW GLOBAL STATUS``'s):
+
+* ``phys_read_req_s`` = Δ``Innodb_data_reads``, ``phys_read_kB_s`` = Δ``Innodb_data_read``
+  / 1024: InnoDB's reads of its data files (the operating system's cache may serve them);
+* ``phys_write_req_s`` = Δ``Innodb_data_writes``, ``phys_write_kB_s`` =
+  Δ``Innodb_data_written`` / 1024: its writes to data files (doublewrite included);
+* ``log_write_req_s`` = Δ``Innodb_log_writes``, ``log_write_kB_s`` =
+  Δ``Innodb_os_log_written`` / 1024: redo log writes;
+* ``commits_s`` = Δ``Handler_commit``: commits the storage engines made, read-only
+  transactions' included (``Com_commit`` counts only explicit COMMIT statements).
+
+``Uptime`` going down (a restart) or any counter going down (``FLUSH STATUS``) is a reset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sim.imports.source import Parsed, SourceFile
+from sim.imports.views import Counters, ViewFormat, parse_views, per_second
+
+STATUS = (
+    "innodb_data_reads", "innodb_data_read", "innodb_data_writes", "innodb_data_written",
+    "innodb_log_writes", "innodb_os_log_written", "handler_commit", "uptime",
+)  # fmt: skip
+QUERY = (
+    "SELECT NOW(6) AS ts, @@hostname AS server, "
+    + ", ".join(
+        f"SUM(IF(VARIABLE_NAME = '{name.upper()}', VARIABLE_VALUE, 0)) AS {name}" for name in STATUS
+    )
+    + " FROM information_schema.GLOBAL_STATUS"
+)
+"""One row of the server's cumulative counters (MariaDB 10.x and 11.x, MySQL 5.7)."""
+
+RATES = {
+    "phys_read_req_s": ("innodb_data_reads", 1.0),
+    "phys_read_kB_s": ("innodb_data_read", 1 / 1024),
+    "phys_write_req_s": ("innodb_data_writes", 1.0),
+    "phys_write_kB_s": ("innodb_data_written", 1 / 1024),
+    "log_write_req_s": ("innodb_log_writes", 1.0),
+    "log_write_kB_s": ("innodb_os_log_written", 1 / 1024),
+    "commits_s": ("handler_commit", 1.0),
+}
+
+
+def figures(delta: Counters, seconds: float, row: Mapping[str, str]) -> dict[str, float]:
+    return per_second(delta, seconds, RATES)
+
+
+VIEW = ViewFormat(
+    name="mariadb-views",
+    time_column="ts",
+    entity_column="server",
+    counters=("innodb_data_reads", "innodb_data_read", "uptime"),
+    optional=tuple(
+        name for name in STATUS if name not in ("innodb_data_reads", "innodb_data_read", "uptime")
+    ),
+    figures=figures,
+)
+
+
+def parse(files: list[SourceFile]) -> Parsed:
+    return parse_views(VIEW, files)
