@@ -34,11 +34,21 @@ def import_files(
     name: Annotated[
         str | None, typer.Option("--name", help="Bundle name (default: FORMAT-FILE).")
     ] = None,
+    start: Annotated[
+        str | None,
+        typer.Option("--start", help="nfsiostat: when it started (ISO 8601 time)."),
+    ] = None,
+    interval: Annotated[
+        float | None,
+        typer.Option("--interval", help="nfsiostat: its INTERVAL, in seconds."),
+    ] = None,
 ) -> None:
     """Prints the new bundle's path; what was dropped goes to stderr."""
-    from sim.imports.run import run_import
+    from sim.imports.run import check_interval, parse_start, run_import
+    from sim.imports.source import ImportClock
 
-    done = run_import(format_name, files, output, name)
+    given = ImportClock(parse_start(start), check_interval(interval))
+    done = run_import(format_name, files, output, name, given)
     dropped = done.dropped
     sys.stderr.write(
         f"imported {done.intervals} intervals of {done.entities} entities from "

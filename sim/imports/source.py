@@ -101,6 +101,15 @@ class SourceFile:
         return {"path": self.path, "sha256": self.sha256, "lines": len(self.lines)}
 
 
+@dataclass(frozen=True)
+class ImportClock:
+    """``--start`` and ``--interval``: when a file that prints no time (nfsiostat) began,
+    and the seconds between its reports."""
+
+    start: datetime | None = None
+    interval_s: float | None = None
+
+
 @dataclass
 class Parsed:
     """What an importer read from its files.
