@@ -5,10 +5,11 @@ Everything is read through :mod:`sim.bundle.reader`; the time series from whole 
 so a capture that is still being written is read up to its last whole interval.
 
 An interval's row at time ``t`` covers ``(t - length, t]``. Its length is the time since the
-bundle's previous interval (any phase, any entity of the source), so a rate that spans a lost
-sample — the collectors form it over the whole span — is weighted by that span; the first
-interval's length is ``summary.capture.interval_s`` when the capture states it, else its ``t``
-(a run's clock starts at zero with the sessions).
+source's previous interval (any phase, any entity), at most the capture's interval
+(``summary.capture.interval_s``, or the interval it coarsened to): a longer step is a gap
+between two files or two sittings, not an interval, as the importers' writer counts it. The
+first interval's length is the capture's interval when it states one, else its ``t`` (a run's
+clock starts at zero with the sessions).
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def open_bundle(path: Path) -> BundleInfo:
     summary = reader.read_summary(path, label="profile: ")
     kind = summary.get("kind") or "run"
     if kind not in ("capture", "run"):
-        raise ConfigError(f"profile: {path / reader.SUMMARY_NAME}: kind: {kind!r} is not capture")
+        where = f"profile: {path / reader.SUMMARY_NAME}: kind"
+        raise ConfigError(f"{where}: {kind!r} is neither capture nor run")
     capture = summary.get("capture") or {}
     if not isinstance(capture, dict):
         raise ConfigError(f"profile: {path / reader.SUMMARY_NAME}: capture: not an object")
@@ -118,15 +120,23 @@ def _clock(
         return start, ZONE_UNKNOWN
     if not offset:
         return start, "UTC"
-    return start, start.strftime("UTC%z")
+    return start, start.isoformat()[-6:]
 
 
-def stated_interval(info: BundleInfo) -> float | None:
-    """``summary.capture.interval_s`` when it is a positive number."""
-    value = info.capture.get("interval_s")
+def _positive(value: Any) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
         return float(value)
     return None
+
+
+def stated_interval(info: BundleInfo) -> float | None:
+    """The capture's interval: ``summary.capture.interval_s``, or the longer one it
+    coarsened to when it reached its size limit (``capture.limits.coarsened_to_s``)."""
+    stated = _positive(info.capture.get("interval_s"))
+    limits = info.capture.get("limits")
+    coarsened = _positive(limits.get("coarsened_to_s")) if isinstance(limits, dict) else None
+    found = [v for v in (stated, coarsened) if v is not None]
+    return max(found) if found else None
 
 
 def _number(text: str | None) -> float | None:
@@ -172,7 +182,8 @@ def _lengths(times: list[float], every_t: set[float], stated: float | None) -> l
     for t in times:
         i = position[t]
         if i > 0:
-            lengths.append(t - ordered[i - 1])
+            step = t - ordered[i - 1]
+            lengths.append(min(step, stated) if stated is not None else step)
         elif stated is not None:
             lengths.append(stated)
         elif t > 0:

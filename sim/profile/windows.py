@@ -59,9 +59,41 @@ def busiest(
     if span_s(lengths) < window_s * (1 - SLACK):
         return f"the data spans {span_s(lengths):g} s, less than {length}: no busiest {label}"
     best: Window | None = None
-    last, covered, weighted, known = -1, 0.0, 0.0, 0.0
-    for first in range(len(times)):
-        while last + 1 < len(times) and covered < window_s * (1 - SLACK):
+    for lo, hi in segments(times, lengths):
+        found = _busiest_in(times, lengths, rates, window_s, lo, hi)
+        if found is not None and (best is None or found.mean > best.mean):
+            best = found
+    if best is None:
+        return f"no stretch of {length} without a gap and with values: no busiest {label}"
+    return best
+
+
+def segments(times: Sequence[float], lengths: Sequence[float]) -> list[tuple[int, int]]:
+    """Runs of intervals that follow each other without a gap, as ``(first, last + 1)``."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    for k in range(1, len(times)):
+        if times[k] - lengths[k] > times[k - 1] + max(0.001, 0.01 * lengths[k]):
+            out.append((start, k))
+            start = k
+    if times:
+        out.append((start, len(times)))
+    return out
+
+
+def _busiest_in(
+    times: Sequence[float],
+    lengths: Sequence[float],
+    rates: Sequence[float | None],
+    window_s: float,
+    lo: int,
+    hi: int,
+) -> Window | None:
+    """The busiest window within the gapless run ``lo..hi - 1`` (two pointers)."""
+    best: Window | None = None
+    last, covered, weighted, known = lo - 1, 0.0, 0.0, 0.0
+    for first in range(lo, hi):
+        while last + 1 < hi and covered < window_s * (1 - SLACK):
             last += 1
             covered += lengths[last]
             rate = rates[last]
@@ -74,10 +106,11 @@ def busiest(
             start = times[first] - lengths[first]
             best = Window(first, last, start, times[last], weighted / known)
         covered -= lengths[first]
-        if rates[first] is not None:
-            weighted -= rates[first] * lengths[first]  # type: ignore[operator]
+        gone = rates[first]
+        if gone is not None:
+            weighted -= gone * lengths[first]
             known -= lengths[first]
-    return best if best is not None else f"no interval with a value: no busiest {label}"
+    return best
 
 
 @dataclass

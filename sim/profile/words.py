@@ -41,7 +41,10 @@ def when(stamp: str | None, zone: str) -> str:
         moment = datetime.fromisoformat(stamp)
     except ValueError:
         return stamp
-    return f"{moment:%Y-%m-%d %H:%M:%S} ({zone})"
+    shown = f"{moment:%Y-%m-%d %H:%M:%S}"
+    if zone.startswith(("+", "-")):
+        return f"{shown} UTC{zone}"
+    return f"{shown} {zone}" if zone.startswith("UTC") else f"{shown}, {zone}"
 
 
 def peak_window(peaks: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
