@@ -20,15 +20,15 @@ MEASURED = "measured"
 IMPORTED = "imported"
 DERIVED = "derived"
 
-#: Significant decimals kept in the document: more than any source column carries.
-DECIMALS = 4
+#: Significant digits kept in the document: more than any source column carries.
+DIGITS = 6
 
 
 def number(value: float | None) -> float | None:
-    """``value`` rounded for the document; None for a missing or non-finite one."""
+    """``value`` to :data:`DIGITS` significant digits; None for a missing or non-finite one."""
     if value is None or not math.isfinite(value):
         return None
-    return round(value, DECIMALS)
+    return float(f"{value:.{DIGITS}g}")
 
 
 def fig(value: float | None, unit: str, what: str, source: str) -> dict[str, Any]:
