@@ -32,7 +32,7 @@ from datetime import date, datetime, timedelta
 
 from sim import registry
 from sim.imports import clock
-from sim.imports.source import Parsed, Row, SourceFile, combine, number, source_of
+from sim.imports.source import Parsed, Row, SourceFile, Timeline, combine, number, source_of
 
 #: iostat column -> (block figure, factor to the block collector's unit).
 COLUMNS: dict[str, tuple[str, float]] = {
@@ -296,9 +296,9 @@ def _times(state: _State) -> list[datetime | None]:
 
 def _parsed(state: _State) -> Parsed:
     source = state.source
-    rows: list[Row] = []
+    timeline = Timeline(source)
+    rows = timeline.rows
     started: datetime | None = None
-    last: datetime | None = None
     device_role = source_of(registry.ROLE_DEVICE)
     cpu_role = source_of(registry.ROLE_HOST_CPU)
     hostname = str(state.host.get("hostname") or "host")
@@ -306,10 +306,8 @@ def _parsed(state: _State) -> Parsed:
         if moment is None:
             source.drop(report.line, "a time with no date (no header date before it)")
             continue
-        if last is not None and moment <= last:
-            source.drop(report.line, f"time {moment} is not after the report before ({last})")
+        if not timeline.accept(moment, report.line):
             continue
-        last = moment
         if report.first:
             started = started or moment
             if report.has_devices or report.cpu:
@@ -318,6 +316,7 @@ def _parsed(state: _State) -> Parsed:
         rows.extend((moment, device_role, name, figures) for name, figures in report.devices)
         if report.cpu:
             rows.append((moment, cpu_role, hostname, report.cpu))
+    rows = timeline.rows
     return Parsed(
         rows=rows,
         interval_s=_interval(rows),

@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sim.imports import clock
 from sim.imports.source import Parsed, Row, SourceFile
@@ -116,15 +116,8 @@ def parse(files: list[SourceFile]) -> Parsed:
             0, "snapshots", f"{len(snapshots)} snapshot(s); an interval needs two or more"
         )
     series = _Series()
-    previous: tuple[Snapshot, MountstatsFile] | None = None
     for snap in snapshots:
-        reading = parse_mountstats(snap.text, LONG_BITS)
-        if previous is not None and snap.moment <= previous[0].moment:
-            snap.source.drop(snap.line, f"time {snap.moment} is not after the snapshot before")
-            continue
-        if previous is not None:
-            series.interval(previous, (snap, reading))
-        previous = (snap, reading)
+        series.snapshot(snap, parse_mountstats(snap.text, LONG_BITS))
     if not series.rows:
         raise snapshots[0].source.nothing_left("snapshots")
     seconds = [(b.moment - a.moment).total_seconds() for a, b in itertools.pairwise(snapshots)]
@@ -138,33 +131,54 @@ def parse(files: list[SourceFile]) -> Parsed:
 
 
 class _Series:
-    """Rows of consecutive snapshots, per NFS mount."""
+    """The snapshots in order, each mount differenced from its baseline as the live collector
+    does: an unreadable section, or one missing an op the baseline had, gives no figures and
+    keeps the baseline (the next figures span both intervals); a reset gives none and the new
+    reading is the baseline. A snapshot whose time is not after the one before makes both
+    doubtful: it is dropped, the figures of the one before are taken back, and every mount
+    starts again from a new baseline."""
 
     def __init__(self) -> None:
         self.rows: list[Row] = []
         self.source = NfsClientCollector.source
+        self.baselines: dict[str, tuple[datetime, MountStats]] = {}
+        self.last: tuple[Snapshot, MountstatsFile] | None = None
 
-    def interval(
-        self, before: tuple[Snapshot, MountstatsFile], after: tuple[Snapshot, MountstatsFile]
-    ) -> None:
-        (old, prev_file), (snap, curr_file) = before, after
-        seconds = (snap.moment - old.moment).total_seconds()
-        for point, bad in curr_file.unreadable.items():
-            snap.source.drop(snap.line + bad.lineno, f"{point}: {bad.reason}")
-        for point, curr in curr_file.items():
-            if curr.is_nfs:
-                self._mount(snap, point, prev_file.get(point), curr, seconds)
-
-    def _mount(
-        self, snap: Snapshot, point: str, prev: MountStats | None, curr: MountStats, seconds: float
-    ) -> None:
-        if prev is None:
-            if curr.age_s is None or curr.age_s > seconds + 1:
-                return  # listed for the first time: a baseline
-        elif mount_reset(prev, curr) is None and any(op not in curr.ops for op in prev.ops):
-            snap.source.drop(snap.line, f"{point}: an op of the snapshot before is missing")
+    def snapshot(self, snap: Snapshot, reading: MountstatsFile) -> None:
+        last = self.last
+        if last is not None and snap.moment <= last[0].moment:
+            snap.source.drop(snap.line, f"time {snap.moment} is not after the snapshot before")
+            taken = [row for row in self.rows if row[0] == last[0].moment]
+            if taken:
+                self.rows = [row for row in self.rows if row[0] != last[0].moment]
+                last[0].source.drop(last[0].line, "figures taken back: the next time goes back")
+            self.baselines.clear()
             return
-        figures = interval_figures(prev, curr, seconds)
+        for point, bad in reading.unreadable.items():
+            snap.source.drop(snap.line + bad.lineno, f"{point}: {bad.reason}")
+        for point, curr in reading.items():
+            if curr.is_nfs:
+                self._mount(snap, point, curr)
+        self.last = (snap, reading)
+
+    def _mount(self, snap: Snapshot, point: str, curr: MountStats) -> None:
+        base = self.baselines.get(point)
+        prev: MountStats | None = None
+        if base is None:
+            since = self._new_mount_span(snap, point, curr)
+            if since is None:
+                self.baselines[point] = (snap.moment, curr)
+                return
+            start = snap.moment - timedelta(seconds=since)
+        else:
+            start, prev = base
+        if prev is not None and mount_reset(prev, curr) is None:
+            missing = [op for op in prev.ops if op not in curr.ops]
+            if missing:  # the kernel lists a mount's ops while it is mounted: a cut snapshot
+                snap.source.drop(snap.line, f"{point}: op {missing[0]} of its baseline missing")
+                return
+        figures = interval_figures(prev, curr, (snap.moment - start).total_seconds())
+        self.baselines[point] = (snap.moment, curr)
         if figures.mount is None:
             snap.source.drop(snap.line, f"{point}: counter reset ({figures.reset}), no rate")
         else:
@@ -174,3 +188,14 @@ class _Series:
                 self.rows.append((snap.moment, self.source, f"{point}:{op}", dict(values)))
         for op, reset in figures.op_resets.items():
             snap.source.drop(snap.line, f"{point}:{op}: counter reset ({reset}), no rate")
+
+    def _new_mount_span(self, snap: Snapshot, point: str, curr: MountStats) -> float | None:
+        """The interval of a mount made since the snapshot before (absent from it, mounted
+        for no longer than the interval, 1 s slack for ``age``'s whole seconds): its
+        counters all fall within it, as the live collector counts them. None: a baseline."""
+        if self.last is None or point in self.last[1] or point in self.last[1].unreadable:
+            return None
+        seconds = (snap.moment - self.last[0].moment).total_seconds()
+        if curr.age_s is None or curr.age_s > seconds + 1:
+            return None
+        return seconds

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sim import registry, safeio
-from sim.imports.source import Parsed, Row, SourceFile, combine, number, source_of
+from sim.imports.source import Parsed, Row, SourceFile, Timeline, combine, number, source_of
 
 #: sadf key -> (block figure, factor); the first key present of each figure wins.
 DISK_KEYS: tuple[tuple[str, str, float], ...] = (
@@ -125,10 +125,13 @@ class _Reader:
         self.disk_lines = iter(_lines_of(source, "disk-device"))
         self.device = source_of(registry.ROLE_DEVICE)
         self.cpu_source = source_of(registry.ROLE_HOST_CPU)
-        self.rows: list[Row] = []
+        self.timeline = Timeline(source)
         self.intervals: list[float] = []
         self.started: datetime | None = None
-        self.last: datetime | None = None
+
+    @property
+    def rows(self) -> list[Row]:
+        return self.timeline.rows
 
     def record(self, record: dict[str, Any]) -> None:
         line = next(self.stamp_lines) if "timestamp" in record else 0
@@ -139,10 +142,8 @@ class _Reader:
         if moment is None:
             self.source.drop(line, "a record without a readable timestamp")
             return
-        if self.last is not None and moment <= self.last:
-            self.source.drop(line, f"time {moment.isoformat()} is not after the record before")
+        if not self.timeline.accept(moment, line):
             return
-        self.last = moment
         if interval is not None:
             self.intervals.append(interval)
             self.started = self.started or moment - timedelta(seconds=interval)

@@ -244,3 +244,27 @@ def _check_follows(
             f"starts at {first.isoformat()}, not after the end of {before.path} "
             f"({last.isoformat()}): the files overlap",
         )
+
+
+class Timeline:
+    """Rows record by record, in time order. A record whose time is not after the one before
+    makes both doubtful (which of the two times is wrong, the file cannot say): it is
+    dropped, and the rows of the one before are taken back and listed as dropped too."""
+
+    def __init__(self, source: SourceFile) -> None:
+        self.source = source
+        self.rows: list[Row] = []
+        self._last: tuple[datetime, int, int] | None = None  # time, line, first row index
+
+    def accept(self, moment: datetime, line: int) -> bool:
+        """Whether the record at ``line`` may add rows (it then goes after the last one)."""
+        last = self._last
+        if last is not None and moment <= last[0]:
+            self.source.drop(line, f"time {moment} is not after the record before ({last[0]})")
+            if len(self.rows) > last[2]:
+                del self.rows[last[2] :]
+                self.source.drop(last[1], "figures taken back: the record after it goes back")
+            self._last = (last[0], last[1], len(self.rows))
+            return False
+        self._last = (moment, line, len(self.rows))
+        return True
