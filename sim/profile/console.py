@@ -19,8 +19,15 @@ PEAK_COLUMNS = (("busiest_minute", "busiest minute"), ("busiest_15min", "busiest
 
 
 def say(out: Console, text: str, indent: str = "  ") -> None:
-    """``text`` wrapped at words to the console's width, continuation lines indented."""
-    wrapped = textwrap.fill(text, width=max(out.width, 40), subsequent_indent=indent)
+    """``text`` wrapped at spaces to the console's width, continuation lines indented; a
+    path longer than the width stays whole on a line of its own, to be copied."""
+    wrapped = textwrap.fill(
+        text,
+        width=max(out.width, 40),
+        subsequent_indent=indent,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
     out.print(wrapped, highlight=False, markup=False, soft_wrap=True)
 
 

@@ -1,0 +1,204 @@
+"""``dbsim profile`` on a real run's bundle, as a user runs it: the figures against the
+bundle's own rows, the console at 80 columns, ``--json`` and profile.json, the page in
+headless Chromium, and the refusals (exit 2, one line)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Dbsim, clean_environment, single_bundle
+from tests.e2e.test_report_browser import CHROMIUM_ARGS, _browser_or_skip
+from tests.support.profile_bundles import csv_rows
+
+pytestmark = [pytest.mark.e2e]
+
+RUN_SECONDS = "8"
+TOP_KEYS = {
+    "profile_version", "bundle", "kind", "origin", "format", "status", "start", "timezone",
+    "files", "devices", "database", "nfs_client", "peaks", "hours", "daily_shape", "span",
+    "not_in_data",
+}  # fmt: skip
+PEAK_KEYS = {
+    "load", "mean", "busiest_minute", "busiest_15min", "busiest_interval", "p95_interval",
+    "p95_hour",
+}  # fmt: skip
+SCREENSHOT = Path("/tmp/dbsim-profile-run-1366x768.png")
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dbsim]:
+    base = tmp_path_factory.mktemp("profile")
+    (base / "cwd").mkdir()
+    (base / "tmp").mkdir()
+    dbsim = Dbsim(base / "cwd", clean_environment(base / "tmp"))
+    yield dbsim
+    dbsim.cleanup()
+
+
+@pytest.fixture(scope="module")
+def run_bundle(runner: Dbsim) -> Path:
+    """A real ``dbsim run`` of 8 s (SLOB-like on SQLite): block and, as root, blocklatency."""
+    out = runner.cwd.parent / "runs"
+    done = runner("run", "--duration", RUN_SECONDS, "--warmup", "0", "-o", out)
+    assert done.rc == 0, done.describe()
+    return single_bundle(out)
+
+
+def _measured(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    return [r for r in rows if r["phase"] == "measure"]
+
+
+def test_the_figures_are_the_bundles_rows(runner: Dbsim, run_bundle: Path) -> None:
+    done = runner("profile", run_bundle, "--json")
+    assert done.rc == 0, done.describe()
+    doc = json.loads(done.stdout)
+    assert doc == json.loads((run_bundle / "profile.json").read_text())
+    assert set(doc) == TOP_KEYS and set(doc["peaks"]) == PEAK_KEYS
+    assert (doc["profile_version"], doc["kind"], doc["origin"]) == (1, "run", "run")
+    # By hand from timeseries/block.csv: each interval as long as the time since the one
+    # before (the first since t = 0, when the sessions started), rates weighted by it.
+    rows = _measured(csv_rows(run_bundle, "block"))
+    device = doc["devices"]["counted"][0]
+    mine = [r for r in rows if r["entity"] == device]
+    assert doc["devices"]["counted"] == sorted({r["entity"] for r in rows})
+    times = [float(r["t"]) for r in mine]
+    lengths = [t - p for t, p in zip(times, [0.0, *times[:-1]], strict=True)]
+    iops = [float(r["r_s"]) + float(r["w_s"]) for r in mine]
+    mean = sum(v * dt for v, dt in zip(iops, lengths, strict=True)) / sum(lengths)
+    summary = doc["devices"]["summary"]
+    assert summary["iops"]["mean"]["value"] == pytest.approx(mean, rel=1e-5)
+    assert summary["iops"]["max"]["value"] == pytest.approx(max(iops), rel=1e-5)
+    writes = [float(r["w_s"]) * dt for r, dt in zip(mine, lengths, strict=True)]
+    await_w = sum(float(r["w_await_ms"]) * w for r, w in zip(mine, writes, strict=True))
+    assert summary["write_await_ms"]["mean"]["value"] == pytest.approx(
+        await_w / sum(writes), rel=1e-5
+    )
+    top = max(range(len(iops)), key=iops.__getitem__)
+    busiest = doc["peaks"]["busiest_interval"]
+    assert busiest["end_t"] == pytest.approx(times[top])
+    assert busiest["iops"]["value"] == pytest.approx(iops[top], rel=1e-5)
+    assert doc["peaks"]["busiest_minute"]["unresolved"].startswith("the data spans 8")
+
+
+def _p99_of(bundle: Path, entity: str) -> list[float]:
+    rows = (
+        _measured(csv_rows(bundle, "blocklatency"))
+        if (bundle / "timeseries" / "blocklatency.csv").is_file()
+        else []
+    )
+    return [float(r["p99_ms"]) for r in rows if r["entity"] == entity and r["p99_ms"]]
+
+
+def test_device_p99_where_traced(runner: Dbsim, run_bundle: Path) -> None:
+    done = runner("profile", run_bundle, "--json")
+    doc = json.loads(done.stdout)
+    device = doc["devices"]["counted"][0]
+    p99 = _p99_of(run_bundle, f"{device}:write")
+    if not p99:
+        pytest.skip("!!! no blocklatency rows (not root, or no bpftrace): p99 NOT checked !!!")
+    assert doc["devices"]["summary"]["write_p99_ms"]["max"]["value"] == pytest.approx(max(p99))
+
+
+def test_the_console_at_80_columns(runner: Dbsim, run_bundle: Path) -> None:
+    done = runner("profile", run_bundle, env={"COLUMNS": "80"})
+    assert done.rc == 0, done.describe()
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("Peak: "), lines[:3]
+    assert "\u00a0IOPS, " in lines[0] and "latency" in done.stdout.split("Typical:")[0]
+    # Only a path longer than the line may pass it, whole on a line of its own (to copy).
+    too_wide = [line for line in lines if len(line) > 80 and " " in line.strip()]
+    assert not too_wide, done.stdout
+    assert "…" not in done.stdout and "{" not in done.stdout, done.stdout
+    assert "Not in the data:" in lines
+    assert str(run_bundle / "profile.html") in [line.split()[-1] for line in lines]
+    wide = runner("profile", run_bundle, env={"COLUMNS": "200"})
+    assert max(len(line) for line in wide.stdout.splitlines()) <= 200
+
+
+def test_the_page_in_a_browser(runner: Dbsim, run_bundle: Path, tmp_path: Path) -> None:
+    sync_playwright, _, executable = _browser_or_skip()
+    page_path = tmp_path / "profile.html"
+    done = runner("profile", run_bundle, "--html", page_path)
+    assert done.rc == 0, done.describe()
+    text = page_path.read_text()
+    assert "<script" not in text and "http://" not in text.replace("http://www.w3.org", "")
+    console: list[str] = []
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+        page.route("**/*", lambda route: _only_files(route, requests))
+        page.goto(page_path.as_uri())
+        drawn = page.evaluate(
+            "() => Array.from(document.querySelectorAll('svg path')).filter("
+            "p => (p.getAttribute('d') || '').split(/[ML]/).length > 3).length"
+        )
+        first = page.inner_text("section#peak p.verdict")
+        page.screenshot(path=str(SCREENSHOT), full_page=False)
+        browser.close()
+    assert not requests and not [m for m in console if m.startswith(("error", "warning"))]
+    assert drawn >= 4, drawn  # reads, writes, sizes, latency, queue lines
+    assert first.startswith("Peak: ")
+    assert SCREENSHOT.stat().st_size > 10_000
+
+
+def _only_files(route: Any, requests: list[str]) -> None:
+    if route.request.url.startswith("file://"):
+        route.continue_()
+    else:
+        requests.append(route.request.url)
+        route.abort()
+
+
+def _one_error(done: Any, *parts: str) -> None:
+    assert done.rc == 2, done.describe()
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "Traceback" not in done.stderr
+    for part in parts:
+        assert part in lines[0], lines[0]
+
+
+def test_refusals(runner: Dbsim, run_bundle: Path, tmp_path: Path) -> None:
+    plain = tmp_path / "notes.txt"
+    plain.write_text("not a bundle\n")
+    _one_error(runner("profile", plain), "is not a run bundle (not a directory)")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    _one_error(runner("profile", fifo), "is not a run bundle")
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    os.mkfifo(planted / "summary.json")
+    _one_error(runner("profile", planted, timeout=60), "summary.json")
+    _one_error(runner("profile", tmp_path / "missing"), "no such directory")
+    # A run's bundle without its device figures (and nothing else to profile).
+    bare = tmp_path / "bare"
+    shutil.copytree(run_bundle, bare)
+    for name in ("block.csv", "blocklatency.csv"):
+        (bare / "timeseries" / name).unlink(missing_ok=True)
+    _one_error(runner("profile", bare), "no storage figures to profile")
+    # A time series planted as a FIFO: refused, never blocked on.
+    fifo_series = tmp_path / "fifo-series"
+    shutil.copytree(run_bundle, fifo_series)
+    (fifo_series / "timeseries" / "block.csv").unlink()
+    os.mkfifo(fifo_series / "timeseries" / "block.csv")
+    _one_error(runner("profile", fifo_series, timeout=60), "block.csv", "not a regular file")
+
+
+def test_html_over_a_link_is_refused_and_the_target_kept(
+    runner: Dbsim, run_bundle: Path, tmp_path: Path
+) -> None:
+    precious = tmp_path / "precious.html"
+    precious.write_text("mine\n")
+    link = tmp_path / "page.html"
+    link.symlink_to(precious)
+    _one_error(runner("profile", run_bundle, "--html", link), "--html", str(link))
+    assert precious.read_text() == "mine\n" and link.is_symlink()
