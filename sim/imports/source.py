@@ -80,7 +80,14 @@ class SourceFile:
     def lines(self) -> list[str]:
         cached: list[str] | None = self.__dict__.get("_lines")
         if cached is None:
-            cached = self.text.splitlines()
+            # Lines as editors and grep -n count them: only \n (and \r\n) end a line;
+            # str.splitlines() would also split at form feeds (AWR's page breaks), \x1c-\x1e
+            # and \u2028, and every line number after one would be off.
+            cached = [line.removesuffix("\r") for line in self.text.split("\n")]
+            if cached and cached[-1] == "" and self.text.endswith("\n"):
+                cached.pop()
+            if self.text == "":
+                cached = []
             self.__dict__["_lines"] = cached
         return cached
 
