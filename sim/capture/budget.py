@@ -34,7 +34,8 @@ class SizeBudget:
     interval_s: float = 0.0
     steps: list[dict[str, Any]] = field(default_factory=list)
     stopped: str = ""
-    _last_size: int = 0
+    #: The bundle's size after the previous interval (at first: its files before any row).
+    last_size: int = 0
 
     def __post_init__(self) -> None:
         self.interval_s = self.interval_s or self.base_interval_s
@@ -48,8 +49,8 @@ class SizeBudget:
         """Account for the bundle's ``size`` after the interval ending at ``t`` (seconds since
         the capture started). Returns ``"coarsen"`` (the interval doubled: see
         :attr:`interval_s`), ``"stop"`` (see :attr:`stopped`) or ``""``."""
-        growth = max(size - self._last_size, 0)
-        self._last_size = size
+        growth = max(size - self.last_size, 0)
+        self.last_size = size
         if size + GROWTH_MARGIN * growth > self.max_bytes:
             return self._stop(size, t)
         threshold = self.max_bytes * (1.0 - 0.5 ** (self.level + 1))

@@ -170,6 +170,8 @@ class Capture:
             raise
         bundle.running_extra = self.facts.running(self.target.describe(), self.budget, self.own)
         bundle.on_state(PHASE)
+        if self.budget is not None:
+            self.budget.last_size = bundle_bytes(path)
         return bundle
 
     def _bundle_failed(self, message: str) -> None:
