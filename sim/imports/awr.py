@@ -99,7 +99,7 @@ def awr_number(text: str, base: float = 1000.0) -> float | None:
     ``base`` once, twice … (1000 for counts, 1024 for IOStat's Data columns)."""
     text = text.replace(",", "").strip()
     scale = 1.0
-    if text[-1:] in _SUFFIXES:
+    if text and text[-1] in _SUFFIXES:
         scale = base ** (_SUFFIXES.index(text[-1]) + 1)
         text = text[:-1]
     value = number(text)

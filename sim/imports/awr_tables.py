@@ -103,7 +103,8 @@ def snap_time(text: str) -> datetime | None:
 def read_text(source: SourceFile, kind: str) -> AwrDocument:
     """The text report in ``source`` as an :class:`AwrDocument` (header fields left empty
     when the report lacks them; the caller refuses what it needs and is missing)."""
-    lines = source.lines
+    # A page break is a form feed before the page's first line: not part of its text.
+    lines = [line.lstrip("\f") for line in source.lines]
     document = AwrDocument(source, kind)
     _text_header(document, lines)
     for title_index, title in _titles(lines):
@@ -199,6 +200,8 @@ def _table_below(lines: list[str], dash_index: int, title: str) -> Table:
     for index in range(dash_index + 1, len(lines)):
         line = lines[index]
         if not line.strip() or _TABLE_END.match(line) or _DASHES.match(line):
+            break
+        if _SCOPE in line or line.lstrip().startswith("->"):  # the next page's title
             break
         table.rows.append((index + 1, _cells(line, spans)))
     return table

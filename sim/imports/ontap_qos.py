@@ -5,8 +5,9 @@ the ``ontap`` source (docs/capture.md, "ONTAP qos statistics").
 
 The CLI prints no time. Each iteration (a table whose first row is ``-total-``) takes the
 time of the ISO 8601 line written before it (``date -u +%Y-%m-%dT%H:%M:%SZ`` in the loop of
-docs/capture.md); an iteration with no time line since the previous one is dropped, and a
-file with no time line at all is refused. Its figures are ONTAP's own averages for that
+docs/capture.md); an iteration with no time line since the previous one is dropped. A file
+with no time line at all needs ``--start`` and ``--interval``: iteration *i* (from 1) then
+ends at start + *i* × interval. Its figures are ONTAP's own averages for that
 iteration, written as printed, per row:
 
 * the entity: ``workload:<Workload>`` or ``policy-group:<Policy Group>``, ``total`` for the
@@ -29,10 +30,11 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from statistics import median
 
-from sim.imports.source import Parsed, Row, SourceFile
+from sim.errors import ConfigError
+from sim.imports.source import ImportClock, Parsed, Row, SourceFile
 from sim.imports.views import parse_time
 from storage.collectors.ontap import SOURCE
 
@@ -53,6 +55,8 @@ FIGURES = {
     "concurrency": "concurrency",
 }
 NAMES = {"workload": "workload", "policy group": "policy-group"}
+#: ``dbsim import`` passes ``--start`` / ``--interval`` (a file without time lines needs them).
+USES_CLOCK = True
 TOTAL = "-total-"
 
 
@@ -166,17 +170,27 @@ def iterations(source: SourceFile) -> list[Iteration]:
     return found
 
 
-def parse_one(source: SourceFile) -> tuple[list[Row], list[datetime]]:
-    found = iterations(source)
-    if not found:
-        raise source.refuse(0, "table", "no qos statistics table (headings over a dashes line)")
-    if all(iteration.time is None for iteration in found):
+def _clocked(found: list[Iteration], source: SourceFile, given: ImportClock) -> None:
+    """Times for a file without time lines, from ``--start`` and ``--interval``."""
+    if given.start is None or given.interval_s is None:
         raise source.refuse(
             found[0].line,
             "time",
             "no time line before any iteration: ONTAP prints none; write one before each "
-            "(date -u +%Y-%m-%dT%H:%M:%SZ, docs/capture.md)",
+            "(date -u +%Y-%m-%dT%H:%M:%SZ, docs/capture.md) or give --start and --interval",
         )
+    for index, iteration in enumerate(found, start=1):
+        iteration.time = given.start + timedelta(seconds=given.interval_s * index)
+
+
+def parse_one(source: SourceFile, given: ImportClock) -> tuple[list[Row], list[datetime]]:
+    found = iterations(source)
+    if not found:
+        raise source.refuse(0, "table", "no qos statistics table (headings over a dashes line)")
+    if all(iteration.time is None for iteration in found):
+        _clocked(found, source, given)
+    elif given.start is not None or given.interval_s is not None:
+        raise ConfigError(f"--start/--interval: {source.path} has time lines of its own")
     rows: list[Row] = []
     times: list[datetime] = []
     for iteration in found:
@@ -195,20 +209,21 @@ def parse_one(source: SourceFile) -> tuple[list[Row], list[datetime]]:
     return rows, times
 
 
-def parse(files: list[SourceFile]) -> Parsed:
+def parse(files: list[SourceFile], given: ImportClock | None = None) -> Parsed:
+    given = given or ImportClock()
     rows: list[Row] = []
     times: list[datetime] = []
     for source in files:
-        found, seen = parse_one(source)
+        found, seen = parse_one(source, given)
         if not found:
             raise source.nothing_left("iterations")
         rows.extend(found)
         times.extend(seen)
     times.sort()
     spacing = [(b - a).total_seconds() for a, b in itertools.pairwise(times)]
-    interval = median(spacing) if spacing else None
+    interval = given.interval_s or (median(spacing) if spacing else None)
     means = [
         "ontap: qos statistics prints ONTAP's averages per iteration: no distribution, and "
         "bursts shorter than an iteration are invisible"
     ]
-    return Parsed(rows, interval, means_only=means)
+    return Parsed(rows, interval, means_only=means, started=given.start)
