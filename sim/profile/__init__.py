@@ -52,7 +52,7 @@ def build_profile(bundle: Path) -> dict[str, Any]:
     doc["span"] = _span(load)
     doc["not_in_data"] = [
         *limits.from_summary(info),
-        *limits.device_limits(parts.device_doc, parts.traced, parts.latency_name),
+        *limits.device_limits(info, parts.device_doc, parts.traced, parts.latency_name),
         *limits.peak_limits(doc["peaks"], doc["daily_shape"]),
         *limits.database_limits(info, parts.db_doc, parts.db_source),
         *limits.unread_layers(info, parts.read),

@@ -48,6 +48,7 @@ DB_COLUMNS = (
 VOCABULARY = frozenset(c.key for c in DB_COLUMNS) - {"io_req_s"}
 REQUESTS = ("phys_read_req_s", "phys_write_req_s", "log_write_req_s")
 WAIT_MARK = ":wait:"
+CLUSTER = ":cluster"
 WAIT_BOUNDS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 WAIT_COLUMNS = (*(f"le_{b}ms_pct" for b in WAIT_BOUNDS), "gt_1024ms_pct")
 _WAIT_COLUMN = re.compile(r"^(le_\d+ms_pct|gt_1024ms_pct)$")
@@ -115,13 +116,18 @@ def _requests(data: DatabaseData, entity: str) -> None:
 
 
 def load_series(data: DatabaseData) -> tuple[list[float | None], str]:
-    """All entities' I/O requests per second together, per interval, and where from."""
-    parts = [s["io_req_s"] for s in data.series.values() if "io_req_s" in s]
+    """All entities' I/O requests per second together, per interval, and where from; a
+    cluster's total (``<name>:cluster``, an AWR RAC report's) rather than its instances
+    beside it, which it already counts."""
+    entities = [e for e, s in data.series.items() if "io_req_s" in s]
+    clusters = [e for e in entities if e.endswith(CLUSTER)]
+    entities = clusters or entities
+    parts = [data.series[e]["io_req_s"] for e in entities]
     total = [
         sum(v for v in values if v is not None) if any(v is not None for v in values) else None
         for values in zip(*parts, strict=True)
     ]
-    return total, f"{data.table.name}: {' + '.join(REQUESTS)}, over {', '.join(data.series)}"
+    return total, f"{data.table.name}: {' + '.join(REQUESTS)}, over {', '.join(entities)}"
 
 
 def database_document(data: DatabaseData) -> dict[str, Any]:
@@ -148,6 +154,8 @@ def database_document(data: DatabaseData) -> dict[str, Any]:
         }
     return {
         "source": data.table.source,
+        "t": data.table.times,
+        "interval_s": data.lengths,
         "entities": entities,
         "waits": waits,
         "without": data.without,

@@ -49,7 +49,13 @@ def from_summary(info: BundleInfo) -> list[Limit]:
     return out
 
 
-def device_limits(doc: dict[str, Any] | None, traced: bool, latency_name: str) -> list[Limit]:
+#: Per device limit, the words that say it in a capture's own ``means_only`` list.
+SAID_AS = ("request-size", "sequential", "in flight", "percentile")
+
+
+def device_limits(
+    info: BundleInfo, doc: dict[str, Any] | None, traced: bool, latency_name: str
+) -> list[Limit]:
     """What the device figures lack: a size distribution, a sequential share, the requests
     in flight, latency percentiles (they need the device-latency source's tracing)."""
     if doc is None:
@@ -77,7 +83,13 @@ def device_limits(doc: dict[str, Any] | None, traced: bool, latency_name: str) -
             "device latency: mean await only, no percentiles",
         ),
     )
-    return [limit(f"block: {text}", why) for found, text in checks if not found]
+    # What the capture said already (summary.capture.means_only) is not said twice.
+    said = " ".join(str(s) for s in info.capture.get("means_only") or []).lower()
+    return [
+        limit(f"block: {text}", why)
+        for (found, text), key in zip(checks, SAID_AS, strict=True)
+        if not found and key not in said
+    ]
 
 
 def peak_limits(peaks: dict[str, Any] | None, daily: dict[str, Any] | None) -> list[Limit]:

@@ -172,11 +172,48 @@ def _devices_table(devices: dict[str, Any]) -> str:
     return table(headers, rows, left=(0, 6), caption="Devices (means over the data)")
 
 
+DB_LINES = (
+    (
+        "Physical I/O requests/s",
+        fmt_number,
+        ("phys_read_req_s", "phys_write_req_s", "log_write_req_s"),
+    ),
+    ("Commits/s", fmt_number, ("commits_s",)),
+    ("Waits", fmt_ms, ("single_block_read_ms", "multi_block_read_ms", "log_write_ms")),
+)
+
+
+def _database_chart(doc: dict[str, Any], database: dict[str, Any]) -> str:
+    """The databases' I/O requests, commits and waits per interval, one panel each."""
+    t = database["t"]
+    step = max(1, -(-len(t) // MAX_POINTS))
+    times = [t[min(i + step - 1, len(t) - 1)] for i in range(0, len(t), step)]
+    panels = []
+    for title, fmt, keys in DB_LINES:
+        lines = [
+            Series(
+                f"{entity} {key}" if len(database["entities"]) > 1 else key,
+                _thin(entry["series"][key], step),
+                PALETTE[n % len(PALETTE)],
+            )
+            for n, (entity, entry, key) in enumerate(
+                (e, v, k) for e, v in database["entities"].items() for k in keys if k in v["series"]
+            )
+        ]
+        if lines:
+            panels.append(Panel(title, lines, y_format=fmt))
+    if not panels:
+        return ""
+    svg = time_panels(times, panels, label="database per interval", clock=_clock(doc))
+    note = "each point one interval" if step == 1 else f"each point the mean of {step} intervals"
+    return f"<figure>{svg}<figcaption>{esc(f'The database per interval ({note}).')}</figcaption></figure>"
+
+
 def _database(doc: dict[str, Any]) -> str:
     database = doc.get("database")
     if not database or not (database["entities"] or database["waits"]):
         return ""
-    parts = []
+    parts: list[str] = [Safe(_database_chart(doc, database))]
     for entity, entry in database["entities"].items():
         rows = [
             [
@@ -190,7 +227,7 @@ def _database(doc: dict[str, Any]) -> str:
         headers = ("figure", "mean", "p95", "max", "what, from")
         parts.append(table(headers, rows, left=(0, 4), caption=f"Database {entity}"))
     if database["waits"]:
-        labels = [f"≤{b} ms" for b in WAIT_BOUNDS] + ["> 1024 ms"]
+        labels = [f"≤{b}ms" for b in WAIT_BOUNDS] + [">1024ms"]
         rows = [
             [e["event"], *(show(e["shares_pct"].get(c), "%") for c in WAIT_COLUMNS)]
             for e in database["waits"].values()

@@ -120,9 +120,34 @@ def headline(doc: dict[str, Any]) -> list[str]:
     first = speak[load["key"]](figures, total)
     first += f" — the {name}, from {when(window['start'], doc['timezone']) or _t(window)}."
     lines = [first, _typical(doc, load)]
-    shape = _requests(figures) if load["key"] == "iops" else ""
-    if shape:
-        lines.append(shape)
+    if load["key"] == "iops":
+        lines += [line for line in (_requests(figures), *_database_means(doc)) if line]
+    return lines
+
+
+DB_SAID = (
+    ("phys_read_req_s", "physical reads", "/s"),
+    ("single_block_read_s", "single-block", "/s"),
+    ("phys_write_req_s", "physical writes", "/s"),
+    ("log_write_req_s", "log writes", "/s"),
+    ("commits_s", "commits", "/s"),
+    ("single_block_read_ms", "single-block read wait", ""),
+    ("log_write_ms", "log write wait", ""),
+)
+
+
+def _database_means(doc: dict[str, Any]) -> list[str]:
+    """Beside the storage's peak: each database's own I/O, as means over the data."""
+    lines = []
+    for entity, entry in ((doc.get("database") or {}).get("entities") or {}).items():
+        summary = entry["summary"]
+        bits = [
+            f"{label} {show(summary[key]['mean'], '' if per else None)}{per}"
+            for key, label, per in DB_SAID
+            if key in summary
+        ]
+        if bits:
+            lines.append(f"Database {entity} (means): {', '.join(bits)}.")
     return lines
 
 
@@ -135,7 +160,8 @@ def _typical(doc: dict[str, Any], load: dict[str, Any]) -> str:
     unit = "IOPS" if load["key"] == "iops" else load["label"]
     mean = peaks["mean"]
     line = f"Typical: {show(mean, unit)} mean over {_duration(span['seconds'])}"
-    line += f" ({span['intervals']:,} intervals of {span['interval_s']:g}{NBSP}s)"
+    count = span["intervals"]
+    line += f" ({count:,} interval{'s' if count != 1 else ''} of {span['interval_s']:g}{NBSP}s)"
     line += f"; 95 % of intervals at or below {show(peaks['p95_interval'], unit)}"
     hour = peaks.get("p95_hour") or {}
     if load["key"] in hour:
@@ -172,7 +198,8 @@ def _requests(figures: dict[str, Any]) -> str:
 
 def recorded(doc: dict[str, Any]) -> str:
     """Where the figures come from: the bundle's kind, origin, devices, span and status."""
-    kind = "dbsim run" if doc["kind"] == "run" else f"capture ({doc['origin']}, {doc['format']})"
+    kinds = {"run": "dbsim run", "live": "live capture"}
+    kind = kinds.get(doc["origin"], f"capture imported from {doc['format']}")
     line = f"From: {kind} {doc['bundle']}, status {doc['status']}"
     devices = doc.get("devices") or {}
     if devices.get("counted"):
