@@ -46,15 +46,16 @@ system-packages:
 # browsers, sleeps) in TEST_WORKERS parallel workers, more than the 2 CPUs since they mostly
 # wait; each module runs whole on one worker (--dist loadscope: its tests share its fixtures,
 # its names and its order), and modules use names of their own (random table prefixes, free
-# ports, their own temporary directories), so two workers never touch one thing.
-# Phase 2: the tests marked timing (they assert rates, IOPS, latency bounds) and root (loop
-# devices, cgroups, the lab), one at a time with nothing beside them. Both phases always run;
+# ports, their own temporary directories, loop devices and cgroups), so two workers never
+# touch one thing.
+# Phase 2: the tests marked timing (they assert rates, IOPS, latency bounds; the lab's ceilings
+# are among them), one at a time with nothing beside them. Both phases always run;
 # make fails if either failed. A phase with nothing selected (pytest's exit 5) is not a failure.
 # TEST_REPORT_DIR, when set, receives each phase's JUnit XML and duration (.ci/run reads them).
 TEST_WORKERS ?= 8
 TEST_REPORT_DIR ?=
-PARALLEL_MARKS := not timing and not root
-SERIAL_MARKS := timing or root
+PARALLEL_MARKS := not timing
+SERIAL_MARKS := timing
 
 # The tests start dbsim as a child process hundreds of times. Where PYTHONDONTWRITEBYTECODE is
 # set (it is on this machine), no process caches the project's compiled modules and each one

@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import clean_environment
-from tests.support.gevent_reports import hub_blocks_in_dbsim
+from tests.support.gevent_reports import hub_blocks_in_dbsim, hub_monitor_env
 
 pytestmark = [pytest.mark.e2e]
 
@@ -118,7 +118,7 @@ def web_ui(tmp_path: Path) -> Iterator[WebUi]:
     child_tmp = tmp_path / "tmp"
     child_tmp.mkdir()
     env = clean_environment(child_tmp)
-    env.update(GEVENT_MONITOR_THREAD_ENABLE="true", GEVENT_MAX_BLOCKING_TIME=str(MAX_BLOCKING_S))
+    env.update(hub_monitor_env(MAX_BLOCKING_S))  # stretched beside parallel workers
     stderr = tmp_path / "ui-stderr.txt"
     with stderr.open("w", encoding="utf-8") as sink:
         proc = subprocess.Popen(

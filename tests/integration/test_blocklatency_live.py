@@ -21,7 +21,8 @@ from storage.collectors.block import BlockDeviceCollector
 from storage.collectors.blocklatency import BlockLatencyCollector
 
 pytestmark = [
-    pytest.mark.root,  # loop devices of its own: make test's serial phase
+    pytest.mark.root,
+    pytest.mark.timing,  # latency percentiles against iostat's await from the same seconds
     pytest.mark.skipif(
         os.geteuid() != 0 or shutil.which("bpftrace") is None or shutil.which("losetup") is None,
         reason="needs root, bpftrace and losetup",

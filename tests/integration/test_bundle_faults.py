@@ -347,8 +347,9 @@ def test_eacces_mid_run_under_locust_workers_stops_the_run_at_once(base: Path) -
         f"error: bundle: cannot write {bundle / 'summary.json'}: EACCES (Permission denied); "
         "run stopped during measure, the bundle keeps what was written before"
     )
-    # Stopped within a flush and the workers' final reports, not at the end of the 20 s.
-    assert took < 12.0, f"the run went on for {took:.1f} s after its bundle failed"
+    # Stopped within a flush and the workers' final reports (2-3 s on a quiet host), not at
+    # the end of the 20 s: a run that went on would take the 19 s it had left.
+    assert took < 17.0, f"the run went on for {took:.1f} s after its bundle failed"
     on_disk = assert_bundle_whole(bundle, locked=True)
     assert on_disk["status"] == "running" and on_disk["state"] == "measure"
     _, rows = read_csv(bundle / "timeseries" / "ops.csv")

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.gevent_reports import hub_blocks_in_dbsim
+from tests.support.gevent_reports import hub_blocks_in_dbsim, hub_monitor_env
 from tests.support.worker_reports import worker_reports
 
 pytestmark = pytest.mark.integration
@@ -39,8 +39,9 @@ def _command(*args: str) -> list[str]:
 def _env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DBSIM_")}
     env["TMPDIR"] = str(tmp)  # the workers' temporary SQLite databases
-    # gevent's monitor thread in the master and every worker: any 100 ms block is reported.
-    env.update(GEVENT_MONITOR_THREAD_ENABLE="true", GEVENT_MAX_BLOCKING_TIME="0.1")
+    # gevent's monitor thread in the master and every worker: any 100 ms block is reported
+    # (stretched beside make test's parallel workers: tests/support/gevent_reports.py).
+    env.update(hub_monitor_env(0.1))
     return env
 
 

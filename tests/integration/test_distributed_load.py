@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.gevent_reports import hub_blocks_in_dbsim
+from tests.support.gevent_reports import hub_blocks_in_dbsim, hub_monitor_env
 from tests.support.worker_reports import worker_reports
 
 pytestmark = pytest.mark.integration
@@ -39,7 +39,7 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DBSIM_")}
     env.update(extra)
     env["TMPDIR"] = str(tmp)
-    env.update(GEVENT_MONITOR_THREAD_ENABLE="true", GEVENT_MAX_BLOCKING_TIME="0.1")
+    env.update(hub_monitor_env(0.1))  # stretched beside parallel workers (gevent_reports)
     return env
 
 

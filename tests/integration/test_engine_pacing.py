@@ -1,8 +1,8 @@
 """The engine's pacing and phase arithmetic, on a target with a known service time.
 
-Real engines run for ~17 s in all (each test twice: coroutine sessions and session threads)
-and their rates and latencies are read off the clock, so the module runs in make test's serial
-phase (``timing``)."""
+Real engines run for ~17 s in all (each test twice: coroutine sessions and session threads).
+The tests that read rates, latencies or stage lengths off the clock are marked ``timing`` and
+run in make test's serial phase; the ones that count exactly run in parallel."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from sim.core.result import OUTCOME_COMPLETED, OUTCOME_INTERRUPTED
 from sim.core.stages import plan_stages
 from tests.support.fakes import PingParameters, PingWorkload, TimedTarget
 
-pytestmark = [pytest.mark.integration, pytest.mark.timing]
+pytestmark = pytest.mark.integration
 
 #: Every test runs twice: sessions as coroutines on the loop, and on their own threads
 #: (sim.core.session_threads) — the pacing, phase and counting rules are the same for both.
@@ -53,6 +53,7 @@ def run(engine: Engine, *extra: object) -> None:
     asyncio.run(main())
 
 
+@pytest.mark.timing
 def test_open_loop_lands_within_two_percent_of_the_target_rate() -> None:
     engine = make_engine(Load(mode="open", rate_ops_s=800, duration_s=4, warmup_s=0.5))
     run(engine)
@@ -65,6 +66,7 @@ def test_open_loop_lands_within_two_percent_of_the_target_rate() -> None:
     assert abs(achieved - 800) / 800 < 0.02, achieved
 
 
+@pytest.mark.timing
 def test_open_loop_stall_shows_in_p99_while_closed_loop_hides_it() -> None:
     """A 200 ms stall of the target: open loop counts the queue behind it from each op's
     intended start; closed loop only sees the few ops that were in flight."""
@@ -90,6 +92,7 @@ def test_open_loop_stall_shows_in_p99_while_closed_loop_hides_it() -> None:
     assert closed_p99 < 50_000, closed_p99
 
 
+@pytest.mark.timing
 def test_warmup_is_excluded_and_phases_are_labelled() -> None:
     intervals: list[Interval] = []
     engine = make_engine(Load(duration_s=1.0, warmup_s=1.0))
@@ -175,6 +178,7 @@ def test_loops_per_session_runs_an_exact_number_of_transactions() -> None:
     assert engine.result.op_ranges == [(0, 250)] * 3
 
 
+@pytest.mark.timing
 def test_steps_change_sessions_and_rate() -> None:
     steps = [
         {"duration_s": 1.5, "rate_ops_s": 200, "sessions": 2},
@@ -202,6 +206,7 @@ def test_errors_are_counted_per_class_and_do_not_stop_the_run() -> None:
     assert ping.count == 180
 
 
+@pytest.mark.timing
 def test_stop_request_ends_the_run_as_interrupted_with_its_reason() -> None:
     engine = make_engine(Load(duration_s=30))
 
@@ -216,6 +221,7 @@ def test_stop_request_ends_the_run_as_interrupted_with_its_reason() -> None:
     assert engine.recorder.totals["ping"].count > 0
 
 
+@pytest.mark.timing
 def test_an_early_stop_while_measuring_completes_the_run_stopped_early() -> None:
     """A person's Stop (the web UI's) during the measurement: completed, its window so far."""
     engine = make_engine(Load(duration_s=30))
@@ -258,6 +264,7 @@ class WeightedPing(PingWorkload):
         return [3.0] + [1.0] * (sessions - 1)
 
 
+@pytest.mark.timing
 def test_open_loop_rates_follow_session_weights_and_are_logged_per_stage() -> None:
     target = TimedTarget()
     engine = Engine(

@@ -14,6 +14,7 @@ same stream (seen in CI), so such a report is not counted.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -28,3 +29,23 @@ def hub_blocks_in_dbsim(stderr: str) -> list[str]:
         for stack in stacks
         if "No thread found for hub" not in stack and any(d in stack for d in PRODUCT_DIRS)
     ]
+
+
+def hub_monitor_env(threshold_s: float = 0.1) -> dict[str, str]:
+    """The environment that turns gevent's monitor thread on in a child, with its threshold.
+
+    The monitor reports a hub that has not switched for ``threshold_s`` of *wall* time. Run
+    alone, that is dbsim's own code holding the hub. Beside make test's other parallel
+    workers (``PYTEST_XDIST_WORKER_COUNT``, each with its child processes) on fewer CPUs, the
+    same code may wait for a CPU behind them: up to workers / CPUs times as long, so the
+    threshold is stretched by that share (0.1 s -> 0.4 s for 8 workers on 2 CPUs). A blocking
+    call (a socket read, a sleep, a synchronous query on the hub) still shows: they last far
+    longer. Measured: three false reports in one parallel phase at 0.1 s (a rich write to a
+    pipe, a gevent server's readline), none when each test ran alone.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    share = max(1.0, workers / (os.cpu_count() or 1))
+    return {
+        "GEVENT_MONITOR_THREAD_ENABLE": "true",
+        "GEVENT_MAX_BLOCKING_TIME": f"{threshold_s * share:g}",
+    }

@@ -1,8 +1,7 @@
 """The ``timing`` marker's rule: which tests measure time or rates, read from their source.
 
-``make test`` runs the suite in two phases (docs/testing.md): every test not marked ``timing``
-(nor ``root``) in parallel workers, then the ``timing`` and ``root`` tests one at a time with
-nothing beside them. A test that asserts a rate, an IOPS figure, a latency bound or an
+``make test`` runs the suite in two phases (tests/README.md): every test not marked ``timing``
+in parallel workers, then the ``timing`` tests one at a time with nothing beside them. A test that asserts a rate, an IOPS figure, a latency bound or an
 agreement whose tolerance depends on timing must not run beside seven others, so the marker is
 enforced: a test is a *timing* test when it — its own body, the fixtures and helper functions
 of its module it uses, transitively, and helpers it imports from other test modules — names
