@@ -14,7 +14,12 @@ a quantile is known to ±6 % of its value. bpftrace prints and clears the counts
 off by up to one tick.
 
 Figures per interval: ``mean_ms`` (to compare with iostat's await, which is a mean too),
-``p50_ms``, ``p95_ms``, ``p99_ms`` and ``n`` (the requests measured)
+``p50_ms``, ``p95_ms``, ``p99_ms`` and ``n`` (the requests completed), and the request shape
+iostat's means cannot give (the program and its arithmetic: ``blocklatency_script.py``):
+``size_kib_le_4`` … ``size_kib_le_1024``, ``size_kib_gt_1024`` (requests issued with data,
+by size), ``seq_pct`` (the share of them that started where the previous one on the device
+in the same direction ended), ``inflight_mean`` and ``inflight_max`` (requests in flight on
+the device at each issue, itself included; the max is the highest 100 ms mean)
 for each device (the names ``/proc/diskstats`` uses: all its requests, discards and flushes
 included) and for its reads and its writes apart (entities ``<device>:read``,
 ``<device>:write``). An entity without requests in an interval has no sample for it, so the
@@ -22,7 +27,8 @@ bundle's means are over the intervals that had requests, not diluted by idle one
 
 Where eBPF cannot be used (not root, no ``bpftrace``, no tracefs, the kernel refuses the
 program) the collector stays in the run without figures and the summary says why; the block
-collector's mean awaits stand in.
+collector's mean awaits and mean request sizes stand in (:func:`request_shape_captured`
+tells a capture's summary whether to say so, in the words of :data:`MEANS_ONLY`).
 """
 
 from __future__ import annotations
@@ -30,15 +36,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import math
 import os
-import re
 import shutil
 import signal
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -54,142 +57,28 @@ from sim.registry import (
     register_collector,
 )
 from storage.collectors import BlockOptions
+from storage.collectors.blocklatency_script import (
+    READY,
+    TICK,
+    TICK_MS,
+    RequestCounts,
+    Tick,
+    bpftrace_script,
+    entity_figures,
+    kernel_dev,
+    parse_tick,
+    tick_entities,
+)
 from storage.devices import DeviceResolver
 
 SOURCE = "blocklatency"
 TRACEFS = Path("/sys/kernel/tracing")
 SYS_CLASS_BLOCK = Path("/sys/class/block")
-TICK_MS = 100
-READY = "blocklatency-ready"
-TICK = "blocklatency-tick"
 #: The sampler allows ``stop`` 2 s.
 STOP_WAIT_S = 1.5
-QUANTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
-DIRECTIONS = {"R": "r", "W": "w"}
 FALLBACK = "iostat mean await used"
-
-_COUNT_LINE = re.compile(r"^@lat\[(\d+), (\w*), (\d+), (\d+)\]: (\d+)$")
-
-
-def kernel_dev(major: int, minor: int) -> int:
-    """The device number as the block tracepoints carry it (the kernel's internal dev_t:
-    major in the bits above 20, unlike userspace's encoding)."""
-    return (major << 20) | minor
-
-
-def bpftrace_script(devs: Sequence[int]) -> str:
-    """The program for the devices numbered ``devs`` (kernel dev_t)."""
-    only = " || ".join(f"args->dev == {dev}" for dev in devs) or "0"
-    return f"""
-BEGIN {{ printf("{READY}\\n"); }}
-tracepoint:block:block_rq_issue /{only}/ {{ @start[args->dev, args->sector] = nsecs; }}
-tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ {{
-  $ns = nsecs - @start[args->dev, args->sector];
-  delete(@start[args->dev, args->sector]);
-  $e = 0; $m = $ns;
-  while ($m >= 16) {{ $m = $m >> 1; $e = $e + 1; }}
-  @lat[args->dev, args->rwbs, $e, $m] = count();
-}}
-interval:ms:{TICK_MS} {{ print(@lat); clear(@lat); printf("{TICK}\\n"); }}
-END {{ clear(@start); clear(@lat); }}
-"""
-
-
-def direction(rwbs: str) -> str:
-    """``r``, ``w`` or ``other`` (discard, flush only …) from the tracepoint's rwbs flags,
-    whose first letter is the operation after an optional ``F`` (preflush)."""
-    op = rwbs[1:2] if rwbs.startswith("F") else rwbs[:1]
-    return DIRECTIONS.get(op, "other")
-
-
-@dataclass
-class LatencyHistogram:
-    """Request counts per bucket ``(exponent, mantissa)``: latencies in
-    ``[m << e, (m + 1) << e)`` ns."""
-
-    buckets: dict[tuple[int, int], int] = field(default_factory=dict)
-
-    def add(self, bucket: tuple[int, int], count: int) -> None:
-        self.buckets[bucket] = self.buckets.get(bucket, 0) + count
-
-    def merge(self, other: LatencyHistogram) -> None:
-        for bucket, count in other.buckets.items():
-            self.add(bucket, count)
-
-    @property
-    def count(self) -> int:
-        return sum(self.buckets.values())
-
-    def mean_ns(self) -> float | None:
-        """The mean latency with each request at its bucket's midpoint (within ±6 %), or
-        None without requests: the like-for-like figure beside iostat's mean await."""
-        total = self.count
-        if total == 0:
-            return None
-        weighted = sum(
-            count * ((mantissa << exponent) + ((mantissa + 1) << exponent)) / 2
-            for (exponent, mantissa), count in self.buckets.items()
-        )
-        return weighted / total
-
-    def quantile_ns(self, q: float) -> float | None:
-        """The midpoint of the bucket holding the ``q``-th request by latency (nearest rank),
-        or None without requests."""
-        total = self.count
-        if total == 0:
-            return None
-        rank = max(1, math.ceil(q * total - 1e-9))
-        seen = 0
-        for exponent, mantissa in sorted(self.buckets, key=lambda b: b[1] << b[0]):
-            seen += self.buckets[(exponent, mantissa)]
-            if seen >= rank:
-                return ((mantissa << exponent) + ((mantissa + 1) << exponent)) / 2
-        raise AssertionError("unreachable: the ranks add up to the total")
-
-
-def parse_counts(lines: Sequence[str]) -> dict[int, dict[str, LatencyHistogram]]:
-    """Per device (kernel dev_t) and direction the histogram printed in ``lines`` (lines that
-    are not counts are skipped: bpftrace's banner, blank lines, tick markers)."""
-    out: dict[int, dict[str, LatencyHistogram]] = {}
-    for line in lines:
-        found = _COUNT_LINE.match(line.strip())
-        if found is None:
-            continue
-        dev, rwbs, exponent, mantissa, count = found.groups()
-        per_dir = out.setdefault(int(dev), {})
-        per_dir.setdefault(direction(rwbs), LatencyHistogram()).add(
-            (int(exponent), int(mantissa)), int(count)
-        )
-    return out
-
-
-def latency_figures(hist: LatencyHistogram) -> dict[str, float]:
-    """An entity's sample values: its mean and quantiles (ms) and how many requests they are
-    of."""
-    values: dict[str, float] = {"n": float(hist.count)}
-    mean = hist.mean_ns()
-    if mean is not None:
-        values["mean_ms"] = round(mean / 1e6, 4)
-    for name, q in QUANTILES.items():
-        ns = hist.quantile_ns(q)
-        if ns is not None:
-            values[f"{name}_ms"] = round(ns / 1e6, 4)
-    return values
-
-
-def device_entities(
-    device: str, per_dir: Mapping[str, LatencyHistogram]
-) -> dict[str, LatencyHistogram]:
-    """The histograms of a device's entities: the device (all requests), its reads and its
-    writes; those without requests left out."""
-    every = LatencyHistogram()
-    for direction_hist in per_dir.values():
-        every.merge(direction_hist)
-    entities = {device: every}
-    for short, label in (("r", "read"), ("w", "write")):
-        if short in per_dir:
-            entities[f"{device}:{label}"] = per_dir[short]
-    return {entity: hist for entity, hist in entities.items() if hist.count}
+#: What the bundle says instead of the request shape where eBPF could not be used.
+MEANS_ONLY = "block: no request-size distribution (iostat means only)"
 
 
 # --------------------------------------------------------------------------- availability
@@ -222,7 +111,7 @@ def _die_with_parent() -> None:
 
 
 class BpftraceReader:
-    """One bpftrace process and the thread reading its output: counts gathered per tick,
+    """One bpftrace process and the thread reading its output: each tick's lines kept apart,
     handed over by :meth:`take`. ``failure`` says why it ended early, if it did."""
 
     def __init__(self, script: str, command: str = "bpftrace") -> None:
@@ -239,7 +128,7 @@ class BpftraceReader:
         self.ready = threading.Event()
         self.failure: str | None = None
         self._lock = threading.Lock()
-        self._ticks: list[str] = []
+        self._ticks: list[list[str]] = []
         self._stopping = False
         self._thread = threading.Thread(target=self._read, name="blocklatency", daemon=True)
         self._thread.start()
@@ -253,7 +142,7 @@ class BpftraceReader:
                 self.ready.set()
             elif line == TICK:
                 with self._lock:
-                    self._ticks.extend(building)
+                    self._ticks.append(building)
                 building = []
             elif line:
                 building.append(line)
@@ -266,11 +155,12 @@ class BpftraceReader:
             self.failure = f"bpftrace exited ({code}): {errors[-1] if errors else 'no message'}"
         self.ready.set()
 
-    def take(self) -> dict[int, dict[str, LatencyHistogram]]:
-        """The counts of the ticks completed since the last call."""
+    def take(self) -> list[Tick]:
+        """The ticks completed since the last call, each parsed apart (the peak in flight
+        is the highest tick's mean)."""
         with self._lock:
-            lines, self._ticks = self._ticks, []
-        return parse_counts(lines)
+            ticks, self._ticks = self._ticks, []
+        return [parse_tick(lines) for lines in ticks]
 
     def stop(self) -> None:
         """End the process (SIGTERM, then SIGKILL) and reap it and the reading thread."""
@@ -301,6 +191,8 @@ class BlockLatencyCollector(Collector):
         self.devices = dict(devices)
         self.names = {kernel_dev(*numbers): name for name, numbers in self.devices.items()}
         self.unavailable: str | None = None
+        #: Per device (kernel dev_t): completions whose count in flight came out below 1.
+        self.clamped: dict[int, int] = {}
         self._reader: BpftraceReader | None = None
 
     async def start(self, now: float) -> None:
@@ -320,16 +212,24 @@ class BlockLatencyCollector(Collector):
         reader = self._reader
         if reader is None:
             return []
-        counts = reader.take()
+        ticks = reader.take()
         if reader.failure is not None and self.unavailable is None:
             self.unavailable = reader.failure
         if not reader.ready.is_set() or self.unavailable is not None:
             return []
-        samples = []
-        for dev, name in sorted(self.names.items(), key=lambda item: item[1]):
-            for entity, hist in device_entities(name, counts.get(dev, {})).items():
-                samples.append(Sample(self.source, entity, latency_figures(hist), t=now))
-        return samples
+        interval: dict[str, RequestCounts] = {}
+        for tick in ticks:
+            for dev, clamped in tick.clamped.items():
+                self.clamped[dev] = self.clamped.get(dev, 0) + clamped
+            for dev, per_dir in tick.counts.items():
+                if (name := self.names.get(dev)) is None:
+                    continue
+                for entity, counts in tick_entities(name, per_dir).items():
+                    interval.setdefault(entity, RequestCounts()).merge(counts)
+        return [
+            Sample(self.source, entity, entity_figures(counts), t=now)
+            for entity, counts in sorted(interval.items())
+        ]
 
     async def stop(self) -> None:
         reader, self._reader = self._reader, None
@@ -345,7 +245,13 @@ class BlockLatencyCollector(Collector):
             "measures": "block request issue (to the driver) to completion, per device and "
             "direction; excludes I/O scheduler queueing, which iostat's await includes",
             "resolution": "buckets of 1/8 of a power of two (quantiles within ±6 %)",
+            "request_shape": "requests issued per size bucket (KiB, powers of two to 1,024), "
+            "the share starting where the previous one in the same direction ended, and the "
+            "requests in flight at each issue (mean; max: the highest 100 ms mean)",
             "load": f"one bpftrace process: two tracepoints, counts printed every {TICK_MS} ms",
+            "inflight_clamped": {
+                name: self.clamped.get(dev, 0) for dev, name in sorted(self.names.items())
+            },
         }
         if self.unavailable is not None:
             facts["unavailable"] = self.unavailable
@@ -361,6 +267,13 @@ class BlockLatencyCollector(Collector):
             why = f"device latency percentiles unavailable: {self.unavailable}; {FALLBACK}"
             return {"unavailable": self.unavailable}, [why]
         return {}, []
+
+
+def request_shape_captured(collectors: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a summary's ``collectors`` descriptions say the request shape (sizes,
+    sequential share, requests in flight) was traced: this source ran with eBPF throughout.
+    Where not, a capture says :data:`MEANS_ONLY`."""
+    return any(d.get("source") == SOURCE and "unavailable" not in d for d in collectors)
 
 
 def _device_numbers(name: str, sys_class_block: Path) -> tuple[int, int] | None:
@@ -408,6 +321,10 @@ _FIGURES = (
     _ms("p99_ms", "p99"),
     Figure("n", "requests per interval"),
 )
+_SHAPE = (
+    Figure("seq_pct", "sequential", "%", 1, grouped=False),
+    Figure("inflight_mean", "in flight at issue", "", 2, grouped=False),
+)
 
 register_collector(
     CollectorEntry(
@@ -422,9 +339,10 @@ register_collector(
             console=_FIGURES,
             console_title="device latency percentiles (eBPF, issue to completion; mean of "
             "the intervals' quantiles, measured window)",
-            report=_FIGURES,
-            report_caption="Device latency percentiles (eBPF, block request issue to "
-            "completion; time-weighted mean of each interval's quantile; samples {samples})",
+            report=_FIGURES + _SHAPE,
+            report_caption="Device latency percentiles and request shape (eBPF, block "
+            "request issue to completion; time-weighted mean of each interval's quantile, "
+            "sequential share and mean requests in flight at issue; samples {samples})",
             ui=(UiFigure("device_p99_ms", "Device p99 (ms)", "p99_ms"),),
         ),
         role=ROLE_DEVICE_LATENCY,

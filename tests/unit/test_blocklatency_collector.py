@@ -1,6 +1,7 @@
-"""The block-latency collector: parsing recorded bpftrace output into quantiles (checked by hand
-against the bucket bounds), the device SLOs judged on its figures, its display through the
-registry's declarations alone, and the fallback where bpftrace is not on PATH."""
+"""The block-latency collector: parsing recorded bpftrace output into quantiles and the
+request shape (sizes, sequential share, requests in flight — checked by hand against the
+recording's lines), the device SLOs judged on its figures, its display through the registry's
+declarations alone, and the fallback where bpftrace is not on PATH."""
 
 from __future__ import annotations
 
@@ -20,44 +21,90 @@ from sim.live.storage_table import storage_rows
 from sim.protocols import Sample
 from sim.report.sections import storage as report_storage
 from storage.collectors.blocklatency import (
+    MEANS_ONLY,
     SOURCE,
     BlockLatencyCollector,
-    LatencyHistogram,
     auto_blocklatency,
+    request_shape_captured,
+)
+from storage.collectors.blocklatency_script import (
+    SIZE_KEYS,
+    LatencyHistogram,
+    RequestCounts,
     bpftrace_script,
     device_entities,
-    direction,
+    entity_figures,
     kernel_dev,
     latency_figures,
-    parse_counts,
+    parse_tick,
+    shape_figures,
+    tick_entities,
 )
 from tests.unit.test_devices import PathsTarget
 
 # Recorded on this machine (kernel 6.18, bpftrace 0.17) with the collector's own script on
-# loop1 (7:1, direct I/O onto a file on a virtio disk): 40 reads of 4 KiB with O_DIRECT, then
-# 10 writes, across two ticks; blank lines dropped.
+# loop0 (7:0, direct I/O onto a 64 MiB file on a virtio disk): `dd bs=4k count=16
+# iflag=direct` (16 sequential reads), then `dd bs=128k count=3 oflag=direct,dsync` (3
+# sequential writes, each followed by the flush dsync asks for: direction 0, no data), then
+# fio's 6 random 64 KiB reads (psync, randseed 7). Blank lines and 20 empty ticks before the
+# first dd dropped; the rest as printed. Line numbers below count from "Attaching" as 1.
 RECORDED = """\
 Attaching 5 probes...
 blocklatency-ready
 blocklatency-tick
 blocklatency-tick
-@lat[7340033, WS, 14, 15]: 1
-@lat[7340033, RS, 14, 10]: 1
-@lat[7340033, WS, 13, 8]: 1
-@lat[7340033, RS, 13, 10]: 1
-@lat[7340033, RS, 18, 15]: 1
-@lat[7340033, RS, 13, 9]: 3
-@lat[7340033, RS, 13, 8]: 4
-@lat[7340033, RS, 12, 15]: 14
-@lat[7340033, RS, 12, 14]: 16
+@lat[7340032, 1, 13, 13]: 1
+@lat[7340032, 1, 14, 10]: 1
+@lat[7340032, 1, 13, 11]: 3
+@lat[7340032, 1, 13, 9]: 3
+@lat[7340032, 1, 13, 10]: 8
+@size[7340032, 1, 0]: 16
+@seq[7340032, 1]: 15
+@depth[7340032, 1]: 16
 blocklatency-tick
-@lat[7340033, WS, 14, 12]: 1
-@lat[7340033, WS, 20, 8]: 1
-@lat[7340033, WS, 13, 8]: 3
-@lat[7340033, WS, 13, 9]: 3
+blocklatency-tick
+@lat[7340032, 0, 13, 12]: 1
+@lat[7340032, 2, 14, 13]: 1
+@lat[7340032, 2, 14, 15]: 1
+@lat[7340032, 0, 13, 8]: 1
+@lat[7340032, 2, 14, 8]: 1
+@lat[7340032, 0, 19, 9]: 1
+@size[7340032, 2, 5]: 3
+@seq[7340032, 2]: 2
+@depth[7340032, 2]: 3
+@depth[7340032, 0]: 3
+blocklatency-tick
+blocklatency-tick
+@lat[7340032, 1, 13, 11]: 1
+@lat[7340032, 1, 14, 14]: 1
+@lat[7340032, 1, 13, 10]: 2
+@lat[7340032, 1, 13, 9]: 2
+@size[7340032, 1, 4]: 6
+@depth[7340032, 1]: 6
 blocklatency-tick
 """
-LOOP1 = kernel_dev(7, 1)
+LOOP0 = kernel_dev(7, 0)
+
+
+def recorded_ticks() -> list[list[str]]:
+    """The recording cut at its tick markers, as the reader hands ticks over."""
+    ticks: list[list[str]] = [[]]
+    for line in RECORDED.splitlines():
+        if line == "blocklatency-tick":
+            ticks.append([])
+        else:
+            ticks[-1].append(line)
+    return ticks
+
+
+def interval_entities(ticks: list[list[str]]) -> dict[str, RequestCounts]:
+    """The entities of ``ticks`` merged as the collector merges an interval's ticks."""
+    merged: dict[str, RequestCounts] = {}
+    for lines in ticks:
+        tick = parse_tick(lines)
+        for entity, counts in tick_entities("loop0", tick.counts.get(LOOP0, {})).items():
+            merged.setdefault(entity, RequestCounts()).merge(counts)
+    return merged
 
 
 def midpoint_ms(exponent: int, mantissa: int) -> float:
@@ -66,72 +113,101 @@ def midpoint_ms(exponent: int, mantissa: int) -> float:
 
 
 def test_kernel_device_numbers_put_the_major_above_bit_20() -> None:
-    assert LOOP1 == 7 * 2**20 + 1 == 7340033
-    assert "args->dev == 7340033 || args->dev == 265289728" in bpftrace_script(
-        [LOOP1, kernel_dev(253, 0)]
+    assert LOOP0 == 7 * 2**20 == 7340032
+    assert "args->dev == 7340032 || args->dev == 265289728" in bpftrace_script(
+        [LOOP0, kernel_dev(253, 0)]
     )
 
 
-@pytest.mark.parametrize(
-    ("rwbs", "expected"),
-    [("R", "r"), ("RS", "r"), ("RA", "r"), ("WS", "w"), ("WFS", "w"), ("FWS", "w"),
-     ("FR", "r"), ("DS", "other"), ("F", "other"), ("N", "other")],
-)  # fmt: skip
-def test_direction_is_the_first_operation_letter_after_a_preflush(rwbs: str, expected: str) -> None:
-    assert direction(rwbs) == expected
+def test_recorded_ticks_give_counts_per_direction() -> None:
+    ticks = recorded_ticks()
+    assert len(ticks) == 8 and ticks[0] == ["Attaching 5 probes...", "blocklatency-ready"]
+    reads = parse_tick(ticks[2]).counts[LOOP0]["r"]  # lines 5-12: the 16 sequential reads
+    assert reads.latency.count == 1 + 1 + 3 + 3 + 8 == 16
+    assert reads.sizes == [16, 0, 0, 0, 0, 0, 0, 0, 0, 0]  # line 10: bucket 0, <= 4 KiB
+    assert (reads.sequential, reads.depth_sum) == (15, 16)  # lines 11, 12
+    flushes_and_writes = parse_tick(ticks[4]).counts[LOOP0]  # lines 15-24
+    flushes, writes = flushes_and_writes["other"], flushes_and_writes["w"]
+    assert flushes.latency.count == 3 and flushes.sizes == [0] * 10  # no data: no size
+    assert writes.latency.count == 3 and writes.sizes[5] == 3  # line 21: 128 KiB, bucket 5
+    assert (writes.sequential, writes.depth_sum, flushes.depth_sum) == (2, 3, 3)
+    assert parse_tick(ticks[1]).counts == {}
 
 
-def test_recorded_output_gives_counts_per_direction() -> None:
-    counts = parse_counts(RECORDED.splitlines())
-    assert list(counts) == [LOOP1]
-    assert counts[LOOP1]["r"].count == 40 and counts[LOOP1]["w"].count == 10
-    assert counts[LOOP1]["w"].buckets[(13, 8)] == 4  # printed in two ticks: 1 + 3
-
-
-def test_recorded_output_quantiles_by_hand() -> None:
-    # Reads by bucket, lowest first: (12,14) 16, (12,15) 14 -> 30, (13,8) 4 -> 34, (13,9) 3
-    # -> 37, (13,10) 1 -> 38, (14,10) 1 -> 39, (18,15) 1 -> 40. Nearest rank: p50 is the
-    # 20th (12,15), p95 the 38th (13,10), p99 the 40th (18,15: about 4 ms, one slow read).
-    # Writes: (13,8) 4, (13,9) 3 -> 7, (14,12) -> 8, (14,15) -> 9, (20,8) -> 10.
-    entities = device_entities("loop1", parse_counts(RECORDED.splitlines())[LOOP1])
-    values = {entity: latency_figures(hist) for entity, hist in entities.items()}
-    means = {entity: figures.pop("mean_ms") for entity, figures in values.items()}
-    assert set(means) == set(values)  # the mean: the test below
+def test_recorded_quantiles_by_hand() -> None:
+    # Reads (lines 5-9 and 27-30) by bucket, lowest first: (13,9) 3+2 = 5, (13,10) 8+2 -> 15,
+    # (13,11) 3+1 -> 19, (13,13) 1 -> 20, (14,10) 1 -> 21, (14,14) 1 -> 22. Nearest rank of
+    # 22: p50 the 11th (13,10), p95 the 21st (14,10), p99 the 22nd (14,14).
+    # Writes (lines 16, 17, 19): (14,8), (14,13), (14,15); flushes (lines 15, 18, 20): (13,8),
+    # (13,12), (19,9) — one flush took about 5 ms.
+    values = {e: latency_figures(c.latency) for e, c in interval_entities(recorded_ticks()).items()}
+    for figures in values.values():
+        figures.pop("mean_ms")  # the mean: the test below
     assert values == {
-        "loop1": {
-            "n": 50.0,
-            "p50_ms": midpoint_ms(12, 15),  # 25th of 50
-            "p95_ms": midpoint_ms(14, 15),  # 48th
-            "p99_ms": midpoint_ms(20, 8),  # 50th
+        "loop0": {
+            # 28 requests: (13,8) a flush 1, (13,9) 5 -> 6, (13,10) 10 -> 16 holds the 14th;
+            # the 27th is the write (14,15), the 28th the flush (19,9).
+            "n": 28.0,
+            "p50_ms": midpoint_ms(13, 10),
+            "p95_ms": midpoint_ms(14, 15),
+            "p99_ms": midpoint_ms(19, 9),
         },
-        "loop1:read": {
-            "n": 40.0,
-            "p50_ms": midpoint_ms(12, 15),
-            "p95_ms": midpoint_ms(13, 10),
-            "p99_ms": midpoint_ms(18, 15),
+        "loop0:read": {
+            "n": 22.0,
+            "p50_ms": midpoint_ms(13, 10),
+            "p95_ms": midpoint_ms(14, 10),
+            "p99_ms": midpoint_ms(14, 14),
         },
-        "loop1:write": {
-            "n": 10.0,
-            "p50_ms": midpoint_ms(13, 9),  # 5th of 10
-            "p95_ms": midpoint_ms(20, 8),
-            "p99_ms": midpoint_ms(20, 8),
+        "loop0:write": {
+            "n": 3.0,
+            "p50_ms": midpoint_ms(14, 13),
+            "p95_ms": midpoint_ms(14, 15),
+            "p99_ms": midpoint_ms(14, 15),
         },
     }
-    assert values["loop1"]["p50_ms"] == 0.0635 and values["loop1:read"]["p99_ms"] == 4.0632
+    assert values["loop0"]["p99_ms"] == 4.9807 and values["loop0:read"]["p50_ms"] == 0.086
 
 
 def test_the_mean_is_over_bucket_midpoints_like_iostats_await() -> None:
-    hist = device_entities("loop1", parse_counts(RECORDED.splitlines())[LOOP1])["loop1:write"]
-    # Writes: (13,8) 4, (13,9) 3, (14,12) 1, (14,15) 1, (20,8) 1 (see the test above).
-    by_hand = (
-        4 * midpoint_ms(13, 8)
-        + 3 * midpoint_ms(13, 9)
-        + midpoint_ms(14, 12)
-        + midpoint_ms(14, 15)
-        + midpoint_ms(20, 8)
-    ) / 10
-    assert latency_figures(hist)["mean_ms"] == pytest.approx(by_hand, abs=1e-4)
+    writes = interval_entities(recorded_ticks())["loop0:write"]
+    by_hand = (midpoint_ms(14, 8) + midpoint_ms(14, 13) + midpoint_ms(14, 15)) / 3  # 16-19
+    assert latency_figures(writes.latency)["mean_ms"] == pytest.approx(by_hand, abs=1e-4)
     assert LatencyHistogram().mean_ns() is None
+
+
+def test_recorded_request_shape_by_hand() -> None:
+    shapes = {e: shape_figures(c) for e, c in interval_entities(recorded_ticks()).items()}
+    sizes = {e: {k: v for k, v in s.items() if k.startswith("size_")} for e, s in shapes.items()}
+    zero = dict.fromkeys(SIZE_KEYS, 0.0)
+    # Reads: 16 of <= 4 KiB (line 10), 6 of 64 KiB (line 31: bucket 4, <= 64 KiB).
+    assert sizes["loop0:read"] == {**zero, "size_kib_le_4": 16.0, "size_kib_le_64": 6.0}
+    # Writes: 3 of 128 KiB (line 21); the flushes carry no data and have no size.
+    assert sizes["loop0:write"] == {**zero, "size_kib_le_128": 3.0}
+    assert sizes["loop0"] == {
+        **zero, "size_kib_le_4": 16.0, "size_kib_le_64": 6.0, "size_kib_le_128": 3.0,
+    }  # fmt: skip
+    # Sequential: reads 15 of 22 (line 11; fio's random reads none), writes 2 of 3 (line
+    # 22), the device 17 of the 25 with data.
+    assert shapes["loop0:read"]["seq_pct"] == round(100 * 15 / 22, 2) == 68.18
+    assert shapes["loop0:write"]["seq_pct"] == round(100 * 2 / 3, 2) == 66.67
+    assert shapes["loop0"]["seq_pct"] == 68.0
+    # One request at a time (dd, psync): every completion saw itself alone at its issue,
+    # depth sums 16 + 6 (lines 12, 32), 3 + 3 (lines 23, 24) over 28 completions.
+    for entity in ("loop0", "loop0:read", "loop0:write"):
+        assert (shapes[entity]["inflight_mean"], shapes[entity]["inflight_max"]) == (1.0, 1.0)
+
+
+def test_inflight_peak_is_the_highest_tick_mean_and_clamps_are_counted() -> None:
+    # Made up (the recording has one request at a time): a tick where 10 reads saw 3 in
+    # flight each, then one where 10 saw 1, and a completion whose count came out below 1.
+    busy = ["@lat[7340032, 1, 13, 9]: 10", "@depth[7340032, 1]: 30", "@clamped[7340032]: 1"]
+    quiet = ["@lat[7340032, 1, 13, 9]: 10", "@depth[7340032, 1]: 10"]
+    merged = interval_entities([busy, quiet])["loop0:read"]
+    figures = entity_figures(merged)
+    assert (figures["inflight_mean"], figures["inflight_max"]) == ((30 + 10) / 20, 3.0)
+    assert "seq_pct" not in figures  # no request with data issued: no share to give
+    assert parse_tick(busy).clamped == {LOOP0: 1}
+    assert parse_tick(["@size[7340032, 1]: 4", "@depth[x]: 1"]).counts == {}  # malformed
 
 
 def test_a_quantile_is_within_a_sixteenth_of_the_value() -> None:
@@ -143,9 +219,18 @@ def test_a_quantile_is_within_a_sixteenth_of_the_value() -> None:
 
 
 def test_entities_without_requests_are_left_out() -> None:
-    reads = LatencyHistogram({(6, 15): 3})
+    reads = RequestCounts(latency=LatencyHistogram({(6, 15): 3}))
     assert list(device_entities("loop1", {"r": reads})) == ["loop1", "loop1:read"]
-    assert device_entities("loop1", {}) == {}
+    assert device_entities("loop1", {"w": RequestCounts()}) == {}
+
+
+def test_request_shape_captured_reads_the_summarys_descriptions() -> None:
+    ran = {"source": SOURCE, "devices": {"loop0": "7:0"}}
+    refused = {**ran, "unavailable": "bpftrace not found on PATH (Debian package bpftrace)"}
+    assert request_shape_captured([{"source": "block"}, ran]) is True
+    assert request_shape_captured([{"source": "block"}, refused]) is False
+    assert request_shape_captured([]) is False
+    assert MEANS_ONLY == "block: no request-size distribution (iostat means only)"
 
 
 # --------------------------------------------------------------------------- device SLOs
@@ -266,5 +351,5 @@ def test_auto_watches_the_named_block_devices(tmp_path: Path) -> None:
         PathsTarget([]), {"block": {"devices": ["loop1", "gone"]}}, sys_class_block=tmp_path
     )
     assert isinstance(collector, BlockLatencyCollector)
-    assert collector.devices == {"loop1": (7, 1)} and collector.names == {LOOP1: "loop1"}
+    assert collector.devices == {"loop1": (7, 1)} and collector.names == {kernel_dev(7, 1): "loop1"}
     assert auto_blocklatency(PathsTarget([]), {}) == []
