@@ -15,7 +15,7 @@ from __future__ import annotations
 from html.parser import HTMLParser
 
 from sim.imports.awr_tables import AwrDocument, Table, normal_title, snap_time
-from sim.imports.source import SourceFile
+from sim.imports.source import SourceFile, number
 
 #: Times in the RAC report's instance table have no seconds (``11-Oct-18 20:03``).
 RAC_TIME_FORMAT = "%d-%b-%y %H:%M"
@@ -123,10 +123,8 @@ def _instance_header(document: AwrDocument) -> None:
 
 def _minutes(text: str) -> float | None:
     words = text.replace("(mins)", "").split()
-    try:
-        return float(words[0].replace(",", "")) * 60.0 if words else None
-    except ValueError:
-        return None
+    value = number(words[0].replace(",", "")) if words else None
+    return None if value is None else value * 60.0
 
 
 def _rac_header(document: AwrDocument) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sim.imports.source import SourceFile
+from sim.imports.source import SourceFile, number
 
 #: How AWR prints a snapshot's time (``10-Jul-14 04:00:45``).
 SNAP_TIME_FORMAT = "%d-%b-%y %H:%M:%S"
@@ -140,10 +140,8 @@ def _text_header(document: AwrDocument, lines: list[str]) -> None:
 
 
 def _minutes(text: str) -> float | None:
-    try:
-        return float(text.replace(",", "")) * 60.0
-    except ValueError:
-        return None
+    value = number(text.replace(",", ""))
+    return None if value is None else value * 60.0
 
 
 def _titles(lines: list[str]) -> Iterator[tuple[int, str]]:
