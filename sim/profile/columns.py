@@ -45,6 +45,8 @@ DEVICE_COLUMNS = (
     Col("write_kib", "write size", "KiB", WRITES, "mean size of a write request"),
     Col("read_await_ms", "read await", "ms", READS, "mean time of a read, queue included"),
     Col("write_await_ms", "write await", "ms", WRITES, "mean time of a write, queue included"),
+    Col("io_kib", "request size", "KiB", IOS, "mean size of a request, reads and writes"),
+    Col("await_ms", "await", "ms", IOS, "mean time of a request, reads and writes, queue included"),
     Col("queue", "queue (aqu-sz)", "requests", TIME, "mean requests queued or in service"),
     Col("inflight_mean", "in flight", "requests", REQUESTS, "requests in flight at each issue"),
     Col("inflight_max", "in flight max", "requests", MAX, "most requests in flight at an issue"),

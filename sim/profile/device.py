@@ -23,9 +23,12 @@ READ_KB_S, WRITE_KB_S = ("rkB_s",), ("wkB_s",)
 READ_SIZE, WRITE_SIZE = ("rareq_sz_kB", "rareq_sz"), ("wareq_sz_kB", "wareq_sz")
 READ_AWAIT, WRITE_AWAIT = ("r_await_ms", "r_await"), ("w_await_ms", "w_await")
 QUEUE = ("aqu_sz",)
+#: Reads and writes together, from a source without the split (sar -d's tps, areq-sz and
+#: await; an old iostat's avgrq-sz and await).
+ALL_IOS, ALL_SIZE, ALL_AWAIT = ("iops",), ("areq_sz_kB",), ("await_ms",)
 BLOCK_COLUMNS = frozenset(
     {*READS_S, *WRITES_S, *READ_KB_S, *WRITE_KB_S, *READ_SIZE, *WRITE_SIZE}
-    | {*READ_AWAIT, *WRITE_AWAIT, *QUEUE, "util_pct"}
+    | {*READ_AWAIT, *WRITE_AWAIT, *QUEUE, "util_pct", *ALL_IOS, *ALL_SIZE, *ALL_AWAIT}
 )
 #: Request sizes by bucket (KiB): requests of at most the bound and more than the one before.
 SIZE_BOUNDS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -134,18 +137,32 @@ class _Builder:
         what = self.kind if plain and self.single else DERIVED
         self.data.info[key] = column_info(unit, what, source)
 
-    def per_request(self, key: str, names: Sequence[str], counts: Sequence[str], unit: str) -> None:
-        """A per-request mean (size, await) over the devices, weighted by their requests."""
+    def per_request(
+        self, key: str, names: Sequence[str], counts: Sequence[str] | None, unit: str
+    ) -> None:
+        """A per-request mean (size, await) over the devices, weighted by their requests
+        (``counts``: a column of them; None: reads and writes together)."""
         block = self.data.block
         found = [_first(block, d, names) for d in self.data.counted]
-        weights = [_first(block, d, counts)[1] for d in self.data.counted]
+        weights = [
+            _first(block, d, counts)[1] if counts else _ios(block, d) for d in self.data.counted
+        ]
         self.data.series[key] = _per([col for _, col in found], weights)
         column = found[0][0] if found else names[0]
         source = f"{block.name}: {column}"
         if not self.single:
-            source += f", weighted by {counts[0]} over {', '.join(self.data.counted)}"
+            by = counts[0] if counts else "r_s + w_s"
+            source += f", weighted by {by} over {', '.join(self.data.counted)}"
         what = self.kind if self.single else DERIVED
         self.data.info[key] = column_info(unit, what, source)
+
+
+def _ios(block: Table, device: str) -> list[float | None]:
+    """A device's reads plus writes per second, or its ``iops`` column without the split."""
+    reads, writes = _first(block, device, READS_S)[1], _first(block, device, WRITES_S)[1]
+    if any(v is not None for v in (*reads, *writes)):
+        return _sum([reads, writes])
+    return _first(block, device, ALL_IOS)[1]
 
 
 def device_data(block: Table, latency: Table | None, column_kind: str) -> DeviceData:
@@ -162,13 +179,16 @@ def device_data(block: Table, latency: Table | None, column_kind: str) -> Device
     build.per_request("write_kib", WRITE_SIZE, WRITES_S, "KiB")
     build.per_request("read_await_ms", READ_AWAIT, READS_S, "ms")
     build.per_request("write_await_ms", WRITE_AWAIT, WRITES_S, "ms")
-    _totals(data)
+    _totals(data, build)
     if latency is not None:
         _traced(data, latency, column_kind)
+    for key in [k for k, values in data.series.items() if all(v is None for v in values)]:
+        del data.series[key]  # a figure the bundle does not have is absent, never 0
+        data.info.pop(key, None)
     return data
 
 
-def _totals(data: DeviceData) -> None:
+def _totals(data: DeviceData, build: _Builder) -> None:
     series, name = data.series, data.block.name
     series["iops"] = _sum([series["read_iops"], series["write_iops"]])
     series["mb_s"] = _sum([series["read_mb_s"], series["write_mb_s"]])
@@ -179,6 +199,8 @@ def _totals(data: DeviceData) -> None:
     data.info["iops"] = column_info("1/s", DERIVED, f"{name}: r_s + w_s")
     data.info["mb_s"] = column_info("MB/s", DERIVED, f"{name}: (rkB_s + wkB_s) / 1024")
     data.info["read_pct"] = column_info("%", DERIVED, f"{name}: 100 r_s / (r_s + w_s)")
+    if all(v is None for v in series["iops"]):  # no split: the source's own total
+        build.direct("iops", ALL_IOS, "1/s")
     # A per-request mean from a source without its column (an old iostat's avgrq-sz only):
     for key, kb, ios in (
         ("read_kib", "read_mb_s", "read_iops"),
@@ -190,6 +212,11 @@ def _totals(data: DeviceData) -> None:
                 for m, n in zip(series[kb], series[ios], strict=True)
             ]
             data.info[key] = column_info("KiB", DERIVED, f"{name}: {kb} × 1024 / {ios}")
+    # Reads and writes together, where the source has them so and not apart:
+    for key, names, side in (("io_kib", ALL_SIZE, "kib"), ("await_ms", ALL_AWAIT, "await_ms")):
+        apart = (series[f"read_{side}"], series[f"write_{side}"])
+        if all(v is None for values in apart for v in values):
+            build.per_request(key, names, None, "KiB" if side == "kib" else "ms")
 
 
 def _aligned(

@@ -61,7 +61,14 @@ def peak_window(peaks: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
 
 
 def _device_peak(figures: dict[str, Any], total: Any) -> str:
-    reads = value(figures.get("read_pct")) or 0.0
+    if "read_pct" not in figures:  # a source without the read/write split (sar -d)
+        line = f"Peak: {show(total, 'IOPS')}"
+        if "io_kib" in figures:
+            line += f" of {show(figures['io_kib'])} (reads and writes together)"
+        if "await_ms" in figures:
+            line += f", device latency {show(figures['await_ms'])} (mean await of both)"
+        return line
+    reads = value(figures["read_pct"]) or 0.0
     side, pct = ("read", reads) if reads >= 50 else ("write", 100 - reads)
     size = figures.get(f"{side}_kib")
     line = f"Peak: {show(total, 'IOPS')}, {show(pct, '%')} {side}s"
