@@ -83,7 +83,7 @@ def _device_peak(figures: dict[str, Any], total: Any) -> str:
 
 
 def _database_peak(figures: dict[str, Any], total: Any) -> str:
-    line = f"Peak: {show(total, '')} database I/O requests/s"
+    line = f"Peak: {show(total, '')}{NBSP}database I/O requests/s"
     parts = []
     for entity, entry in figures.items():
         bits = [
@@ -112,7 +112,7 @@ def _nfs_peak(figures: dict[str, Any], total: Any) -> str:
     mounts = ", ".join(
         f"{mount} {show(entry.get('ops_s'), '')}/s" for mount, entry in figures.items()
     )
-    return f"Peak: {show(total, '')} NFS calls/s ({mounts})"
+    return f"Peak: {show(total, '')}{NBSP}NFS calls/s ({mounts})"
 
 
 def headline(doc: dict[str, Any]) -> list[str]:
