@@ -18,10 +18,11 @@ from sim.profile.device import (
 )
 from sim.profile.figures import DERIVED, fig, number, weighted_mean
 
+#: A bucket holds the sizes above the bound before it, up to and including its own.
 SIZE_LABELS = {
-    **{c: f"≤ {b} KiB" for c, b in zip(SIZE_COLUMNS, SIZE_BOUNDS, strict=False)},
-    "size_kib_gt_1024": "> 1024 KiB",
-}
+    c: f"{lo}–{hi} KiB" if lo else f"≤ {hi} KiB"
+    for c, lo, hi in zip(SIZE_COLUMNS, (0, *SIZE_BOUNDS), SIZE_BOUNDS, strict=False)
+} | {"size_kib_gt_1024": "> 1024 KiB"}
 
 
 def size_shares(

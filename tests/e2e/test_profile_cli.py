@@ -96,14 +96,30 @@ def _p99_of(bundle: Path, entity: str) -> list[float]:
     return [float(r["p99_ms"]) for r in rows if r["entity"] == entity and r["p99_ms"]]
 
 
-def test_device_p99_where_traced(runner: Dbsim, run_bundle: Path) -> None:
+def test_traced_figures_where_traced(runner: Dbsim, run_bundle: Path) -> None:
     done = runner("profile", run_bundle, "--json")
     doc = json.loads(done.stdout)
     device = doc["devices"]["counted"][0]
     p99 = _p99_of(run_bundle, f"{device}:write")
     if not p99:
         pytest.skip("!!! no blocklatency rows (not root, or no bpftrace): p99 NOT checked !!!")
-    assert doc["devices"]["summary"]["write_p99_ms"]["max"]["value"] == pytest.approx(max(p99))
+    summary = doc["devices"]["summary"]
+    assert summary["write_p99_ms"]["max"]["value"] == pytest.approx(max(p99))
+    rows = _measured(csv_rows(run_bundle, "blocklatency"))
+    reads = [r for r in rows if r["entity"] == f"{device}:read" and r.get("size_kib_le_8")]
+    if not reads:
+        pytest.skip("!!! blocklatency without request sizes: the size histogram NOT checked !!!")
+    # By hand: the reads' size counts added over the intervals, as shares of all of them.
+    buckets = [c for c in reads[0] if c.startswith("size_kib_")]
+    counts = {c: sum(float(r[c]) for r in reads) for c in buckets}
+    shares = {b["bucket"]: b["pct"]["value"] for b in doc["devices"]["read_sizes"]["buckets"]}
+    for column, count in counts.items():
+        assert shares[column] == pytest.approx(100 * count / sum(counts.values()), rel=1e-5)
+    every = [r for r in rows if r["entity"] == device and r.get("seq_pct")]
+    weighted = sum(float(r["seq_pct"]) * float(r["n"]) for r in every)
+    assert summary["seq_pct"]["mean"]["value"] == pytest.approx(
+        weighted / sum(float(r["n"]) for r in every), rel=1e-5
+    )
 
 
 def test_the_console_at_80_columns(runner: Dbsim, run_bundle: Path) -> None:

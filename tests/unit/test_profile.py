@@ -271,3 +271,48 @@ def test_a_single_device_column_is_imported_as_the_capture_says(tmp_path: Path) 
 def test_a_directory_that_is_not_a_bundle_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="is not a run bundle"):
         build_profile(tmp_path)
+
+
+def test_traced_request_sizes_sequential_share_and_in_flight(tmp_path: Path) -> None:
+    """The blocklatency collector's recording (tests/unit/test_blocklatency_collector.py:
+    16 sequential 4-KiB reads, 3 sequential 128-KiB writes with their flushes, 6 random
+    64-KiB reads) through its own arithmetic, one recorded tick per interval, beside loop0's
+    diskstats rows."""
+    from storage.collectors.blocklatency_script import entity_figures
+    from tests.unit.test_blocklatency_collector import interval_entities, recorded_ticks
+
+    ticks = recorded_ticks()
+    block = [r for r in block_rows(START, 1.0, [1, 1, 1]) if r[2] == "loop0"]
+    traced = [
+        (START + timedelta(seconds=k + 1), "blocklatency", entity, entity_figures(counts))
+        for k, tick in enumerate((ticks[2], ticks[4], ticks[6]))
+        for entity, counts in interval_entities([tick]).items()
+    ]
+    bundle = write_bundle(tmp_path, [*block, *traced], 1.0)
+    doc = build_profile(bundle)
+    reads = {b["bucket"]: b for b in doc["devices"]["read_sizes"]["buckets"]}
+    # Recording lines 10 (@size[…, 1, 0]: 16) and 33 (@size[…, 1, 4]: 6): 22 reads.
+    assert doc["devices"]["read_sizes"]["requests"] == 22
+    assert reads["size_kib_le_4"]["pct"]["value"] == pytest.approx(100 * 16 / 22, rel=1e-5)
+    assert reads["size_kib_le_64"]["pct"]["value"] == pytest.approx(100 * 6 / 22, rel=1e-5)
+    writes = {b["bucket"]: b for b in doc["devices"]["write_sizes"]["buckets"]}
+    assert writes["size_kib_le_128"]["pct"]["value"] == 100.0  # line 22: @size[…, 2, 5]: 3
+    rows = [r for r in csv_rows(bundle, "blocklatency") if r["entity"] == "loop0"]
+    summary = doc["devices"]["summary"]
+    # By hand: each interval's seq_pct and inflight_mean weighted by its traced requests n.
+    assert summary["seq_pct"]["mean"]["value"] == pytest.approx(
+        _weighted(rows, "seq_pct", "n"), rel=1e-5
+    )
+    assert summary["inflight_mean"]["mean"]["value"] == pytest.approx(
+        _weighted(rows, "inflight_mean", "n"), rel=1e-5
+    )
+    assert summary["read_p99_ms"]["max"]["value"] == pytest.approx(
+        max(
+            float(r["p99_ms"])
+            for r in csv_rows(bundle, "blocklatency")
+            if r["entity"] == "loop0:read"
+        )
+    )
+    said = " ".join(item["what"] for item in doc["not_in_data"])
+    assert "request-size distribution" not in said and "sequential" not in said
+    assert "Requests in the peak:" in " ".join(headline(doc))
