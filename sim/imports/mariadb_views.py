@@ -28,14 +28,18 @@ STATUS = (
     "innodb_data_reads", "innodb_data_read", "innodb_data_writes", "innodb_data_written",
     "innodb_log_writes", "innodb_os_log_written", "handler_commit", "uptime",
 )  # fmt: skip
-QUERY = (
-    "SELECT NOW(6) AS ts, @@hostname AS server, "
-    + ", ".join(
-        f"SUM(IF(VARIABLE_NAME = '{name.upper()}', VARIABLE_VALUE, 0)) AS {name}" for name in STATUS
-    )
-    + " FROM information_schema.GLOBAL_STATUS"
-)
-"""One row of the server's cumulative counters (MariaDB 10.x and 11.x, MySQL 5.7)."""
+QUERY = """SELECT NOW(6) AS ts, @@hostname AS server,
+       SUM(IF(VARIABLE_NAME = 'INNODB_DATA_READS', VARIABLE_VALUE, 0)) AS innodb_data_reads,
+       SUM(IF(VARIABLE_NAME = 'INNODB_DATA_READ', VARIABLE_VALUE, 0)) AS innodb_data_read,
+       SUM(IF(VARIABLE_NAME = 'INNODB_DATA_WRITES', VARIABLE_VALUE, 0)) AS innodb_data_writes,
+       SUM(IF(VARIABLE_NAME = 'INNODB_DATA_WRITTEN', VARIABLE_VALUE, 0)) AS innodb_data_written,
+       SUM(IF(VARIABLE_NAME = 'INNODB_LOG_WRITES', VARIABLE_VALUE, 0)) AS innodb_log_writes,
+       SUM(IF(VARIABLE_NAME = 'INNODB_OS_LOG_WRITTEN', VARIABLE_VALUE, 0)) AS innodb_os_log_written,
+       SUM(IF(VARIABLE_NAME = 'HANDLER_COMMIT', VARIABLE_VALUE, 0)) AS handler_commit,
+       SUM(IF(VARIABLE_NAME = 'UPTIME', VARIABLE_VALUE, 0)) AS uptime
+  FROM information_schema.GLOBAL_STATUS"""
+"""One row of the server's cumulative counters (checked on MariaDB 10.11, this machine's;
+MySQL 8.0 moved the status variables to ``performance_schema.global_status``)."""
 
 RATES = {
     "phys_read_req_s": ("innodb_data_reads", 1.0),

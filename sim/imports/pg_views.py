@@ -53,7 +53,7 @@ WRITERS = ("buffers_checkpoint", "buffers_clean", "buffers_backend")
 
 def figures(delta: Counters, seconds: float, row: Mapping[str, str]) -> dict[str, float]:
     out = per_second(delta, seconds, RATES)
-    block_kb = float(row.get("block_size") or 8192) / 1024
+    block_kb = float(row["block_size"]) / 1024  # checked a positive number (VIEW.numbers)
     if "blks_read" in delta:
         out["phys_read_kB_s"] = delta["blks_read"] * block_kb / seconds
     if all(name in delta for name in WRITERS):
@@ -78,6 +78,7 @@ VIEW = ViewFormat(
     counters=("xact_commit", "blks_read"),
     optional=("blk_read_time", "wal_bytes", "wal_write", "wal_sync", "wal_write_time", *WRITERS),
     resets=("database_stats_reset", "wal_stats_reset", "bgwriter_stats_reset"),
+    numbers=("block_size",),
     figures=figures,
 )
 

@@ -46,7 +46,8 @@ class ViewFormat:
 
     ``counters``: the cumulative columns every row must have as numbers; ``optional``: those
     that may be missing from the header or empty in a row (the figures they feed are then
-    absent); ``resets``: columns whose change marks a reset (``*_stats_reset``).
+    absent); ``resets``: columns whose change marks a reset (``*_stats_reset``);
+    ``numbers``: other columns a row needs as positive numbers.
     ``counters_of``: a row's counters keyed for summing (SQL Server sums a database's files
     by type); ``figures``: the differences over the interval's seconds (and the later
     snapshot's text columns) as the ``db`` vocabulary."""
@@ -58,6 +59,8 @@ class ViewFormat:
     figures: Figures
     optional: tuple[str, ...] = ()
     resets: tuple[str, ...] = ()
+    #: Columns that are not counters but must be positive numbers (``block_size``).
+    numbers: tuple[str, ...] = ()
     counters_of: Callable[[Counters, Mapping[str, str]], Counters] | None = None
 
 
@@ -106,7 +109,10 @@ def _records(source: SourceFile) -> tuple[list[str], list[tuple[int, list[str]]]
 
 
 def _split(line: str, delimiter: str) -> list[str]:
-    return next(csv.reader(io.StringIO(line), delimiter=delimiter), [])
+    try:
+        return next(csv.reader(io.StringIO(line), delimiter=delimiter), [])
+    except csv.Error:  # a stray \r inside the line: its cells as they stand, checked later
+        return line.split(delimiter)
 
 
 def _snapshot(
@@ -131,6 +137,11 @@ def _snapshot(
             source.drop(line, f"{name}: {raw[:40]!r} is not a count")
             return None
         snapshot.counters[name] = value
+    for name in view.numbers:
+        value = number(row.get(name, ""))
+        if value is None or value <= 0:
+            source.drop(line, f"{name}: {row.get(name, '')[:40]!r} is not a positive number")
+            return None
     snapshot.resets = {name: row.get(name, "") for name in view.resets}
     if view.counters_of is not None:
         snapshot.counters = view.counters_of(snapshot.counters, row)
@@ -138,7 +149,7 @@ def _snapshot(
 
 
 def _check_header(view: ViewFormat, header: list[str], source: SourceFile) -> None:
-    needed = (view.time_column, view.entity_column, *view.counters)
+    needed = (view.time_column, view.entity_column, *view.counters, *view.numbers)
     missing = [name for name in needed if name not in header]
     if missing:
         raise source.refuse(
