@@ -15,7 +15,7 @@ through their declared ``correlate`` figures.
 - ``db`` (storage.collectors.database, arithmetic in ``database_figures.py``; role
   ``database``): the database's own I/O statistics, sampled by the collectors the target's
   dialect record names (PostgreSQL here, MariaDB/MySQL's InnoDB counters in
-  storage.targets.mysql).
+  storage.collectors.innodb), with the database I/O vocabulary of ``database_io.py``.
 - ``ontap`` (storage.collectors.ontap): NetApp ONTAP volume and LUN performance over REST.
 - ``nfs`` (storage.collectors.nfs): the NFS client's per-operation counters from
   ``/proc/self/mountstats`` (parsed by ``mountstats.py`` and ``mountstats_format.py``),

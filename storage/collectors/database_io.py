@@ -83,12 +83,12 @@ def postgres_vocabulary(
 
 
 #: InnoDB's status counters (``SHOW GLOBAL STATUS``) -> the collector's rate keys -> the
-#: vocabulary: data-file reads and writes, redo log writes, COMMIT statements.
+#: vocabulary: data-file reads and writes, redo log writes, engine commits.
 INNODB_VOCABULARY = {
     "data_reads_s": "phys_read_req_s",
     "data_writes_s": "phys_write_req_s",
     "log_writes_s": "log_write_req_s",
-    "commit_statements_s": "commits_s",
+    "handler_commits_s": "commits_s",
 }
 INNODB_VOLUMES = {
     "data_read_bytes_s": "phys_read_kB_s",
@@ -98,8 +98,9 @@ INNODB_VOLUMES = {
 
 
 def innodb_vocabulary(rates: Mapping[str, float]) -> dict[str, float]:
-    """The vocabulary from the InnoDB collector's rates. ``commits_s`` counts COMMIT
-    statements (``Com_commit``): statements committed by autocommit are not among them."""
+    """The vocabulary from the InnoDB collector's rates. ``commits_s`` counts the engine's
+    commits (``Handler_commit``), autocommitted statements included; ``Com_commit`` would
+    count only COMMIT statements."""
     out = {word: rates[key] for key, word in INNODB_VOCABULARY.items() if key in rates}
     out.update({word: rates[key] / 1024.0 for key, word in INNODB_VOLUMES.items() if key in rates})
     return out

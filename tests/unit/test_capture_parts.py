@@ -189,7 +189,7 @@ def test_innodb_vocabulary_by_hand() -> None:
         "data_written_bytes_s": 49_152.0,
         "log_writes_s": 5.0,
         "log_written_bytes_s": 2_560.0,
-        "commit_statements_s": 4.0,
+        "handler_commits_s": 4.0,
     }
     assert innodb_vocabulary(rates) == {
         "phys_read_req_s": 12.0,
