@@ -15,7 +15,14 @@ from sim.profile.database import DB_COLUMNS, WAIT_BOUNDS, WAIT_COLUMNS
 from sim.profile.nfs import OP_COLUMNS
 from sim.profile.words import headline, recorded, show
 
-PEAK_COLUMNS = (("busiest_minute", "busiest minute"), ("busiest_15min", "busiest 15 min"))
+PEAK_COLUMNS = (("busiest_minute", "busiest minute"), ("busiest_15min", "busiest 15-min"))
+
+
+def stacked(heading: str) -> str:
+    """A heading of several words one word a line: rich never wraps a heading of a column
+    that does not wrap, so a long one would widen the table past the width the folding
+    measured (tables.folded counts a heading's longest word)."""
+    return heading.replace(" ", "\n")
 
 
 def say(out: Console, text: str, indent: str = "  ") -> None:
@@ -71,11 +78,9 @@ def _storage_table(doc: dict[str, Any], devices: dict[str, Any], width: int) -> 
         cells += [show(peaks[key]["figures"].get(col.key)) for key, _ in resolved]
         rows.append([col.label, *cells])
     span = doc["span"]
-    title = (
-        f"storage per interval ({span['intervals']:,} of {span['interval_s']:g} s; "
-        "p95 and max: of the intervals)"
-    )
-    return folded([Column("figure", "left"), *map(Column, headers[1:])], rows, width, title=title)
+    title = f"storage ({span['intervals']:,} intervals of {span['interval_s']:g} s)"
+    columns = [Column("figure", "left"), *(Column(stacked(h)) for h in headers[1:])]
+    return folded(columns, rows, width, title=title)
 
 
 def _sizes_table(devices: dict[str, Any], width: int) -> list[Any]:
@@ -112,7 +117,9 @@ def _devices_table(devices: dict[str, Any], width: int) -> list[Any]:
         for name, row in devices["devices"].items()
     ]
     headers = ("device", "IOPS", "read await", "write await", "aqu-sz", "%util", "counted")
-    columns = [Column(h, "left" if h in ("device", "counted") else "right") for h in headers]
+    columns = [
+        Column(stacked(h), "left" if h in ("device", "counted") else "right") for h in headers
+    ]
     return folded(columns, rows, width, title="devices (means over the data)")
 
 
@@ -149,7 +156,7 @@ def _database_tables(database: dict[str, Any] | None, width: int) -> list[Any]:
             [entry["event"], *(show(entry["shares_pct"].get(c), "%") for c in WAIT_COLUMNS)]
             for entry in database["waits"].values()
         ]
-        columns = [Column("wait event", "left"), *map(Column, labels)]
+        columns = [Column(stacked("wait event"), "left"), *map(Column, labels)]
         tables += folded(columns, rows, width, title="wait histograms (% of waits per bucket)")
     return tables
 
@@ -163,6 +170,6 @@ def _nfs_tables(nfs: dict[str, Any] | None, width: int) -> list[Any]:
             [op, *(show((found["summary"].get(c.key) or {}).get("mean")) for c in OP_COLUMNS)]
             for op, found in entry["operations"].items()
         ]
-        columns = [Column("operation", "left"), *(Column(c.label) for c in OP_COLUMNS)]
+        columns = [Column("operation", "left"), *(Column(stacked(c.label)) for c in OP_COLUMNS)]
         tables += folded(columns, rows, width, title=f"NFS {mount}: per operation (means)")
     return tables

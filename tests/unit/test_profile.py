@@ -9,6 +9,7 @@ reads the same file with :mod:`csv` and does the sums itself.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from collections import defaultdict
@@ -17,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from sim.errors import ConfigError
 from sim.profile import build_profile
+from sim.profile.console import print_profile
 from sim.profile.device import counted_devices
 from sim.profile.words import headline
 from tests.support.profile_bundles import block_rows, csv_rows, nfs_role, nfs_rows, write_bundle
@@ -167,6 +170,22 @@ def test_daily_shape_15_minutes_and_the_95th_percentile_hour(tmp_path: Path) -> 
     hour = doc["peaks"]["p95_hour"]
     assert hour["of_hours"] == 26
     assert _value(hour["iops"]) == pytest.approx(means[math.ceil(0.95 * 26) - 1], rel=1e-5)
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_console_fits_its_width_with_every_table(tmp_path: Path, width: int) -> None:
+    """A day of minutes (peak columns, the average day) on the console: no line wider than
+    the width, no figure or heading cut short."""
+    factors = [1 + (k // 60) % 3 for k in range(25 * 60)]
+    doc = build_profile(write_bundle(tmp_path, block_rows(START, 60.0, factors), 60.0))
+    out = Console(width=width, file=io.StringIO(), color_system=None)
+    print_profile(out, doc, [f"profile: {tmp_path}/profile.json"])
+    text = out.file.getvalue()  # type: ignore[attr-defined]
+    assert not [line for line in text.splitlines() if len(line) > width], text
+    assert "…" not in text and "{" not in text
+    for heading in ("busiest", "minute", "15-min", "average day", "Not in the data:"):
+        assert heading in text, heading
+    assert text.splitlines()[0].startswith("Peak: ")
 
 
 def test_hourly_snapshots_have_no_minute_peak(tmp_path: Path) -> None:
