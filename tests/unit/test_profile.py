@@ -181,7 +181,9 @@ def test_the_console_fits_its_width_with_every_table(tmp_path: Path, width: int)
     out = Console(width=width, file=io.StringIO(), color_system=None)
     print_profile(out, doc, [f"profile: {tmp_path}/profile.json"])
     text = out.file.getvalue()  # type: ignore[attr-defined]
-    assert not [line for line in text.splitlines() if len(line) > width], text
+    # Only a path longer than the line (the test's own) may pass it, whole on its own line.
+    wide = [line for line in text.splitlines() if len(line) > width]
+    assert all(" " not in line.strip().rstrip(",") for line in wide), wide
     assert "…" not in text and "{" not in text
     for heading in ("busiest", "minute", "15-min", "average day", "Not in the data:"):
         assert heading in text, heading
