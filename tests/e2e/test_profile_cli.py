@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -218,3 +220,28 @@ def test_html_over_a_link_is_refused_and_the_target_kept(
     link.symlink_to(precious)
     _one_error(runner("profile", run_bundle, "--html", link), "--html", str(link))
     assert precious.read_text() == "mine\n" and link.is_symlink()
+
+
+def test_a_live_capture_still_running(runner: Dbsim, tmp_path: Path) -> None:
+    """dbsim capture of the devices under a directory, profiled while it writes: read to its
+    last whole interval, said to be running; then stopped with SIGTERM."""
+    out = tmp_path / "captures"
+    capture = runner.start("capture", "--path", tmp_path, "--duration", "60", "-o", out)
+    deadline = time.monotonic() + 60
+    series: Path | None = None
+    while time.monotonic() < deadline and capture.poll() is None:
+        found = list(out.glob("*/timeseries/block.csv"))
+        if found and len(found[0].read_text().splitlines()) >= 4:  # header and 3 intervals
+            series = found[0]
+            break
+        time.sleep(0.2)
+    assert series is not None, runner.finish(capture, 30).describe()
+    done = runner("profile", series.parent.parent, "--json")
+    capture.send_signal(signal.SIGTERM)
+    stopped = runner.finish(capture, 30)
+    assert done.rc == 0, done.describe()
+    doc = json.loads(done.stdout)
+    assert (doc["kind"], doc["origin"], doc["status"]) == ("capture", "live", "running")
+    assert doc["span"]["intervals"] >= 3
+    assert any("still running" in item["what"] for item in doc["not_in_data"])
+    assert stopped.rc == 143, stopped.describe()
