@@ -43,7 +43,7 @@ _TIME = re.compile(
     r"^\s*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?\s*(Z|[+-]\d{2}:?\d{2})?\s*$"
 )
 _VALUE = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?P<unit>[A-Za-z/%]*)$")
-_BYTES = {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
+_BYTES = {"B": 1.0, "KB": 2.0**10, "MB": 2.0**20, "GB": 2.0**30, "TB": 2.0**40}
 _MICROSECONDS = {"us": 1.0, "ms": 1e3, "s": 1e6}
 #: Heading -> figure; headings not listed are latency components (``<name>_latency_us``).
 FIGURES = {
@@ -83,8 +83,8 @@ def value_of(heading: str, text: str) -> float | None:
         return amount if unit == "" else None
     if heading == "read":
         return amount if unit == "%" else None
-    factor = _MICROSECONDS.get(unit)  # every other column is a latency
-    return None if factor is None else amount * factor
+    scale = _MICROSECONDS.get(unit)  # every other column is a latency
+    return None if scale is None else amount * scale
 
 
 def figure_name(heading: str) -> str:

@@ -183,12 +183,12 @@ def snapshots(view: ViewFormat, source: SourceFile) -> dict[str, list[Snapshot]]
 
 
 def _reset(before: Snapshot, after: Snapshot) -> str | None:
-    for name, value in after.resets.items():
-        if value != before.resets.get(name, value):
-            return f"{name}: {before.resets[name] or 'never'} -> {value or 'never'}"
-    for name, value in after.counters.items():
-        if name in before.counters and value < before.counters[name]:
-            return f"{name}: {before.counters[name]:.0f} -> {value:.0f}"
+    for name, stamp in after.resets.items():
+        if stamp != before.resets.get(name, stamp):
+            return f"{name}: {before.resets[name] or 'never'} -> {stamp or 'never'}"
+    for name, count in after.counters.items():
+        if name in before.counters and count < before.counters[name]:
+            return f"{name}: {before.counters[name]:.0f} -> {count:.0f}"
     return None
 
 
