@@ -227,8 +227,9 @@ class PostgresStatsCollector(Collector):
     Load on the target: one extra connection (opened in ``start`` through the target's pool,
     on the engine's loop) running two prepared catalog-view queries per interval — one row from
     pg_stat_database, pg_stat_wal and pg_stat_bgwriter (plus pg_stat_io on 16+), and one row
-    per sampled table from pg_statio_user_tables. Each is a read-only transaction, so the
-    database's ``xact_commit_s`` includes two commits per interval of the collector's own.
+    per sampled table from pg_statio_user_tables (a live capture counts the sessions of
+    pg_stat_activity instead of the tables). Each is a read-only transaction, so the database's
+    ``xact_commit_s`` includes two commits per interval of the collector's own.
 
     The server publishes a busy backend's counters about once a second (PostgreSQL 15+), so
     an interval's figures can lag the workload by up to a second; over a window of many
@@ -309,17 +310,18 @@ class PostgresStatsCollector(Collector):
         if conn is None or self._db_statement is None:
             raise CollectorError("collector db: sample() called before start()")
         rows = await conn.rows(self._db_statement)
-        self._own_commits += 3 if self.capture else 2  # each statement is a transaction
+        self._own_commits += 2  # two statements per reading, each a transaction
         if not rows:
             raise CollectorError(f"collector db: no pg_stat_database row for {self.database}")
         database = {k: float(v or 0.0) for k, v in rows[0].items()}
+        if self.capture:  # the sessions instead of the tables: production may have thousands
+            activity = (await conn.rows(self._activity_statement))[0]
+            database.update({f"now_{k}": float(v or 0.0) for k, v in activity.items()})
+            return database, {}
         tables = {
             str(row["relname"]): {k: float(v or 0.0) for k, v in row.items() if k != "relname"}
             for row in await conn.rows(self._tables_statement, (self.table_pattern,))
         }
-        if self.capture:  # a moment's counts, kept apart from the counters' differences
-            activity = (await conn.rows(self._activity_statement))[0]
-            database.update({f"now_{k}": float(v or 0.0) for k, v in activity.items()})
         return database, tables
 
     async def sample(self, now: float) -> list[Sample]:
