@@ -92,10 +92,8 @@ def means_only(storage: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     )
     if sized:
         return []
-    return [
-        f"{device}: no request-size distribution (the /proc/diskstats means per interval only; "
-        f"{latency or 'the device-latency source'} gave no size counts)"
-    ]
+    # The words of issue #26's spec, which the importers use too.
+    return [f"{device}: no request-size distribution (iostat means only)"]
 
 
 def final_extra(
