@@ -19,7 +19,8 @@ iostat's means cannot give (the program and its arithmetic: ``blocklatency_scrip
 ``size_kib_le_4`` … ``size_kib_le_1024``, ``size_kib_gt_1024`` (requests issued with data,
 by size), ``seq_pct`` (the share of them that started where the previous one on the device
 in the same direction ended), ``inflight_mean`` and ``inflight_max`` (requests in flight on
-the device at each issue, itself included; the max is the highest 100 ms mean)
+the device: the mean at each issue, itself included; the max the highest of the kernel's
+``inflight`` counts read at each print)
 for each device (the names ``/proc/diskstats`` uses: all its requests, discards and flushes
 included) and for its reads and its writes apart (entities ``<device>:read``,
 ``<device>:write``). An entity without requests in an interval has no sample for it, so the
@@ -110,11 +111,28 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
 
 
-class BpftraceReader:
-    """One bpftrace process and the thread reading its output: each tick's lines kept apart,
-    handed over by :meth:`take`. ``failure`` says why it ended early, if it did."""
+def kernel_inflight(files: Mapping[int, Path]) -> dict[int, int]:
+    """Per device the kernel's count of requests issued to the driver and not completed
+    (``inflight``: reads and writes); a device whose file cannot be read is left out."""
+    counts = {}
+    for dev, path in files.items():
+        try:
+            reads, writes = path.read_text().split()
+            counts[dev] = int(reads) + int(writes)
+        except (OSError, ValueError):
+            continue
+    return counts
 
-    def __init__(self, script: str, command: str = "bpftrace") -> None:
+
+class BpftraceReader:
+    """One bpftrace process and the thread reading its output: each tick's lines kept apart
+    with the kernel's in-flight counts read as it ended (``inflight_files``: kernel dev_t ->
+    its ``/sys/class/block/<name>/inflight``), handed over by :meth:`take`. ``failure`` says
+    why it ended early, if it did."""
+
+    def __init__(
+        self, script: str, inflight_files: Mapping[int, Path], command: str = "bpftrace"
+    ) -> None:
         # Its own session: the terminal's Ctrl-C reaches dbsim, whose stop() ends it in order.
         self.process = subprocess.Popen(
             [command, "-e", script],
@@ -128,7 +146,8 @@ class BpftraceReader:
         self.ready = threading.Event()
         self.failure: str | None = None
         self._lock = threading.Lock()
-        self._ticks: list[list[str]] = []
+        self._ticks: list[tuple[list[str], dict[int, int]]] = []
+        self._inflight_files = dict(inflight_files)
         self._stopping = False
         self._thread = threading.Thread(target=self._read, name="blocklatency", daemon=True)
         self._thread.start()
@@ -141,8 +160,9 @@ class BpftraceReader:
             if line == READY:
                 self.ready.set()
             elif line == TICK:
+                inflight = kernel_inflight(self._inflight_files)
                 with self._lock:
-                    self._ticks.append(building)
+                    self._ticks.append((building, inflight))
                 building = []
             elif line:
                 building.append(line)
@@ -160,7 +180,12 @@ class BpftraceReader:
         is the highest tick's mean)."""
         with self._lock:
             ticks, self._ticks = self._ticks, []
-        return [parse_tick(lines) for lines in ticks]
+        parsed = []
+        for lines, inflight in ticks:
+            tick = parse_tick(lines)
+            tick.kernel_inflight = inflight
+            parsed.append(tick)
+        return parsed
 
     def stop(self) -> None:
         """End the process (SIGTERM, then SIGKILL) and reap it and the reading thread."""
@@ -187,8 +212,11 @@ class BlockLatencyCollector(Collector):
 
     source: ClassVar[str] = SOURCE
 
-    def __init__(self, devices: Mapping[str, tuple[int, int]]) -> None:
+    def __init__(
+        self, devices: Mapping[str, tuple[int, int]], sys_class_block: Path = SYS_CLASS_BLOCK
+    ) -> None:
         self.devices = dict(devices)
+        self.sys_class_block = sys_class_block
         self.names = {kernel_dev(*numbers): name for name, numbers in self.devices.items()}
         self.unavailable: str | None = None
         #: Per device (kernel dev_t): completions whose count in flight came out below 1.
@@ -202,7 +230,10 @@ class BlockLatencyCollector(Collector):
         if self.unavailable is not None:
             return
         try:
-            self._reader = BpftraceReader(bpftrace_script(sorted(self.names)))
+            inflight = {
+                dev: self.sys_class_block / name / "inflight" for dev, name in self.names.items()
+            }
+            self._reader = BpftraceReader(bpftrace_script(sorted(self.names)), inflight)
         except OSError as exc:
             self.unavailable = f"cannot start bpftrace: {exc}"
         # Not waiting for bpftrace to attach (about a second): that overlaps the run's
@@ -221,10 +252,10 @@ class BlockLatencyCollector(Collector):
         for tick in ticks:
             for dev, clamped in tick.clamped.items():
                 self.clamped[dev] = self.clamped.get(dev, 0) + clamped
-            for dev, per_dir in tick.counts.items():
+            for dev in tick.counts:
                 if (name := self.names.get(dev)) is None:
                     continue
-                for entity, counts in tick_entities(name, per_dir).items():
+                for entity, counts in tick_entities(name, tick, dev).items():
                     interval.setdefault(entity, RequestCounts()).merge(counts)
         return [
             Sample(self.source, entity, entity_figures(counts), t=now)
@@ -247,7 +278,8 @@ class BlockLatencyCollector(Collector):
             "resolution": "buckets of 1/8 of a power of two (quantiles within ±6 %)",
             "request_shape": "requests issued per size bucket (KiB, powers of two to 1,024), "
             "the share starting where the previous one in the same direction ended, and the "
-            "requests in flight at each issue (mean; max: the highest 100 ms mean)",
+            "requests in flight (mean: at each issue; max: the kernel's inflight count read "
+            f"every {TICK_MS} ms)",
             "load": f"one bpftrace process: two tracepoints, counts printed every {TICK_MS} ms",
             "inflight_clamped": {
                 name: self.clamped.get(dev, 0) for dev, name in sorted(self.names.items())
@@ -307,7 +339,7 @@ def auto_blocklatency(
                 continue
             for device in resolved.devices:
                 devices.setdefault(device.name, (device.major, device.minor))
-    return [BlockLatencyCollector(devices)] if devices else []
+    return [BlockLatencyCollector(devices, sys_class_block)] if devices else []
 
 
 def _ms(key: str, label: str) -> Figure:

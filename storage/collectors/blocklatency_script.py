@@ -27,8 +27,15 @@ drift. Requests issued before the program started are not counted (their complet
 no issue of theirs). A count the racing updates left behind can make ``L`` come out below 1:
 it is counted as 1 and the times are counted (``@clamped``).
 
-The single highest count at an issue cannot be kept this way; ``inflight_max`` is the
-highest of the interval's per-tick means (``TICK_MS``), the burst the replay has to carry.
+The equality holds over a span that starts and ends with the device idle; over an interval,
+requests in flight across its edges make its mean err either way (by about the requests then
+in flight over the interval's count), unbiased over many intervals.
+
+The single highest count at an issue cannot be kept this way (``L`` of a slow request counts
+every request that came and went while it waited). ``inflight_max`` is therefore the
+kernel's own count instead: ``/sys/class/block/<dev>/inflight`` (reads plus writes issued to
+the driver and not completed), read by the collector at each tick and kept per tick in
+:attr:`Tick.kernel_inflight`; the interval's highest reading.
 """
 
 from __future__ import annotations
@@ -151,21 +158,21 @@ class LatencyHistogram:
 class RequestCounts:
     """An entity's counts over one tick or more: completions by latency, issues with data
     by size and how many of them were sequential, the in-flight sum over the completions
-    and the highest tick mean of it."""
+    and the highest of the kernel's in-flight counts read at the ticks."""
 
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
     sizes: list[int] = field(default_factory=lambda: [0] * len(SIZE_KEYS))
     sequential: int = 0
     depth_sum: int = 0
-    depth_peak: float | None = None
+    inflight_peak: int | None = None
 
     def merge(self, other: RequestCounts) -> None:
         self.latency.merge(other.latency)
         self.sizes = [mine + theirs for mine, theirs in zip(self.sizes, other.sizes, strict=True)]
         self.sequential += other.sequential
         self.depth_sum += other.depth_sum
-        if other.depth_peak is not None:
-            self.depth_peak = max(self.depth_peak or 0.0, other.depth_peak)
+        if other.inflight_peak is not None:
+            self.inflight_peak = max(self.inflight_peak or 0, other.inflight_peak)
 
     @property
     def issued_with_data(self) -> int:
@@ -175,19 +182,16 @@ class RequestCounts:
     def empty(self) -> bool:
         return self.latency.count == 0 and self.issued_with_data == 0
 
-    def close_tick(self) -> None:
-        """These counts are one tick's: its mean in flight is a candidate for the peak."""
-        if self.latency.count:
-            self.depth_peak = self.depth_sum / self.latency.count
-
 
 @dataclass
 class Tick:
     """What one print of the program holds: per device and direction the counts, and per
-    device the in-flight counts clamped to 1."""
+    device the in-flight counts clamped to 1; and the kernel's count of requests in flight
+    per device, read when the print ended (the collector's reader adds it)."""
 
     counts: dict[int, dict[str, RequestCounts]] = field(default_factory=dict)
     clamped: dict[int, int] = field(default_factory=dict)
+    kernel_inflight: dict[int, int] = field(default_factory=dict)
 
 
 def parse_tick(lines: Iterable[str]) -> Tick:
@@ -232,17 +236,18 @@ def device_entities(device: str, per_dir: Mapping[str, RequestCounts]) -> dict[s
     return {entity: counts for entity, counts in entities.items() if not counts.empty}
 
 
-def tick_entities(device: str, per_dir: Mapping[str, RequestCounts]) -> dict[str, RequestCounts]:
-    """:func:`device_entities` of one tick, each with that tick's mean in flight as its peak
-    (the directions' counts are copied: a tick's are merged into an interval's later)."""
+def tick_entities(device: str, tick: Tick, dev: int) -> dict[str, RequestCounts]:
+    """:func:`device_entities` of device ``dev`` (named ``device``) in one tick, each with
+    the kernel's in-flight count of that tick (copies: a tick's counts are merged into an
+    interval's later)."""
     copies = {}
-    for short, counts in per_dir.items():
+    for short, counts in tick.counts.get(dev, {}).items():
         copy = RequestCounts()
         copy.merge(counts)
         copies[short] = copy
     entities = device_entities(device, copies)
     for counts in entities.values():
-        counts.close_tick()
+        counts.inflight_peak = tick.kernel_inflight.get(dev)
     return entities
 
 
@@ -262,16 +267,16 @@ def latency_figures(hist: LatencyHistogram) -> dict[str, float]:
 
 def shape_figures(counts: RequestCounts) -> dict[str, float]:
     """An entity's request shape: issues by size (every bucket, zeros included: a count the
-    program made), the sequential share of them, and the requests in flight at issue (mean
-    over the completions, peak of the ticks' means). A figure without requests to be
-    computed from is left out."""
+    program made), the sequential share of them, and the requests in flight (at issue: the
+    mean over the completions; the highest of the kernel's counts at the ticks). A figure
+    without requests to be computed from is left out."""
     values = {key: float(count) for key, count in zip(SIZE_KEYS, counts.sizes, strict=True)}
     if counts.issued_with_data:
         values["seq_pct"] = round(100.0 * counts.sequential / counts.issued_with_data, 2)
     if counts.latency.count:
         values["inflight_mean"] = round(counts.depth_sum / counts.latency.count, 3)
-    if counts.depth_peak is not None:
-        values["inflight_max"] = round(counts.depth_peak, 3)
+    if counts.inflight_peak is not None:
+        values["inflight_max"] = float(counts.inflight_peak)
     return values
 
 

@@ -25,6 +25,7 @@ from storage.collectors.blocklatency import (
     SOURCE,
     BlockLatencyCollector,
     auto_blocklatency,
+    kernel_inflight,
     request_shape_captured,
 )
 from storage.collectors.blocklatency_script import (
@@ -97,12 +98,17 @@ def recorded_ticks() -> list[list[str]]:
     return ticks
 
 
-def interval_entities(ticks: list[list[str]]) -> dict[str, RequestCounts]:
-    """The entities of ``ticks`` merged as the collector merges an interval's ticks."""
+def interval_entities(
+    ticks: list[list[str]], kernel_inflight: list[int] | None = None
+) -> dict[str, RequestCounts]:
+    """The entities of ``ticks`` merged as the collector merges an interval's ticks, with
+    the kernel's in-flight count of each tick when given."""
     merged: dict[str, RequestCounts] = {}
-    for lines in ticks:
+    for index, lines in enumerate(ticks):
         tick = parse_tick(lines)
-        for entity, counts in tick_entities("loop0", tick.counts.get(LOOP0, {})).items():
+        if kernel_inflight is not None:
+            tick.kernel_inflight = {LOOP0: kernel_inflight[index]}
+        for entity, counts in tick_entities("loop0", tick, LOOP0).items():
             merged.setdefault(entity, RequestCounts()).merge(counts)
     return merged
 
@@ -194,20 +200,38 @@ def test_recorded_request_shape_by_hand() -> None:
     # One request at a time (dd, psync): every completion saw itself alone at its issue,
     # depth sums 16 + 6 (lines 12, 32), 3 + 3 (lines 23, 24) over 28 completions.
     for entity in ("loop0", "loop0:read", "loop0:write"):
-        assert (shapes[entity]["inflight_mean"], shapes[entity]["inflight_max"]) == (1.0, 1.0)
+        assert shapes[entity]["inflight_mean"] == 1.0
+        assert "inflight_max" not in shapes[entity]  # no kernel count read with the recording
 
 
-def test_inflight_peak_is_the_highest_tick_mean_and_clamps_are_counted() -> None:
+def test_inflight_max_is_the_highest_kernel_count_of_the_ticks_with_requests() -> None:
     # Made up (the recording has one request at a time): a tick where 10 reads saw 3 in
-    # flight each, then one where 10 saw 1, and a completion whose count came out below 1.
+    # flight each, then one where 10 saw 1, and a completion whose count came out below 1;
+    # the kernel's counts read at the ends of the two ticks 7 and 2, then 9 at a tick
+    # without requests, which no entity of the interval has.
     busy = ["@lat[7340032, 1, 13, 9]: 10", "@depth[7340032, 1]: 30", "@clamped[7340032]: 1"]
     quiet = ["@lat[7340032, 1, 13, 9]: 10", "@depth[7340032, 1]: 10"]
-    merged = interval_entities([busy, quiet])["loop0:read"]
-    figures = entity_figures(merged)
-    assert (figures["inflight_mean"], figures["inflight_max"]) == ((30 + 10) / 20, 3.0)
+    merged = interval_entities([busy, quiet, []], kernel_inflight=[7, 2, 9])
+    figures = entity_figures(merged["loop0:read"])
+    assert (figures["inflight_mean"], figures["inflight_max"]) == ((30 + 10) / 20, 7.0)
+    assert entity_figures(merged["loop0"])["inflight_max"] == 7.0
     assert "seq_pct" not in figures  # no request with data issued: no share to give
     assert parse_tick(busy).clamped == {LOOP0: 1}
     assert parse_tick(["@size[7340032, 1]: 4", "@depth[x]: 1"]).counts == {}  # malformed
+
+
+def test_the_kernels_inflight_file_is_reads_plus_writes(tmp_path: Path) -> None:
+    # /sys/class/block/<name>/inflight as the kernel prints it: two right-aligned counts.
+    (tmp_path / "loop0").mkdir()
+    (tmp_path / "loop0" / "inflight").write_text("       5        3\n")
+    (tmp_path / "loop1").mkdir()
+    (tmp_path / "loop1" / "inflight").write_text("garbage\n")
+    files = {
+        LOOP0: tmp_path / "loop0" / "inflight",
+        kernel_dev(7, 1): tmp_path / "loop1" / "inflight",
+    }
+    files[kernel_dev(7, 2)] = tmp_path / "gone" / "inflight"
+    assert kernel_inflight(files) == {LOOP0: 8}
 
 
 def test_a_quantile_is_within_a_sixteenth_of_the_value() -> None:
