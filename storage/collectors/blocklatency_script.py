@@ -24,7 +24,8 @@ over requests, ``sum(L)`` equals the sum over issues of the requests in flight a
 (each pair "x in flight when r was issued" counted once from either side), so ``sum(L) / n``
 is the mean in flight at issue — and an event the kernel skipped costs one term, never a
 drift. Requests issued before the program started are not counted (their completions find
-no issue of theirs). A count the racing updates left behind can make ``L`` come out below 1:
+no issue of theirs), nor is one of two requests in flight at the same sector (they share
+the entry that remembers the issue). A count the racing updates left behind can make ``L`` come out below 1:
 it is counted as 1 and the times are counted (``@clamped``).
 
 The equality holds over a span that starts and ends with the device idle; over an interval,
