@@ -127,7 +127,8 @@ class AppendFile:
 
 
 class AppendCsv:
-    """An append-only CSV whose header is fixed by the first row written."""
+    """An append-only CSV whose header is set by the first rows written and widened (the file
+    rewritten once) when a later row brings a figure the header lacks."""
 
     def __init__(self, path: Path, columns: tuple[str, ...]) -> None:
         self.path = path
@@ -147,8 +148,31 @@ class AppendCsv:
         self._file.append(buffer.getvalue())
 
     def append(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        if rows:
-            self._write_rows(rows)
+        if not rows:
+            return
+        if extra := sorted({key for row in rows for key in row} - set(self.columns)):
+            self._widen((*self.columns, *extra))
+        self._write_rows(rows)
+
+    def _widen(self, columns: tuple[str, ...]) -> None:
+        """A figure first seen after the header was written (a collector whose first interval
+        had no request of some kind, a counter a server exposes only once used) widens the
+        file instead of being dropped without a word: the file is rewritten once with the new
+        header, the earlier rows' new cells empty (a figure not measured then, never a 0), and
+        put in place atomically, so a reader of a running bundle sees the old or the new file
+        whole."""
+        self._file.close()
+        fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, encoding="utf-8", newline="") as handle:
+            earlier = list(csv.DictReader(handle))
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(earlier)
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        replace_file(str(self.path), buffer.getvalue().encode("utf-8"), str(tmp))
+        self.columns = columns
+        self._file = AppendFile(self.path)
 
     def flush(self) -> None:
         self._file.flush()
