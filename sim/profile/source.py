@@ -151,13 +151,17 @@ def _number(text: str | None) -> float | None:
 
 def read_table(info: BundleInfo, source: str, keep: Callable[[str], bool]) -> Table | None:
     """The measured rows of ``source``'s time series, only the columns ``keep`` accepts;
-    None when the bundle has no such file or not one measured row in it."""
+    None when the bundle has no such file or not one measured row in it. Streamed into one
+    list per entity and column (a week of one-second rows is millions of cells)."""
     name = f"{TIMESERIES}/{source}.csv"
     path = info.path / TIMESERIES / f"{source}.csv"
     if not path.exists() and not path.is_symlink():
         return None
     every_t: set[float] = set()
-    cells: dict[float, dict[str, dict[str, float]]] = {}
+    times: list[float] = []
+    position: dict[float, int] = {}
+    values: dict[str, dict[str, list[float | None]]] = {}
+    kept: list[str] | None = None
     for row in reader.iter_whole_rows(path):
         t = _number(row.get("t"))
         entity = row.get("entity") or ""
@@ -166,12 +170,54 @@ def read_table(info: BundleInfo, source: str, keep: Callable[[str], bool]) -> Ta
         every_t.add(t)
         if row.get("phase") != MEASURE:
             continue
-        figures = {c: v for c, text in row.items() if keep(c) and (v := _number(text)) is not None}
-        cells.setdefault(t, {})[entity] = figures
-    if not cells:
+        if kept is None:  # every row has the header's columns
+            kept = [c for c in row if keep(c)]
+        i = position.setdefault(t, len(times))
+        if i == len(times):
+            times.append(t)
+        _put(values.setdefault(entity, {}), kept, row, i)
+    if not times:
         return None
-    times = sorted(cells)
-    return _lined_up(source, name, times, _lengths(times, every_t, stated_interval(info)), cells)
+    return _ordered(source, name, times, every_t, values, stated_interval(info))
+
+
+def _put(
+    columns: dict[str, list[float | None]], kept: list[str], row: dict[str, str], i: int
+) -> None:
+    """One row's kept figures at interval ``i`` of its entity's columns."""
+    for column in kept:
+        value = _number(row.get(column))
+        if value is None:
+            continue
+        series = columns.get(column)
+        if series is None:
+            series = columns[column] = []
+        if len(series) <= i:
+            series.extend([None] * (i + 1 - len(series)))
+        series[i] = value
+
+
+def _ordered(
+    source: str,
+    name: str,
+    times: list[float],
+    every_t: set[float],
+    values: dict[str, dict[str, list[float | None]]],
+    stated: float | None,
+) -> Table:
+    """The table in time order (rows are appended in order; a file edited out of order is
+    sorted), every column as long as the times."""
+    order = sorted(range(len(times)), key=times.__getitem__)
+    in_order = order == list(range(len(times)))
+    for columns in values.values():
+        for column, series in columns.items():
+            series.extend([None] * (len(times) - len(series)))
+            if not in_order:
+                columns[column] = [series[k] for k in order]
+    times = [times[k] for k in order]
+    table = Table(source, name, times, _lengths(times, every_t, stated))
+    table.values = values
+    return table
 
 
 def _lengths(times: list[float], every_t: set[float], stated: float | None) -> list[float]:
@@ -191,20 +237,3 @@ def _lengths(times: list[float], every_t: set[float], stated: float | None) -> l
         else:  # t = 0 and nothing said: as long as the next one
             lengths.append(ordered[1] - t if len(ordered) > 1 else 1.0)
     return lengths
-
-
-def _lined_up(
-    source: str,
-    name: str,
-    times: list[float],
-    lengths: list[float],
-    cells: dict[float, dict[str, dict[str, float]]],
-) -> Table:
-    table = Table(source, name, times, lengths)
-    for i, t in enumerate(times):
-        for entity, figures in cells[t].items():
-            columns = table.values.setdefault(entity, {})
-            for column, value in figures.items():
-                series = columns.setdefault(column, [None] * len(times))
-                series[i] = value
-    return table
