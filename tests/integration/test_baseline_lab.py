@@ -55,6 +55,7 @@ def _require_fio() -> None:
         pytest.skip("!!! NOT RUN: fio is not installed (apt-get install fio; make test does)")
 
 
+@pytest.mark.timing
 def test_random_4k_row_sits_at_the_lab_ceiling(lab_env, tmp_path: Path) -> None:  # noqa: F811
     _require_fio()
     lab, mount_point = lab_env

@@ -38,6 +38,9 @@ TIMING_NAMES: dict[str, str] = {
     "array_lab": "the lab array (a QoS policy)",
     "two_volumes": "lab volumes under ceilings",
     "_read_iops": "device read IOPS sampled over seconds",
+    "CEILING": "a device's IOPS ceiling, measured against",
+    "CEILINGS": "devices' IOPS ceilings, measured against",
+    "POLICY_IOPS": "an array policy's IOPS, measured against",
     # An open-loop rate against what was achieved.
     "achieved": "an achieved rate against the one asked",
     "achieved_ops_s": "an achieved rate against the one asked",
