@@ -33,10 +33,12 @@ def _thin(values: Sequence[float | None], step: int) -> list[float | None]:
 
 
 def _clock(doc: dict[str, Any]) -> float | None:
+    """The epoch the report's axis labels (local time) turn back into the bundle's own
+    wall clock: the capture's hours, not the reader's."""
     stamp = doc.get("start")
     if not stamp:
         return None
-    return datetime.fromisoformat(stamp).timestamp()
+    return datetime.fromisoformat(stamp).replace(tzinfo=None).timestamp()
 
 
 def _device_panels(series: dict[str, Any], thin: Any) -> list[Panel]:
@@ -82,20 +84,24 @@ def _charts(doc: dict[str, Any]) -> str:
     t = series["t"]
     step = max(1, -(-len(t) // MAX_POINTS))
     times = [t[min(i + step - 1, len(t) - 1)] for i in range(0, len(t), step)]
-    bands = [
-        (w["start_t"], w["end_t"], label)
-        for key, label in PEAK_BANDS
-        if "figures" in (w := doc["peaks"].get(key) or {})
-    ]
+    # The 15 minutes shaded, the minute (inside them, often) a marked start.
+    windows = {k: w for k, _ in PEAK_BANDS if "figures" in (w := doc["peaks"].get(k) or {})}
+    quarter, minute = windows.get("busiest_15min"), windows.get("busiest_minute")
+    bands = [(quarter["start_t"], quarter["end_t"], "")] if quarter else []  # the caption names it
+    marks = [(minute["start_t"], "busiest minute")] if minute else []
     svg = time_panels(
         times,
         _device_panels(series, lambda values: _thin(values, step)),
+        marks=marks,
         bands=bands,
         label="storage per interval",
         clock=_clock(doc),
     )
     note = "each point one interval" if step == 1 else f"each point the mean of {step} intervals"
-    caption = f"The counted devices per interval ({note}); shaded: the peak windows."
+    caption = (
+        f"The counted devices per interval ({note}), on the bundle's clock; shaded: the "
+        "busiest 15 minutes; dashed: the start of the busiest minute."
+    )
     return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
 
 
