@@ -112,6 +112,7 @@ class _State:
     decimal_comma: bool | None = None
     run_started: bool = True
     header_stamp: clock.Stamp | None = None
+    header_broken: bool = False
     host: dict[str, object] = field(default_factory=dict)
     ignored: set[str] = field(default_factory=set)
     seen_columns: set[str] = field(default_factory=set)
@@ -132,7 +133,8 @@ def parse_file(source: SourceFile) -> Parsed:
     for number_, line in enumerate(lines, start=1):
         if last_cut and number_ == len(lines):
             source.drop(
-                number_, "last line has no end of line (iostat ends every line): cut short?"
+                number_,
+                f"last line has no end of line (iostat ends every line): cut short? {line[:40]!r}",
             )
             break
         _read_line(state, number_, line)
@@ -150,7 +152,7 @@ def _read_line(state: _State, line_no: int, line: str) -> None:
         state.columns = state.cpu_columns = None
         return
     if text.startswith("Linux ") and "(" in text:
-        _header(state, text)
+        _header(state, line_no, text)
         return
     stamp = clock.parse_stamp(text)
     if stamp is not None:
@@ -171,12 +173,16 @@ def _read_line(state: _State, line_no: int, line: str) -> None:
         _device_row(state, line_no, text)
     else:
         state.source.drop(line_no, f"not a line of an iostat report: {text[:60]!r}")
+        if not state.reports and not state.host:
+            state.header_broken = True  # the header naming the host may be this line
 
 
-def _header(state: _State, text: str) -> None:
+def _header(state: _State, line_no: int, text: str) -> None:
     match = _HEADER.match(text)
     state.run_started = True
     if not match:
+        state.header_broken = True
+        state.source.drop(line_no, "header not read as iostat writes it: avg-cpu not imported")
         return
     state.host = {"hostname": match.group(3), "kernel": match.group(2)}
     if match.group(5):
@@ -215,7 +221,7 @@ def _values(state: _State, fields: list[str]) -> list[float] | None:
         if ("." if state.decimal_comma else ",") in text:
             return None
         value = number(text.replace(mark, ".") if mark == "," else text)
-        if value is None:
+        if value is None or value < 0:  # iostat prints no negative figure
             return None
         out.append(value)
     return out
@@ -314,7 +320,7 @@ def _parsed(state: _State) -> Parsed:
                 source.drop(report.line, FIRST_REPORT)
             continue
         rows.extend((moment, device_role, name, figures) for name, figures in report.devices)
-        if report.cpu:
+        if report.cpu and not state.header_broken:
             rows.append((moment, cpu_role, hostname, report.cpu))
     rows = timeline.rows
     return Parsed(
@@ -346,6 +352,8 @@ def _means_only(state: _State, source: str) -> list[str]:
 
 def _notes(state: _State) -> list[str]:
     notes = []
+    if state.header_broken:
+        notes.append("avg-cpu not imported: the header naming the host was not read")
     if state.ignored:
         notes.append(f"iostat columns not imported: {', '.join(sorted(state.ignored))}")
     if any(r.stamp.slashed for r in state.reports):

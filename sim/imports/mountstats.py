@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sim.imports import clock
-from sim.imports.source import Parsed, Row, SourceFile
+from sim.imports.source import Parsed, Row, SourceFile, same_kind
 from storage.collectors.mountstats import MountStats, MountstatsFile, parse_mountstats
 from storage.collectors.nfs import NfsClientCollector
 from storage.collectors.nfs_rates import interval_figures, mount_reset
@@ -143,8 +143,12 @@ class _Series:
         self.source = NfsClientCollector.source
         self.baselines: dict[str, tuple[datetime, MountStats]] = {}
         self.last: tuple[Snapshot, MountstatsFile] | None = None
+        self._aware: bool | None = None
 
     def snapshot(self, snap: Snapshot, reading: MountstatsFile) -> None:
+        if not same_kind(self, snap.moment):
+            snap.source.drop(snap.line, "a time with a zone where the others have none, or without")
+            return
         last = self.last
         if last is not None and snap.moment <= last[0].moment:
             snap.source.drop(snap.line, f"time {snap.moment} is not after the snapshot before")
@@ -156,6 +160,8 @@ class _Series:
             return
         for point, bad in reading.unreadable.items():
             snap.source.drop(snap.line + bad.lineno, f"{point}: {bad.reason}")
+        for bad in reading.orphans:
+            snap.source.drop(snap.line + bad.lineno, bad.reason)
         for point, curr in reading.items():
             if curr.is_nfs:
                 self._mount(snap, point, curr)
@@ -176,6 +182,11 @@ class _Series:
             missing = [op for op in prev.ops if op not in curr.ops]
             if missing:  # the kernel lists a mount's ops while it is mounted: a cut snapshot
                 snap.source.drop(snap.line, f"{point}: op {missing[0]} of its baseline missing")
+                return
+            added = [op for op in curr.ops if op not in prev.ops]
+            if added:  # so the baseline was the cut one: this reading is the new baseline
+                snap.source.drop(snap.line, f"{point}: op {added[0]} missing from its baseline")
+                self.baselines[point] = (snap.moment, curr)
                 return
         figures = interval_figures(prev, curr, (snap.moment - start).total_seconds())
         self.baselines[point] = (snap.moment, curr)

@@ -31,9 +31,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 
 from sim.imports import clock
-from sim.imports.source import ImportClock, Parsed, Row, SourceFile, combine, number
+from sim.imports.source import (
+    ImportClock,
+    Parsed,
+    Row,
+    SourceFile,
+    combine,
+    number,
+    same_kind,
+)
 from storage.collectors.nfs import NfsClientCollector
 
 USES_CLOCK = True
@@ -78,6 +87,7 @@ def parse_file(source: SourceFile, given: ImportClock) -> Parsed:
     rows: list[Row] = []
     nfs = NfsClientCollector.source
     last: dict[str, datetime] = {}
+    kinds = SimpleNamespace(_aware=None)
     for block in blocks:
         if block.index == 0:
             source.drop(block.line, FIRST)
@@ -85,6 +95,8 @@ def parse_file(source: SourceFile, given: ImportClock) -> Parsed:
         if block.broken:
             continue
         moment = block.stamp if stamped else _moment(given, block.index)
+        if moment is not None and not same_kind(kinds, moment):
+            moment = None
         if moment is None or (block.mount in last and moment <= last[block.mount]):
             source.drop(block.line, "a report without its own time, or out of order")
             continue
@@ -108,63 +120,92 @@ def _moment(given: ImportClock, index: int) -> datetime | None:
     return given.start + timedelta(seconds=given.interval_s * index)
 
 
-def _blocks(source: SourceFile) -> list[Block]:
-    blocks: list[Block] = []
-    seen: dict[str, int] = {}
-    stamp: datetime | None = None
-    pending: tuple[int, str] | None = None  # an op's header waiting for its figures
-    for number_, line in enumerate(source.lines, start=1):
-        text = line.strip()
-        if not text or _CACHE_TEXT.match(text):
-            continue
+class _Reader:
+    """The file's lines, block by block: a header line must be followed by its figures."""
+
+    def __init__(self, source: SourceFile) -> None:
+        self.source = source
+        self.blocks: list[Block] = []
+        self.seen: dict[str, int] = {}
+        self.stamp: datetime | None = None
+        self.pending: tuple[int, str] | None = None  # a header waiting for its figures
+
+    def close(self, line: int) -> None:
+        """Whatever comes next is not the pending header's figures."""
+        if self.pending is not None and self.blocks:
+            _broken(self.source, self.blocks[-1], line, "a header without its figures")
+        self.pending = None
+
+    def line(self, number_: int, text: str) -> None:
         mount = _MOUNT.match(text)
         if mount:
+            self.close(number_)
             point = mount.group("mount")
-            seen[point] = seen.get(point, -1) + 1
-            blocks.append(Block(number_, point, seen[point], stamp))
-            stamp, pending = None, None
-            continue
+            self.seen[point] = self.seen.get(point, -1) + 1
+            self.blocks.append(Block(number_, point, self.seen[point], self.stamp))
+            self.stamp = None
+            return
         found = clock.parse_stamp(text)
         if found is not None:
-            stamp = clock.resolve(found, dayfirst=False, base=None)
-            continue
-        pending = _figure_line(source, blocks, number_, text, pending)
-    return blocks
+            self.close(number_)
+            self.stamp = clock.resolve(found, dayfirst=False, base=None)
+            return
+        block = self.blocks[-1] if self.blocks else None
+        if block is None:
+            self.source.drop(number_, f"not a line of an nfsiostat report: {text[:60]!r}")
+            return
+        words = text.split()
+        if words[0] in ("ops/s", "op/s") or words[0].endswith(":"):
+            self.close(number_)
+            self.pending = (number_, text)
+            return
+        pending, self.pending = self.pending, None
+        if pending is None:
+            _broken(self.source, block, number_, "figures without their header line")
+            return
+        _figures(self.source, block, number_, pending, text)
 
 
-def _figure_line(
-    source: SourceFile, blocks: list[Block], line: int, text: str, pending: tuple[int, str] | None
-) -> tuple[int, str] | None:
-    """Read a header or a figures line; returns the header now pending, if any."""
-    block = blocks[-1] if blocks else None
-    if block is None:
-        source.drop(line, f"not a line of an nfsiostat report: {text[:60]!r}")
-        return None
-    words = text.split()
-    if words[0] in ("ops/s", "op/s") or words[0].endswith(":"):
-        return (line, text)
-    if pending is None:
-        _broken(source, block, line, "figures without their header line")
-        return None
+def _blocks(source: SourceFile) -> list[Block]:
+    reader = _Reader(source)
+    cut = bool(source.text) and not source.text.endswith("\n")
+    for number_, line in enumerate(source.lines, start=1):
+        text = line.strip()
+        if cut and number_ == len(source.lines):
+            if reader.blocks:
+                why = "last line has no end of line: cut short?"
+                _broken(source, reader.blocks[-1], number_, why)
+            return reader.blocks
+        if text and not _CACHE_TEXT.match(text):
+            reader.line(number_, text)
+    reader.close(len(source.lines))
+    return reader.blocks
+
+
+def _figures(
+    source: SourceFile, block: Block, line: int, pending: tuple[int, str], text: str
+) -> None:
     head_line, head = pending
     figures = _values(head, text)
-    if figures is None:
-        _broken(source, block, line, f"figures that do not match the header of line {head_line}")
-        return None
     name = head.split()[0]
-    if name in ("ops/s", "op/s"):
+    summary = name in ("ops/s", "op/s")
+    expected = {"ops_s", "rpc_bklog"} if summary else {"ops_s", "kB_s", "kB_per_op"}
+    if figures is None or not expected <= set(figures) or (summary and len(figures) != 2):
+        _broken(source, block, line, f"figures that do not match the header of line {head_line}")
+    elif summary and block.mount in block.figures:
+        _broken(source, block, line, "a second ops/s line in one report of the mount")
+    elif summary:
         block.figures[block.mount] = {
             "rpc_sends_s": figures["ops_s"],
-            "rpc_bklog": figures.get("rpc_bklog", 0.0),
+            "rpc_bklog": figures["rpc_bklog"],
         }
-    elif figures.get("ops_s", 0.0) > 0:
+    elif figures["ops_s"] > 0:
         block.figures[f"{block.mount}:{name.rstrip(':').upper()}"] = figures
-    return None
 
 
 def _broken(source: SourceFile, block: Block, line: int, why: str) -> None:
     """A damaged line loses its whole report of that mount (never a partial one)."""
-    if not block.broken and block.index > 0:
+    if not block.broken:
         source.drop(line, f"{block.mount}: {why}")
     block.broken, block.figures = True, {}
 
@@ -191,14 +232,17 @@ def _values(head: str, text: str) -> dict[str, float] | None:
     """The figures of a line under its header, by the header's names: a ``3 (0.0%)`` column
     gives the count and its percentage (``retrans_pct``, ``errors_pct``)."""
     keys = [HEAD_KEYS[name] for name in _HEAD.findall(head)]
-    percents = iter(float(p) for _, p in _COUNT.findall(text))
+    counted = _COUNT.findall(text)
+    if len(counted) != sum(key in ("retrans", "errors") for key in keys):
+        return None  # nfsiostat prints every count with its percentage
+    percents = iter(float(p) for _, p in counted)
     words = _COUNT.sub(lambda m: m.group(1), text).split()
     if len(words) != len(keys):
         return None
     out: dict[str, float] = {}
     for key, word in zip(keys, words, strict=True):
         value = number(word)
-        if value is None:
+        if value is None or value < 0:  # nfsiostat prints no negative figure
             return None
         out[key] = value
         if key in ("retrans", "errors"):

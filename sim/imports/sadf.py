@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -43,7 +44,8 @@ DISK_KEYS: tuple[tuple[str, str, float], ...] = (
     ("util-percent", "util_pct", 1),
 )
 #: sar -u: the host collector's figures as sums of sar's (guest time is inside user time in
-#: /proc/stat, as the host collector reads it; sar and mpstat take it out).
+#: /proc/stat, as the host collector reads it; sar and mpstat take it out). ``sar -u`` writes
+#: the first set of keys, ``sar -u ALL`` the second: an entry with any other set is damaged.
 CPU_SUMS: dict[str, tuple[str, ...]] = {
     "cpu_user_pct": ("usr", "user", "nice", "guest", "gnice"),
     "cpu_system_pct": ("sys", "system", "irq", "soft"),
@@ -51,6 +53,10 @@ CPU_SUMS: dict[str, tuple[str, ...]] = {
     "cpu_steal_pct": ("steal",),
     "cpu_idle_pct": ("idle",),
 }
+CPU_KEY_SETS = (
+    {"cpu", "user", "nice", "system", "iowait", "steal", "idle"},
+    {"cpu", "usr", "nice", "sys", "iowait", "steal", "irq", "soft", "guest", "gnice", "idle"},
+)
 #: An ``interval`` beyond a day is not one (sysstat 10 printed 2**64/100 for a first record).
 MAX_INTERVAL_S = 86_400
 MEANS_ONLY = (
@@ -100,7 +106,12 @@ def parse_file(source: SourceFile) -> Parsed:
     records = host.get("statistics")
     if not isinstance(records, list):
         raise source.refuse(1, "statistics", "missing: not sadf -j output")
-    reader = _Reader(source, str(host.get("nodename") or "host"), len(records))
+    nodename = host.get("nodename")
+    if not isinstance(nodename, str) or not nodename:
+        source.drop(1, "no nodename: cpu-load not imported (no host to give it)")
+        nodename = None
+    reader = _Reader(source, nodename, len(records))
+    reader.keys = _usual_keys(records)
     for record in records:
         reader.record(record if isinstance(record, dict) else {})
     if not any(row[1] == reader.device for row in reader.rows):
@@ -119,7 +130,7 @@ def parse_file(source: SourceFile) -> Parsed:
 class _Reader:
     """The statistics records of one host, in order, with the lines they are on."""
 
-    def __init__(self, source: SourceFile, nodename: str, count: int) -> None:
+    def __init__(self, source: SourceFile, nodename: str | None, count: int) -> None:
         self.source, self.nodename = source, nodename
         self.stamp_lines = iter(_lines_of(source, "timestamp") + [0] * count)
         self.disk_lines = iter(_lines_of(source, "disk-device"))
@@ -128,6 +139,8 @@ class _Reader:
         self.timeline = Timeline(source)
         self.intervals: list[float] = []
         self.started: datetime | None = None
+        self.keys: set[str] = set()
+        self.aware: bool | None = None
 
     @property
     def rows(self) -> list[Row]:
@@ -142,6 +155,11 @@ class _Reader:
         if moment is None:
             self.source.drop(line, "a record without a readable timestamp")
             return
+        aware = moment.tzinfo is not None
+        self.aware = aware if self.aware is None else self.aware
+        if aware != self.aware:
+            self.source.drop(line, "a timestamp whose zone (utc/tz) differs from the others")
+            return
         if not self.timeline.accept(moment, line):
             return
         if interval is not None:
@@ -152,10 +170,29 @@ class _Reader:
             if found is None:
                 self.source.drop(at, "a disk entry with no device name or a figure not a number")
                 continue
+            # sadf writes the same keys in every entry: one that has others is damaged.
+            if set(entry) != self.keys:
+                odd = ", ".join(sorted(self.keys ^ set(entry)))
+                self.source.drop(at, f"a disk entry whose keys differ from the others': {odd}")
+                continue
             self.rows.append((moment, self.device, found[0], found[1]))
-        cpu = _cpu(record)
-        if cpu:
+        cpu = _cpu(record) if self.nodename else {}
+        if cpu is None:
+            self.source.drop(line, "cpu-load of this record damaged (keys or values)")
+        elif cpu and self.nodename:
             self.rows.append((moment, self.cpu_source, self.nodename, cpu))
+
+
+def _usual_keys(records: list[Any]) -> set[str]:
+    """The keys most disk entries of the file have (sadf writes the same in each)."""
+    seen = Counter(
+        frozenset(entry)
+        for record in records
+        if isinstance(record, dict) and isinstance(record.get("disk"), list)
+        for entry in record["disk"]
+        if isinstance(entry, dict)
+    )
+    return set(seen.most_common(1)[0][0]) if seen else set()
 
 
 def _timestamp(stamp: Any) -> tuple[datetime | None, float | None]:
@@ -186,13 +223,14 @@ def _disk(entry: Any) -> tuple[str, dict[str, float]] | None:
         if isinstance(value, bool) or not isinstance(value, int | float):
             return None
         checked = number(str(value))
-        if checked is None:
+        if checked is None or checked < 0:  # sadf prints no negative figure
             return None
         figures[figure] = checked * factor
     return (entry["disk-device"], figures) if figures else None
 
 
-def _cpu(record: dict[str, Any]) -> dict[str, float]:
+def _cpu(record: dict[str, Any]) -> dict[str, float] | None:
+    """The host figures of ``record``'s "all" CPU; {} without cpu-load, None when damaged."""
     loads = record.get("cpu-load") or record.get("cpu-load-all")
     whole = (
         next((c for c in loads if isinstance(c, dict) and c.get("cpu") == "all"), None)
@@ -200,14 +238,16 @@ def _cpu(record: dict[str, Any]) -> dict[str, float]:
         else None
     )
     if whole is None:
-        return {}
+        return {} if not loads else None
+    if set(whole) not in CPU_KEY_SETS:
+        return None
     out: dict[str, float] = {}
     for figure, keys in CPU_SUMS.items():
         values = [whole[k] for k in keys if k in whole]
         if not values or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in values
+            isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in values
         ):
-            return {}
+            return None
         out[figure] = float(sum(values))
     out["cpu_busy_pct"] = 100.0 - out["cpu_idle_pct"] - out["cpu_iowait_pct"]
     return out

@@ -262,9 +262,13 @@ class Timeline:
         self.source = source
         self.rows: list[Row] = []
         self._last: tuple[datetime, int, int] | None = None  # time, line, first row index
+        self._aware: bool | None = None
 
     def accept(self, moment: datetime, line: int) -> bool:
         """Whether the record at ``line`` may add rows (it then goes after the last one)."""
+        if not same_kind(self, moment):
+            self.source.drop(line, "a time with a zone where the others have none, or without")
+            return False
         last = self._last
         if last is not None and moment <= last[0]:
             self.source.drop(line, f"time {moment} is not after the record before ({last[0]})")
@@ -275,3 +279,12 @@ class Timeline:
             return False
         self._last = (moment, line, len(self.rows))
         return True
+
+
+def same_kind(holder: Any, moment: datetime) -> bool:
+    """Whether ``moment`` has a zone as the first time ``holder`` saw (``holder._aware``):
+    times with and without one cannot be put in one order."""
+    aware = moment.utcoffset() is not None
+    if holder._aware is None:
+        holder._aware = aware
+    return bool(holder._aware == aware)
