@@ -38,9 +38,16 @@ def build_profile(bundle: Path) -> dict[str, Any]:
     parts = _Parts(info)
     load = parts.load()
     if load is None:
+        unread = [item["what"].split(":")[0] for item in limits.unread_layers(info, parts.read)]
+        besides = (
+            f"; {', '.join(unread)} holds a layer's I/O figures, but its collector declares no "
+            "role the profile reads"
+            if unread
+            else ""
+        )
         raise ConfigError(
             f"profile: {bundle}: no storage figures to profile (no measured rows of a block "
-            "device, of the database I/O vocabulary or of an NFS mount)"
+            f"device, of the database I/O vocabulary or of an NFS mount){besides}"
         )
     doc = _header(info)
     doc["devices"] = parts.device_doc

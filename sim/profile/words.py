@@ -109,8 +109,14 @@ def _database_peak(figures: dict[str, Any], total: Any) -> str:
 
 
 def _nfs_peak(figures: dict[str, Any], total: Any) -> str:
-    mounts = ", ".join(
-        f"{mount} {show(entry.get('ops_s'), '')}/s" for mount, entry in figures.items()
+    mounts = "; ".join(
+        f"{mount} {show(entry.get('ops_s'), '')}/s"
+        + "".join(
+            f", {label} {show(entry[key])}"
+            for key, label in (("read_kB_s", "READ"), ("write_kB_s", "WRITE"))
+            if key in entry
+        )
+        for mount, entry in figures.items()
     )
     return f"Peak: {show(total, '')}{NBSP}NFS calls/s ({mounts})"
 
