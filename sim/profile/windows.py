@@ -5,8 +5,9 @@ Rates are time-weighted: a window's or an hour's figure is the sum of each inter
 times its length, divided by the length covered (intervals without a value are left out of
 both). A window is a run of consecutive intervals, the shortest from its first interval that
 reaches the window's length, so with intervals that do not divide it evenly a window runs up
-to one interval longer (its start and end are stated). An interval belongs to the hour that
-holds its midpoint.
+to one interval longer (its start and end are stated), and never spans a gap (an interval
+that starts after the one before it ended: two files, two sittings). An interval belongs to
+the hour that holds its midpoint.
 """
 
 from __future__ import annotations
