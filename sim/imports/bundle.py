@@ -76,7 +76,10 @@ def write_capture_bundle(
         started = first - timedelta(seconds=interval_s or 0)
     times = sorted({row[0] for row in ordered})
     index = {moment: i for i, moment in enumerate(times, start=1)}
-    path = new_bundle_dir(out_dir, name, now=_epoch(started))
+    try:
+        path = new_bundle_dir(out_dir, name, now=_epoch(started))
+    except OutputDirectoryError as exc:  # the run's wording names its scenario field
+        raise OutputDirectoryError(str(exc).replace("output.directory:", "-o:", 1)) from None
     written: list[Path] = []
     try:
         (path / "timeseries").mkdir()
