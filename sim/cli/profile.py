@@ -43,24 +43,29 @@ def profile(
     doc = build_profile(bundle)
     page_path = html if html is not None else bundle / HTML_NAME
     text = strict_json(doc) + "\n"
-    _write(bundle / PROFILE_NAME, text, "profile.json")
-    _write(page_path, render_page(doc), "--html" if html is not None else "profile.html")
+    # Written before anything is printed, but a bundle that cannot take them (read-only, a
+    # link planted at the name) still gets its profile printed before the one error line.
+    failed = _write(bundle / PROFILE_NAME, text, "profile.json") or _write(
+        page_path, render_page(doc), "--html" if html is not None else "profile.html"
+    )
     if as_json:
         sys.stdout.write(text)
-        return
-    out = Console(width=output_width(sys.stdout))
-    print_profile(out, doc, [f"profile: {bundle / PROFILE_NAME}", f"html: {page_path}"])
+    else:
+        out = Console(width=output_width(sys.stdout))
+        written = [] if failed else [f"profile: {bundle / PROFILE_NAME}", f"html: {page_path}"]
+        print_profile(out, doc, written)
+    if failed:
+        raise ConfigError(failed)
 
 
-def _write(path: Path, text: str, what: str) -> None:
+def _write(path: Path, text: str, what: str) -> str | None:
     """``text`` at ``path`` by a temporary file and a rename (never through a link, never
-    over anything but a regular file); a refusal is bad input, one line."""
+    over anything but a regular file); the refusal's line, or None when written."""
     from sim.bundle.files import atomic_write, os_reason
 
     try:
         atomic_write(path, text)
     except OSError as exc:
         other = f" {exc.filename}" if exc.filename and str(exc.filename) != str(path) else ""
-        raise ConfigError(
-            f"profile: {what} {path}: cannot write{other}: {os_reason(exc)}"
-        ) from None
+        return f"profile: {what} {path}: cannot write{other}: {os_reason(exc)}"
+    return None

@@ -42,7 +42,8 @@ def from_summary(info: BundleInfo) -> list[Limit]:
     if info.running:
         out.append(
             limit(
-                "the capture is still running: this profile covers its intervals so far",
+                f"the {'capture' if info.kind == 'capture' else 'run'} is still running: "
+                "this profile covers its intervals so far",
                 "summary.json status running",
             )
         )

@@ -245,3 +245,18 @@ def test_a_live_capture_still_running(runner: Dbsim, tmp_path: Path) -> None:
     assert doc["span"]["intervals"] >= 3
     assert any("still running" in item["what"] for item in doc["not_in_data"])
     assert stopped.rc == 143, stopped.describe()
+
+
+def test_a_link_planted_at_profile_json_is_refused_after_the_profile_is_printed(
+    runner: Dbsim, run_bundle: Path, tmp_path: Path
+) -> None:
+    bundle = tmp_path / "copy"
+    shutil.copytree(run_bundle, bundle)
+    precious = tmp_path / "precious.json"
+    precious.write_text("{}\n")
+    (bundle / "profile.json").unlink(missing_ok=True)
+    (bundle / "profile.json").symlink_to(precious)
+    done = runner("profile", bundle, "--json")
+    _one_error(done, "profile.json", str(bundle / "profile.json"))
+    assert json.loads(done.stdout)["profile_version"] == 1  # printed all the same
+    assert precious.read_text() == "{}\n" and (bundle / "profile.json").is_symlink()
