@@ -127,7 +127,7 @@ class _Parts:
         self.traced = latency is not None
         self.latency_name = latency.name if latency is not None else ""
         self.device = device.device_data(block, latency, self.info.column_kind)
-        if not any(v is not None for v in self.device.series["iops"]):
+        if not any(v is not None for v in self.device.series.get("iops", ())):
             self.device = None
             return
         self.device_doc = device_document(self.device)
@@ -155,7 +155,7 @@ class _Parts:
                 "IOPS",
                 "1/s",
                 data.info["iops"]["source"],
-                DERIVED,
+                data.info["iops"]["what"],
                 data.block.times,
                 data.lengths,
                 data.series["iops"],

@@ -337,3 +337,10 @@ def test_traced_request_sizes_sequential_share_and_in_flight(tmp_path: Path) -> 
     said = " ".join(item["what"] for item in doc["not_in_data"])
     assert "request-size distribution" not in said and "sequential" not in said
     assert "Requests in the peak:" in " ".join(headline(doc))
+
+
+def test_device_rows_without_any_io_count_are_nothing_to_profile(tmp_path: Path) -> None:
+    """Bad input: a block series holding only %util (no r_s, w_s or iops) gives no IOPS."""
+    rows = [(START + timedelta(seconds=k + 1), "block", "vda", {"util_pct": 5.0}) for k in range(3)]
+    with pytest.raises(ConfigError, match="no storage figures to profile"):
+        build_profile(write_bundle(tmp_path, rows, 1.0))
