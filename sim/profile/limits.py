@@ -18,12 +18,11 @@ def limit(what: str, seen: str) -> Limit:
 
 def from_summary(info: BundleInfo) -> list[Limit]:
     """What the capture itself says it could not record."""
-    out = [
-        limit(str(said), "summary.capture.means_only")
-        for said in info.capture.get("means_only") or []
-    ]
+    means_only = info.capture.get("means_only")
+    listed = means_only if isinstance(means_only, list) else []  # a hand-edited bundle's
+    out = [limit(str(said), "summary.capture.means_only") for said in listed]
     dropped = info.capture.get("dropped_count")
-    if isinstance(dropped, int) and dropped > 0:
+    if isinstance(dropped, int) and not isinstance(dropped, bool) and dropped > 0:
         out.append(
             limit(
                 f"{dropped:,} line(s) of the imported files were dropped (damaged or cut short)",
@@ -85,7 +84,9 @@ def device_limits(
         ),
     )
     # What the capture said already (summary.capture.means_only) is not said twice.
-    said = " ".join(str(s) for s in info.capture.get("means_only") or []).lower()
+    means_only = info.capture.get("means_only")
+    listed = means_only if isinstance(means_only, list) else []
+    said = " ".join(str(s) for s in listed).lower()
     return [
         limit(f"block: {text}", why)
         for (found, text), key in zip(checks, SAID_AS, strict=True)
