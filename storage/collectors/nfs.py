@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sim.errors import CollectorError
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Collector, Sample, Target, gap_sample
 from sim.registry import (
+    ROLE_NFS,
     CollectorEntry,
     Display,
     Figure,
@@ -275,6 +276,7 @@ register_collector(
         summary="nfsiostat figures per NFS op and mount under the target, from "
         "/proc/self/mountstats",
         options_model=NfsOptions,
+        role=ROLE_NFS,
         display=Display(
             title="NFS client",
             ui=(

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -80,7 +79,8 @@ def nfs_rows(
     start: datetime, pair: str, mount: str, interval_s: float, intervals: int
 ) -> list[tuple[datetime, str, str, dict[str, float]]]:
     """The mount's and its operations' figures of one recorded pair, ``intervals`` times."""
-    source = registry.collector_with_role(registry.ROLE_NFS) or "nfs"
+    source = registry.collector_with_role(registry.ROLE_NFS)
+    assert source is not None
     before = parse_mountstats((DATA / "mountstats" / f"{pair}.before").read_text())[mount]
     after = parse_mountstats((DATA / "mountstats" / f"{pair}.after").read_text())[mount]
     figures = interval_figures(before, after, interval_s)
@@ -109,16 +109,3 @@ def csv_rows(bundle: Path, source: str) -> list[dict[str, str]]:
     """The rows of ``timeseries/<source>.csv`` as the test reads them by hand."""
     with (bundle / "timeseries" / f"{source}.csv").open(newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
-
-
-@contextmanager
-def nfs_role() -> Iterator[str]:
-    """The NFS client's collector declaring :data:`sim.registry.ROLE_NFS` while the block
-    runs (storage/collectors/nfs.py does not declare it yet); restored afterwards."""
-    entry = registry.collector("nfs")
-    assert entry is not None
-    registry.register_collector(dataclasses.replace(entry, role=registry.ROLE_NFS))
-    try:
-        yield entry.source
-    finally:
-        registry.register_collector(entry)

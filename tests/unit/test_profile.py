@@ -25,7 +25,7 @@ from sim.profile import build_profile
 from sim.profile.console import print_profile
 from sim.profile.device import counted_devices
 from sim.profile.words import headline
-from tests.support.profile_bundles import block_rows, csv_rows, nfs_role, nfs_rows, write_bundle
+from tests.support.profile_bundles import block_rows, csv_rows, nfs_rows, write_bundle
 
 PLUS_ONE = timezone(timedelta(hours=1))
 START = datetime(2025, 1, 6, 0, 0, tzinfo=PLUS_ONE)
@@ -225,10 +225,9 @@ def test_partitions_and_device_mapper_are_not_counted_twice() -> None:
 
 
 def test_nfs_calls_per_operation(tmp_path: Path) -> None:
-    with nfs_role():
-        rows = nfs_rows(START, "nfsv3_statvers10", "/u02/oradata", 10.0, 3)
-        bundle = write_bundle(tmp_path, rows, 10.0)
-        doc = build_profile(bundle)
+    rows = nfs_rows(START, "nfsv3_statvers10", "/u02/oradata", 10.0, 3)
+    bundle = write_bundle(tmp_path, rows, 10.0)
+    doc = build_profile(bundle)
     assert doc["peaks"]["load"]["label"] == "NFS calls/s"
     read = doc["nfs_client"]["mounts"]["/u02/oradata"]["operations"]["READ"]["summary"]
     # tests/data/mountstats/README.md, nfsv3_statvers10: "READ | 12000 / 12003 / 1 / 140 /

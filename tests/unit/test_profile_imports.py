@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from sim import registry
-from sim.errors import ConfigError
 from sim.imports.run import run_import
 from sim.profile import build_profile
 from sim.profile.words import headline
-from tests.support.profile_bundles import DATA, csv_rows, nfs_role
+from tests.support.profile_bundles import DATA, csv_rows
 
 
 def _import(fmt: str, source: Path, out: Path) -> Path:
@@ -105,16 +104,12 @@ def test_awr_rac_report_hourly_means(tmp_path: Path) -> None:
 
 
 def test_mountstats_series_of_an_nfs_mount(tmp_path: Path) -> None:
-    """tests/data/mountstats_series/nfsv3_statvers10.series (the recorded pair as one file):
-    refused while no collector declares the NFS role, with the file it could not read named;
-    profiled by the NFS client's figures once one does."""
+    """tests/data/mountstats_series/nfsv3_statvers10.series (the recorded pair as one file),
+    profiled by the NFS client's figures (the collector declaring the NFS role)."""
     source = DATA / "mountstats_series" / "nfsv3_statvers10.series"
     bundle = _import("mountstats", source, tmp_path)
-    if registry.collector_with_role(registry.ROLE_NFS) is None:  # nfs.py does not, yet
-        with pytest.raises(ConfigError, match=r"timeseries/nfs\.csv holds a layer's I/O"):
-            build_profile(bundle)
-    with nfs_role():
-        doc = build_profile(bundle)
+    assert registry.collector_with_role(registry.ROLE_NFS) == "nfs"
+    doc = build_profile(bundle)
     mount = doc["nfs_client"]["mounts"]["/u02/oradata"]
     # tests/data/mountstats/README.md: "READ | 12000 / 12003 / 1 / 140 / 8308 …" over 10 s.
     assert mount["operations"]["READ"]["summary"]["ops_s"]["mean"]["value"] == 1200
