@@ -73,10 +73,6 @@ EXEMPT: dict[str, str] = {
     "test_the_runs_drain_is_left_out_of_the_last_steps_delivered_iops": (
         "intervals and device rates it writes, no clock"
     ),
-    "tests/integration/test_postgres_physical_reads.py::"
-    "test_reads_per_statement_match_work_unit_on_data_larger_than_the_cache": (
-        "perf_counter times the load for the printed line only; the ratio is of block counts"
-    ),
     "tests/unit/test_baseline_steps.py": "step plans and curves from figures the test writes",
     "tests/unit/test_eda_rules.py": "the EDA rate rules on numbers, no run",
     "tests/unit/test_score_words.py": "score sentences from points the test builds",
