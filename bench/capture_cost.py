@@ -124,13 +124,17 @@ def main() -> int:
         "--duration", str(args.duration), "-o", str(out), "--quiet",
     ]  # fmt: skip
     t0 = time.monotonic()
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # stderr to a file: a pipe nobody reads while the capture runs would fill and block it.
+    log = (out / "capture.stderr").open("w+")
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
     readings = [reading(child.pid, out, t0)]
     while child.poll() is None:
         time.sleep(args.every)
         if child.poll() is None:
             readings.append(reading(child.pid, out, t0))
-    stdout, stderr = child.communicate()
+    stdout, _ = child.communicate()
+    log.seek(0)
+    stderr = log.read()
     bundle = Path(stdout.strip()) if stdout.strip() else None
     summary = json.loads((bundle / "summary.json").read_text()) if bundle else {}
     table = windows(readings, args.window)

@@ -36,6 +36,8 @@ from sim.pathcheck import path_problems
 #: Sections of a scenario file a capture has no use for (it runs no workload).
 IGNORED_SECTIONS = ("workload", "load", "slos")
 DEFAULT_NAME = "capture"
+#: How often a capture rewrites its summary.json unless ``output.flush_interval_s`` says.
+CAPTURE_FLUSH_INTERVAL_S = 10.0
 #: A capture longer than a year is a typo (a duration in ms?), not a plan.
 MAX_DURATION_S = 366 * 86400.0
 
@@ -130,6 +132,11 @@ def resolve_capture(
             _set(data, dotted, value, f"environment {ENV_PREFIX}{dotted.upper()}")
     for dotted, value in overrides:
         _set(data, dotted, value, dotted)
+    output = data.setdefault("output", {})
+    if isinstance(output, dict):
+        # The summary is rewritten (and fsynced) at each flush, on a disk that may be the one
+        # watched; the time series are appended every interval whatever this is.
+        output.setdefault("flush_interval_s", CAPTURE_FLUSH_INTERVAL_S)
     if extra_paths:
         section = data.setdefault("capture", {})
         if not isinstance(section, dict):

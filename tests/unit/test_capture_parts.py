@@ -126,6 +126,9 @@ def test_a_capture_reads_target_and_collectors_and_ignores_the_workload(tmp_path
     assert plan.target.kind == "postgres" and plan.interval_s == 5.0
     assert plan.section.duration_s == 60
     assert "workload" not in plan.resolved and plan.resolved["capture"]["duration_s"] == 60
+    assert plan.scenario.output.flush_interval_s == 10.0  # a capture's own default
+    given = resolve_capture(scenario, [("output.flush_interval_s", 2)], environ={})
+    assert given.scenario.output.flush_interval_s == 2.0
 
 
 def test_a_capture_with_nothing_to_watch_is_refused(tmp_path: Path) -> None:
