@@ -1467,6 +1467,10 @@ SQL_INTERPOLATION_ALLOWED = {
     ("storage/collectors/database.py", "',\\n       '.join(sources)"): "module constants",
     ("workloads/identity.py", "MARKER_PREFIX"): "a module constant",
     ("workloads/identity.py", "token"): "checked to be 32 hex digits just before",
+    (
+        "storage/collectors/innodb.py",
+        "', '.join((f\"'{name.upper()}'\" for name in INNODB_COUNTERS))",
+    ): "the module's own constant counter names (letters and underscores), upper-cased and quoted",
     ("workloads/tablespace.py", "location_literal(placement.location)"): "refused unless an "
     "absolute path free of quotes, backslashes and line breaks, then single-quoted",
 }
@@ -1555,6 +1559,13 @@ def _is_message(node: ast.AST, tree: ast.AST) -> bool:
             isinstance(parent, ast.Call)
             and isinstance(parent.func, ast.Attribute)
             and parent.func.attr in {"debug", "info", "warning", "error", "exception", "append"}
+            and any(node in list(ast.walk(arg)) for arg in parent.args)
+        ):
+            return True
+        if (  # an error built to be returned or raised later: `return SomeError(f"...")`
+            isinstance(parent, ast.Call)
+            and isinstance(parent.func, ast.Name)
+            and parent.func.id.endswith("Error")
             and any(node in list(ast.walk(arg)) for arg in parent.args)
         ):
             return True
