@@ -72,6 +72,7 @@ def test_a_worker_port_beyond_loopback_needs_a_secret(
     assert "s3cret-value!" not in result.stdout + result.stderr
 
 
+@pytest.mark.timing  # refused within REFUSAL_S of their start: held with nothing beside it
 def test_only_workers_with_the_secret_join(dbsim: Dbsim, tmp_path: Path) -> None:
     env = {SECRET_ENV: secrets.token_hex(16), OTHER_ENV: secrets.token_hex(16)}
     master_port, web_port = free_port(), free_port()
