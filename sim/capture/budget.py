@@ -20,8 +20,10 @@ from typing import Any
 MAX_COARSE_S = 600.0
 #: The smallest cap accepted: the bundle's first files (summary, headers) take a few kB.
 MIN_MAX_BYTES = 64 * 1024
-#: The next interval is assumed to add at most this many times the last one's growth (the
-#: summary is rewritten too and may grow by a message).
+#: The next interval is assumed to add at most this many times the largest growth of one
+#: interval so far (the summary is rewritten too and may grow by a message). The largest, not
+#: the last: a source's rows come irregularly (blocklatency writes an entity only in intervals
+#: with requests), and judged on a quiet interval the next busy one passed the cap by 665 bytes.
 GROWTH_MARGIN = 2.0
 
 
@@ -36,6 +38,8 @@ class SizeBudget:
     stopped: str = ""
     #: The bundle's size after the previous interval (at first: its files before any row).
     last_size: int = 0
+    #: The most one interval has added to the bundle so far.
+    max_growth: int = 0
 
     def __post_init__(self) -> None:
         self.interval_s = self.interval_s or self.base_interval_s
@@ -49,9 +53,9 @@ class SizeBudget:
         """Account for the bundle's ``size`` after the interval ending at ``t`` (seconds since
         the capture started). Returns ``"coarsen"`` (the interval doubled: see
         :attr:`interval_s`), ``"stop"`` (see :attr:`stopped`) or ``""``."""
-        growth = max(size - self.last_size, 0)
+        self.max_growth = max(self.max_growth, size - self.last_size)
         self.last_size = size
-        if size + GROWTH_MARGIN * growth > self.max_bytes:
+        if size + GROWTH_MARGIN * self.max_growth > self.max_bytes:
             return self._stop(size, t)
         threshold = self.max_bytes * (1.0 - 0.5 ** (self.level + 1))
         if size < threshold:

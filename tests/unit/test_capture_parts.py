@@ -36,12 +36,28 @@ def test_the_interval_doubles_at_each_halving_of_what_is_left() -> None:
         {"t": 5.0, "bundle_bytes": 50_000, "interval_s": 2.0},
         {"t": 11.0, "bundle_bytes": 75_000, "interval_s": 4.0},
     ]
-    # 80,000 + 2 x 5,000 = 90,000 fits; 92,000 + 2 x 12,000 = 116,000 would not.
+    # 80,000 + 2 x 10,000 (the largest growth so far) = 100,000 fits; 92,000 + 2 x 12,000 =
+    # 116,000 would not.
     assert budget.after_interval(80_000, 15.0) == ""
     assert budget.after_interval(92_000, 19.0) == "stop"
     assert "92,000 of 100,000 bytes at t=19.0 s" in budget.stopped
     limits = budget.describe()
     assert limits["reached"] is True and limits["coarsened_to_s"] == 4.0
+
+
+def test_the_margin_is_the_largest_growth_so_far_not_the_last() -> None:
+    """A source writes rows only in some intervals (blocklatency: only when there were
+    requests): a quiet interval must not make the next busy one look as if it would fit."""
+    budget = SizeBudget(max_bytes=100_000, base_interval_s=1.0, last_size=40_000)
+    assert budget.after_interval(50_000, 1.0) == "coarsen"  # busy: +10,000
+    assert budget.after_interval(59_000, 3.0) == ""
+    assert budget.after_interval(68_000, 5.0) == ""
+    assert budget.after_interval(76_000, 7.0) == "coarsen"  # >= 75,000
+    assert budget.after_interval(80_000, 11.0) == ""  # 80,000 + 2 x 10,000 = 100,000 fits
+    # A quiet interval (+100): judged on it, 80,100 + 200 would fit and the next busy one could
+    # add 10,000 and more; judged on the largest growth, 80,100 + 20,000 does not.
+    assert budget.after_interval(80_100, 15.0) == "stop"
+    assert budget.max_growth == 10_000
 
 
 def test_the_interval_stops_doubling_at_ten_minutes() -> None:
