@@ -93,7 +93,12 @@ def test_device_iops_asked_are_delivered_below_the_ceiling(iops_lab: GroundLab) 
     path = iops_lab.write_scenario(
         "lab-iops",
         {
-            "sessions": 4,
+            # Open loop needs free sessions when an operation is due: under the ceiling, 4
+            # streams share 600 IOPS, an operation of ~60 reads takes ~0.4 s, and at 450 IOPS
+            # asked (7.7 ops/s) 4 sessions were ~77 % busy, so operations waited for a session
+            # and the step's backlog ran past its end (387.9 of 450 delivered in one CI run).
+            # 8 sessions are ~40 % busy at that step.
+            "sessions": 8,
             "mode": "open",
             "calibration_s": CALIBRATION_S,
             "warmup_s": 2.0,
