@@ -281,10 +281,14 @@ def _kind_flow(world: World, kind: str, full: str, light: str, envelope: str) ->
         "compare", bundle_a, bundle_b, "--json", "--html", world.base / f"compare-{kind}.html",
         rc={EXIT_OK, EXIT_WORSE, EXIT_NOT_COMPARABLE},  # the runs differ in duration: exit 4
     )  # fmt: skip
-    # Exit 2 where the bundle has no block-device means (no device under the data).
+    # Any answer size gives is fine here (the secret is what is checked): what it sizes is the
+    # device under the data, whose traffic this test does not own — 0 fits, 1 does not, 2 no
+    # device under the data, 4 outside the published points (a CI run's vda wrote 222 KiB
+    # requests beside the run, and no published point is that large).
     world.dbsim(
-        f"{kind}: size", "size", "--bundle", bundle_a, "-e", envelope, rc={EXIT_OK, EXIT_BAD_INPUT}
-    )
+        f"{kind}: size", "size", "--bundle", bundle_a, "-e", envelope,
+        rc={EXIT_OK, EXIT_WORSE, EXIT_BAD_INPUT, EXIT_NOT_COMPARABLE},
+    )  # fmt: skip
     out_failed = world.base / f"runs-{kind}-failed"
     for label, scenario, setting in (
         (f"wrong port ({full})", main, f"target.port={_free_port()}"),
