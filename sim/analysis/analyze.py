@@ -26,6 +26,7 @@ from sim.analysis.verdict import (
     Findings,
     decide,
 )
+from sim.bundle.iops import run_iops, window_iops
 from sim.core.cache import not_exercised
 from sim.core.validity import verdict_sentence
 
@@ -292,7 +293,7 @@ def findings(
         op=ctx.op,
         device=ctx.device,
         p99_us=p99,
-        iops=stats.nan_median(device["iops"]) if device is not None else None,
+        iops=_iops(window, ctx, device, whole_run),
         util_pct=stats.nan_mean(device["util_pct"]) if device and "util_pct" in device else None,
         await_ms=stats.nan_median(device["await_ms"]) if device and "await_ms" in device else None,
         ios_per_op=io["device_ios_per_op"],
@@ -312,7 +313,20 @@ def findings(
         cpu_share_pct=process / mean_sessions if process is not None and mean_sessions else None,
         littles_ratio=law.ratio if law else None,
         in_process_db=ctx.in_process_db,
+        open_loop=ctx.open_loop,
     )
+
+
+def _iops(
+    window: BundleSeries, ctx: RunContext, device: dict[str, FloatArray] | None, whole_run: bool
+) -> float | None:
+    """The device's IOPS over the window, by the one definition (sim.bundle.iops): for the
+    whole run the summary's mean (the block table's figure), else the length-weighted mean of
+    the window's intervals."""
+    if device is None or "iops" not in device:
+        return None
+    figure = run_iops(window.summary, ctx.device) if whole_run else None
+    return figure if figure is not None else window_iops(device["iops"], window.duration_s)
 
 
 def _plateau(
@@ -394,7 +408,9 @@ def segments(series: BundleSeries, ctx: RunContext) -> list[dict[str, Any]]:
                     part=True,
                 ),
                 "p99_us": rounded(stats.nan_median(p99), 1) if p99 is not None else None,
-                "device_iops": rounded(stats.nan_mean(device["iops"]), 3) if device else None,
+                "device_iops": rounded(window_iops(device["iops"], window.duration_s), 3)
+                if device
+                else None,
                 "await_ms": rounded(stats.nan_mean(device["await_ms"])) if device else None,
             }
         )

@@ -134,6 +134,12 @@ class Check:
     threshold: float | None
     passed: bool
     meaning: str
+    #: The branch of :func:`decide` this check feeds ("storage-bound", "client-bound",
+    #: "database-bound") and the gate it answers there; "reference" rows change no call.
+    branch: str = "reference"
+    gate: str = ""
+    #: How the value passes against the threshold ("<": storage idle, "≤": a plateau's spread).
+    comparison: str = "≥"
 
     def as_dict(self) -> dict[str, Any]:
         finite = self.value is not None and math.isfinite(self.value)
@@ -144,6 +150,9 @@ class Check:
             "threshold": self.threshold,
             "passed": self.passed,
             "meaning": self.meaning,
+            "branch": self.branch,
+            "gate": self.gate,
+            "comparison": self.comparison,
         }
 
 
@@ -176,6 +185,8 @@ class Findings:
     cpu_share_pct: float | None = None
     littles_ratio: float | None = None
     in_process_db: bool = False
+    #: An open-loop run: Little's law says nothing about sessions waiting (not shown).
+    open_loop: bool = False
     #: Other collectors' figures against latency: (title, best r, intervals, description).
     collector_coupling: list[tuple[str, float | None, int, str]] = field(default_factory=list)
 
@@ -248,47 +259,91 @@ def gates(f: Findings) -> Gates:
 
 
 def evidence(f: Findings, g: Gates) -> list[Check]:
-    """Every fact the call rests on, with its threshold; then, for reference, how latency
-    followed the figures other collectors declare correlatable (they do not change the call)."""
+    """Every fact the call rests on, with its threshold and the branch of :func:`decide` it
+    feeds; then, for reference, how latency followed the figures other collectors declare
+    correlatable (they do not change the call). Checks that do not apply to the run are left
+    out: the database's rows when no database statistics were collected (a file workload),
+    Little's law for an open loop (arrivals do not wait for sessions)."""
     dev = f.device or "the device"
+    sb, db = "storage-bound", "database-bound"
     checks = [
         Check("device %util", f.util_pct, UTIL_BUSY_PCT, g.busy,
               f"{dev} busy ≥ {UTIL_BUSY_PCT:.0f} % of the time (blk-throttle and QoS ceilings "
-              "can saturate a device at low %util)"),
+              "can saturate a device at low %util)", sb, "storage saturated"),
         Check("IOPS plateau", f.plateau[0] if f.plateau else None,
               f.plateau[1] if f.plateau else None, g.plateau,
-              f.plateau[3] if f.plateau else "not assessable (no device, or too few intervals)"),
+              f.plateau[3] if f.plateau else "not assessable (no device, or too few intervals)",
+              sb, "storage saturated", comparison="≤"),
         Check("latency follows storage", f.coupling_r, COUPLING_MIN_R, g.correlated,
-              f"{f.coupling_what or 'no defined correlation'} over {f.coupling_n} intervals"),
+              f"{f.coupling_what or 'no defined correlation'} over {f.coupling_n} intervals",
+              sb, "latency moves with storage"),
         Check("device I/Os per operation", f.ios_per_op, REACH_IOS_PER_OP,
               _ge(f.ios_per_op, REACH_IOS_PER_OP),
-              "operations reach the device (reads, writes and flushes of the whole device)"),
+              "operations reach the device (reads, writes and flushes of the whole device)",
+              sb, "I/O on the operations' path"),
         Check("device reads+flushes per operation", f.sync_ios_per_op, REACH_IOS_PER_OP,
-              g.waits_on_io, "I/O the sessions wait for (needed for a plateau at low %util)"),
-        Check("database block reads per operation", f.db_reads_per_op, REACH_IOS_PER_OP,
-              _ge(f.db_reads_per_op, REACH_IOS_PER_OP),
-              "blocks the database read from the OS (page cache or device) per operation"),
-        Check("database cache hit %", f.cache_hit_pct, CACHE_ALL_HIT_PCT, g.all_hits,
-              "share of block requests the database cache served"),
-        Check("storage idle", f.ios_per_op, IDLE_IOS_PER_OP, g.idle,
-              f"%util < {UTIL_IDLE_PCT:.0f} and < {IDLE_IOS_PER_OP} device I/Os per operation, "
-              f"or the database cache served ≥ {CACHE_ALL_HIT_PCT:.0f} %"),
-        Check("dbsim process CPU % of one core", f.process_cpu_pct, CLIENT_PROCESS_PCT,
-              g.process_full, "the client's interpreter lock makes one core its ceiling"),
-        Check("host CPU busy %", f.host_busy_pct, HOST_BUSY_PCT, g.host_full,
-              "the load generator's host, all CPUs (other processes included)"),
-        Check("dbsim CPU % of session time", f.cpu_share_pct, CLIENT_CPU_SHARE_PCT,
-              _ge(f.cpu_share_pct, CLIENT_CPU_SHARE_PCT),
-              "process CPU per session: how much of their time the sessions computed"),
-        Check("Little's law L / sessions", f.littles_ratio, SESSIONS_BUSY_RATIO,
-              _ge(f.littles_ratio, SESSIONS_BUSY_RATIO),
-              "share of session time spent inside timed operations"),
+              g.waits_on_io, "I/O the sessions wait for (needed for a plateau at low %util)",
+              sb, "storage saturated"),
     ]  # fmt: skip
+    if f.db_reads_per_op is not None or f.cache_hit_pct is not None:
+        checks += [
+            Check("database block reads per operation", f.db_reads_per_op, REACH_IOS_PER_OP,
+                  _ge(f.db_reads_per_op, REACH_IOS_PER_OP),
+                  "blocks the database read from the OS (page cache or device) per operation",
+                  sb, "I/O on the operations' path"),
+            Check("database cache hit %", f.cache_hit_pct, CACHE_ALL_HIT_PCT, g.all_hits,
+                  "share of block requests the database cache served", db, "storage idle"),
+        ]  # fmt: skip
+    checks.append(_idle_check(f, g))
+    checks += _client_checks(f, g)
+    if not f.open_loop:
+        ratio = f.littles_ratio
+        checks.append(
+            Check("Little's law L / sessions", ratio, SESSIONS_BUSY_RATIO,
+                  _ge(ratio, SESSIONS_BUSY_RATIO),
+                  "share of session time spent inside timed operations", sb, "storage saturated")
+        )  # fmt: skip
     for title, r, n, what in f.collector_coupling:
         follows = _ge(r, COUPLING_MIN_R) and n >= COUPLING_MIN_POINTS
         meaning = f"{what or 'no defined correlation'} over {n} intervals (for reference)"
         checks.append(Check(f"latency follows {title}", r, COUPLING_MIN_R, follows, meaning))
     return checks
+
+
+def _client_checks(f: Findings, g: Gates) -> list[Check]:
+    """The client-bound branch's checks: is the load generator out of CPU."""
+    cb = "client-bound"
+    return [
+        Check("dbsim process CPU % of one core", f.process_cpu_pct, CLIENT_PROCESS_PCT,
+              g.process_full, "the client's interpreter lock makes one core its ceiling",
+              cb, "client out of CPU"),
+        Check("host CPU busy %", f.host_busy_pct, HOST_BUSY_PCT, g.host_full,
+              "the load generator's host, all CPUs (other processes included)",
+              cb, "client out of CPU"),
+        Check("dbsim CPU % of session time", f.cpu_share_pct, CLIENT_CPU_SHARE_PCT,
+              _ge(f.cpu_share_pct, CLIENT_CPU_SHARE_PCT),
+              "process CPU per session: how much of their time the sessions computed",
+              cb, "client out of CPU"),
+    ]  # fmt: skip
+
+
+def _idle_check(f: Findings, g: Gates) -> Check:
+    """The "storage idle" check with the figure of the clause that decided it: a row reading "0.29
+    (threshold 0.05) met" would be false when the database cache made storage idle."""
+    by_io = _lt(f.util_pct, UTIL_IDLE_PCT) and _lt(f.ios_per_op, IDLE_IOS_PER_OP)
+    if g.idle and not by_io:
+        return Check(
+            "storage idle", f.cache_hit_pct, CACHE_ALL_HIT_PCT, True,
+            f"the database cache served ≥ {CACHE_ALL_HIT_PCT:.0f} % of block requests and "
+            f"{f.device or 'the device'} was not busy (its {_num(f.ios_per_op, 2)} I/Os per "
+            f"operation are above the {IDLE_IOS_PER_OP} mark)", "database-bound", "storage idle",
+        )  # fmt: skip
+    return Check(
+        "storage idle", f.ios_per_op, IDLE_IOS_PER_OP, g.idle,
+        f"< {IDLE_IOS_PER_OP} device I/Os per operation with %util < {UTIL_IDLE_PCT:.0f} "
+        f"(%util {_num(f.util_pct)}), or the database cache served ≥ {CACHE_ALL_HIT_PCT:.0f} %",
+        "database-bound", "storage idle", comparison="<",
+    )  # fmt: skip
 
 
 def decide(f: Findings) -> dict[str, Any]:
@@ -345,10 +400,21 @@ def _database_bound(f: Findings) -> str:
     hit = f", cache hit {f.cache_hit_pct:.1f} %" if f.cache_hit_pct is not None else ""
     return (
         f"Database-bound: storage was nearly idle ({dev} {_num(f.util_pct)} % busy, "
-        f"{_num(f.ios_per_op, 2)} I/Os per operation{hit}) and the client had CPU to "
-        f"spare, so {op} latency (p99 {_fmt_us(f.p99_us)}) is spent in the database "
-        "(CPU, locks, commits), not in storage."
+        f"{_num(f.ios_per_op, 2)} I/Os per operation{hit}) and dbsim was not short of CPU "
+        f"({_client_cpu(f)}), so {op} latency (p99 {_fmt_us(f.p99_us)}) is spent in the "
+        "database (CPU, locks, commits), not in storage."
     )
+
+
+def _client_cpu(f: Findings) -> str:
+    """The client's CPU as measured: dbsim's process, and the host when it was busy (a busy
+    host is not the client's ceiling unless the sessions computed, see CLIENT_CPU_SHARE_PCT)."""
+    said = f"dbsim's process {_num(f.process_cpu_pct)} % of one core"
+    if f.cpu_share_pct is not None:
+        said += f", {f.cpu_share_pct:.0f} % of session time"
+    if f.host_busy_pct is not None:
+        said += f"; host {f.host_busy_pct:.0f} % busy"
+    return said
 
 
 def _inconclusive_reason(
@@ -361,7 +427,7 @@ def _inconclusive_reason(
             "storage cannot be judged"
         )
     parts = [
-        f"{dev} was {_num(f.util_pct)} % busy at {_num(f.iops)} IOPS",
+        f"{dev} was {_num(f.util_pct)} % busy at {_num(f.iops)} IOPS (mean)",
         f"{_num(f.ios_per_op, 2)} device I/Os per operation",
         f"latency-to-storage correlation {_num(f.coupling_r, 2)}",
     ]

@@ -222,4 +222,6 @@ def test_busy_but_unrelated_storage_is_inconclusive_with_evidence(tmp_path: Path
     checks = {e["check"] for e in verdict["evidence"]}
     assert {"device %util", "latency follows storage", "device I/Os per operation"} <= checks
     for item in verdict["evidence"]:
-        assert set(item) == {"check", "value", "threshold", "passed", "meaning"}
+        assert set(item) == {
+            "check", "value", "threshold", "passed", "meaning", "branch", "gate", "comparison"
+        }  # fmt: skip
