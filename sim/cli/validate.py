@@ -21,6 +21,8 @@ from sim.cli.app import (
     run_overrides,
 )
 from sim.config.resolve import json_schema, resolve, resolved_dict
+from sim.errors import ConfigError
+from sim.protocols import Target
 
 
 @app.command()
@@ -35,12 +37,15 @@ def validate(
         bool,
         typer.Option(
             "--connect",
-            help="Also open the target and close it again: reachability and credentials.",
+            help="Also connect: a round trip to the server, the login and the privileges "
+            "dbsim needs, one line each on stderr (exit 2 when one fails).",
         ),
     ] = False,
 ) -> None:
     """Check a scenario as `dbsim run` would, without connecting (unless --connect), and print
-    it as it would run (after environment and --set overrides)."""
+    it as it would run (after environment and --set overrides). With --connect: the server
+    answers a round trip, the login is accepted and the user holds the privileges dbsim needs
+    (each check a line on stderr); exit 2 naming host, port and the driver's message if not."""
     import yaml
 
     from sim.run.runner import check_before_run
@@ -48,9 +53,7 @@ def validate(
     resolved = resolve(scenario, run_overrides(set_, duration, sessions, warmup, output))
     target = check_before_run(resolved)
     if connect:
-        from sim.core.dataset import connect_and_close
-
-        connect_and_close(target)
+        _connect(target)
     sys.stdout.write(yaml.safe_dump(resolved_dict(resolved), sort_keys=False))
 
 
@@ -76,3 +79,18 @@ def schema(
 def version() -> None:
     """Print dbsim's version."""
     sys.stdout.write(f"dbsim {__version__}\n")
+
+
+def _connect(target: Target) -> None:
+    """The probe's lines on stderr; exit 2 (ConfigError) when a required privilege is not held."""
+    from sim.connect_check import connect_check
+
+    report = connect_check(target)
+    for line in report.lines():
+        sys.stderr.write(f"{line}\n")
+    if report.missing:
+        fixes = "; ".join(f"{p.name}: {p.grant}" for p in report.missing)
+        raise ConfigError(
+            f"{report.kind} at {report.address}: {report.user or 'the user'} lacks what "
+            f"dbsim needs ({fixes})"
+        )

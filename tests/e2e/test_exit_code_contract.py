@@ -243,6 +243,9 @@ def test_validate_connect_opens_the_target_and_closes_it(dbsim: Dbsim) -> None:
     result = dbsim("validate", scenario, "--connect")
     assert result.rc == EXIT_OK, result.describe()
     assert yaml.safe_load(result.stdout)["target"]["kind"] == "postgres"
+    # The round trip was answered and the privileges checked, one line each on stderr.
+    assert "SELECT 1 answered" in result.stderr, result.describe()
+    assert "✓ CREATE on the schema" in result.stderr, result.describe()
 
 
 def test_validate_connect_reports_an_unreachable_target_as_a_failed_check(
@@ -252,9 +255,10 @@ def test_validate_connect_reports_an_unreachable_target_as_a_failed_check(
     scenario = write_scenario(dbsim.cwd, "unreachable", target=closed_port)
     assert dbsim("validate", scenario).rc == EXIT_OK  # without --connect nothing is opened
     result = dbsim("validate", scenario, "--connect")
-    assert result.rc == EXIT_RUN_FAILED, result.describe()
+    assert result.rc == EXIT_BAD_INPUT, result.describe()
     errors = [line for line in result.stderr_lines if line.startswith("error: ")]
     assert len(errors) == 1 and "cannot connect" in errors[0], result.describe()
+    assert "127.0.0.1:1" in errors[0], result.describe()
     assert result.stdout == "" and "Traceback" not in result.stderr
 
 
