@@ -20,7 +20,11 @@ collector and the contract tests all ask the record:
   asks the record; None: the dialect has none yet);
 * ``cache``: the server's own data cache (shared_buffers, the InnoDB buffer pool, the SGA's
   buffer cache …) by name and the one-value query giving its bytes, which
-  :mod:`sim.core.cache` holds the data size against before a load.
+  :mod:`sim.core.cache` holds the data size against before a load; with the queries telling
+  whether the server reads its files past the host's page cache and which process serves the
+  connection (whose memory cgroup bounds that page cache);
+* ``cache_recipe``: how to make the storage do the work on a test box the user controls (a
+  small server cache, direct I/O, a memory-capped server), offered by the cache warning.
 
 This module is a published interface: plug-ins (``storage/``, ``workloads/``) may import it.
 """
@@ -84,10 +88,17 @@ def _no_page_fit(row_bytes: int, page_bytes: int) -> PageFit:
 @dataclass(frozen=True)
 class ServerCache:
     """A server's data cache: its name for messages and the query (one row, one column)
-    giving its size in bytes."""
+    giving its size in bytes.
+
+    ``direct_query`` (one value, true or false; None: the dialect cannot tell) says whether
+    the server reads its data files past the host's page cache (O_DIRECT), so only its own
+    cache counts; ``pid_query`` gives the server process serving the connection, whose memory
+    cgroup, on this host, bounds the page cache that holds its files."""
 
     name: str
     query: str
+    direct_query: str | None = None
+    pid_query: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,10 @@ class SqlDialect:
     stats_collectors: StatsCollectors | None = None
     #: None when the engine keeps no cache worth counting (SQLite reads through the host's).
     cache: ServerCache | None = None
+    #: The settings that make the storage do the work with caches of at most ``{cap_mb}`` MiB
+    #: in all (``{quarter_mb}``: a quarter of it), one clause for the cache warning
+    #: (sim.core.cache); "" when the dialect has none to offer.
+    cache_recipe: str = ""
 
     def sqlalchemy(self) -> Dialect:
         """SQLAlchemy's dialect object (built once per dialect)."""

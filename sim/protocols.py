@@ -348,6 +348,16 @@ class Workload(ABC):
         with the rest of this configuration unchanged; None: the workload cannot say."""
         return None
 
+    def cache_recipe(self) -> str:
+        """How to make the storage do the work where the workload does its own I/O (a file
+        tree's): a format string with ``{cap_mb}`` (sim.core.cache); "" for a SQL workload,
+        whose target's dialect record says it."""
+        return ""
+
+    def reads_direct(self) -> bool:
+        """Whether the workload's own reads bypass the host's page cache (O_DIRECT)."""
+        return False
+
     def read_operations(self) -> frozenset[str]:
         """The operations that read the workload's data, whose rate the device's reads are
         held against to tell whether the storage was exercised at all (sim.core.cache)."""

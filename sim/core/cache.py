@@ -6,8 +6,13 @@ Two checks, both reported in the summary's ``cache`` section (docs/validation.md
   the server's own data cache (the dialect record's ``cache``: shared_buffers, the
   InnoDB buffer pool …) plus the host's RAM, which bounds its page cache — when the server
   runs on this host; for a remote one the host's RAM is "unknown" and only the server's cache
-  counts. Data under :data:`EXERCISE_FACTOR` times the caches gets one warning line naming
-  the parameter setting that would reach that size;
+  counts. A server that reads past the page cache (O_DIRECT: the record's ``direct_query``,
+  a workload's ``direct_io``) has only its own cache; one in a memory cgroup (the process
+  serving the connection, or dbsim itself for SQLite and file trees) has at most the group's
+  limit. Data under :data:`EXERCISE_FACTOR` times the caches gets one warning line offering
+  first the cheaper way where the user controls the test box — caps on the caches (the
+  record's ``cache_recipe``: a small server cache with direct I/O or a memory-capped server)
+  at a quarter of the data — then the parameter setting that would reach that size;
 * **after the run**, a run whose watched block devices read less than
   :data:`NOT_EXERCISED_PCT` % as many times per second as the workload's reading operations
   ran is **storage not exercised**: its latencies are the caches', so the console and the
@@ -17,6 +22,7 @@ Two checks, both reported in the summary's ``cache`` section (docs/validation.md
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
@@ -39,8 +45,13 @@ NOT_EXERCISED_PCT = 1.0
 #: Reading operations per second below which a run read too little to be judged at all.
 MIN_READ_OPS_S = 1.0
 MEMINFO = Path("/proc/meminfo")
+PROC = Path("/proc")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+#: A v1 limit at or above this is "no limit" (the kernel reports 2^63 rounded to a page).
+UNLIMITED_BYTES = 2**62
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 GIB = 2**30
+MIB = 2**20
 
 
 def host_ram_bytes(meminfo: Path = MEMINFO) -> int | None:
@@ -72,6 +83,48 @@ def size_text(n: int | None) -> str:
     return f"{n / 2**20:.0f} MiB"
 
 
+def memory_cgroup_limit(pid: int, proc: Path = PROC, root: Path = CGROUP_ROOT) -> int | None:
+    """The smallest memory limit on ``pid``'s memory cgroup and its ancestors (v1
+    ``memory.limit_in_bytes``, v2 ``memory.max``): what bounds the page cache charged to it.
+    None when there is none, or it cannot be read (another host's process, no cgroup)."""
+    try:
+        text = (proc / str(pid) / "cgroup").read_text()
+    except OSError:
+        return None
+    places: list[tuple[Path, str, str]] = []
+    for line in text.splitlines():
+        fields = line.split(":", 2)
+        if len(fields) != 3:
+            continue
+        if "memory" in fields[1].split(","):
+            places.append((root / "memory", "memory.limit_in_bytes", fields[2]))
+        elif fields[0] == "0" and (root / "cgroup.controllers").exists():  # v2 at the root
+            places.append((root, "memory.max", fields[2]))
+    limits: list[int] = []
+    for base, name, path in places:
+        parts = [part for part in path.split("/") if part and part != ".."]
+        for depth in range(len(parts), -1, -1):
+            try:
+                value = (base.joinpath(*parts[:depth]) / name).read_text().strip()
+            except OSError:
+                continue
+            if value.isdigit() and int(value) < UNLIMITED_BYTES:
+                limits.append(int(value))
+    return min(limits) if limits else None
+
+
+def cache_cap_mib(data_bytes: int) -> int:
+    """The caches, in whole MiB, under which ``data_bytes`` is :data:`EXERCISE_FACTOR` times
+    them: what the cache recipes cap them at (at least 1 MiB)."""
+    return max(data_bytes // EXERCISE_FACTOR // MIB, 1)
+
+
+def recipe_text(recipe: str, data_bytes: int) -> str:
+    """A dialect's or workload's ``cache_recipe`` filled in for ``data_bytes`` of data."""
+    cap = cache_cap_mib(data_bytes)
+    return recipe.format(cap_mb=cap, quarter_mb=max(cap // 4, 1))
+
+
 def cache_section(
     *,
     data_bytes: int | None,
@@ -79,35 +132,62 @@ def cache_section(
     server_cache_bytes: int | None,
     host_ram: int | None,
     scale_for: Callable[[int], str | None],
+    memory_limit: int | None = None,
+    direct: bool = False,
+    recipe: str = "",
 ) -> dict[str, Any]:
     """The pre-load comparison: the data against ``EXERCISE_FACTOR`` × (server cache + host
-    RAM), with a ``warning`` line and the ``recommended`` setting when the data is smaller."""
-    caches = (server_cache_bytes or 0) + (host_ram or 0)
+    RAM), with a ``warning`` line, the ``recipe`` that caps the caches and the ``recommended``
+    setting when the data is smaller. ``direct``: the server reads past the page cache (only
+    its own cache counts); ``memory_limit``: the memory cgroup the page cache is charged to
+    (it bounds the server's cache and the page cache together)."""
+    page_cache = None if direct else host_ram
+    caches = (server_cache_bytes or 0) + (page_cache or 0)
+    capped = not direct and memory_limit is not None and memory_limit < caches
+    if capped and memory_limit is not None:
+        caches = memory_limit
     needed = EXERCISE_FACTOR * caches
     section: dict[str, Any] = {
         "data_bytes": data_bytes,
         "server_cache": {"name": server_cache_name, "bytes": server_cache_bytes},
         "host_ram_bytes": host_ram if host_ram is not None else "unknown",
+        "memory_limit_bytes": memory_limit,
+        "direct_io": direct,
         "factor": EXERCISE_FACTOR,
         "rule": f"data >= {EXERCISE_FACTOR} x (server cache + host RAM)",
         "needed_bytes": needed,
     }
     hidden = data_bytes is not None and caches > 0 and data_bytes < needed
     section["hidden_by_caches"] = hidden
-    if hidden:
+    if hidden and data_bytes is not None:
         recommended = scale_for(needed)
         section["recommended"] = recommended
         held = [f"{server_cache_name} {size_text(server_cache_bytes)}"]
         if server_cache_bytes is None:  # none of its own: the host's page cache is the cache
             held = []
-        held.append(
-            f"host RAM {size_text(host_ram)}" if host_ram is not None else "host RAM unknown"
-        )
-        advice = f"; to exercise the storage use {recommended}" if recommended else ""
+        if direct:
+            held.append("no page cache: direct I/O")
+        elif capped:
+            held = [f"the memory cgroup's limit {size_text(memory_limit)}"]
+        else:
+            held.append(
+                f"host RAM {size_text(host_ram)}" if host_ram is not None else "host RAM unknown"
+            )
+        advice = []
+        if recipe:
+            section["cap_bytes"] = cache_cap_mib(data_bytes) * MIB
+            section["recipe"] = recipe_text(recipe, data_bytes)
+            advice.append(
+                f"where you control the test box, cap the caches at "
+                f"{size_text(section['cap_bytes'])}: {section['recipe']}"
+            )
+        if recommended:
+            advice.append(f"{'or ' if advice else ''}use {recommended}")
+        said = f"; to exercise the storage {'; '.join(advice)}" if advice else ""
         section["warning"] = (
             f"cache: the data ({size_text(data_bytes)}) is under {EXERCISE_FACTOR} x "
             f"({' + '.join(held)}) = {size_text(needed)}, so reads may be served from memory, "
-            f"not the storage{advice}"
+            f"not the storage{said}"
         )
     return section
 
@@ -115,44 +195,89 @@ def cache_section(
 async def server_cache_bytes(target: Target) -> tuple[int | None, str | None]:
     """The server's data cache in bytes by its dialect's ``cache`` query (None: it has none
     or the query failed — then with the reason; never fatal to the run)."""
+    facts = await server_cache_facts(target)
+    return facts["bytes"], facts["error"]
+
+
+async def server_cache_facts(target: Target) -> dict[str, Any]:
+    """The server's data cache by its dialect record's queries: ``bytes`` (None: it has none
+    or the query failed, then with ``error``), ``direct`` (reads past the page cache) and
+    ``pid`` (the process serving the connection; None: the dialect cannot tell). Never fatal
+    to the run."""
+    facts: dict[str, Any] = {"bytes": None, "error": None, "direct": False, "pid": None}
     record = dialect_of(target)
     if record is None or record.cache is None:
-        return None, None
+        return facts
+    cache = record.cache
     try:
         conn = await connect_sql(target)
-        try:
-            value = await conn.scalar(Statement("cache_size", record.cache.query, ()))
-        finally:
-            await conn.close()
-        return int(value), None
-    except Exception as exc:  # a privilege the user lacks must not stop the run
-        # Recorded in the section; a target that cannot be reached fails the load next, with
-        # its own one line, so nothing is printed here.
+    except Exception as exc:  # a target that cannot be reached fails the load next
         log.debug("cache size query failed: %s", exc)
-        return None, f"{type(exc).__name__}: {exc}"
+        facts["error"] = f"{type(exc).__name__}: {exc}"
+        return facts
+    try:
+        try:
+            facts["bytes"] = int(await conn.scalar(Statement("cache_size", cache.query, ())))
+        except Exception as exc:  # a privilege the user lacks must not stop the run
+            # Recorded in the section; nothing is printed here.
+            log.debug("cache size query failed: %s", exc)
+            facts["error"] = f"{type(exc).__name__}: {exc}"
+        for key, name, query in (
+            ("direct", "cache_direct", cache.direct_query),
+            ("pid", "cache_pid", cache.pid_query),
+        ):
+            if query is None:
+                continue
+            try:
+                value = await conn.scalar(Statement(name, query, ()))
+            except Exception as exc:  # as above: the check goes on without it
+                log.debug("cache query %s failed: %s", name, exc)
+                continue
+            facts[key] = bool(value) if key == "direct" else int(value)
+    finally:
+        await conn.close()
+    return facts
 
 
 async def check_caches(
-    target: Target, workload: Workload, *, host_ram: int | str | None = "auto"
+    target: Target,
+    workload: Workload,
+    *,
+    host_ram: int | str | None = "auto",
+    memory_limit: int | str | None = "auto",
 ) -> dict[str, Any]:
     """The pre-load ``cache`` section for ``workload`` on the opened ``target``.
-    ``host_ram``: "auto" reads this host's MemTotal when the server is local."""
+    ``host_ram``: "auto" reads this host's MemTotal when the server is local;
+    ``memory_limit``: "auto" reads the memory cgroup of the local server's process (the
+    dialect record's ``pid_query``), or dbsim's own where the reads are dbsim's (SQLite, a
+    file tree: no server cache)."""
     record = dialect_of(target)
     name = record.cache.name if record and record.cache else "none (the host's page cache)"
-    cache_bytes, failed = await server_cache_bytes(target)
+    facts = await server_cache_facts(target)
+    local = server_is_local(target.describe())
     if host_ram == "auto":
-        ram = host_ram_bytes() if server_is_local(target.describe()) else None
+        ram = host_ram_bytes() if local else None
     else:
         ram = host_ram if isinstance(host_ram, int) else None
+    if memory_limit == "auto":
+        in_process = record is None or record.cache is None
+        pid = os.getpid() if in_process else facts["pid"]
+        limit = memory_cgroup_limit(pid) if local and pid is not None else None
+    else:
+        limit = memory_limit if isinstance(memory_limit, int) else None
+    recipe = workload.cache_recipe() or (record.cache_recipe if record else "")
     section = cache_section(
         data_bytes=workload.data_bytes(),
         server_cache_name=name,
-        server_cache_bytes=cache_bytes,
+        server_cache_bytes=facts["bytes"],
         host_ram=ram,
         scale_for=workload.scale_for_bytes,
+        memory_limit=limit,
+        direct=bool(facts["direct"]) or workload.reads_direct(),
+        recipe=recipe,
     )
-    if failed:
-        section["server_cache"]["error"] = failed
+    if facts["error"]:
+        section["server_cache"]["error"] = facts["error"]
     return section
 
 
@@ -207,8 +332,13 @@ def not_exercised_headline(summary: Mapping[str, Any]) -> str | None:
     reason = not_exercised(summary)
     if reason is None:
         return None
-    advice = (summary.get("cache") or {}).get("recommended")
-    tail = f"; to exercise it use {advice}" if advice else ""
+    cache = summary.get("cache") or {}
+    advice = []
+    if cache.get("recipe"):
+        advice.append(f"cap the caches ({cache['recipe']})")
+    if cache.get("recommended"):
+        advice.append(f"use {cache['recommended']}")
+    tail = f"; to exercise it {', or '.join(advice)}" if advice else ""
     return (
         f"STORAGE NOT EXERCISED: {reason}; the figures below describe the caches, not the "
         f"storage{tail}"

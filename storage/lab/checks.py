@@ -85,3 +85,17 @@ def same_place(
                 f"--volume {spec.name}: size {spec.size_bytes:,}: the volume has "
                 f"{record['size_bytes']:,} bytes; {how}"
             )
+
+
+def cache_cap(cap_bytes: int | None, postgres: bool, memory_limit_bytes: int | None) -> None:
+    """``--pg-cache-cap``: with ``--postgres``, instead of ``--memory-limit`` (it sets the
+    memory group's limit itself), from the lab's least memory to the host's."""
+    if cap_bytes is None:
+        return
+    if not postgres:
+        raise ConfigError("--pg-cache-cap caps the lab's PostgreSQL: give --postgres too")
+    if memory_limit_bytes is not None:
+        raise ConfigError(
+            "--pg-cache-cap sets the lab's memory limit itself: give it or --memory-limit"
+        )
+    limits.memory(cap_bytes, option="--pg-cache-cap")

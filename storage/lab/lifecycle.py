@@ -19,7 +19,7 @@ from typing import Any
 from sim.errors import ConfigError, SimError, TargetError
 from storage.lab import array, cgroups, checks, identity, system, volumes
 from storage.lab.outcome import Outcome
-from storage.lab.pgcluster import PG_USER, Cluster, launcher, make_server_dir
+from storage.lab.pgcluster import PG_USER, Cluster, cache_cap_settings, launcher, make_server_dir
 from storage.lab.status import describe
 from storage.lab.teardown import take_down
 from storage.lab.volumes import DEFAULT_VOLUME, TABLESPACE_DIR, VolumeSpec
@@ -122,6 +122,7 @@ class Lab:
         postgres: bool = False,
         pg_port: int = DEFAULT_PG_PORT,
         volumes: Sequence[VolumeSpec] = (),
+        pg_cache_cap_bytes: int | None = None,
     ) -> dict[str, Any]:
         """Create the lab (or, when it is up, apply the ceilings given and start PostgreSQL if
         asked) and return :meth:`status`. Ceilings of ``None`` or 0 are unlimited; on an
@@ -129,14 +130,21 @@ class Lab:
         volume mounted at ``mount_point`` with the ceilings given; with them, one per spec,
         mounted at ``mount_point/<name>``. ``size_bytes`` and ``mount_point`` None: the
         defaults for a new lab, the lab's own for one that is up (a lab that is up refuses
-        another size or place). A failure undoes what was made."""
+        another size or place). ``pg_cache_cap_bytes`` (with ``postgres``): the memory limit
+        and a quarter of it as shared_buffers, so the server's caches together hold at most
+        that much (a running cluster is restarted with them). A failure undoes what was made."""
         self.check_environment()
         given = dict(zip(CEILING_KEYS, (read_iops, write_iops, read_bps, write_bps), strict=True))
         specs = list(volumes)
         checks.given_values(given, specs, size_bytes, mount_point, memory_limit_bytes)
+        checks.cache_cap(pg_cache_cap_bytes, postgres, memory_limit_bytes)
+        memory_limit_bytes = pg_cache_cap_bytes or memory_limit_bytes
         state = self.load_state()
         if state is not None:
             checks.same_place(state, size_bytes, mount_point, specs)
+            if pg_cache_cap_bytes:  # stopped first: the limit may be under what it holds
+                state["pg_cache_cap_bytes"] = pg_cache_cap_bytes
+                self._stop_postgres(state)
             return self._up_again(state, given, specs, memory_limit_bytes, postgres, pg_port)
         root = Path(os.path.abspath(mount_point or DEFAULT_MOUNT))
         size_bytes = size_bytes or DEFAULT_SIZE
@@ -156,6 +164,7 @@ class Lab:
             "cgroups": {},
             "memory_limit_bytes": memory_limit_bytes or DEFAULT_MEMORY_LIMIT,
             "postgres": None,
+            "pg_cache_cap_bytes": pg_cache_cap_bytes,
         }
         try:
             self._build(state, root, groups, named=bool(specs))
@@ -280,7 +289,9 @@ class Lab:
             if state["postgres"]["remove_root"]:
                 _make_cluster_dir(state, cluster.root)
                 self._save(state)
-            cluster.init(self.password_file)
+            cluster.init(self.password_file, cache_cap_settings(state.get("pg_cache_cap_bytes")))
+        elif state.get("pg_cache_cap_bytes") and not cluster.pid():
+            cluster.append_settings(cache_cap_settings(state["pg_cache_cap_bytes"]))
         for record in state["volumes"]:
             if record.get("tablespace_dir") is None:
                 path = Path(record["mount_point"]) / TABLESPACE_DIR
@@ -290,6 +301,12 @@ class Lab:
         # Dropped now, so what the server reads from here on is charged to the lab's groups.
         system.drop_caches()
         cluster.start(self._task_files(state))
+
+    def _stop_postgres(self, state: dict[str, Any]) -> None:
+        pg = state.get("postgres")
+        if pg:
+            Cluster(Path(pg["root"]), pg["port"]).stop()
+        self._save(state)
 
     # ------------------------------------------------------------------ run-time control
 

@@ -74,13 +74,14 @@ def size(option: str, value: int) -> int:
     return in_range(option, value, MIN_SIZE, MAX_SIZE)
 
 
-def memory(value: int) -> int:
-    """``--memory-limit``: at least :data:`MIN_MEMORY`, at most the host's memory."""
+def memory(value: int, option: str = "--memory-limit") -> int:
+    """``--memory-limit`` (or ``option``): at least :data:`MIN_MEMORY`, at most the host's
+    memory."""
     host = physical_memory()
     if MIN_MEMORY <= value <= host:
         return value
     raise ConfigError(
-        f"--memory-limit {value:,}: must be from {human(MIN_MEMORY)} to the host's memory "
+        f"{option} {value:,}: must be from {human(MIN_MEMORY)} to the host's memory "
         f"({host / GiB:.1f} GiB)"
     )
 

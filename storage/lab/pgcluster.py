@@ -44,6 +44,15 @@ SETTINGS = {
 }
 
 
+def cache_cap_settings(cap_bytes: int | None) -> dict[str, str]:
+    """The settings ``dbsim lab up --pg-cache-cap`` adds: shared_buffers a quarter of the cap
+    (the memory group's limit is the cap itself: it holds shared_buffers, the page cache of
+    the server's files and its processes), or none without a cap (the lab's 16MB stays)."""
+    if cap_bytes is None:
+        return {}
+    return {"shared_buffers": f"{max(cap_bytes // 4 >> 20, 1)}MB"}
+
+
 def pg_bin() -> Path:
     """The directory holding ``initdb`` and ``pg_ctl``: ``$DBSIM_LAB_PG_BIN``, else the newest
     ``/usr/lib/postgresql/<v>/bin`` (Debian keeps them off PATH)."""
@@ -114,9 +123,9 @@ class Cluster:
             self.bin_dir = pg_bin()
         return str(self.bin_dir / tool)
 
-    def init(self, password_file: Path) -> None:
-        """``initdb`` as ``postgres``, the lab settings appended, the password written to
-        ``password_file`` (mode 0600, owned by root)."""
+    def init(self, password_file: Path, extra: dict[str, str] | None = None) -> None:
+        """``initdb`` as ``postgres``, the lab settings (and ``extra``) appended, the password
+        written to ``password_file`` (mode 0600, owned by root)."""
         try:
             entry = pwd.getpwnam(PG_USER)
         except KeyError as exc:
@@ -157,7 +166,12 @@ class Cluster:
             **SETTINGS,
             "port": str(self.port),
             "unix_socket_directories": f"'{self.socket_dir}'",
+            **(extra or {}),
         }
+        self.append_settings(settings)
+
+    def append_settings(self, settings: dict[str, str]) -> None:
+        """Append ``settings`` to postgresql.conf (read at the next start)."""
         # Appending keeps the file's owner (postgres); the last setting in the file wins.
         with open(self.data / "postgresql.conf", "a", encoding="utf-8") as f:
             f.write("\n# dbsim lab\n")

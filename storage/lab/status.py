@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from storage.lab import array, cgroups, identity, system
-from storage.lab.pgcluster import Cluster, port_free
+from storage.lab.pgcluster import Cluster, cache_cap_settings, port_free
 from storage.lab.volumes import DEFAULT_VOLUME, attached_file
 
 #: The first volume's facts, also at the top of the status (as before there were volumes).
@@ -61,6 +61,7 @@ def describe(state: dict[str, Any], state_file: Path) -> dict[str, Any]:
     pg = state.get("postgres")
     if pg:
         out["postgres"] = _postgres_status(pg, running=_any_mounted(pg, shown))
+        out["postgres"]["cache_cap_bytes"] = state.get("pg_cache_cap_bytes")
     return out
 
 
@@ -203,6 +204,12 @@ def text_lines(status: dict[str, Any]) -> list[str]:
             f"user {pg['user']}, password_file {pg['password_file']}"
         )
         lines.append(f"            data {pg['data_dir']}, log {pg['log']}")
+        cap = pg.get("cache_cap_bytes")
+        if cap:
+            lines.append(
+                f"            cache cap {system.format_size(cap)}: the memory limit, "
+                f"shared_buffers {cache_cap_settings(cap)['shared_buffers']}"
+            )
     lines += [f"problem     {problem}" for problem in status["problems"]]
     return lines
 

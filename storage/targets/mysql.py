@@ -92,7 +92,15 @@ MYSQL_DIALECT = SqlDialect(
     min_rows_per_page=2,
     refresh_page_counts="ANALYZE TABLE {table}",
     stats_collectors=mysql_stats_collectors,
-    cache=ServerCache("innodb_buffer_pool_size", "SELECT @@innodb_buffer_pool_size"),
+    cache=ServerCache(
+        "innodb_buffer_pool_size",
+        "SELECT @@innodb_buffer_pool_size",
+        direct_query="SELECT @@innodb_flush_method IN ('O_DIRECT', 'O_DIRECT_NO_FSYNC')",
+    ),
+    cache_recipe=(
+        "innodb_buffer_pool_size = {cap_mb}M with innodb_flush_method = O_DIRECT "
+        "(InnoDB then reads its files past the host's page cache)"
+    ),
 )
 
 

@@ -66,6 +66,15 @@ ORACLE_DIALECT = SqlDialect(
     cache=ServerCache(
         "the SGA's buffer cache",
         "SELECT current_size FROM v$sga_dynamic_components WHERE component = 'DEFAULT buffer cache'",
+        direct_query=(
+            "SELECT CASE WHEN upper(value) IN ('SETALL', 'DIRECTIO') THEN 1 ELSE 0 END "
+            "FROM v$parameter WHERE name = 'filesystemio_options'"
+        ),
+    ),
+    cache_recipe=(
+        "db_cache_size = {cap_mb}M with a fixed SGA (sga_target = 0, so automatic memory "
+        "management cannot grow the buffer cache) and filesystemio_options = setall "
+        "(direct, asynchronous I/O past the host's page cache)"
     ),
 )
 

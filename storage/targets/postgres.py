@@ -64,7 +64,21 @@ POSTGRES_DIALECT = SqlDialect(
     max_identifier_chars=63,
     one_row_per_page=postgres_page_fit,
     stats_collectors=postgres_stats_collectors,
-    cache=ServerCache("shared_buffers", "SELECT pg_size_bytes(current_setting('shared_buffers'))"),
+    cache=ServerCache(
+        "shared_buffers",
+        "SELECT pg_size_bytes(current_setting('shared_buffers'))",
+        # PostgreSQL 16+; an older server has no such setting (NULL: not direct).
+        direct_query="SELECT coalesce(current_setting('debug_io_direct', true), '') LIKE '%data%'",
+        pid_query="SELECT pg_backend_pid()",
+    ),
+    # The memory cgroup holds shared_buffers (shared memory is charged to the group whose
+    # processes touch it) and the page cache of the server's files, so {cap_mb} bounds both.
+    cache_recipe=(
+        "shared_buffers = {quarter_mb}MB with the server started in a memory cgroup of "
+        "{cap_mb}M (cgroup v2 memory.max, v1 memory.limit_in_bytes), or on PostgreSQL 16+ "
+        "shared_buffers = {cap_mb}MB with debug_io_direct = data; dbsim's own lab: "
+        "dbsim lab up --postgres --pg-cache-cap {cap_mb}M"
+    ),
 )
 
 APPLICATION_NAME = "dbsim"

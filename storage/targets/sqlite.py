@@ -57,6 +57,13 @@ SQLITE_DIALECT = SqlDialect(
     max_identifier_chars=128,
     marker="create_text",
     one_row_per_page=sqlite_page_fit,
+    # SQLite runs inside dbsim and reads through the host's page cache, charged to dbsim's
+    # memory cgroup (whose limit sim.core.cache then counts instead of the host's RAM).
+    cache_recipe=(
+        "run dbsim in a memory cgroup of {cap_mb}M more than dbsim's own memory (SQLite reads "
+        "through the page cache, charged to dbsim's group), e.g. systemd-run --scope -p "
+        "MemoryMax=… dbsim run …"
+    ),
 )
 
 

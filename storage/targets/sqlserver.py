@@ -43,4 +43,5 @@ SQLSERVER_DIALECT = SqlDialect(
     cache=ServerCache(
         "the buffer pool", "SELECT committed_target_kb * 1024 FROM sys.dm_os_sys_info"
     ),
+    cache_recipe="max server memory (MB) = {cap_mb} (the server's floor is 128)",
 )

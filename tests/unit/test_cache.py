@@ -12,15 +12,22 @@ import pytest
 from sim.analysis.analyze import run_verdict
 from sim.core.cache import (
     EXERCISE_FACTOR,
+    cache_cap_mib,
     cache_section,
     exercised_section,
     host_ram_bytes,
+    memory_cgroup_limit,
     not_exercised_headline,
+    recipe_text,
     server_is_local,
 )
 from sim.core.metrics import OpStats
+from sim.dialects import SqlDialect
+from storage.targets.mysql import MYSQL_DIALECT
+from storage.targets.oracle import ORACLE_DIALECT
+from storage.targets.postgres import POSTGRES_DIALECT
 from storage.targets.settings import SqliteSettings
-from storage.targets.sqlite import SqliteTarget
+from storage.targets.sqlite import SQLITE_DIALECT, SqliteTarget
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.workload import SlobWorkload
 
@@ -149,3 +156,104 @@ def test_a_run_that_did_not_exercise_the_storage_gets_no_storage_call() -> None:
     assert headline.endswith("use scale: 95G")
     summary["cache"]["exercised"] = {"exercised": True}
     assert run_verdict(summary, call) is call and not_exercised_headline(summary) is None
+
+
+def test_the_warning_offers_the_engines_cache_caps_first_then_the_scale() -> None:
+    """The cheaper way where the user controls the box (caps on the caches at a quarter of the
+    data, by the dialect record's recipe) comes before the scale that would outgrow them."""
+    workload = slob(scale="80M")
+    recipe = MYSQL_DIALECT.cache_recipe
+    section = cache_section(
+        data_bytes=workload.data_bytes(),
+        server_cache_name="innodb_buffer_pool_size",
+        server_cache_bytes=128 * MIB,
+        host_ram=1 * GIB,
+        scale_for=workload.scale_for_bytes,
+        recipe=recipe,
+    )
+    assert section["cap_bytes"] == 20 * MIB and cache_cap_mib(80 * MIB) == 20
+    assert section["recipe"] == recipe_text(recipe, 80 * MIB)
+    assert "innodb_buffer_pool_size = 20M with innodb_flush_method = O_DIRECT" in section["recipe"]
+    warning = section["warning"]
+    assert warning.index("cap the caches at 20 MiB: ") < warning.index("or use scale: 5G")
+    headline = not_exercised_headline(
+        {"cache": {**section, "exercised": {"exercised": False, "reason": "vda read 0.0/s"}}}
+    )
+    assert headline is not None
+    assert headline.index(section["recipe"]) < headline.index("use scale: 5G")
+
+
+@pytest.mark.parametrize(
+    ("dialect", "words"),
+    [
+        (POSTGRES_DIALECT, ["shared_buffers = 5MB", "memory cgroup of 20M", "debug_io_direct",
+                            "--pg-cache-cap 20M"]),
+        (MYSQL_DIALECT, ["innodb_buffer_pool_size = 20M", "O_DIRECT"]),
+        (ORACLE_DIALECT, ["db_cache_size = 20M", "filesystemio_options = setall"]),
+        (SQLITE_DIALECT, ["memory cgroup of 20M"]),
+    ],
+)  # fmt: skip
+def test_each_engine_has_its_recipe(dialect: SqlDialect, words: list[str]) -> None:
+    text = recipe_text(dialect.cache_recipe, 80 * MIB)
+    assert all(word in text for word in words), text
+
+
+def test_direct_io_leaves_only_the_servers_cache_and_a_memory_cgroup_bounds_both() -> None:
+    direct = cache_section(
+        data_bytes=80 * MIB,
+        server_cache_name="innodb_buffer_pool_size",
+        server_cache_bytes=16 * MIB,
+        host_ram=24 * GIB,
+        scale_for=lambda n: "x",
+        direct=True,
+    )
+    assert direct["needed_bytes"] == EXERCISE_FACTOR * 16 * MIB and not direct["hidden_by_caches"]
+    capped = cache_section(
+        data_bytes=80 * MIB,
+        server_cache_name="shared_buffers",
+        server_cache_bytes=16 * MIB,
+        host_ram=24 * GIB,
+        scale_for=lambda n: "x",
+        memory_limit=64 * MIB,
+    )
+    assert capped["needed_bytes"] == EXERCISE_FACTOR * 64 * MIB and capped["hidden_by_caches"]
+    assert "the memory cgroup's limit 64 MiB" in capped["warning"]
+    assert "host RAM" not in capped["warning"]
+    # A limit above the caches changes nothing.
+    loose = cache_section(
+        data_bytes=80 * MIB,
+        server_cache_name="shared_buffers",
+        server_cache_bytes=16 * MIB,
+        host_ram=1 * GIB,
+        scale_for=lambda n: "x",
+        memory_limit=8 * GIB,
+    )
+    assert loose["needed_bytes"] == EXERCISE_FACTOR * (16 * MIB + GIB)
+
+
+def test_the_memory_cgroup_limit_is_the_least_of_the_group_and_its_ancestors(
+    tmp_path: Path,
+) -> None:
+    proc, root = tmp_path / "proc", tmp_path / "cgroup"
+    (proc / "42").mkdir(parents=True)
+    (proc / "42" / "cgroup").write_text("5:blkio:/lab\n4:memory:/outer/lab\n0::/\n")
+    group = root / "memory" / "outer" / "lab"
+    group.mkdir(parents=True)
+    (root / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    (root / "memory" / "outer" / "memory.limit_in_bytes").write_text(f"{GIB}\n")
+    (group / "memory.limit_in_bytes").write_text(f"{64 * MIB}\n")
+    assert memory_cgroup_limit(42, proc, root) == 64 * MIB
+    (group / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    assert memory_cgroup_limit(42, proc, root) == GIB
+    (root / "memory" / "outer" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    assert memory_cgroup_limit(42, proc, root) is None
+    assert memory_cgroup_limit(43, proc, root) is None  # no such process
+    # cgroup v2: memory.max, "max" for none.
+    (proc / "7").mkdir()
+    (proc / "7" / "cgroup").write_text("0::/system.slice/db.service\n")
+    v2 = tmp_path / "v2"
+    (v2 / "system.slice" / "db.service").mkdir(parents=True)
+    (v2 / "cgroup.controllers").write_text("memory\n")
+    (v2 / "system.slice" / "memory.max").write_text("max\n")
+    (v2 / "system.slice" / "db.service" / "memory.max").write_text(f"{32 * MIB}\n")
+    assert memory_cgroup_limit(7, proc, v2) == 32 * MIB

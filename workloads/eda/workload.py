@@ -81,6 +81,16 @@ class EdaWorkload(Workload):
     def read_operations(self) -> frozenset[str]:
         return frozenset({"read_file", "random_read", "seq_read"})
 
+    def cache_recipe(self) -> str:
+        return (
+            "workload.parameters.direct_io: true (O_DIRECT: every read reaches the storage), "
+            "or dbsim run in a memory cgroup of {cap_mb}M more than dbsim's own memory (the "
+            "page cache of the trees is charged to dbsim's group)"
+        )
+
+    def reads_direct(self) -> bool:
+        return self.p.direct_io
+
     def session_weights(self, sessions: int) -> list[float]:
         if sessions > len(self.trees):
             raise ConfigError(
