@@ -327,6 +327,25 @@ def _analysis(bundle: Any) -> dict[str, Any] | None:
         return None
 
 
+def print_answer(out: Console, summary: dict[str, Any], analysis: dict[str, Any] | None) -> None:
+    """The run's answer (sim.report.answer): the SLOs met or missed, the sentence with the
+    deciding figures, the caveats; each line wrapped at words to the width."""
+    import textwrap
+
+    from sim.report.answer import build_answer, text_lines
+
+    answer = build_answer(summary, analysis)
+    for i, text in enumerate(text_lines(answer)):
+        indent = "  " if i == 0 else "      "
+        wrapped = textwrap.fill(text, width=max(out.width, 40), subsequent_indent=indent)
+        bold = i == 0 or text.lstrip().startswith(
+            ("SLO MISSED", "caveat: INVALID", "caveat: STORAGE")
+        )
+        out.print(
+            wrapped, highlight=False, markup=False, soft_wrap=True, style="bold" if bold else None
+        )
+
+
 def print_run_end(out: Console, summary: dict[str, Any]) -> None:
     """What ``dbsim run`` prints after the tables (with or without ``--workers``): the mix
     rule's check, one line per SLO verdict, a sweep's answer, the bundle and its report."""
@@ -334,7 +353,6 @@ def print_run_end(out: Console, summary: dict[str, Any]) -> None:
     from pathlib import Path
 
     from sim.judge.score import score_line
-    from sim.judge.slo import verdict_line
     from sim.judge.sweep import sweep_line
 
     def say(text: str) -> None:  # wrapped at words, continuation lines indented
@@ -344,15 +362,15 @@ def print_run_end(out: Console, summary: dict[str, Any]) -> None:
     line = mix_line(summary.get("mix") or {}, summary.get("errors") or {})
     if line is not None:
         say(line)
-    for verdict in (summary.get("slos") or {}).get("verdicts") or []:
-        say(verdict_line(verdict))
     if summary.get("sweep"):
         say(sweep_line(summary["sweep"]))
     scored = score_line((summary.get("workload") or {}).get("score"))
     if scored is not None:  # a workload's own scoring (EDA: its reference's load points)
         say(scored)
-    for text in verdict_lines(_analysis(Path(summary["bundle"]))):
+    analysis = _analysis(Path(summary["bundle"]))
+    for text in verdict_lines(analysis):
         say(text)
+    print_answer(out, summary, analysis)
     located = (summary.get("target") or {}).get("data_location")
     if located:  # what the device figures describe: the storage under this path
         out.print(f"data: {located['path']} ({located['from']})", highlight=False, markup=False)

@@ -136,7 +136,8 @@ def render_html(bundle: Path, analysis: dict[str, Any] | None = None) -> str:
     analysis, notes = _readable_analysis(bundle, analysis)
     run = _read_run(bundle, summary, analysis)
     name = (summary.get("scenario") or {}).get("name") or summary.get("run") or bundle.name
-    head = _guarded("header", "Header", lambda: sections.header(summary, bundle))
+    answer = _guarded("answer", "Answer", lambda: _answer(summary, analysis))
+    head = _guarded("header", "Header", lambda: sections.header(summary, bundle, answer))
     head += "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
     built = [
         (anchor, title, _guarded(anchor, title, build))
@@ -150,6 +151,14 @@ def render_html(bundle: Path, analysis: dict[str, Any] | None = None) -> str:
         f"From {bundle.resolve()}. Latencies are measured by the client, per operation; "
         "storage figures come from the host's collectors over the same intervals.",
     )
+
+
+def _answer(summary: dict[str, Any], analysis: dict[str, Any] | None) -> str:
+    """The run's answer block (sim.report.answer): SLOs, the sentence, the caveats."""
+    from sim.report.answer import build_answer
+    from sim.report.answer_html import answer_block
+
+    return str(answer_block(build_answer(summary, analysis)))
 
 
 def _readable_analysis(

@@ -55,8 +55,9 @@ def seconds(value: object) -> str:
     return f"{number:.1f} s" if number < 120 else f"{number / 60:.1f} min ({number:,.0f} s)"
 
 
-def header(summary: Mapping[str, Any], bundle: Path) -> Safe:
-    """Title, one line of who/what, the facts grid and, for an unfinished run, a warning."""
+def header(summary: Mapping[str, Any], bundle: Path, answer: str = "") -> Safe:
+    """Title, one line of who/what, the run's answer (markup, first), the facts grid and, for
+    an unfinished run, a warning."""
     scenario = summary.get("scenario") or {}
     status = str(summary.get("status") or "unknown")
     timing = summary.get("timing") or {}
@@ -88,7 +89,7 @@ def header(summary: Mapping[str, Any], bundle: Path) -> Safe:
     line = " · ".join(parts)
     out = [
         f"<header><h1>dbsim run report: {esc(scenario.get('name') or summary.get('run'))}</h1>",
-        f'<div class="sub">{esc(line)}</div><dl class="facts">{grid}</dl></header>',
+        f'<div class="sub">{esc(line)}</div>{answer}<dl class="facts">{grid}</dl></header>',
     ]
     if status == "running":
         # A summary still saying "running" is a run in progress or one killed outright
@@ -141,29 +142,9 @@ def verdict(analysis: Mapping[str, Any] | None) -> Safe:
     sentence = Safe(
         f'<p class="verdict {esc(call)}"><strong>{esc(lead)}</strong> {esc(text.strip())}</p>'
     )
-    rows = [
-        [
-            e.get("check"),
-            plain(e.get("value")),
-            plain(e.get("threshold")),
-            Safe('<span class="met">met</span>')
-            if e.get("passed")
-            else Safe('<span class="unmet">not met</span>'),
-            e.get("meaning"),
-        ]
-        for e in result.get("evidence") or []
-        if isinstance(e, dict)
-    ]
-    evidence = (
-        table(
-            ("check", "value", "threshold", "condition", "meaning"),
-            rows,
-            left=(0, 3, 4),
-            caption="Evidence: the checks behind the call",
-        )
-        if rows
-        else para("The analysis gave no evidence rows.", "note")
-    )
+    from sim.report.answer_html import evidence_table
+
+    evidence = evidence_table(result) or para("The analysis gave no evidence rows.", "note")
     return section("verdict", "Verdict", sentence, evidence, segments(analysis or {}))
 
 
