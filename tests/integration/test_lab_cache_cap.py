@@ -1,0 +1,144 @@
+"""The cache warning's cheaper way, taken on the lab's PostgreSQL (issue #27, point 7).
+
+As root, a lab of the test's own (state, images, mount point, cgroup name, a free port) with
+a throwaway PostgreSQL under the lab's default memory limit (256 MiB) and 16 MB of
+shared_buffers. ``dbsim load`` of a 160 MiB SLOB table there warns that the caches may hold
+the data and offers ``dbsim lab up --postgres --pg-cache-cap 40M`` (a quarter of the data).
+That option, applied to the running lab, makes the memory group's limit 40 MiB and
+shared_buffers 10 MB and restarts the cluster. A read-only ``dbsim run`` on the loaded table
+then is not warned (the check reads the backend's memory cgroup: 4 x 40 MiB = the data) and
+is **not** "storage not exercised": the lab's loop device read while the sessions read.
+
+No ceiling is set and no rate is asserted, only the run's verdict on the caches (the device
+reads a share of the reads, however fast the host's disk is), so the test is not a timing
+test. About a minute (the load, two server starts, a 6 s run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sim.errors import ConfigError
+from storage.lab import Lab, system
+from storage.lab.pgcluster import PG_USER, pg_bin
+from storage.lab.status import postgres_target
+from tests.integration.test_lab import _free_port, _mounted_under
+from tests.integration.test_lab import _require_lab as require_lab
+
+pytestmark = [pytest.mark.integration, pytest.mark.root]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MiB = 1 << 20
+ROWS = 20_480  # one 8 KiB block each: 160 MiB, so the recommended cap is 40 MiB
+CLI_TIMEOUT_S = 240
+
+
+@pytest.fixture
+def lab_pg() -> Iterator[tuple[Lab, dict[str, Any], Path]]:
+    """A lab of the test's own with PostgreSQL, its status, and a directory for runs."""
+    require_lab()
+    try:
+        pg_bin()
+        pwd.getpwnam(PG_USER)
+    except (ConfigError, KeyError) as exc:
+        pytest.skip(f"!!! NOT RUN: no PostgreSQL server binaries or {PG_USER} user: {exc}")
+    # /var/tmp, not pytest's tmp_path: postgres must be able to search every parent directory.
+    base = Path(tempfile.mkdtemp(prefix="dbsim-lab-cap-", dir="/var/tmp"))
+    base.chmod(0o755)
+    lab = Lab(base / "state", base / "images", name=f"dbsim-lab-cap-{os.getpid()}")
+    try:
+        status = lab.up(512 * MiB, base / "mnt", postgres=True, pg_port=_free_port(55446))
+        (base / "runs").mkdir()
+        yield lab, status, base / "runs"
+        assert lab.down() == []
+    finally:
+        with contextlib.suppress(Exception):
+            lab.down()
+        for mount_point in _mounted_under(base):
+            subprocess.run(["umount", mount_point], check=False)
+        for loop in system.loops_for(base / "images" / f"{lab.name}.img"):
+            subprocess.run(["losetup", "--detach", loop], check=False)
+        if not _mounted_under(base):
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _cli(*argv: str | Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "sim.cli", *map(str, argv)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+    )
+    assert done.returncode == 0, f"dbsim {argv}: {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def test_a_run_on_the_cache_cap_the_warning_recommended_exercises_the_storage(
+    lab_pg: tuple[Lab, dict[str, Any], Path],
+) -> None:
+    lab, status, runs = lab_pg
+    scenario = runs / "capped.yaml"
+    scenario.write_text(
+        yaml.safe_dump(
+            {
+                "name": "capped",
+                "target": postgres_target(status, status["volumes"][0]),
+                "workload": {
+                    "name": "slob",
+                    "parameters": {
+                        "table_prefix": "capped",
+                        "scale": ROWS,
+                        "update_pct": 0,
+                        "load_batch_rows": 4096,
+                    },
+                },
+                "load": {"sessions": 4, "duration_s": 5, "warmup_s": 1},
+            },
+            sort_keys=False,
+        )
+    )
+    loaded = _cli("load", scenario)
+    warning = [line for line in loaded.stderr.splitlines() if "warning: cache: " in line]
+    assert len(warning) == 1, loaded.stderr
+    # Under the lab's 256 MiB memory group: the group's limit is the caches' bound, and the
+    # cheaper way comes before the scale.
+    assert "the memory cgroup's limit 256 MiB" in warning[0], warning[0]
+    offered = re.search(r"dbsim lab up --postgres --pg-cache-cap (\d+)M", warning[0])
+    assert offered is not None, warning[0]
+    assert warning[0].index(offered.group(0)) < warning[0].index("or use scale: ")
+    cap = int(offered.group(1)) * MiB
+    assert cap == ROWS * 8192 // 4
+
+    capped = lab.up(None, None, postgres=True, pg_cache_cap_bytes=cap)
+    assert capped["memory_limit_bytes"] == cap and capped["postgres"]["running"], capped
+    assert capped["postgres"]["cache_cap_bytes"] == cap
+
+    out = runs / "bundles"
+    ran = _cli("run", scenario, "--skip-load", "-o", out)
+    assert "warning: cache: " not in ran.stderr + ran.stdout, ran.stderr
+    assert "STORAGE NOT EXERCISED" not in ran.stdout, ran.stdout
+    (bundle,) = [p for p in out.iterdir() if (p / "summary.json").is_file()]
+    cache = json.loads((bundle / "summary.json").read_text())["cache"]
+    assert cache["memory_limit_bytes"] == cap and cache["hidden_by_caches"] is False, cache
+    assert cache["server_cache"]["bytes"] == cap // 4  # shared_buffers, a quarter of the cap
+    exercised = cache["exercised"]
+    print(f"capped at {cap // MiB} MiB: {exercised}")  # shown with -s
+    assert exercised["exercised"] is True, exercised
+    assert exercised["devices"] == [Path(status["device"]).name], exercised
+    analysis = json.loads((bundle / "analysis.json").read_text())
+    assert analysis["verdict"]["call"] != "not-exercised", analysis["verdict"]
