@@ -9,9 +9,10 @@ summary uses (:func:`physical_reads_per_op`, :func:`cache_warning`) is in
 Which collectors sample a target's statistics is its dialect record's ``stats_collectors``
 hook (:mod:`sim.dialects`), the one place that says it: PostgreSQL's is
 :func:`postgres_stats_collectors` (:class:`PostgresStatsCollector`, here), MariaDB/MySQL's is
-``storage.targets.mysql``'s InnoDB collector. Oracle and SQL Server are prepared as SQL
-constants (:data:`ORACLE_SYSSTAT_SQL`, :data:`SQLSERVER_FILE_STATS_SQL`) for their records'
-hooks to come.
+``storage.targets.mysql``'s InnoDB collector, Oracle's and SQL Server's are
+:func:`storage.collectors.oracle_stats.oracle_stats_collectors` and
+:func:`storage.collectors.sqlserver_stats.sqlserver_stats_collectors` (their system views'
+counters, storage.collectors.view_counters).
 
 Resets: a view whose ``stats_reset`` time moved (``pg_stat_reset()``, ``pg_stat_reset_shared``)
 or a counter that went down (a crash restart) gives a :data:`~sim.protocols.GAP_RESET` sample
@@ -186,31 +187,6 @@ PG_TABLES_SQL = """SELECT relname::text AS relname,
  WHERE schemaname = current_schema() AND relname::text ~ $1"""
 """Block counters of the sampled tables in the target's schema (``$1``: the names' pattern)."""
 
-
-# --------------------------------------------------------------------------- other databases
-
-ORACLE_SYSSTAT_SQL = """SELECT name, value FROM v$sysstat
- WHERE name IN ('physical read total IO requests', 'physical write total IO requests',
-                'physical reads', 'physical writes', 'session logical reads',
-                'redo size', 'user commits', 'user rollbacks', 'execute count')
-UNION ALL
-SELECT event || ' waits', total_waits FROM v$system_event
- WHERE event IN ('db file sequential read', 'log file sync')
-UNION ALL
-SELECT event || ' us', time_waited_micro FROM v$system_event
- WHERE event IN ('db file sequential read', 'log file sync')"""
-"""Oracle: cumulative instance counters and I/O waits (needs SELECT on v$sysstat and
-v$system_event); AWR's physical read IO requests per second and the average ``db file
-sequential read`` latency are differences of two readings over the interval."""
-
-SQLSERVER_FILE_STATS_SQL = """SELECT DB_NAME(vfs.database_id) AS database_name, mf.type_desc,
-       vfs.num_of_reads, vfs.num_of_bytes_read, vfs.io_stall_read_ms,
-       vfs.num_of_writes, vfs.num_of_bytes_written, vfs.io_stall_write_ms
-  FROM sys.dm_io_virtual_file_stats(DB_ID(), NULL) AS vfs
-  JOIN sys.master_files AS mf
-    ON mf.database_id = vfs.database_id AND mf.file_id = vfs.file_id"""
-"""SQL Server: cumulative I/O per database file (needs VIEW SERVER STATE); per-interval reads/s
-and average read stall come from the differences of two readings."""
 
 # --------------------------------------------------------------------------- collector
 
@@ -474,7 +450,8 @@ register_collector(
         source=SOURCE,
         auto=auto_db,
         summary="the database's own I/O statistics, as the target's dialect record samples them "
-        "(PostgreSQL: pg_stat_database, pg_statio; MariaDB/MySQL: InnoDB counters)",
+        "(PostgreSQL: pg_stat_database, pg_statio; MariaDB/MySQL: InnoDB counters; Oracle: "
+        "v$sysstat, v$system_event; SQL Server: dm_io_virtual_file_stats, dm_os_wait_stats)",
         scope=COLLECTOR_SCOPE_SHARED,
         display=Display(title="database statistics"),
         role=ROLE_DATABASE,
