@@ -142,12 +142,21 @@ def workload_from_bundle(run_dir: Path, device: str | None, step: int | None = N
     """The load of ``run_dir`` as a Workload: the measured window's block-device means, or
     one step's when the run had several (the whole-run means would mix the steps)."""
     from sim.bundle.reader import read_summary
+    from storage.envelopes.fileload import file_workload, is_file_run
 
     summary = read_summary(run_dir, label="size: ")  # bounded, checked against its schema
+    name = run_dir.absolute().name
+    if is_file_run(summary):
+        if device is not None:
+            raise ConfigError(
+                f"size: --device {device}: bundle {name} ran on a file tree and is sized by its "
+                f"file operations, not by a block device"
+            )
+        return file_workload(summary, name, step)
     stages = [s for s in summary.get("stages") or [] if isinstance(s, dict)]
     measured = [s for s in stages if s.get("phase") == "measure" and isinstance(s.get("step"), int)]
     if step is None and len(measured) <= 1:
-        return workload_from_summary(summary, device, run_dir.name)
+        return workload_from_summary(summary, device, name)
     if step is None:
         passing = (summary.get("sweep") or {}).get("highest_passing") or {}
         if not isinstance(passing.get("step"), int):
@@ -231,18 +240,33 @@ def _number(figures: dict[str, Any], key: str) -> float:
 
 
 def _list(found: dict[str, Envelope], as_json: bool) -> None:
-    rows = []
+    from storage.envelopes.pages import describe_page, pages_json
+
+    rows: list[dict[str, Any]] = []
     for name, env in found.items():
         seeds = sorted({s for s in _seeds(env)})
-        rows.append({"name": name, "title": env.spec.title, "seeds": seeds, "data": env.file})
+        pages = pages_json(env, seeds)
+        rows.append(
+            {
+                "name": name,
+                "title": env.spec.title,
+                "seeds": seeds,
+                "data": env.file,
+                "pages": pages,
+            }
+        )
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
     width = max(len(r["name"]) for r in rows)
     for r in rows:
+        env = found[r["name"]]
+        shown = "".join(
+            f"{'':<{width}}  page: {describe_page(env.seeds[p['seed']])}\n" for p in r["pages"]
+        )
         sys.stdout.write(
             f"{r['name']:<{width}}  {r['title']}\n{'':<{width}}  source: "
-            f"{', '.join(r['seeds'])} (storage/envelopes/data/{r['data']})\n"
+            f"{', '.join(r['seeds'])} (storage/envelopes/data/{r['data']})\n{shown}"
         )
 
 
@@ -302,8 +326,9 @@ def _conditions(env: Envelope) -> str:
 
 def render(answer: SizingAnswer) -> str:
     """The answer as text: verdict, binding limit, every limit, smallest fits, flags, source."""
+    from storage.envelopes.pages import page_lines
     from storage.envelopes.scaling import capacity_unit
-    from storage.envelopes.units import fmt, fmt_capacity
+    from storage.envelopes.units import fmt, fmt_capacity, growth, pct
 
     env, spec = answer.envelope, answer.envelope.spec
     published = _conditions(answer.envelope)
@@ -321,9 +346,10 @@ def render(answer: SizingAnswer) -> str:
         f"workload: {answer.workload.describe()}",
         f"capacity: {capacity}{level}",
         f"{answer.verdict_text()}: the {kind} limit binds — {binding.label}: "
-        f"{binding.describe()}; utilisation {answer.utilisation_pct:.1f} %, headroom "
-        f"{answer.headroom_pct:.1f} %"
-        + (f" (the workload can grow {answer.growth_pct:.1f} %)" if answer.fits else ""),
+        f"{binding.describe()}; utilisation {pct(answer.utilisation_pct)}, headroom "
+        f"{pct(answer.headroom_pct)}"
+        + (f" (the workload {growth(answer.binding.utilisation)})" if answer.fits else ""),
+        *_unit_lines(answer),
         *_certainty_lines(answer),
         *(
             [f"latency published at that figure: {'; '.join(binding.latency)}"]
@@ -334,10 +360,11 @@ def render(answer: SizingAnswer) -> str:
     ]
     for check in sorted(answer.checks, key=lambda c: -c.utilisation):
         mark = "*" if check is answer.binding else " "
+        unit = answer.workload.op_unit if check.limit.kind == "iops" else check.limit.unit
         lines.append(
-            f" {mark} {check.utilisation * 100:6.1f} %  {check.limit.describe()} — "
+            f" {mark} {pct(check.utilisation * 100):>11}  {check.limit.describe()} — "
             f"{check.limit.label} (demand {fmt(check.demand, 0 if check.demand >= 100 else 1)} "
-            f"{check.limit.unit})"
+            f"{unit})"
         )
     caveats = env.caveats()
     if caveats:
@@ -351,4 +378,17 @@ def render(answer: SizingAnswer) -> str:
         lines.append("flags:")
         lines.extend(f"  ! {flag}" for flag in answer.flags)
     lines.append("source: " + "; ".join(answer.source))
+    lines.extend(page_lines(env, answer.source))
     return "\n".join(lines)
+
+
+def _unit_lines(answer: SizingAnswer) -> list[str]:
+    """For a file workload: what its operations are compared with."""
+    unit = answer.workload.op_unit
+    if unit == "IOPS":
+        return []
+    return [
+        f"units: the workload's {unit} are compared with the envelope's IOPS figures, which for "
+        f"an NFS or file page are operations of the protocol (metadata included), not disk "
+        f"requests; the local disk under the tree is not sized"
+    ]

@@ -340,7 +340,10 @@ class SeedInfo(_Strict):
     result on the page."""
 
     file: str = Field(pattern=r"^\d{3}_[0-9a-f]{16}\.txt$")
-    title: str
+    title: str  # as the seed prints it (its own language)
+    title_en: str  # the vendor page's English title, which a reader searches for
+    publisher: str  # whose page it is (the documentation set or site)
+    url: str | None = Field(default=None, pattern=r"^https://")  # where known
     language: str
     decimal: Literal[".", ","]
     thousands: Literal[".", ","]

@@ -29,6 +29,7 @@ from typing import Any
 
 from sim.errors import ConfigError
 from storage.envelopes.model import Envelope, Flag, Limit
+from storage.envelopes.pages import pages_json
 from storage.envelopes.scaling import (
     Setting,
     capacity_limits,
@@ -55,6 +56,11 @@ class Workload:
     write_mibps: float
     origin: str = "command line"
     block_kib_given: float | None = None
+    #: What one operation is: ``IOPS`` (block requests), or for a file workload ``file ops/s``
+    #: (the workload's file operations) or ``NFS ops/s`` (the NFS client's calls).
+    op_unit: str = "IOPS"
+    #: How a file workload's figure was taken (which operations, which load point).
+    note: str = ""
 
     @classmethod
     def from_numbers(
@@ -142,7 +148,14 @@ class Workload:
         return mibps * KIB / iops if iops > 0 else None
 
     def describe(self) -> str:
-        """One line: IOPS, mix, MiB/s, request size."""
+        """One line: IOPS (or file operations), mix, MiB/s, request size."""
+        if self.op_unit != "IOPS":
+            return (
+                f"{fmt(self.total_iops, 1)} {self.op_unit} ({fmt(self.read_iops, 1)} reading + "
+                f"{fmt(self.write_iops, 1)} changing, {self.read_fraction * 100:.1f} % reading), "
+                f"{fmt(self.total_mibps, 1)} MiB/s, {self.block_kib:.1f} KiB per operation "
+                f"[{self.origin}]" + (f"; {self.note}" if self.note else "")
+            )
         return (
             f"{fmt(self.read_iops)} read + {fmt(self.write_iops)} write IOPS "
             f"({self.read_fraction * 100:.1f} % read), {fmt(self.read_mibps, 1)} + "
@@ -257,6 +270,8 @@ class SizingAnswer:
             "service_level": self.service_level,
             "workload": {
                 "origin": w.origin,
+                "unit": w.op_unit,
+                "note": w.note,
                 "read_iops": w.read_iops,
                 "write_iops": w.write_iops,
                 "read_mibps": w.read_mibps,
@@ -289,6 +304,7 @@ class SizingAnswer:
             "smallest_service_level_text": self.smallest_level_text,
             "flags": [{"kind": f.kind, "message": f.message} for f in self.flags],
             "source": list(self.source),
+            "pages": pages_json(self.envelope, self.source),
         }
 
 
@@ -375,7 +391,12 @@ def _answer_flags(
     found = [*flags, *binding.limit.flags]
     found += [f for c in checks for f in c.limit.flags if f.kind == "out_of_range"]
     read, write = workload.size_kib("read"), workload.size_kib("write")
-    if read and write and max(read, write) / min(read, write) > SIZE_RATIO_FLAG:
+    if (
+        workload.op_unit == "IOPS"
+        and read
+        and write
+        and max(read, write) / min(read, write) > SIZE_RATIO_FLAG
+    ):
         found.append(
             Flag(
                 "estimate",

@@ -7,6 +7,7 @@ iostat, whose ``kB`` is 1024 bytes: ``8k``, ``8kB`` and ``8KiB`` are all 8 KiB.
 
 from __future__ import annotations
 
+import math
 import re
 
 from sim.errors import ConfigError
@@ -120,3 +121,35 @@ def fmt_capacity(tib: float, unit: str) -> str:
     value = from_tib(tib, unit)
     whole = abs(value - round(value)) < 1e-6 or value >= 100
     return f"{fmt(value, 0 if whole else 2)} {unit}"
+
+
+def pct(value: float) -> str:
+    """A percentage as a person writes it: ``87.2 %``, ``under 0.1 %``, ``over 99.9 %``,
+    ``1,250 %`` (no decimals from 1,000 up)."""
+    if not math.isfinite(value):
+        return "unbounded"
+    if value == 0:
+        return "0 %"
+    if 0 < value < 0.1:
+        return "under 0.1 %"
+    if 99.9 < value < 100:
+        return "over 99.9 %"
+    if abs(value) >= 1000:
+        return f"{value:,.0f} %"
+    return f"{value:.1f} %"
+
+
+def growth(utilisation: float) -> str:
+    """How much a load at ``utilisation`` (0..1] of a limit could grow, bounded and rounded:
+    ``can grow 14.7 %`` below doubling, ``could carry about 3.4 times its load``, ``about 290
+    times``, ``more than 1,000 times`` (a ratio that large says only: far from the limit)."""
+    if utilisation <= 0 or not math.isfinite(utilisation):
+        return "could carry more than 1,000 times its load"
+    factor = 1 / utilisation
+    if factor < 2:
+        return f"can grow {(factor - 1) * 100:.1f} %"
+    if factor > 1000:
+        return "could carry more than 1,000 times its load"
+    digits = 1 if factor < 10 else 0
+    shown = round(factor, digits) if factor < 100 else round(factor, -1)
+    return f"could carry about {shown:,.{digits}f} times its load"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -233,3 +234,64 @@ def test_a_stepped_bundle_is_sized_by_one_step_never_by_the_mix(
     assert "has 2 steps and its whole-run means mix them: give --step 1..2" in (
         assert_one_error_line(mixed)
     )
+
+
+def _eda_bundle(dbsim: Dbsim, out_dir: Path, tmp_path: Path) -> Path:
+    """A 3-second EDA_BLENDED run of one job set on a local tree (open loop, 450 ops/s)."""
+    scenario = tmp_path / "eda.yaml"
+    scenario.write_text(
+        f"target: {{kind: filetree, path: {tmp_path / 'tree'}}}\n"
+        "workload: {name: eda, parameters: {component: EDA_BLENDED, job_sets: 1}}\n"
+        "load: {mode: open, warmup_s: 0.5, duration_s: 3, sessions: 5, rate_ops_s: 450}\n",
+        encoding="utf-8",
+    )
+    run = dbsim("run", scenario, "-o", out_dir, "--quiet")
+    assert run.rc == EXIT_OK, run.describe()
+    return single_bundle(out_dir)
+
+
+def test_an_eda_bundle_is_sized_in_file_operations_never_block_iops(
+    dbsim: Dbsim, out_dir: Path, tmp_path: Path
+) -> None:
+    bundle = _eda_bundle(dbsim, out_dir, tmp_path)
+    summary = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
+    point = summary["workload"]["score"]["load_points"][0]
+    result = dbsim_size(dbsim, "-e", "gcnv-large-volume-eda", "--bundle", bundle, "--json")
+    assert result.rc == EXIT_OK, result.describe()
+    answer = json.loads(result.stdout)
+    workload = answer["workload"]
+    # The demand is the score's file operations and MiB/s, not the disk under the tree.
+    assert workload["unit"] == "file ops/s"
+    assert workload["read_iops"] + workload["write_iops"] == pytest.approx(point["achieved_ops_s"])
+    assert workload["read_mibps"] + workload["write_mibps"] == pytest.approx(point["mib_s"])
+    assert "device" not in workload["origin"] and bundle.name in workload["origin"]
+    assert "1 job set(s)" in workload["note"]
+    iops = next(c for c in answer["limits"] if c["kind"] == "iops")
+    assert iops["demand"] == pytest.approx(point["achieved_ops_s"])
+    text = dbsim_size(dbsim, "-e", "gcnv-large-volume-eda", "--bundle", bundle)
+    assert text.rc == EXIT_OK, text.describe()
+    out = text.stdout
+    assert f"{point['achieved_ops_s']:,.1f} file ops/s" in out
+    assert "file ops/s)" in out and "demand" in out and " IOPS)" not in out.split("limits:")[1]
+    # Percentages as a person writes them: far from the limit says so, never 6 digits.
+    assert "utilisation under 0.1 %, headroom over 99.9 %" in out
+    assert "could carry more than 1,000 times its load" in out
+    decimals = [float(v.replace(",", "")) for v in re.findall(r"(\d[\d,]*\.\d+) %", out)]
+    assert decimals and all(v < 1000 for v in decimals), decimals
+    # The vendor page by its English title and address, its figures with English separators.
+    assert '"Performance benchmarks", Google Cloud NetApp Volumes documentation, https://' in out
+    assert "«Comparativos de mercado de desempenho»" in out
+    assert "21.5 GiBps, 1,350,000 IOPS" in out
+    # A block device makes no sense for a file run: one line, exit 2.
+    wrong = dbsim_size(dbsim, "-e", "gcnv-large-volume-eda", "--bundle", bundle, "--device", "x")
+    assert "sized by its file operations" in assert_one_error_line(wrong)
+
+
+def test_every_page_is_named_by_its_english_title(dbsim: Dbsim) -> None:
+    result = dbsim_size(dbsim, "--list", "--json")
+    assert result.rc == EXIT_OK, result.describe()
+    for row in json.loads(result.stdout):
+        assert row["pages"], row["name"]
+        for page in row["pages"]:
+            assert page["title_en"] and page["publisher"] and page["title"], page
+            assert page["url"] is None or page["url"].startswith("https://"), page
