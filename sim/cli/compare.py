@@ -1,5 +1,9 @@
 """``dbsim compare BASELINE CANDIDATE``: is the candidate storage worse than the baseline?
 
+``dbsim compare OLD1 OLD2 OLD3 vs NEW1 NEW2 NEW3``: repeated runs of each side combined into
+one interval per figure; runs at other load levels (sessions, rates, load steps) are compared
+at levels matched by delivered IOPS (:func:`sim.judge.compare.compare_runs`).
+
 Importing this module registers the command on :data:`sim.cli.app.app` (:mod:`sim.cli.entry`
 does). Exit codes: 0 the candidate is not worse (better, equivalent, no significant
 difference, or undetermined: a change with no interval to weigh it), 1 it is significantly worse beyond a threshold, 2 bad input (not a bundle, a bad
@@ -10,7 +14,9 @@ such as a different data size, mix or load shape invalidates the comparison).
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -64,12 +70,24 @@ MaxErrorPctOpt = Annotated[
 HtmlOpt = Annotated[
     Path | None, typer.Option("--html", help="Also write a self-contained HTML page here.")
 ]
+CsvOpt = Annotated[
+    Path | None,
+    typer.Option("--csv", help="Also write the per-figure table as CSV here (plain numbers)."),
+]
+#: The word between the baseline bundles and the candidate bundles.
+SEPARATOR = "vs"
 
 
 @app.command()
 def compare(
-    baseline: Annotated[Path, typer.Argument(help="The baseline run bundle (the old storage).")],
-    candidate: Annotated[Path, typer.Argument(help="The candidate run bundle (the new one).")],
+    bundles: Annotated[
+        list[Path],
+        typer.Argument(
+            help="BASELINE CANDIDATE, or BASELINE... vs CANDIDATE... (repeated runs of each "
+            "side, or runs at several load levels).",
+            show_default=False,
+        ),
+    ],
     thresholds: ThresholdsOpt = None,
     max_p50: MaxP50Opt = None,
     max_p99: MaxP99Opt = None,
@@ -80,12 +98,13 @@ def compare(
     max_error_pct: MaxErrorPctOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
     html: HtmlOpt = None,
+    csv_path: CsvOpt = None,
 ) -> None:
-    """Compare two runs (per operation and storage) with the 95 % interval of each change;
+    """Compare runs (per operation and storage) with the 95 % interval of each change;
     exit 1 when the candidate is significantly worse, 4 when the runs cannot be compared."""
-    from sim.judge.compare import compare as compare_runs
-    from sim.judge.compare import load_thresholds
+    from sim.judge.compare import compare_runs, load_thresholds
 
+    baselines, candidates = split_sides(bundles)
     limits = load_thresholds(
         thresholds,
         {
@@ -98,9 +117,15 @@ def compare(
             "max_error_pct_increase": max_error_pct,
         },
     )
-    result = compare_runs(baseline, candidate, limits)
+    result = compare_runs(baselines, candidates, limits)
     if html is not None:
-        _write_html(html, result)
+        _write(html, "--html", lambda: _html(result))
+        result["html"] = str(html)
+    if csv_path is not None:
+        from sim.report.compare import render_csv
+
+        _write(csv_path, "--csv", lambda: render_csv(result))
+        result["csv"] = str(csv_path)
     if as_json:
         sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
     else:
@@ -110,46 +135,87 @@ def compare(
     raise typer.Exit(codes.get(call, EXIT_OK))
 
 
-def _write_html(html: Path, result: dict[str, Any]) -> None:
-    """The comparison's page at ``html`` (named in ``result``); a bad path is bad input."""
-    from sim.bundle.files import atomic_write
+def split_sides(bundles: list[Path]) -> tuple[list[Path], list[Path]]:
+    """BASELINE CANDIDATE, or the bundles before and after the word ``vs``; anything else is
+    bad input."""
+    marks = [i for i, b in enumerate(bundles) if str(b) == SEPARATOR]
+    if not marks:
+        if len(bundles) != 2:
+            raise ConfigError(
+                f"compare takes BASELINE CANDIDATE, or BASELINE... {SEPARATOR} CANDIDATE... "
+                f"(got {len(bundles)} bundles without '{SEPARATOR}')"
+            )
+        return [bundles[0]], [bundles[1]]
+    if len(marks) > 1 or marks[0] == 0 or marks[0] == len(bundles) - 1:
+        raise ConfigError(
+            f"compare takes BASELINE... {SEPARATOR} CANDIDATE...: one '{SEPARATOR}' with at "
+            "least one bundle on each side"
+        )
+    return bundles[: marks[0]], bundles[marks[0] + 1 :]
+
+
+def _html(result: dict[str, Any]) -> str:
     from sim.report.compare import render_html
 
+    return render_html(result)
+
+
+def _write(path: Path, option: str, render: Callable[[], str]) -> None:
+    """``render()``'s text at ``path``, atomically (never through a link, never over what is
+    not a regular file); a bad path is bad input."""
+    from sim.bundle.files import atomic_write
+
     try:
-        atomic_write(html, render_html(result))
+        atomic_write(path, render())
     except OSError as exc:
         # A refusal names the temporary file when that is what is in the way.
-        other = f" {exc.filename}" if exc.filename and str(exc.filename) != str(html) else ""
-        raise ConfigError(f"--html {html}: cannot write{other}: {exc.strerror or exc}") from None
-    result["html"] = str(html)
+        other = f" {exc.filename}" if exc.filename and str(exc.filename) != str(path) else ""
+        raise ConfigError(f"{option} {path}: cannot write{other}: {exc.strerror or exc}") from None
 
 
 def _print(result: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    from sim.report.compare import HEADERS, measured_line, table_rows
+    from sim.cli.tables import Column, folded
+    from sim.report.compare import HEADERS, LEFT, console_lines, runs_line, table_rows
 
-    out = Console(width=output_width(sys.stdout))
-    verdict = result["verdict"]
-    decided = "; ".join(verdict["decided_by"])
-    if verdict["call"] == "invalid":  # said first: the table below is no verdict
-        out.print(f"comparison invalid: {decided}", highlight=False, markup=False, soft_wrap=True)
-    base, cand = result["baseline"], result["candidate"]
-    table = Table(title=f"{base['run']} (baseline) → {cand['run']} (candidate)")
-    for i, header in enumerate(HEADERS):
-        table.add_column(header, justify="left" if i in (0, 1, 7) else "right", no_wrap=True)
+    width = output_width(sys.stdout)
+    out = Console(width=width)
+    head, tail = console_lines(result)
+    for line in [*head, runs_line(result)]:  # first: the caveats of both sides
+        _say(out, line)
+    columns = [Column(h, "left" if i in LEFT else "right") for i, h in enumerate(HEADERS)]
+    rows = table_rows(result)
     styles = {"worse": "bold red", "better": "bold green"}
-    for row in table_rows(result):
-        table.add_row(*row, style=styles.get(row[-1]))
-    out.print(table)
-    for line in [measured_line(result), *(f"note: {n}" for n in result["notes"])]:
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
-    out.print(
-        f"verdict: candidate {verdict['call']}" + (f" ({decided})" if decided else ""),
-        highlight=False,
-        markup=False,
-        soft_wrap=True,
-    )
-    if result.get("html"):
-        out.print(f"html: {result['html']}", highlight=False, markup=False, soft_wrap=True)
+    for table in folded(columns, rows, width, title="figures", keys=2):
+        for i, row in enumerate(rows):
+            style = styles.get(row[-1])
+            if style:
+                table.rows[i].style = style
+        out.print(table)
+    for line in tail:
+        _say(out, line)
+    for key in ("html", "csv"):
+        if result.get(key):
+            out.print(f"{key}: {result[key]}", highlight=False, markup=False, soft_wrap=True)
+
+
+#: A figure and its unit stay on one line when a sentence wraps ("+55.0 %", "10.10 ms").
+_FIGURE = re.compile(r"(?<=[0-9]) (?=(?:%|µs|ms|s|pt|points|IOPS|ops/s|intervals)(?!\w))")
+_NBSP = "\u00a0"
+
+
+def _say(out: Any, line: str) -> None:
+    """``line`` wrapped at the console's width at spaces, never inside a figure, the
+    continuation indented under the line's own indent."""
+    import textwrap
+
+    indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+    protected = _FIGURE.sub(_NBSP, line)
+    # textwrap breaks only at ASCII whitespace: a no-break space keeps a figure whole.
+    wrapped = textwrap.wrap(
+        protected, width=max(out.width, 40), subsequent_indent=indent, break_long_words=False,
+        break_on_hyphens=False,
+    )  # fmt: skip
+    for part in wrapped or [""]:
+        out.print(part.replace(_NBSP, " "), highlight=False, markup=False, soft_wrap=True)

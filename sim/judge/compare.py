@@ -20,7 +20,7 @@ reported but not judged.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sim.bundle.figures import combined_await_ms, finite, primary_device
 from sim.bundle.reader import read_analysis, read_summary
 from sim.bundle.reader import read_scenario as bundle_scenario
+from sim.core.cache import not_exercised
 from sim.core.result import OUTCOME_COMPLETED
 from sim.errors import ConfigError, ScenarioError, SimError
 from sim.judge import caveats as caveats_mod
@@ -164,6 +165,8 @@ def run_figures(bundle: Path, role: str) -> dict[str, Any]:
             "ios_per_op": ios_per_op,
         },
         "context": caveats_mod.run_context(summary, _scenario(bundle)),
+        "not_exercised": not_exercised(summary),
+        "score": (summary.get("workload") or {}).get("score"),
         "samples": noise.run_samples(bundle, device),
     }
 
@@ -276,27 +279,34 @@ def describe(row: Mapping[str, Any]) -> str:
             f"(threshold {row['threshold_pct']:g} points)"
         )
     ci = row.get("ci95")
-    interval = (
-        "no confidence interval: fewer than 5 independent batches (too few or too correlated "
-        "intervals: run longer)"
-        if ci is None
-        else f"95 % CI of the ratio {ci[0]:.3g}-{ci[1]:.3g}"
-        + (" includes 1" if row["change"] == NO_SIGNIFICANT else "")
-    )
+    # Why a figure without an interval, or with one that includes 1, has its call is said
+    # once for all of them (EXPLANATIONS), not here.
+    interval = "no interval" if ci is None else f"95 % CI of the ratio {ci[0]:.3g}-{ci[1]:.3g}"
     return (
         f"{row['scope']} {name} {row['delta_pct']:+.1f} % "
         f"(threshold {row['threshold_pct']:g} %, {interval})"
     )
 
 
+def _mean(values: Sequence[float | None]) -> float | None:
+    """The mean of the runs' figures (repeats of one scenario); None when any run lacks it."""
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known and len(known) == len(values) else None
+
+
 def _op_rows(
-    base: dict[str, Any], cand: dict[str, Any], limits: Thresholds, notes: list[str]
+    bases: list[dict[str, Any]],
+    cands: list[dict[str, Any]],
+    limits: Thresholds,
+    notes: list[str],
 ) -> list[dict[str, Any]]:
-    """One row per figure of each operation both runs measured (judged where the thresholds
-    cover the operation); what is not compared goes to ``notes``."""
-    common = sorted(set(base["ops"]) & set(cand["ops"]))
-    for role, figs in (("baseline", base), ("candidate", cand)):
-        only = sorted(set(figs["ops"]) - set(common))
+    """One row per figure of each operation every run measured (judged where the thresholds
+    cover the operation); what is not compared goes to ``notes``. With repeated runs a value
+    is the mean of the runs' and the interval pools their batch means."""
+    sides = (("baseline", bases), ("candidate", cands))
+    common = sorted(set.intersection(*(set(f["ops"]) for _, runs in sides for f in runs)))
+    for role, runs in sides:
+        only = sorted(set().union(*(set(f["ops"]) for f in runs)) - set(common))
         if only:
             notes.append(f"only the {role} measured {', '.join(only)}: not compared")
     judged_ops = common if limits.ops is None else [op for op in common if op in limits.ops]
@@ -304,49 +314,61 @@ def _op_rows(
         missing = sorted(set(limits.ops) - set(common))
         if missing:
             notes.append(f"thresholds name {', '.join(missing)}, not measured in both runs")
-    b_samples, c_samples = base["samples"].ops, cand["samples"].ops
     rows = []
     for op in common:
         for metric, (better_when, field) in OP_METRICS.items():
             threshold = getattr(limits, field) if op in judged_ops else None
-            ci = noise.ratio_ci(
-                (b_samples.get(op) or {}).get(metric), (c_samples.get(op) or {}).get(metric)
+            ci = noise.combined_ratio_ci(
+                [(f["samples"].ops.get(op) or {}).get(metric) for f in bases],
+                [(f["samples"].ops.get(op) or {}).get(metric) for f in cands],
             )
-            values = (base["ops"][op][metric], cand["ops"][op][metric])
+            values = (
+                _mean([f["ops"][op][metric] for f in bases]),
+                _mean([f["ops"][op][metric] for f in cands]),
+            )
             rows.append(_row(metric, op, values, better_when, threshold, ci))
     return rows
 
 
+def _device_scope(bases: list[dict[str, Any]], cands: list[dict[str, Any]]) -> str:
+    b = "/".join(sorted({str(f["device"] or "no device") for f in bases}))
+    c = "/".join(sorted({str(f["device"] or "no device") for f in cands}))
+    return b if b == c else f"{b} → {c}"
+
+
 def _device_rows(
-    base: dict[str, Any], cand: dict[str, Any], limits: Thresholds, notes: list[str]
+    bases: list[dict[str, Any]],
+    cands: list[dict[str, Any]],
+    limits: Thresholds,
+    notes: list[str],
 ) -> list[dict[str, Any]]:
     """One row per storage figure of each run's primary device."""
-    device_scope = (
-        f"{base['device'] or '?'}"
-        if base["device"] == cand["device"]
-        else f"{base['device'] or '?'} → {cand['device'] or '?'}"
-    )
-    b_samples, c_samples = base["samples"].device, cand["samples"].device
     rows = [
         _row(
             metric,
-            device_scope,
-            (base["storage"][metric], cand["storage"][metric]),
+            _device_scope(bases, cands),
+            (
+                _mean([f["storage"][metric] for f in bases]),
+                _mean([f["storage"][metric] for f in cands]),
+            ),
             better_when,
             getattr(limits, field),
-            noise.ratio_ci(b_samples.get(metric), c_samples.get(metric)),
+            noise.combined_ratio_ci(
+                [f["samples"].device.get(metric) for f in bases],
+                [f["samples"].device.get(metric) for f in cands],
+            ),
         )
         for metric, (better_when, field) in DEVICE_METRICS.items()
     ]
-    if base["device"] is None or cand["device"] is None:
+    if any(f["device"] is None for f in [*bases, *cands]):
         notes.append("a run has no block device figures: storage rows are not compared")
     return rows
 
 
-def _run_notes(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
+def _run_notes(runs: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """Runs that did not finish, or have no per-interval series to give an interval."""
     notes = []
-    for role, figs in (("baseline", base), ("candidate", cand)):
+    for role, figs in runs:
         if figs["status"] != OUTCOME_COMPLETED:
             notes.append(f"the {role} run did not complete (status {figs['status']})")
         if figs["samples"].intervals is None:
@@ -357,23 +379,311 @@ def _run_notes(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
     return notes
 
 
+#: The calls a row can have that say something, in the order the overall call weighs them,
+#: with the heading each gets in the verdict (improvements apart from regressions).
+CALL_ORDER = ("worse", "better", UNDETERMINED, NO_SIGNIFICANT)
+GROUPS = {
+    "worse": "regressions",
+    "better": "improvements",
+    UNDETERMINED: "undetermined",
+    NO_SIGNIFICANT: "within the noise",
+}
+#: Why a row has its call, said once per reason (not once per figure).
+EXPLANATIONS = {
+    UNDETERMINED: "no 95 % interval: fewer than 5 independent batches in a run (too few or "
+    "too correlated intervals), or no per-interval series; run longer",
+    NO_SIGNIFICANT: "beyond the threshold, but the ratio's 95 % interval includes 1 "
+    "(run-to-run noise)",
+}
+
+
 def _call(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
     """The overall call from the rows and the rows that decided it."""
-    for call in ("worse", "better", UNDETERMINED, NO_SIGNIFICANT):
+    for call in CALL_ORDER:
         decided = [describe(r) for r in rows if r["change"] == call]
         if decided:
             return call, decided
     return "equivalent", []
 
 
-def _window(figs: Mapping[str, Any]) -> dict[str, Any]:
-    samples = figs["samples"]
+def _groups(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The judged rows by what they say: regressions, improvements, undetermined, within
+    the noise (each a list of short descriptions; empty groups left out)."""
+    out: dict[str, list[str]] = {}
+    for call in CALL_ORDER:
+        found = [describe(r) for r in rows if r["change"] == call]
+        if found:
+            out[GROUPS[call]] = found
+    return out
+
+
+def _window(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a side's figures are: measured, over which window, how many intervals."""
+    intervals = [f["samples"].intervals for f in runs]
     return {
         "figures": "measured",
         "window": WINDOW,
-        "measured_s": figs["measured_s"],
-        "intervals": samples.intervals,
+        "measured_s": _sum([f["measured_s"] for f in runs]),
+        "intervals": None if any(n is None for n in intervals) else sum(intervals),
     }
+
+
+def _sum(values: Sequence[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def _side(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A side of the comparison as JSON: its first run's fields (compatible with one run),
+    the runs when there are several, and its window."""
+    hidden = ("ops", "samples", "series")
+    first = {k: v for k, v in runs[0].items() if k not in hidden}
+    side = {**first, **_window(runs)}
+    if len(runs) > 1:
+        side["run"] = f"{runs[0]['run']} (+{len(runs) - 1} repeats)"
+        side["runs"] = [{k: v for k, v in f.items() if k not in hidden} for f in runs]
+    return side
+
+
+# --------------------------------------------------------------------------- caveats of runs
+
+
+def run_caveats(sides: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """What each run says of itself, before any figure: a run that is invalid (its operations
+    failed: invalidates), a run that did not exercise the storage (its figures are the
+    caches'; said once for both sides when both did not)."""
+    out: list[dict[str, Any]] = []
+    cached = {role: [f for f in runs if f.get("not_exercised")] for role, runs in sides.items()}
+    if all(cached.values()):
+        reasons = "; ".join(f"{role}: {runs[0]['not_exercised']}" for role, runs in cached.items())
+        out.append(
+            _run_caveat(
+                "storage not exercised",
+                "both",
+                False,
+                "both runs: storage not exercised, so the figures compare caches, not "
+                f"storage ({reasons})",
+            )
+        )
+    else:
+        for role, runs in cached.items():
+            for f in runs:
+                out.append(
+                    _run_caveat(
+                        "storage not exercised",
+                        role,
+                        False,
+                        f"the {role} run {f['run']}: storage not exercised, its figures are "
+                        f"the caches' ({f['not_exercised']})",
+                    )
+                )
+    for role, runs in sides.items():
+        for f in runs:
+            if f["invalid"]:
+                out.append(
+                    _run_caveat(
+                        "invalid run", role, True, f"the {role} run is invalid: {f['invalid']}"
+                    )
+                )
+    return out
+
+
+def _run_caveat(what: str, run: str, invalidates: bool, text: str) -> dict[str, Any]:
+    return {"what": what, "run": run, "invalidates": invalidates, "text": text}
+
+
+# --------------------------------------------------------------------------- load levels
+
+#: Context keys that make the load level: runs that differ only in these are compared at
+#: load levels matched by delivered IOPS instead of refused.
+LOAD_KEYS = ("sessions", "mode", "rate_ops_s", "think", "steps")
+#: Two levels are matched when their delivered IOPS differ by at most this fraction.
+MATCH_FRACTION = 0.15
+#: Figures compared at a matched level: latency per operation and the device's await.
+LEVEL_OP_METRICS = ("p50_us", "p99_us")
+
+
+def _load_key(figs: Mapping[str, Any]) -> str:
+    context = figs["context"]
+    return repr([context.get(k) for k in LOAD_KEYS])
+
+
+def _levels(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A side's load levels: runs of one load shape together (repeats), each load step of a
+    stepped run its own level; per level the runs and the intervals of each."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for f in runs:
+        groups.setdefault(_load_key(f), []).append(f)
+    levels = []
+    for members in groups.values():
+        steps = sorted({s for s in members[0]["samples"].step if s is not None})
+        for step in steps or [None]:
+            masks = [
+                [step is None or s == step for s in f["samples"].step]
+                if f["samples"].step
+                else [True] * (f["samples"].intervals or 0)
+                for f in members
+            ]
+            levels.append(_level(members, step, masks))
+    return levels
+
+
+def _level(
+    members: list[dict[str, Any]], step: int | None, masks: list[list[bool]]
+) -> dict[str, Any]:
+    context = members[0]["context"]
+    label = ", ".join(
+        f"{k.replace('_ops_s', '')} {context[k]}"
+        for k in ("sessions", "rate_ops_s")
+        if context.get(k) not in (None, [], {})
+    )
+    if step is not None:
+        label = f"step {step + 1}" + (f" of {label}" if label else "")
+    samples: list[dict[str, Any]] = [
+        {
+            "ops": {
+                op: {m: noise.select(v, mask) for m, v in figs.items()}
+                for op, figs in f["samples"].ops.items()
+            },
+            "device": {m: noise.select(v, mask) for m, v in f["samples"].device.items()},
+        }
+        for f, mask in zip(members, masks, strict=True)
+    ]
+    iops = _mean([_weighted(s["device"].get("device_iops")) for s in samples])
+    if iops is None:  # no device: the load is all operations' ops/s
+        iops = _mean(
+            [
+                _sum([_weighted(o.get("ops_s")) for o in s["ops"].values()]) if s["ops"] else None
+                for s in samples
+            ]
+        )
+    return {
+        "label": label or "the run",
+        "runs": [f["run"] for f in members],
+        "load": iops,
+        "load_unit": "IOPS" if members[0]["device"] else "ops/s",
+        "samples": samples,
+    }
+
+
+def _weighted(samples: noise.Samples | None) -> float | None:
+    """The window's figure from its interval samples (weighted mean)."""
+    if samples is None:
+        return None
+    values, weights = samples
+    keep = [
+        (v, w)
+        for v, w in zip(values.tolist(), weights.tolist(), strict=True)
+        if v == v and w == w and w > 0  # NaN-free
+    ]
+    total = sum(w for _, w in keep)
+    return sum(v * w for v, w in keep) / total if total else None
+
+
+def match_levels(
+    base: list[dict[str, Any]], cand: list[dict[str, Any]]
+) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[str]]:
+    """Pairs of levels whose delivered load differs by at most :data:`MATCH_FRACTION`,
+    closest first, each level in at most one pair; and a note per level left unmatched."""
+    distances = sorted(
+        (abs(c["load"] - b["load"]) / b["load"], i, j)
+        for i, b in enumerate(base)
+        for j, c in enumerate(cand)
+        if b["load"] and c["load"] is not None
+    )
+    used_b: set[int] = set()
+    used_c: set[int] = set()
+    pairs = []
+    for distance, i, j in distances:
+        if distance <= MATCH_FRACTION and i not in used_b and j not in used_c:
+            used_b.add(i)
+            used_c.add(j)
+            pairs.append((i, j))
+    notes = [
+        f"the {role} level {level['label']} ({_load_text(level)}) has no level of the other "
+        f"side within {MATCH_FRACTION:.0%} of its load: not compared"
+        for role, levels, used in (("baseline", base, used_b), ("candidate", cand, used_c))
+        for k, level in enumerate(levels)
+        if k not in used
+    ]
+    pairs.sort(key=lambda p: base[p[0]]["load"] or 0.0)
+    return [(base[i], cand[j]) for i, j in pairs], notes
+
+
+def _load_text(level: Mapping[str, Any]) -> str:
+    load = level["load"]
+    return "no load figure" if load is None else f"{load:,.0f} {level['load_unit']}"
+
+
+def _level_rows(
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]], limits: Thresholds, device: str
+) -> list[dict[str, Any]]:
+    """Per matched pair: the delivered load (reported), each common operation's p50 and p99
+    and the device's await, with the interval of each ratio from the levels' intervals."""
+    rows = []
+    for b, c in pairs:
+        scope = f"@ {_load_text(b)}"
+        if b["load_unit"] == "IOPS":
+            rows.append(
+                _level_row(
+                    "device_iops", f"{scope} {device}", b, c, ("device", None, "device_iops"),
+                    "higher", None,
+                )
+            )  # fmt: skip
+        ops = sorted(set.intersection(*(set(s["ops"]) for s in [*b["samples"], *c["samples"]])))
+        for op in ops:
+            for metric in LEVEL_OP_METRICS:
+                better_when, field = OP_METRICS[metric]
+                rows.append(
+                    _level_row(
+                        metric,
+                        f"{scope} {op}",
+                        b,
+                        c,
+                        ("ops", op, metric),
+                        better_when,
+                        getattr(limits, field),
+                    )
+                )
+        if b["load_unit"] == "IOPS":
+            better_when, field = DEVICE_METRICS["await_ms"]
+            rows.append(
+                _level_row(
+                    "await_ms",
+                    f"{scope} {device}",
+                    b,
+                    c,
+                    ("device", None, "await_ms"),
+                    better_when,
+                    getattr(limits, field),
+                )
+            )
+    return rows
+
+
+def _level_row(
+    metric: str,
+    scope: str,
+    b: Mapping[str, Any],
+    c: Mapping[str, Any],
+    where: tuple[str, str | None, str],
+    better_when: str,
+    threshold: float | None,
+) -> dict[str, Any]:
+    kind, op, name = where
+
+    def pick(s: Mapping[str, Any]) -> noise.Samples | None:
+        figs = s["ops"].get(op) or {} if kind == "ops" else s["device"]
+        return figs.get(name)
+
+    base = [pick(s) for s in b["samples"]]
+    cand = [pick(s) for s in c["samples"]]
+    values = (_mean([_weighted(x) for x in base]), _mean([_weighted(x) for x in cand]))
+    row = _row(metric, scope, values, better_when, threshold, noise.combined_ratio_ci(base, cand))
+    row["level"] = {"baseline": b["label"], "candidate": c["label"]}
+    return row
+
+
+# --------------------------------------------------------------------------- comparison
 
 
 def compare(
@@ -381,35 +691,120 @@ def compare(
 ) -> dict[str, Any]:
     """The comparison of two bundles (see the module's docstring); :class:`ConfigError`
     when either is not a readable run bundle."""
+    return compare_runs([Path(baseline)], [Path(candidate)], thresholds)
+
+
+def compare_runs(
+    baselines: Sequence[Path], candidates: Sequence[Path], thresholds: Thresholds | None = None
+) -> dict[str, Any]:
+    """The comparison of one or more baseline bundles with one or more candidate bundles.
+
+    Runs of one side with the same load shape are repeats: their figures are averaged and
+    their batch means pooled into one interval (:func:`sim.judge.noise.combined_ratio_ci`).
+    When the sides' load shapes differ (other sessions or rates) or a run has load steps,
+    the figures are compared at load levels matched by delivered IOPS
+    (:func:`match_levels`) instead of refused."""
     limits = thresholds or Thresholds()
-    base, cand = run_figures(Path(baseline), "baseline"), run_figures(Path(candidate), "candidate")
+    if not baselines or not candidates:
+        raise ConfigError("compare needs at least one baseline and one candidate bundle")
+    bases = [run_figures(Path(p), "baseline") for p in baselines]
+    cands = [run_figures(Path(p), "candidate") for p in candidates]
     notes: list[str] = []
-    rows = _op_rows(base, cand, limits, notes) + _device_rows(base, cand, limits, notes)
-    found = caveats_mod.caveats(base["context"], cand["context"])
-    notes.extend(c["text"] for c in found if not c["invalidates"])
-    notes.extend(_run_notes(base, cand))
+    found = caveats_mod.caveats(bases[0]["context"], cands[0]["context"])
+    # Runs of one side must differ in nothing but their load shape.
+    for role, runs in (("baseline", bases), ("candidate", cands)):
+        for f in runs[1:]:
+            for c in caveats_mod.caveats(runs[0]["context"], f["context"]):
+                if c["what"] not in LOAD_WORDS and c["invalidates"]:
+                    found.append({**c, "text": f"the {role} runs differ: {c['text']}"})
+    stepped = any(len({s for s in f["samples"].step if s is not None}) > 1 for f in bases + cands)
+    shapes = {_load_key(f) for f in bases} != {_load_key(f) for f in cands} or any(
+        len({_load_key(f) for f in runs}) > 1 for runs in (bases, cands)
+    )
+    by_level = stepped or shapes
+    levels: dict[str, Any] | None = None
+    if by_level:
+        # The load shape differs on purpose: compared at matched levels, not refused.
+        found = [
+            {
+                **c,
+                "invalidates": False,
+                "text": c["text"].split(":")[0]
+                + ": compared at load levels matched by delivered load",
+            }
+            if c["what"] in LOAD_WORDS or c["what"] == "measured time (s)"
+            else c
+            for c in found
+        ]
+        b_levels, c_levels = _levels(bases), _levels(cands)
+        pairs, level_notes = match_levels(b_levels, c_levels)
+        notes.extend(level_notes)
+        rows = _level_rows(pairs, limits, _device_scope(bases, cands))
+        levels = {
+            "baseline": [_level_json(v) for v in b_levels],
+            "candidate": [_level_json(v) for v in c_levels],
+            "matched": len(pairs),
+            "within": MATCH_FRACTION,
+        }
+        if not pairs:
+            shape = "; ".join(c["text"].split(":")[0] for c in found if c["what"] in LOAD_WORDS)
+            found.append(
+                {
+                    "what": "load levels",
+                    "baseline": [_load_text(v) for v in b_levels],
+                    "candidate": [_load_text(v) for v in c_levels],
+                    "invalidates": True,
+                    "text": (f"{shape}: " if shape else "")
+                    + f"no load level of one side delivered within {MATCH_FRACTION:.0%} of "
+                    "the load of one of the other (baseline "
+                    + ", ".join(_load_text(v) for v in b_levels)
+                    + "; candidate "
+                    + ", ".join(_load_text(v) for v in c_levels)
+                    + ")",
+                }
+            )
+    else:
+        rows = _op_rows(bases, cands, limits, notes) + _device_rows(bases, cands, limits, notes)
+    found = run_caveats({"baseline": bases, "candidate": cands}) + sorted(
+        found, key=lambda item: not item["invalidates"]
+    )
+    notes.extend(c["text"] for c in found if not c["invalidates"] and "run" not in c)
+    notes.extend(_run_notes([("baseline", f) for f in bases] + [("candidate", f) for f in cands]))
     call, decided_by = _call(rows)
-    invalid = [
-        f"the {role} run is invalid: {f['invalid']}"
-        for role, f in (("baseline", base), ("candidate", cand))
-        if f["invalid"]
-    ]
-    # Figures of failed operations say nothing of either storage, nor do runs that differ
-    # in more than the storage: no call is made.
-    invalid += [c["text"] for c in found if c["invalidates"]]
+    invalid = [c["text"] for c in found if c["invalidates"]]
     if invalid:
+        # Figures of failed operations say nothing of either storage, nor do runs that
+        # differ in more than the storage: no call is made.
         call, decided_by = "invalid", invalid
-    hidden = ("ops", "samples")
-    return {
-        "baseline": {**{k: v for k, v in base.items() if k not in hidden}, **_window(base)},
-        "candidate": {**{k: v for k, v in cand.items() if k not in hidden}, **_window(cand)},
+    result: dict[str, Any] = {
+        "baseline": _side(bases),
+        "candidate": _side(cands),
         "rows": rows,
         "verdict": {
             "call": call,
             "decided_by": decided_by,
+            **_groups(rows),
+            "explanations": {
+                GROUPS[k]: v for k, v in EXPLANATIONS.items() if any(r["change"] == k for r in rows)
+            },
             "thresholds": limits.model_dump(),
             "interval": noise.METHOD,
         },
         "caveats": found,
         "notes": notes,
+        "scores": {
+            "baseline": [f.get("score") for f in bases],
+            "candidate": [f.get("score") for f in cands],
+        },
     }
+    if levels is not None:
+        result["levels"] = levels
+    return result
+
+
+#: The caveat names (:data:`sim.judge.caveats.CONTEXT`) of the load shape.
+LOAD_WORDS = frozenset(caveats_mod.CONTEXT[k][0] for k in LOAD_KEYS)
+
+
+def _level_json(level: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: level[k] for k in ("label", "runs", "load", "load_unit")}

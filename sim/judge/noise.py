@@ -19,6 +19,7 @@ given. A change is *significant* when the interval excludes 1.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,11 +145,24 @@ def fieller_ratio(baseline: ArrayLike, candidate: ArrayLike) -> RatioCI | None:
     if b.size < MIN_BATCHES or c.size < MIN_BATCHES:
         return None
     (mb, sb), (mc, sc) = _mean_se(b), _mean_se(c)
-    if mb == 0:
+    return fieller_moments((mb, sb, b.size - 1), (mc, sc, c.size - 1), (b.size, c.size))
+
+
+#: One side's mean, its standard error and the degrees of freedom of that error.
+Moments = tuple[float, float, float]
+
+
+def fieller_moments(
+    baseline: Moments, candidate: Moments, batches: tuple[int, int]
+) -> RatioCI | None:
+    """Fieller's 95 % interval of mean_c / mean_b from each side's mean, standard error and
+    degrees of freedom (Welch–Satterthwaite for the pair); None when unbounded."""
+    (mb, sb, dfb), (mc, sc, dfc) = baseline, candidate
+    if mb == 0 or dfb <= 0 or dfc <= 0:
         return None
     ratio = mc / mb
     var_c, var_b = sc**2 / mb**2, ratio**2 * sb**2 / mb**2  # the delta method's two terms
-    denominator = var_c**2 / (c.size - 1) + var_b**2 / (b.size - 1)
+    denominator = var_c**2 / dfc + var_b**2 / dfb
     df = (var_c + var_b) ** 2 / denominator if denominator > 0 else math.inf
     t = t975(df)
     a = mb**2 - t**2 * sb**2
@@ -156,7 +170,59 @@ def fieller_ratio(baseline: ArrayLike, candidate: ArrayLike) -> RatioCI | None:
         return None
     half = math.sqrt(max(mb**2 * mc**2 - a * (mc**2 - t**2 * sc**2), 0.0))
     low, high = (mb * mc - half) / a, (mb * mc + half) / a
-    return RatioCI(ratio, low, high, df, (int(b.size), int(c.size)))
+    return RatioCI(ratio, low, high, df, batches)
+
+
+def pooled_moments(runs: Sequence[FloatArray]) -> tuple[Moments, int] | None:
+    """One side's moments from the batch means of its repeated runs: the mean of all batch
+    means, and the larger of two standard errors — the batch means' own (degrees of freedom
+    N - 1) and the run means' (k - 1, with k >= 2 runs), so a run-to-run difference (a host
+    busier for one whole run) widens the interval instead of hiding in it. None with fewer
+    than :data:`MIN_BATCHES` batch means in all."""
+    arrays = [a[np.isfinite(a)] for a in runs]
+    arrays = [a for a in arrays if a.size]
+    pooled = np.concatenate(arrays) if arrays else np.zeros(0)
+    if pooled.size < MIN_BATCHES:
+        return None
+    mean, se = _mean_se(pooled)
+    df = float(pooled.size - 1)
+    if len(arrays) >= 2:
+        run_means = np.asarray([float(np.mean(a)) for a in arrays])
+        between = float(np.std(run_means, ddof=1) / math.sqrt(run_means.size))
+        if between > se:
+            se, df = between, float(run_means.size - 1)
+    return (mean, se, df), int(pooled.size)
+
+
+def combined_ratio_ci(
+    baselines: Sequence[Samples | None], candidates: Sequence[Samples | None]
+) -> RatioCI | None:
+    """The interval of one figure's ratio when each side is one or more runs (repeats of
+    one scenario): every run cut into batches of one span (:data:`SPAN_FACTOR` times the
+    longest correlation time of all runs), each side's batch means pooled
+    (:func:`pooled_moments`); None when a side lacks samples or batches."""
+    if not baselines or not candidates or any(s is None for s in [*baselines, *candidates]):
+        return None
+    if len(baselines) == 1 and len(candidates) == 1:
+        return ratio_ci(baselines[0], candidates[0])
+    finite = [_finite(*s) for s in [*baselines, *candidates] if s is not None]
+    tau = max((correlation_time(x) for x, _ in finite if x.size), default=1.0)
+    means = [batch_means(x, w, span=_span(tau)) for x, w in finite]
+    base = pooled_moments(means[: len(baselines)])
+    cand = pooled_moments(means[len(baselines) :])
+    if base is None or cand is None:
+        return None
+    return fieller_moments(base[0], cand[0], (base[1], cand[1]))
+
+
+def select(samples: Samples | None, mask: Sequence[bool]) -> Samples | None:
+    """The samples of the intervals ``mask`` keeps (one load step's), None without any."""
+    if samples is None:
+        return None
+    keep = np.asarray(mask, dtype=bool)
+    if keep.size != samples[0].size or not keep.any():
+        return None
+    return samples[0][keep], samples[1][keep]
 
 
 # --------------------------------------------------------------------------- a run's samples
@@ -174,6 +240,8 @@ class RunSamples:
     ops: dict[str, dict[str, Samples]]
     device: dict[str, Samples]
     why_none: str | None = None
+    #: Each measured interval's load step (None: the run has no steps).
+    step: tuple[int | None, ...] = ()
 
 
 def run_samples(bundle: Path, device: str | None) -> RunSamples:
@@ -211,7 +279,7 @@ def run_samples(bundle: Path, device: str | None) -> RunSamples:
             "await_ms": (figures["await_ms"], ios),
             "ios_per_op": (per_op, counts),
         }
-    return RunSamples(series.n, ops, storage)
+    return RunSamples(series.n, ops, storage, step=tuple(series.step))
 
 
 def ratio_ci(baseline: Samples | None, candidate: Samples | None) -> RatioCI | None:

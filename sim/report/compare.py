@@ -1,15 +1,35 @@
-"""The comparison of two runs (:func:`sim.judge.compare.compare`) as a DBA reads it: the table
-rows in their units (for the terminal and the page) and one self-contained page (inline CSS,
-no script, no request), beside the run report's pages."""
+"""The comparison of runs (:func:`sim.judge.compare.compare_runs`) as a DBA reads it: the
+caveats of both sides first, one sentence, the judged figures grouped (regressions apart from
+improvements) with each reason explained once, the table rows in their units (for the terminal,
+the page and the CSV), and one self-contained page (inline CSS and SVG, no script, no request)
+with both runs' charts overlaid on one time axis, the latency-versus-load curves of both and the
+workload's score side by side. The charts are the run report's (:mod:`sim.report.svg`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import csv
+import io
+import itertools
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from sim.judge.compare import LABELS, POINT_METRICS
+from sim.judge.compare import (
+    GROUPS,
+    LABELS,
+    NO_SIGNIFICANT,
+    POINT_METRICS,
+    UNDETERMINED,
+)
 from sim.judge.slo import format_value
+from sim.report.draw import PALETTE
 from sim.report.markup import DASH, Safe, esc, kv_table, num, page, section, short, table
+from sim.report.scales import finite, fmt_ms, fmt_number, fmt_us
+from sim.report.svg import Panel, Points, Series, scatter_chart, time_panels
+
+#: The two sides' colours in every chart: baseline blue, candidate vermilion (Okabe-Ito).
+SIDE_COLORS = {"baseline": PALETTE[0], "candidate": PALETTE[1]}
 
 
 def fmt(metric: str, value: float | None, *, signed: bool = False) -> str:
@@ -34,11 +54,16 @@ def fmt_pct(value: float | None) -> str:
 
 
 def fmt_ci(row: Mapping[str, Any]) -> str:
-    """The 95 % interval of the ratio candidate / baseline, ``0.93–1.08``; a dash without."""
+    """The 95 % interval of the ratio candidate / baseline, ``0.93–1.08``; a dash without
+    one (why is said once, under the table)."""
     ci = row.get("ci95")
     if not ci:
-        return "–" if row["metric"] in POINT_METRICS else "too few batches"
+        return "–" if row["metric"] in POINT_METRICS else "no interval"
     return f"{ci[0]:.3f}–{ci[1]:.3f}"
+
+
+#: A row's verdict as its table cell: the long ones shortened (explained under the table).
+CELL = {UNDETERMINED: "undetermined"}
 
 
 def table_rows(result: Mapping[str, Any]) -> list[list[str]]:
@@ -63,7 +88,7 @@ def table_rows(result: Mapping[str, Any]) -> list[list[str]]:
                 else f"{threshold:g} pt"
                 if metric in POINT_METRICS
                 else f"{threshold:g} %",
-                row["change"],
+                CELL.get(row["change"], row["change"]),
             ]
         )
     return out
@@ -79,6 +104,77 @@ HEADERS = (
     "threshold",
     "verdict",
 )
+#: The text columns (left-aligned); the first two are repeated in every folded part.
+LEFT = (0, 1, 7)
+
+CSV_HEADERS = (
+    "scope",
+    "figure",
+    "unit",
+    "baseline_level",
+    "candidate_level",
+    "baseline",
+    "candidate",
+    "delta",
+    "delta_pct",
+    "ratio",
+    "ci95_low",
+    "ci95_high",
+    "batches_baseline",
+    "batches_candidate",
+    "threshold",
+    "threshold_unit",
+    "verdict",
+)
+UNITS = {
+    "ops_s": "ops/s",
+    "p50_us": "us",
+    "p99_us": "us",
+    "error_pct": "%",
+    "device_iops": "IOPS",
+    "await_ms": "ms",
+    "ios_per_op": "I/Os per op",
+}
+
+
+def render_csv(result: Mapping[str, Any]) -> str:
+    """The per-figure table as CSV: one row per figure, plain numbers (no thousands
+    separators, latencies in µs as measured), the interval's bounds in two columns."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_HEADERS)
+    for row in result["rows"]:
+        metric = row["metric"]
+        ci = row.get("ci95") or [None, None]
+        batches = row.get("batches") or [None, None]
+        level = row.get("level") or {}
+        writer.writerow(
+            [
+                row["scope"],
+                LABELS.get(metric, metric),
+                UNITS.get(metric, ""),
+                level.get("baseline", ""),
+                level.get("candidate", ""),
+                *(_plain(row[k]) for k in ("baseline", "candidate", "delta", "delta_pct")),
+                _plain(row.get("ratio")),
+                _plain(ci[0]),
+                _plain(ci[1]),
+                _plain(batches[0]),
+                _plain(batches[1]),
+                _plain(row["threshold_pct"]),
+                ""
+                if row["threshold_pct"] is None
+                else "points"
+                if metric in POINT_METRICS
+                else "%",
+                row["change"],
+            ]
+        )
+    return buffer.getvalue()
+
+
+def _plain(value: Any) -> str:
+    return "" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def measured_line(result: Mapping[str, Any]) -> str:
@@ -89,63 +185,135 @@ def measured_line(result: Mapping[str, Any]) -> str:
         run = result[role]
         n, seconds = run.get("intervals"), run.get("measured_s")
         held = "no per-interval series" if n is None else f"{n} intervals"
+        runs = len(run.get("runs") or []) or 1
+        held = f"{runs} runs, {held}" if runs > 1 else held
         parts.append(f"{role} {held}" + ("" if seconds is None else f" ({seconds:.1f} s)"))
+    levels = result.get("levels")
+    at = (
+        f"; at load levels matched by delivered load (within {levels['within']:.0%}), "
+        "each level's figures the means of its intervals"
+        if levels
+        else ""
+    )
     return (
         f"figures: measured, over {result['baseline'].get('window', 'the measured window')}: "
         + ", ".join(parts)
+        + at
         + f"; ratio CI: {result['verdict'].get('interval', '')}"
     )
 
 
-def _sentence(call: str) -> str:
-    """The verdict in one sentence (markup)."""
+def sentence(call: str) -> str:
+    """The verdict in one plain sentence, the same in the terminal and on the page."""
+    return {
+        "invalid": "No comparison is made: a run is invalid (its operations failed) or the "
+        "runs differ in more than the storage",
+        "worse": "The candidate is worse than the baseline: a judged figure moved beyond its "
+        "threshold and its 95 % interval excludes no change",
+        "better": "The candidate is better than the baseline: a judged figure improved beyond "
+        "its threshold, its 95 % interval excluding no change, and none regressed",
+        "equivalent": "The candidate is equivalent to the baseline: no judged figure moved "
+        "beyond its threshold",
+        UNDETERMINED: "Undetermined: a figure moved beyond its threshold, but no 95 % interval "
+        "could weigh it (run longer), and none is significantly worse",
+        NO_SIGNIFICANT: "No significant difference: a figure moved beyond its threshold, but "
+        "its 95 % interval includes no change (run-to-run noise)",
+    }.get(call, f"The call is {call}")
+
+
+def runs_line(result: Mapping[str, Any]) -> str:
+    """Which runs are compared: each side's run (and repeats) and primary device."""
+    parts = []
+    for role in ("baseline", "candidate"):
+        side = result[role]
+        names = ", ".join(r["run"] for r in side.get("runs") or [side])
+        parts.append(f"{role} {names} (device {side.get('device') or 'none'})")
+    return "runs: " + "; ".join(parts)
+
+
+def caveat_lines(result: Mapping[str, Any]) -> list[str]:
+    """The caveats that come before every figure: each run's own (not exercised, invalid)
+    and those that invalidate the comparison."""
+    return [c["text"] for c in result.get("caveats") or [] if "run" in c or c.get("invalidates")]
+
+
+def grouped(result: Mapping[str, Any]) -> list[tuple[str, list[str], str | None]]:
+    """(heading, the rows' descriptions, the one explanation of that reason) for every group
+    of judged rows: regressions, improvements, undetermined, within the noise."""
+    verdict = result["verdict"]
+    explanations = verdict.get("explanations") or {}
+    return [
+        (heading, verdict[heading], explanations.get(heading))
+        for heading in GROUPS.values()
+        if verdict.get(heading)
+    ]
+
+
+def console_lines(result: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The lines before the table (the caveats of both sides; no verdict when invalid) and
+    after it (what the figures are, the notes, the verdict and its reasons, each reason's
+    explanation once)."""
+    verdict = result["verdict"]
+    call = verdict["call"]
+    head = []
     if call == "invalid":
-        return (
-            "No comparison is made: a run is invalid (its operations failed) or the runs "
-            "differ in more than the storage"
-        )
-    if call == "no significant difference":
-        return (
-            "No significant difference: a figure moved beyond its threshold, but its 95 % "
-            "interval includes no change (run-to-run noise)"
-        )
-    return (
-        f"The candidate is <strong>{esc(call)}</strong> "
-        f"{'to' if call == 'equivalent' else 'than'} the baseline by the thresholds below"
-        + ("" if call != "equivalent" else " (no judged figure moved beyond its threshold)")
-    )
+        head.append(f"comparison invalid: {'; '.join(verdict['decided_by'])}")
+    shown = set(verdict["decided_by"]) if call == "invalid" else set()
+    head += [f"caveat: {text}" for text in caveat_lines(result) if text not in shown]
+    tail = [measured_line(result), *(f"note: {n}" for n in result["notes"])]
+    if call == "invalid":
+        tail.append(f"verdict: candidate invalid ({'; '.join(verdict['decided_by'])})")
+        return head, tail
+    tail.append(f"verdict: candidate {call}. {sentence(call)}.")
+    for heading, lines, why in grouped(result):
+        tail.append(f"  {heading}" + (f" ({why}):" if why else ":"))
+        tail += [f"    {line}" for line in lines]
+    return head, tail
+
+
+# --------------------------------------------------------------------------- the page
 
 
 def render_html(result: Mapping[str, Any]) -> str:
-    """The comparison as one self-contained page (inline CSS, no script, no request)."""
+    """The comparison as one self-contained page (inline CSS and SVG, no script, no
+    request)."""
     verdict = result["verdict"]
     call = verdict["call"]
     kind = {"worse": "fail", "invalid": "fail", "better": "pass"}.get(call, "")
-    sentence = _sentence(call)
-    decided = "".join(f"<li>{esc(line)}</li>" for line in verdict["decided_by"])
+    warnings = "".join(f'<p class="alert">{esc(t)}</p>' for t in caveat_lines(result))
+    groups = "".join(
+        f"<h3>{esc(heading.capitalize())}</h3><ul>"
+        + "".join(f"<li>{esc(line)}</li>" for line in lines)
+        + "</ul>"
+        + (f'<p class="note">{esc(why.capitalize())}.</p>' if why else "")
+        for heading, lines, why in grouped(result)
+    )
+    if call == "invalid":
+        groups = "<ul>" + "".join(f"<li>{esc(r)}</li>" for r in verdict["decided_by"]) + "</ul>"
     summary = (
-        f'<p class="verdict"><span class="badge {kind}">{esc(call)}</span> {sentence}.</p>'
-        + (f"<ul>{decided}</ul>" if decided else "")
+        warnings
+        + f'<p class="verdict"><span class="badge {kind}">{esc(call)}</span> '
+        + f"{esc(sentence(call))}.</p>"
+        + groups
     )
     cells = [
         [*row[:-1], Safe(f'<span class="{_css(row[-1])}">{esc(row[-1])}</span>')]
         for row in table_rows(result)
     ]
-    runs = {
-        "baseline": f"{result['baseline']['run']} ({result['baseline']['path']})",
-        "candidate": f"{result['candidate']['run']} ({result['candidate']['path']})",
-        "baseline device": result["baseline"]["device"],
-        "candidate device": result["candidate"]["device"],
-    }
-    thresholds = dict(verdict["thresholds"])
     notes = "".join(
         f'<p class="note">{esc(n)}</p>' for n in [measured_line(result), *result["notes"]]
     )
     body = (
-        f"<header><h1>dbsim compare: {esc(call)}</h1></header>"
-        + section("verdict", "Verdict", Safe(summary), Safe(notes))
-        + section("figures", "Figures", table(HEADERS, cells, left=(0, 1, 7)))
-        + section("runs", "Runs", kv_table(runs), kv_table(thresholds, caption="Thresholds"))
+        f"<header><h1>dbsim compare: {esc(call)}</h1>"
+        f'<p class="sub">{esc(result["baseline"]["run"])} (baseline, '
+        f'<span style="color:{SIDE_COLORS["baseline"]}">blue</span>) → '
+        f"{esc(result['candidate']['run'])} (candidate, "
+        f'<span style="color:{SIDE_COLORS["candidate"]}">vermilion</span>)</p></header>'
+        + section("verdict", "Verdict", Safe(summary))
+        + section("figures", "Figures", table(HEADERS, cells, left=LEFT), Safe(notes))
+        + score_section(result)
+        + charts_section(result)
+        + section("runs", "Runs", _runs_table(result), _thresholds_table(verdict))
     )
     return page(
         f"dbsim compare: {result['baseline']['run']} vs {result['candidate']['run']}",
@@ -156,5 +324,287 @@ def render_html(result: Mapping[str, Any]) -> str:
     )
 
 
+def _runs_table(result: Mapping[str, Any]) -> Safe:
+    items: dict[str, Any] = {}
+    for role in ("baseline", "candidate"):
+        side = result[role]
+        for i, run in enumerate(side.get("runs") or [side]):
+            name = role if i == 0 else f"{role} repeat {i}"
+            items[name] = f"{run['run']} ({run['path']}), device {run['device'] or DASH}"
+    levels = result.get("levels")
+    if levels:
+        for role in ("baseline", "candidate"):
+            items[f"{role} load levels"] = ", ".join(
+                f"{v['label']}: {fmt_number(v['load'] or 0)} {v['load_unit']}" for v in levels[role]
+            )
+    return kv_table(items)
+
+
+def _thresholds_table(verdict: Mapping[str, Any]) -> Safe:
+    return kv_table(dict(verdict["thresholds"]), caption="Thresholds")
+
+
 def _css(change: str) -> str:
     return {"worse": "bad", "better": "ok"}.get(change, "")
+
+
+# --------------------------------------------------------------------------- score
+
+
+def score_section(result: Mapping[str, Any]) -> str:
+    """The workload's own score (EDA: the highest valid load point and the overall response
+    time) of each run side by side; nothing when neither run keeps one."""
+    from sim.judge.score import score_line
+
+    scores = result.get("scores") or {}
+    rows = []
+    for role in ("baseline", "candidate"):
+        for i, score in enumerate(scores.get(role) or []):
+            line = score_line(score)
+            if line is None:
+                continue
+            best = score.get("highest_valid") if isinstance(score, Mapping) else None
+            best = best if isinstance(best, Mapping) else {}
+            rows.append(
+                [
+                    role if i == 0 else f"{role} repeat {i}",
+                    _score_num(best.get("achieved_ops_s"), 1),
+                    _score_num(best.get("mb_s"), 2),
+                    _score_num(best.get("mean_latency_ms"), 3),
+                    _score_num(score.get("overall_response_time_ms"), 3),
+                    str(
+                        sum(
+                            1
+                            for p in score.get("load_points") or []
+                            if isinstance(p, Mapping) and p.get("valid") is not None
+                        )
+                    ),
+                ]
+            )
+    if not rows:
+        return ""
+    headers = (
+        "run",
+        "highest valid ops/s",
+        "MB/s",
+        "mean latency (ms)",
+        "overall response time (ms)",
+        "load points judged",
+    )
+    caption = "The workload's own score of each run, side by side (measured)"
+    return section("score", "Score", table(headers, rows, left=1, caption=caption))
+
+
+def _score_num(value: Any, digits: int) -> str:
+    number = finite(value)
+    return DASH if number is None else f"{number:,.{digits}f}"
+
+
+# --------------------------------------------------------------------------- charts
+
+
+def _side_series(result: Mapping[str, Any], role: str) -> dict[str, Any] | None:
+    """The first run of a side's per-interval series (the report's shape), None when its
+    bundle has none to read."""
+    from sim.errors import SimError
+    from sim.report.data import series_from_bundle
+
+    try:
+        series = series_from_bundle(Path(result[role]["path"]))
+    except (OSError, SimError, ValueError):
+        return None
+    return series if series.get("t") else None
+
+
+def _period(times: Sequence[float]) -> float:
+    gaps = [b - a for a, b in itertools.pairwise(times) if b > a]
+    return statistics.median(gaps) if gaps else 1.0
+
+
+def overlay_axis(
+    sides: Mapping[str, Mapping[str, Any]],
+) -> tuple[list[float], dict[str, list[int | None]]]:
+    """One time axis (seconds since each run's start, on the intervals' grid) for both runs,
+    and for each run the position on it of each of its intervals: the runs' intervals end at
+    slightly different offsets, so each is snapped to the nearest multiple of the interval."""
+    all_t = [float(v) for s in sides.values() for v in s.get("t") or [] if finite(v) is not None]
+    period = _period(sorted(set(all_t)))
+    grid = sorted({round(t / period) for t in all_t})
+    where = {k: i for i, k in enumerate(grid)}
+    positions = {
+        role: [None if finite(v) is None else where[round(float(v) / period)] for v in s["t"]]
+        for role, s in sides.items()
+    }
+    return [k * period for k in grid], positions
+
+
+def _placed(values: Sequence[Any], positions: Sequence[int | None], n: int) -> list[float | None]:
+    out: list[float | None] = [None] * n
+    for value, at in zip(values, positions, strict=False):
+        if at is not None:
+            out[at] = finite(value)
+    return out
+
+
+def _primary_op(result: Mapping[str, Any]) -> str | None:
+    """The operation to chart: the one whose p99 row decided (or is listed first)."""
+    rows = [r for r in result["rows"] if r["metric"] == "p99_us"]
+    for r in rows:
+        if r["change"] in ("worse", "better"):
+            return str(r["scope"]).split()[-1]
+    return str(rows[0]["scope"]).split()[-1] if rows else None
+
+
+def overlaid_panels(
+    result: Mapping[str, Any], sides: Mapping[str, Mapping[str, Any]], op: str | None
+) -> tuple[list[float], list[Panel]]:
+    """Throughput and p99/p50 of ``op``, the primary device's IOPS and await of each run,
+    baseline and candidate overlaid in each panel."""
+    t, positions = overlay_axis(sides)
+    n = len(t)
+    throughput, latency, iops, awaits = [], [], [], []
+    for role, series in sides.items():
+        color, pos = SIDE_COLORS[role], positions[role]
+        if op:
+            throughput.append(
+                Series(role, _placed((series.get("ops_s") or {}).get(op, []), pos, n), color)
+            )
+            for name, dashed in (("p99", False), ("p50", True)):
+                values = (series.get(f"{name}_us") or {}).get(op, [])
+                latency.append(
+                    Series(f"{role} {name}", _placed(values, pos, n), color, dashed=dashed)
+                )
+        device = result[role].get("device")
+        figures = (series.get("device") or {}).get(device or "") or {}
+        if figures:
+            iops.append(Series(f"{role} {device}", _placed(figures.get("iops", []), pos, n), color))
+            for label, key, dashed in (
+                ("r_await", "r_await_ms", False),
+                ("w_await", "w_await_ms", True),
+            ):
+                awaits.append(
+                    Series(
+                        f"{role} {label}",
+                        _placed(figures.get(key, []), pos, n),
+                        color,
+                        dashed=dashed,
+                    )
+                )
+    panels = []
+    if throughput:
+        panels.append(Panel(f"Throughput of {op} (ops/s)", throughput))
+        panels.append(
+            Panel(
+                f"Latency of {op}: p99 solid, p50 dashed (log scale)",
+                latency,
+                y_format=fmt_us,
+                log_y=True,
+            )
+        )
+    if iops:
+        panels.append(Panel("Device IOPS (each run's primary device)", iops))
+        panels.append(Panel("Device await: reads solid, writes dashed", awaits, y_format=fmt_ms))
+    return t, panels
+
+
+def curve_groups(
+    result: Mapping[str, Any], sides: Mapping[str, Mapping[str, Any]], op: str | None
+) -> tuple[list[Points], str]:
+    """Each run's p99 and p50 of ``op`` per interval against its primary device's IOPS (or
+    all operations' ops/s when a run has no device), with each side's median per load
+    level joined: the latency-versus-load curves of both runs on one chart."""
+    groups: list[Points] = []
+    # One load axis for both: device IOPS when both runs have a device, else ops/s.
+    by_device = all(
+        (s.get("device") or {}).get(result[role].get("device") or "") for role, s in sides.items()
+    )
+    x_title = "device IOPS (each run's primary device)" if by_device else "ops/s (all operations)"
+    for role, series in sides.items():
+        if by_device:
+            xs = series["device"][result[role]["device"]].get("iops") or []
+        else:
+            per_op = list((series.get("ops_s") or {}).values())
+            xs = [sum(finite(v) or 0.0 for v in col) for col in zip(*per_op, strict=False)]
+        color = SIDE_COLORS[role]
+        p99 = (series.get("p99_us") or {}).get(op or "", [])
+        p50 = (series.get("p50_us") or {}).get(op or "", [])
+        groups.append(Points(f"{role} p99", list(zip(xs, p99, strict=False)), color))
+        groups.append(
+            Points(f"{role} p50", _sorted_pairs(xs, p50), color, line=True, dots=False, dashed=True)
+        )
+        steps = series.get("step") or []
+        if len({s for s in steps if s is not None}) > 1:
+            groups.append(
+                Points(
+                    f"{role} p99 per step",
+                    _step_medians(xs, p99, steps),
+                    color,
+                    line=True,
+                    dots=False,
+                )
+            )
+    return groups, x_title
+
+
+def _sorted_pairs(xs: Sequence[Any], ys: Sequence[Any]) -> list[tuple[float | None, float | None]]:
+    pairs = [(finite(x), finite(y)) for x, y in zip(xs, ys, strict=False)]
+    known = sorted((x, y) for x, y in pairs if x is not None and y is not None)
+    return [(x, y) for x, y in known]
+
+
+def _step_medians(
+    xs: Sequence[Any], ys: Sequence[Any], steps: Sequence[Any]
+) -> list[tuple[float | None, float | None]]:
+    by_step: dict[int, list[tuple[float, float]]] = {}
+    for x, y, s in zip(xs, ys, steps, strict=False):
+        fx, fy = finite(x), finite(y)
+        if s is not None and fx is not None and fy is not None:
+            by_step.setdefault(int(s), []).append((fx, fy))
+    return [
+        (statistics.median(x for x, _ in pts), statistics.median(y for _, y in pts))
+        for _, pts in sorted(by_step.items())
+    ]
+
+
+def charts_section(result: Mapping[str, Any]) -> str:
+    """Both runs on one time axis (throughput, latency, device IOPS and await) and their
+    latency-versus-load curves; the first run of each side when runs were repeated."""
+    sides = {role: _side_series(result, role) for role in ("baseline", "candidate")}
+    known = {role: s for role, s in sides.items() if s is not None}
+    if not known:
+        return section(
+            "charts", "Charts", Safe('<p class="note">Neither run has per-interval series.</p>')
+        )
+    op = _primary_op(result)
+    t, panels = overlaid_panels(result, known, op)
+    svg = time_panels(t, panels, label="both runs on one time axis", panel_height=130)
+    repeats = any(len(result[r].get("runs") or []) > 1 for r in known)
+    caption = (
+        "Baseline blue, candidate vermilion, one point per measured interval, on one axis of "
+        "seconds since each run's start (the warm-up is not plotted)"
+        + ("; the first run of each side" if repeats else "")
+        + (
+            f"; {', '.join(sorted(set(sides) - set(known)))} has no series"
+            if len(known) < 2
+            else ""
+        )
+        + ". A gap in a line is an interval without a value."
+    )
+    groups, x_title = curve_groups(result, known, op)
+    curve = scatter_chart(
+        groups,
+        title=f"Latency of {op} versus load, both runs",
+        x_title=x_title,
+        y_title="latency (log scale)",
+        log_y=True,
+    )
+    curve_caption = (
+        "Each dot is one measured interval's p99; the dashed line joins each run's p50 in "
+        "order of load. The same latency further right is more load carried at that latency."
+    )
+    return section(
+        "charts",
+        "Charts: baseline and candidate overlaid",
+        Safe(f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"),
+        Safe(f"<figure>{curve}<figcaption>{esc(curve_caption)}</figcaption></figure>"),
+    )
