@@ -13,7 +13,7 @@ import sys
 # isort: off
 # Each command module registers its commands on ``app`` when imported, in this order in --help.
 from sim.cli import run, validate, load, report, compare, size, baseline, lab, ui, imports
-from sim.cli import capture, profile
+from sim.cli import capture, profile, check
 
 # isort: on
 from sim.cli.app import EXIT_SIGINT, app, debug_requested, print_error, print_traceback
@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     imports,
     capture,
     profile,
+    check,
 )
 
 

@@ -1,0 +1,242 @@
+"""What ``dbsim check`` asks each SQL engine on first contact: who the login is, the privileges
+dbsim needs (each with a one-value query that says whether it is held, and the GRANT that gives
+it), how its page counts are read and where its physical reads come from.
+
+The command (``sim.check``) holds no engine's SQL: it finds the record of the target's dialect
+here with :func:`first_contact`. The page counts themselves are the SLOB workload's own
+``blocks_used`` and ``max_rows_per_block`` statements (``workloads/slob/sql/``) and the
+physical reads are the ``db`` collector's (the dialect record's ``stats_collectors``), so the
+check proves the very statements a run depends on.
+
+A privilege query returns a number: non-zero means held. A query that fails (a view the login
+may not read) counts as not held, its error shown beside the GRANT. ``{user}``, ``{schema}`` …
+in a GRANT are filled from :attr:`FirstContact.names`, each a one-value query.
+
+The Oracle and SQL Server records have never been run against a server (none runs here):
+docs/databases.md, "dbsim check", says so beside them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Privilege:
+    """One privilege dbsim needs: ``what`` (for the line), ``needed_for`` (why), ``held`` (a
+    one-value query, non-zero when held) and ``grant`` (the statement that gives it)."""
+
+    what: str
+    needed_for: str
+    held: str
+    grant: str
+
+
+@dataclass(frozen=True)
+class FirstContact:
+    """One dialect's first-contact record (see the module docstring).
+
+    ``names``: placeholder → one-value query (``user`` first: it is also the round trip);
+    ``page_proof``: how the page counts are read, for the line; ``process_reads``: the engine
+    runs inside dbsim's process, so its physical reads are the process's own read calls
+    (SQLite); ``own_cache_bytes``: the engine's page cache from the target's settings when the
+    dialect record has no server cache query.
+    """
+
+    names: Mapping[str, str]
+    privileges: tuple[Privilege, ...] = ()
+    page_proof: str = ""
+    process_reads: bool = False
+    own_cache_bytes: Callable[[Any], int | None] | None = None
+    no_privileges: str = ""
+
+
+def _pg_schema(privilege: str) -> str:
+    # The first schema of the search path the target set (settings.schema_name); NULL
+    # (not held) when the login cannot even see it.
+    return (
+        f"SELECT COALESCE(has_schema_privilege(s.name, '{privilege}'), false)::int FROM "
+        "(SELECT trim(both '\"' from split_part(current_setting('search_path'), ',', 1)) "
+        "AS name) AS s"
+    )
+
+
+POSTGRES = FirstContact(
+    names={
+        "user": "SELECT current_user",
+        "schema": "SELECT trim(both '\"' from split_part(current_setting('search_path'), ',', 1))",
+        "database": "SELECT current_database()",
+    },
+    privileges=(
+        Privilege(
+            "USAGE on schema {schema}",
+            "every statement on the workload's tables",
+            _pg_schema("USAGE"),
+            "GRANT USAGE ON SCHEMA {schema} TO {user};",
+        ),
+        Privilege(
+            "CREATE on schema {schema}",
+            "the load's CREATE TABLE and dbsim_registry",
+            _pg_schema("CREATE"),
+            "GRANT CREATE ON SCHEMA {schema} TO {user};",
+        ),
+    ),
+    page_proof="ctid (block number of every row)",
+)
+
+#: MariaDB/MySQL's account as GRANT writes it: 'name'@'host'.
+_MY_GRANTEE = (
+    "CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', "
+    "SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')"
+)
+
+
+def _my_privilege(privilege: str) -> Privilege:
+    held = (
+        "SELECT COUNT(*) FROM (SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES "
+        f"WHERE GRANTEE = {_MY_GRANTEE} UNION ALL SELECT PRIVILEGE_TYPE FROM "
+        f"information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = {_MY_GRANTEE} "
+        f"AND TABLE_SCHEMA = DATABASE()) AS p WHERE p.PRIVILEGE_TYPE = '{privilege}'"
+    )
+    return Privilege(
+        f"{privilege} on {{database}}",
+        "the load, the run and the drop of the workload's tables",
+        held,
+        f"GRANT {privilege} ON `{{database}}`.* TO {{user}};",
+    )
+
+
+MYSQL = FirstContact(
+    names={"user": f"SELECT {_MY_GRANTEE}", "database": "SELECT DATABASE()"},
+    privileges=(
+        *(
+            _my_privilege(p)
+            for p in ("SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "INDEX")
+        ),
+        Privilege(
+            "SELECT on mysql.innodb_index_stats",
+            "the page counts that prove SLOB's row per block (verify)",
+            "SELECT COUNT(*) + 1 FROM mysql.innodb_index_stats WHERE 1 = 0",
+            "GRANT SELECT ON mysql.innodb_index_stats TO {user};",
+        ),
+    ),
+    page_proof="InnoDB page counts (mysql.innodb_index_stats n_leaf_pages after ANALYZE TABLE)",
+)
+
+
+def _sqlite_cache(target: Any) -> int | None:
+    kib = getattr(getattr(target, "settings", None), "cache_size_kib", None)
+    return int(kib) * 1024 if kib else None
+
+
+SQLITE = FirstContact(
+    names={"user": "SELECT 'file owner'"},
+    page_proof="dbstat (cells on every leaf page)",
+    process_reads=True,
+    own_cache_bytes=_sqlite_cache,
+    no_privileges="none: SQLite has no accounts; the file and its directory were opened",
+)
+
+
+def _ora_view(view: str, needed_for: str) -> Privilege:
+    return Privilege(
+        f"SELECT on {view}",
+        needed_for,
+        f"SELECT COUNT(*) + 1 FROM {view} WHERE ROWNUM = 1",
+        f"GRANT SELECT ON {view.replace('v$', 'v_$')} TO {{user}};  -- as SYS",
+    )
+
+
+def _ora_priv(privilege: str, needed_for: str) -> Privilege:
+    return Privilege(
+        privilege,
+        needed_for,
+        f"SELECT COUNT(*) FROM session_privs WHERE privilege = '{privilege}'",
+        f"GRANT {privilege} TO {{user}};",
+    )
+
+
+ORACLE = FirstContact(
+    names={
+        "user": "SELECT USER FROM DUAL",
+        "tablespace": "SELECT default_tablespace FROM user_users",
+    },
+    privileges=(
+        _ora_priv("CREATE SESSION", "connecting"),
+        _ora_priv("CREATE TABLE", "the load's CREATE TABLE and DBSIM_REGISTRY"),
+        Privilege(
+            "quota on tablespace {tablespace}",
+            "the rows the load inserts",
+            "SELECT COUNT(*) FROM (SELECT 1 FROM session_privs WHERE privilege = "
+            "'UNLIMITED TABLESPACE' UNION ALL SELECT 1 FROM user_ts_quotas q JOIN user_users u "
+            "ON q.tablespace_name = u.default_tablespace WHERE q.max_bytes <> 0)",
+            "ALTER USER {user} QUOTA UNLIMITED ON {tablespace};",
+        ),
+        Privilege(
+            "EXECUTE on DBMS_ROWID",
+            "the block numbers that prove SLOB's row per block",
+            "SELECT COUNT(DBMS_ROWID.ROWID_BLOCK_NUMBER(ROWID)) + 1 FROM DUAL",
+            "GRANT EXECUTE ON SYS.DBMS_ROWID TO {user};",
+        ),
+        _ora_view("v$sysstat", "physical reads and writes (the db collector)"),
+        _ora_view("v$system_event", "db file sequential read waits (the db collector)"),
+        _ora_view("v$event_histogram", "the I/O waits' latency histogram (the db collector)"),
+        _ora_view("v$iostat_function", "I/O by function (the db collector)"),
+        _ora_view("v$sga_dynamic_components", "the buffer cache's size (the cache guard)"),
+    ),
+    page_proof="DBMS_ROWID (file and block number of every row)",
+)
+
+SQLSERVER = FirstContact(
+    names={
+        "user": "SELECT USER_NAME()",
+        "schema": "SELECT SCHEMA_NAME()",
+        "login": "SELECT SUSER_SNAME()",
+        "database": "SELECT DB_NAME()",
+    },
+    privileges=(
+        Privilege(
+            "CREATE TABLE in {database}",
+            "the load's CREATE TABLE and dbsim_registry",
+            "SELECT HAS_PERMS_BY_NAME(DB_NAME(), 'DATABASE', 'CREATE TABLE')",
+            "GRANT CREATE TABLE TO [{user}];",
+        ),
+        Privilege(
+            "ALTER on schema {schema}",
+            "creating and dropping tables in the schema",
+            "SELECT HAS_PERMS_BY_NAME(SCHEMA_NAME(), 'SCHEMA', 'ALTER')",
+            "GRANT ALTER ON SCHEMA::[{schema}] TO [{user}];",
+        ),
+        Privilege(
+            "VIEW DATABASE STATE on {database}",
+            "dm_db_page_info (the row per page) and dm_io_virtual_file_stats",
+            "SELECT HAS_PERMS_BY_NAME(DB_NAME(), 'DATABASE', 'VIEW DATABASE STATE')",
+            "GRANT VIEW DATABASE STATE TO [{user}];",
+        ),
+        Privilege(
+            "VIEW SERVER STATE",
+            "dm_os_wait_stats and the buffer pool's size (the db collector, the cache guard)",
+            "SELECT HAS_PERMS_BY_NAME(NULL, NULL, 'VIEW SERVER STATE')",
+            "GRANT VIEW SERVER STATE TO [{login}];  -- in master",
+        ),
+    ),
+    page_proof="dm_db_page_info (slot count of every data page)",
+)
+
+RECORDS: Mapping[str, FirstContact] = {
+    "postgres": POSTGRES,
+    "mysql": MYSQL,
+    "sqlite": SQLITE,
+    "oracle": ORACLE,
+    "sqlserver": SQLSERVER,
+}
+
+
+def first_contact(dialect: str) -> FirstContact | None:
+    """The record of ``dialect`` (None: dbsim has none for it yet)."""
+    return RECORDS.get(dialect)
+
+
+__all__ = ["RECORDS", "FirstContact", "Privilege", "first_contact"]
