@@ -264,6 +264,8 @@ IDENTITY: dict[str, dict[str, str]] = {
 def address_of(target: Target) -> str:
     """host:port (or the path) of a target, from its description."""
     facts = target.describe()
+    if facts.get("address"):
+        return str(facts["address"])
     if facts.get("host") is not None:
         where = f"{facts['host']}:{facts.get('port')}"
         for key in ("service_name", "sid", "database"):
@@ -279,8 +281,10 @@ def _failed(target: Target, exc: BaseException) -> ConnectFailed:
     """The target's own error, with kind, host and port in front when it does not name them."""
     text = redact_known(" ".join(str(exc).split()))
     facts = target.describe()
-    named = f"{facts.get('host')}:{facts.get('port')}" if facts.get("host") else None
-    if named is None or named not in text:
+    named = [address_of(target)]
+    if facts.get("host"):
+        named.append(f"{facts['host']}:{facts.get('port')}")
+    if not any(name in text for name in named):
         text = f"{target.kind} at {address_of(target)}: {text}"
     return ConnectFailed(text)
 

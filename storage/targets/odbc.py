@@ -41,7 +41,9 @@ from storage.targets.odbc_support import (  # noqa: F401  (LONGEST_ARRAY_TEXT: p
     PSQLODBC_MAX_VARCHAR,
     app_lock_name,
     granted,
+    microsoft_driver,
     parameter_sizes,
+    tls_explanation,
 )
 from storage.targets.settings import OdbcSettings, SqlServerSettings
 
@@ -92,6 +94,9 @@ def translate_error(exc: Exception, where: str, hide: Callable[[str], str]) -> T
     # unixODBC answers a driver name missing from odbcinst.ini with 01000 "Can't open lib".
     if state == "IM002" or "can't open lib" in message.lower():
         text += " (the ODBC driver is not installed: `odbcinst -q -d` lists those that are)"
+    tls = tls_explanation(message)
+    if tls is not None:
+        text = f"{where}: {tls} (SQLSTATE {state}: {_one_line(message)})"
     return TargetError(hide(text))
 
 
@@ -427,13 +432,11 @@ class OdbcTarget(PyodbcTarget):
 
     def keywords(self) -> dict[str, str]:
         s = self.settings
-        words = {
-            "DRIVER": s.driver,
-            "SERVER": s.host,
-            "PORT": str(s.port),
-            "DATABASE": s.database,
-            "UID": s.user,
-        }
+        words = {"DRIVER": s.driver, "SERVER": s.host, "PORT": str(s.port)}
+        if microsoft_driver(s.driver):
+            # Microsoft's driver reads the port only after a comma in SERVER, and ignores PORT.
+            words = {"DRIVER": s.driver, "SERVER": f"{s.host},{s.port}"}
+        words.update({"DATABASE": s.database, "UID": s.user})
         if "postgresql" in s.driver.lower():
             # psqlODBC describes text parameters and unsized varchar as MaxVarcharSize
             # characters, 255 by default, shorter than text dbsim sends. Parameter arrays do
@@ -456,14 +459,27 @@ class SqlServerTarget(PyodbcTarget):
 
     def keywords(self) -> dict[str, str]:
         s = self.settings
-        return {
+        words = {
             "DRIVER": s.driver,
             # SQL Server's drivers take the port after a comma, not as a keyword.
             "SERVER": f"{s.host},{s.port}",
             "DATABASE": s.database,
-            "UID": s.user,
-            "Encrypt": "yes" if s.encrypt else "no",
-            "TrustServerCertificate": "yes" if s.trust_server_certificate else "no",
-            # Shows in sys.dm_exec_sessions.program_name, so a DBA can tell dbsim's sessions.
-            "APP": "dbsim",
         }
+        if s.user is not None and not s.trusted_connection:
+            words["UID"] = s.user
+        # Driver 18 spells the three levels strict / yes (mandatory) / no (optional); 17
+        # knows only yes and no.
+        words["Encrypt"] = {"strict": "strict", "mandatory": "yes", "optional": "no"}[s.encrypt]
+        words["TrustServerCertificate"] = "yes" if s.trust_server_certificate else "no"
+        if s.host_name_in_certificate is not None:
+            words["HostNameInCertificate"] = s.host_name_in_certificate
+        if s.server_certificate is not None:
+            words["ServerCertificate"] = str(s.server_certificate)
+        if s.authentication is not None:
+            words["Authentication"] = s.authentication
+        if s.trusted_connection:
+            words["Trusted_Connection"] = "yes"
+        # Shows in sys.dm_exec_sessions.program_name, so a DBA can tell dbsim's sessions.
+        words["APP"] = "dbsim"
+        words.update(s.extra)
+        return words

@@ -92,3 +92,70 @@ def parameter_sizes(rows: Sequence[Sequence[Any]]) -> list[int | None] | None:
             return None
         sizes.append(max(longest, 1))
     return sizes
+
+
+#: docs/databases.md's section on SQL Server TLS, named in every TLS explanation.
+TLS_DOCS = "docs/databases.md#tls"
+# What Microsoft's ODBC driver says when TLS fails, lower-cased, and one line that says why and
+# how to fix it. The texts are the driver's own (OpenSSL 1.1 and 3 spell "self signed"
+# differently; SChannel's come from Windows builds and the driver's own checks).
+_TLS_CAUSES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        ("self signed certificate", "self-signed certificate"),
+        "the server's certificate is self-signed (a stock SQL Server's): set "
+        "trust_server_certificate: true (encryption kept, the certificate unchecked) or "
+        "server_certificate: the server's .pem (pinned)",
+    ),
+    (
+        ("unable to get local issuer certificate", "not trusted", "unable to verify the first"),
+        "the certificate's issuing CA is not trusted on this machine: add the CA to the "
+        "system store (update-ca-certificates), or set server_certificate",
+    ),
+    (
+        ("target principal name is incorrect", "hostname mismatch", "does not match"),
+        "the certificate is for another name than target.host: set host_name_in_certificate "
+        "to the name it carries, or connect by that name",
+    ),
+    (
+        ("certificate has expired", "certificate is not yet valid"),
+        "the server's certificate is out of its validity dates: renew it on the server (or "
+        "check this machine's clock)",
+    ),
+    (
+        ("unsupported protocol", "wrong version number", "no protocols available"),
+        "the server offers only a TLS version this machine's OpenSSL refuses (TLS 1.0/1.1 "
+        "on an old SQL Server): patch the server for TLS 1.2, or set encrypt: optional",
+    ),
+    (
+        ("dh key too small", "ca md too weak", "ee key too small"),
+        "the server's certificate or key is too weak for this machine's OpenSSL security "
+        "level: replace it on the server",
+    ),
+    (
+        ("encryption not supported",),
+        "the server or the client cannot encrypt: give the server a certificate (or set "
+        "encrypt: optional on a test box)",
+    ),
+)
+
+
+def tls_explanation(message: str) -> str | None:
+    """One line saying why a TLS handshake failed and what fixes it, with the docs' anchor;
+    None when ``message`` is not a TLS failure dbsim knows."""
+    text = message.lower()
+    for needles, why in _TLS_CAUSES:
+        if any(needle in text for needle in needles):
+            return f"{why} — see {TLS_DOCS}"
+    if "ssl provider" in text or "linkid=2226722" in text:
+        return (
+            "TLS to the server failed: check encrypt, trust_server_certificate, "
+            f"host_name_in_certificate and server_certificate — see {TLS_DOCS}"
+        )
+    return None
+
+
+def microsoft_driver(driver: str) -> bool:
+    """Whether ``driver`` is Microsoft's ODBC driver for SQL Server (17, 18 …), which takes
+    the port in SERVER=host,port and ignores a PORT keyword."""
+    name = driver.lower()
+    return "for sql server" in name or name in ("sql server", "sql server native client 11.0")

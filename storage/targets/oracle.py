@@ -1,4 +1,6 @@
-"""Oracle through python-oracledb's async thin mode, natively on the engine's loop.
+"""Oracle through python-oracledb: async thin mode natively on the engine's loop, or thick mode
+(``driver_mode: thick``) in the engine's thread pool (storage.targets.oracle_thick). How the
+settings become connection parameters (dsn, TNS alias, TCPS, wallet, SID): oracle_connect.
 
 Thin mode speaks Oracle Net itself, so no Oracle client libraries are needed. ``open`` creates
 an async connection pool on the engine loop (it connects nothing yet: connections are made on
@@ -27,9 +29,26 @@ import oracledb
 from sim.config.scenario import MAX_SESSIONS
 from sim.dialects import PageFit, ServerCache, SqlDialect
 from sim.errors import TargetError
-from sim.protocols import EngineContext, LoadLock, SqlConnection, Statement, Target, WaitCallback
+from sim.protocols import (
+    EngineContext,
+    LoadLock,
+    SqlConnection,
+    Statement,
+    Target,
+    WaitCallback,
+    no_load_lock,
+)
 from sim.secrets import redact, resolve_secret
 from storage.targets.locks import LockUnsupported, lock_id, polled_lock
+from storage.targets.oracle_connect import address as oracle_address
+from storage.targets.oracle_connect import (
+    connect_params,
+    driver_label,
+    error_text,
+    start_thick,
+    wallet_password,
+)
+from storage.targets.oracle_thick import OracleThickConnection
 from storage.targets.settings import OracleSettings
 
 log = logging.getLogger(__name__)
@@ -78,7 +97,6 @@ ORACLE_DIALECT = SqlDialect(
     ),
 )
 
-DEFAULT_CONNECT_TIMEOUT_S = 10.0
 # Every session holds its connection for the whole run and all connect before any starts, so
 # the pool must never make one wait for another: room for the most sessions a scenario allows
 # plus the set-up connections (load, verify, drop).
@@ -90,12 +108,6 @@ DBMS_LOCK_X_MODE = 6
 DBMS_LOCK_S_MODE = 4
 DBMS_LOCK_GRANTED = frozenset({0, 4})
 DBMS_LOCK_BUSY = 1
-
-
-def error_text(exc: oracledb.Error) -> str:
-    """The driver's message (``ORA-nnnnn: …`` or ``DPY-nnnn: …``) on one line."""
-    detail = exc.args[0] if exc.args else exc
-    return " ".join(str(getattr(detail, "message", detail)).split())
 
 
 def bind_dict(statement: Statement, params: Sequence[Any]) -> dict[str, Any]:
@@ -194,6 +206,8 @@ class OracleTarget(Target):
     def __init__(self, settings: OracleSettings) -> None:
         self.settings = settings
         self._pool: oracledb.AsyncConnectionPool | None = None
+        self._thick_pool: oracledb.ConnectionPool | None = None
+        self._context: EngineContext | None = None
         self._password: str | None = None
         self._server_version: str | None = None
 
@@ -202,31 +216,45 @@ class OracleTarget(Target):
 
     def _where(self) -> str:
         s = self.settings
-        return f"oracle: cannot connect to {s.host}:{s.port}/{s.service_name} as {s.user}"
+        return f"oracle: cannot connect to {oracle_address(s)} as {s.user}"
 
-    async def open(self, context: EngineContext) -> None:
-        # The context's thread pool is not needed: thin mode is asyncio-native on its loop.
+    def _pool_params(self) -> dict[str, Any]:
         s = self.settings
         self._password = resolve_secret(s, "target")
+        wallet = wallet_password(s)
+        return {
+            **connect_params(s, self._password, wallet),
+            "min": 0,
+            "max": POOL_MAX,
+            "increment": 1,
+            "getmode": oracledb.POOL_GETMODE_TIMEDWAIT,
+            "wait_timeout": int(s.connect_timeout_s * 1000),
+        }
+
+    async def open(self, context: EngineContext) -> None:
+        # Thin mode is asyncio-native on the loop; thick mode has only the synchronous API,
+        # so its calls go to the context's thread pool (storage.targets.oracle_thick).
+        s = self.settings
+        params = self._pool_params()
         try:
-            self._pool = oracledb.create_pool_async(
-                user=s.user,
-                password=self._password,
-                host=s.host,
-                port=s.port,
-                service_name=s.service_name,
-                min=0,
-                max=POOL_MAX,
-                increment=1,
-                getmode=oracledb.POOL_GETMODE_TIMEDWAIT,
-                wait_timeout=int(DEFAULT_CONNECT_TIMEOUT_S * 1000),
-                tcp_connect_timeout=DEFAULT_CONNECT_TIMEOUT_S,
-                program="dbsim",
-            )
+            if s.driver_mode == "thick":
+                start_thick(s)
+                self._context = context
+                self._thick_pool = oracledb.create_pool(**params)
+            else:
+                self._pool = oracledb.create_pool_async(**params)
         except oracledb.Error as exc:
             raise TargetError(self._hide(f"{self._where()}: {error_text(exc)}")) from exc
 
-    async def connect(self) -> OracleConnection:
+    async def connect(self) -> SqlConnection:
+        if self._thick_pool is not None and self._context is not None:
+            pool, context = self._thick_pool, self._context
+            try:
+                raw_thick = await context.run_blocking(pool.acquire)
+            except oracledb.Error as exc:
+                raise TargetError(self._hide(f"{self._where()}: {error_text(exc)}")) from exc
+            self._server_version = str(raw_thick.version)
+            return OracleThickConnection(raw_thick, pool, context, self._hide)
         if self._pool is None:
             raise TargetError("oracle: target used before open()")
         try:
@@ -238,9 +266,12 @@ class OracleTarget(Target):
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
+        thick, self._thick_pool = self._thick_pool, None
         try:
             if pool is not None:
                 await pool.close(force=True)
+            if thick is not None and self._context is not None:
+                await self._context.run_blocking(lambda: thick.close(force=True))
         except oracledb.Error as exc:
             raise TargetError(self._hide(f"oracle: closing the pool: {error_text(exc)}")) from exc
         finally:
@@ -252,7 +283,9 @@ class OracleTarget(Target):
         """``DBMS_LOCK.REQUEST`` with a numeric id from the user and ``key`` (no
         ``ALLOCATE_UNIQUE``: it commits and writes a row), session-held, tried with timeout 0
         on a pooled connection of its own. A user without EXECUTE on DBMS_LOCK loads without
-        a lock (said in the lock's ``how``)."""
+        a lock (said in the lock's ``how``), and so does thick mode (not built yet)."""
+        if self.settings.driver_mode == "thick":
+            return no_load_lock("no load lock in Oracle thick mode yet", shared)
         return self._dbms_lock(key, shared, on_wait)
 
     @contextlib.asynccontextmanager
@@ -324,13 +357,21 @@ class OracleTarget(Target):
         return {
             "kind": self.kind,
             "dialect": self.dialect,
-            "host": s.host,
-            "port": s.port,
-            "service_name": s.service_name,
+            "address": oracle_address(s),
+            "host": None if s.dsn else s.host,
+            "port": None if s.dsn else s.port,
+            "service_name": None if s.dsn or s.sid else s.service_name,
+            "sid": s.sid,
+            "dsn": s.dsn,
+            "protocol": None if s.dsn else s.protocol,
+            "config_dir": str(s.config_dir) if s.config_dir else None,
+            "wallet_location": str(s.wallet_location) if s.wallet_location else None,
+            "driver_mode": s.driver_mode,
+            "lib_dir": str(s.lib_dir) if s.lib_dir else None,
             "user": s.user,
             "password_from": (
                 f"env:{s.password_env}" if s.password_env else "file" if s.password_file else None
             ),
-            "driver": f"python-oracledb {oracledb.__version__} thin (async)",
+            "driver": driver_label(s),
             "server_version": self._server_version,
         }

@@ -11,7 +11,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sim.secrets import LITERAL_SECRET_KEYS, SecretRef
+from sim.secrets import ENV_NAME, LITERAL_SECRET_KEYS, SecretRef
 
 DEFAULT_SQLITE_CACHE_KIB = 2048
 # Keywords of an ODBC connection string; anything else could smuggle in another keyword.
@@ -179,15 +179,64 @@ class PostgresSettings(SecretRef, _Settings):
         return names
 
 
+def _env_name(value: str | None) -> str | None:
+    if value is not None and not ENV_NAME.match(value):
+        raise ValueError(
+            "must be the NAME of an environment variable (letters, digits and _, not starting "
+            "with a digit); the value is not shown, in case it is the password"
+        )
+    return value
+
+
 class OracleSettings(SecretRef, _Settings):
-    """Oracle through python-oracledb's thin mode (no client libraries)."""
+    """Oracle through python-oracledb: thin mode (no client libraries) unless ``driver_mode:
+    thick``. The address is ``host``/``port`` with ``service_name`` or ``sid``, or a ``dsn``
+    (an Easy Connect Plus string, or a TNS alias looked up in ``config_dir``'s tnsnames.ora)."""
 
     kind: Literal["oracle"] = "oracle"
     sql_dialect_of_kind: ClassVar[str | None] = "oracle"
+    dsn: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Easy Connect Plus string (tcps://host:2484/service?wallet_location=...) "
+        "or a TNS alias from config_dir's tnsnames.ora; replaces host, port, service_name, "
+        "sid and protocol.",
+    )
+    config_dir: Path | None = Field(
+        default=None,
+        description="Directory of tnsnames.ora (and sqlnet.ora in thick mode) for a dsn alias.",
+    )
     host: str = "127.0.0.1"
     port: int = Field(default=1521, ge=1, le=65535)
+    protocol: Literal["tcp", "tcps"] = Field(
+        default="tcp", description="tcps: TLS to the listener (usually port 2484)."
+    )
     service_name: str = "FREEPDB1"
+    sid: str | None = Field(
+        default=None, description="The instance's SID, for a database with no service name."
+    )
     user: str = "dbsim"
+    wallet_location: Path | None = Field(
+        default=None,
+        description="Directory of the wallet (ewallet.pem in thin mode, cwallet.sso in thick) "
+        "holding the certificates for tcps.",
+    )
+    wallet_password_env: str | None = Field(
+        default=None,
+        description="NAME of the environment variable holding the wallet's password (thin "
+        "mode's ewallet.pem is encrypted with it).",
+    )
+    driver_mode: Literal["thin", "thick"] = Field(
+        default="thin",
+        description="thick: load the Oracle Client libraries (Native Network Encryption, "
+        "features thin mode lacks); sessions then run in threads, not on the event loop.",
+    )
+    lib_dir: Path | None = Field(
+        default=None,
+        description="Directory of the Oracle Client libraries (Instant Client) for thick mode; "
+        "unset: the system's library search path.",
+    )
+    connect_timeout_s: float = Field(default=10.0, gt=0)
     data_directory: Path | None = Field(
         default=None,
         description="Directory of the datafiles on this machine (of target.tablespace when "
@@ -200,12 +249,102 @@ class OracleSettings(SecretRef, _Settings):
         "tables and indexes; dbsim does not create Oracle tablespaces.",
     )
 
+    @field_validator("wallet_password_env")
+    @classmethod
+    def _wallet_env(cls, value: str | None) -> str | None:
+        return _env_name(value)
+
+    @model_validator(mode="after")
+    def _one_address(self) -> OracleSettings:
+        given = self.model_fields_set
+        if self.dsn is not None:
+            clash = sorted(given & {"host", "port", "service_name", "sid", "protocol"})
+            if clash:
+                raise ValueError(f"dsn replaces {', '.join(clash)}: set one or the other")
+        elif "sid" in given and "service_name" in given:
+            raise ValueError("sid and service_name name the database twice: set one")
+        if self.lib_dir is not None and self.driver_mode != "thick":
+            raise ValueError(
+                "lib_dir loads the Oracle Client libraries: it needs driver_mode: thick"
+            )
+        if self.driver_mode == "thick" and self.wallet_location is not None:
+            raise ValueError(
+                "thick mode reads its wallet from sqlnet.ora (WALLET_LOCATION) in config_dir; "
+                "wallet_location is thin mode's"
+            )
+        if self.wallet_password_env is not None and self.wallet_location is None:
+            raise ValueError("wallet_password_env needs wallet_location (the wallet it opens)")
+        return self
+
     def sql_identifiers(self) -> dict[str, list[str]]:
         return {"tablespace": [self.tablespace]} if self.tablespace else {}
 
 
+#: ODBC Driver 18's Encrypt values: strict (TDS 8.0, TLS before anything else, the
+#: certificate always checked), mandatory (yes: TLS after the pre-login), optional (no).
+ENCRYPT_VALUES = ("strict", "mandatory", "optional")
+#: Driver 18's Authentication values (Entra ID, formerly Azure Active Directory); a plain
+#: login needs none, Windows integrated is trusted_connection.
+AUTHENTICATION_VALUES = (
+    "SqlPassword",
+    "ActiveDirectoryPassword",
+    "ActiveDirectoryInteractive",
+    "ActiveDirectoryServicePrincipal",
+    "ActiveDirectoryMsi",
+    "ActiveDirectoryIntegrated",
+    "ActiveDirectoryDefault",
+)
+#: Connection-string keywords kind: sqlserver writes itself from its fields.
+SQLSERVER_OWN_KEYWORDS = frozenset(
+    {
+        "DRIVER",
+        "SERVER",
+        "ADDRESS",
+        "ADDR",
+        "DATABASE",
+        "UID",
+        "APP",
+        "ENCRYPT",
+        "TRUSTSERVERCERTIFICATE",
+        "HOSTNAMEINCERTIFICATE",
+        "SERVERCERTIFICATE",
+        "AUTHENTICATION",
+        "TRUSTED_CONNECTION",
+        "DSN",
+        "FILEDSN",
+        "SAVEFILE",
+    }
+)
+
+
+def _check_extra(extra: dict[str, str], own: frozenset[str]) -> dict[str, str]:
+    # A key with ';' or '=' would add keywords of its own, a PWD key would be a literal
+    # password in the scenario (and in the run bundle), and a keyword dbsim sets from a field
+    # would be sent twice with two meanings.
+    bad = sorted(k for k in extra if not ODBC_KEYWORD.fullmatch(k))
+    if bad:
+        raise ValueError(
+            f"{', '.join(map(repr, bad))}: not ODBC keywords (letters, digits, _ and spaces)"
+        )
+    secret = sorted(
+        k
+        for k in extra
+        if k.strip().upper() in ODBC_SECRET_KEYWORDS
+        or any(word in k.strip().lower() for word in ("password", "secret", "token"))
+    )
+    if secret:
+        raise ValueError(
+            f"a literal {', '.join(secret)} is not accepted; name an environment variable "
+            "with password_env or a file with password_file"
+        )
+    taken = sorted(k for k in extra if k.strip().upper().replace(" ", "") in own)
+    if taken:
+        raise ValueError(f"{', '.join(taken)}: set by dbsim from its own fields; use those")
+    return extra
+
+
 class SqlServerSettings(SecretRef, _Settings):
-    """SQL Server through pyodbc (ODBC Driver 18 for SQL Server or FreeTDS)."""
+    """SQL Server through pyodbc (Microsoft ODBC Driver 18 or 17, or FreeTDS)."""
 
     kind: Literal["sqlserver"] = "sqlserver"
     sql_dialect_of_kind: ClassVar[str | None] = "sqlserver"
@@ -213,10 +352,72 @@ class SqlServerSettings(SecretRef, _Settings):
     host: str = "127.0.0.1"
     port: int = Field(default=1433, ge=1, le=65535)
     database: str = "dbsim"
-    user: str = "sa"
-    encrypt: bool = True
-    trust_server_certificate: bool = False
+    user: str | None = Field(
+        default="sa",
+        description="The login (unset with trusted_connection, ActiveDirectoryMsi without a "
+        "client id, or ActiveDirectoryDefault).",
+    )
+    encrypt: Literal["strict", "mandatory", "optional"] = Field(
+        default="mandatory",
+        description="TLS: strict (TDS 8.0, SQL Server 2022+), mandatory (Driver 18's default) "
+        "or optional; true and false are read as mandatory and optional.",
+    )
+    trust_server_certificate: bool = Field(
+        default=False,
+        description="Accept the server's certificate unchecked (its stock self-signed one); "
+        "ignored by strict.",
+    )
+    host_name_in_certificate: str | None = Field(
+        default=None, description="The name the certificate carries, when it is not host."
+    )
+    server_certificate: Path | None = Field(
+        default=None,
+        description="The server's own certificate (PEM/DER) to pin instead of a CA chain "
+        "(Driver 18.1+, with strict or mandatory).",
+    )
+    authentication: (
+        Literal[
+            "SqlPassword",
+            "ActiveDirectoryPassword",
+            "ActiveDirectoryInteractive",
+            "ActiveDirectoryServicePrincipal",
+            "ActiveDirectoryMsi",
+            "ActiveDirectoryIntegrated",
+            "ActiveDirectoryDefault",
+        ]
+        | None
+    ) = Field(default=None, description="Entra ID (Azure AD) authentication; unset: SQL login.")
+    trusted_connection: bool = Field(
+        default=False, description="Windows integrated authentication (Kerberos on Linux)."
+    )
+    extra: dict[str, str] = Field(
+        default_factory=dict,
+        description="More Driver 18 keywords (e.g. MultiSubnetFailover: 'Yes', "
+        "ApplicationIntent: ReadOnly); not the ones dbsim sets, never a password.",
+    )
     data_directory: Path | None = None
+
+    @field_validator("encrypt", mode="before")
+    @classmethod
+    def _encrypt_words(cls, value: object) -> object:
+        # Driver 18 takes yes/no as mandatory/optional; true/false are the YAML spelling.
+        words = {True: "mandatory", False: "optional", "yes": "mandatory", "no": "optional"}
+        if isinstance(value, bool | str) and value in words:
+            return words[value]
+        return value
+
+    @field_validator("extra")
+    @classmethod
+    def _extra(cls, extra: dict[str, str]) -> dict[str, str]:
+        return _check_extra(extra, SQLSERVER_OWN_KEYWORDS)
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> SqlServerSettings:
+        if self.trusted_connection and self.authentication is not None:
+            raise ValueError("trusted_connection and authentication are two ways in: set one")
+        if self.trusted_connection and (self.password_env or self.password_file):
+            raise ValueError("trusted_connection sends no password: drop password_env/_file")
+        return self
 
 
 class OdbcSettings(SecretRef, _Settings):
@@ -257,21 +458,7 @@ class OdbcSettings(SecretRef, _Settings):
     @field_validator("extra")
     @classmethod
     def _keywords(cls, extra: dict[str, str]) -> dict[str, str]:
-        # Checked here rather than when the target is built, so `dbsim validate` refuses it too
-        # and the field is named: a key with ';' or '=' would add keywords of its own, and a
-        # PWD key would be a literal password in the scenario (and in the run bundle).
-        bad = sorted(k for k in extra if not ODBC_KEYWORD.fullmatch(k))
-        if bad:
-            raise ValueError(
-                f"{', '.join(map(repr, bad))}: not ODBC keywords (letters, digits, _ and spaces)"
-            )
-        secret = sorted(k for k in extra if k.strip().upper() in ODBC_SECRET_KEYWORDS)
-        if secret:
-            raise ValueError(
-                f"a literal {', '.join(secret)} is not accepted; name an environment variable "
-                "with password_env or a file with password_file"
-            )
-        return extra
+        return _check_extra(extra, frozenset({"DRIVER", "PWD", "PASSWORD"}))
 
 
 class FileTreeSettings(_Settings):
