@@ -35,17 +35,41 @@ RUN_COLUMNS = (
 )
 
 
+FormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        help="html (report.html, the default); markdown, text or pdf: the one-page ticket "
+        "summary (report.md with report-chart.svg, report.txt, report.pdf) beside it; csv: "
+        "the time series and SLOs into BUNDLE/csv (or --csv DIR).",
+    ),
+]
+CsvOpt = Annotated[
+    Path | None,
+    typer.Option("--csv", help="Also export the time series and the SLOs as CSV into DIR "
+                 "(made when missing; existing files are never overwritten).",
+                 metavar="DIR"),
+]  # fmt: skip
+
+
 @app.command()
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run bundle directory (runs/<stamp>-<name>).")],
+    fmt: FormatOpt = "html",
+    csv_dir: CsvOpt = None,
 ) -> None:
-    """Analyse a run bundle again, write its analysis.json and report.html; prints the
-    report's path."""
+    """Analyse a run bundle again, write its analysis.json and report.html (and the format
+    asked); prints the answer on stderr and the paths written on stdout."""
     from sim.baseline.page import write_baseline_report
     from sim.bundle.reader import read_summary
     from sim.report import write_report
 
-    read_summary(run_dir, label="report: ")  # not a bundle, unreadable, a field's wrong type
+    fmt = fmt.lower()
+    if fmt not in (*TICKET_FORMATS, "csv"):
+        raise ConfigError(
+            f"report: --format {fmt!r}: choose one of {', '.join((*TICKET_FORMATS, 'csv'))}"
+        )
+    summary = read_summary(run_dir, label="report: ")  # not a bundle, unreadable, wrong types
     try:
         if (run_dir / "baseline.json").is_file():
             # A storage baseline (dbsim baseline): fio's points, no operations to correlate.
@@ -62,7 +86,52 @@ def report(
         ) from exc
     if problem:
         sys.stderr.write(f"warning: report without analysis: {problem}\n")
-    sys.stdout.write(f"{path}\n")
+    if (run_dir / "baseline.json").is_file():
+        sys.stdout.write(f"{path}\n")
+        return
+    written = _extras(run_dir, summary, fmt, csv_dir)
+    for out in [path] if fmt == "html" else []:
+        written.insert(0, out)
+    _say_answer(summary, run_dir)
+    sys.stdout.write("".join(f"{p}\n" for p in written))
+
+
+TICKET_FORMATS = ("html", "markdown", "text", "pdf")
+
+
+def _extras(run_dir: Path, summary: dict[str, Any], fmt: str, csv_dir: Path | None) -> list[Path]:
+    """The ticket of ``fmt`` and the CSV export, when asked; the paths written."""
+    from sim.report.data import load_analysis_file
+
+    analysis = load_analysis_file(run_dir)
+    written: list[Path] = []
+    try:
+        if fmt in ("markdown", "text", "pdf"):
+            from sim.report.ticket import write_ticket
+
+            written += write_ticket(run_dir, fmt, analysis)
+        if fmt == "csv" or csv_dir is not None:
+            from sim.report.export import export_csv
+
+            written += export_csv(run_dir, csv_dir or run_dir / "csv", summary, analysis)
+    except OSError as exc:
+        from sim.bundle.files import os_reason
+
+        raise ConfigError(
+            f"report: cannot write {exc.filename or run_dir}: {os_reason(exc)}"
+        ) from exc
+    return written
+
+
+def _say_answer(summary: dict[str, Any], run_dir: Path) -> None:
+    """The run's answer on stderr (stdout keeps the paths, for scripts)."""
+    from rich.console import Console
+
+    from sim.cli.console import print_answer
+    from sim.report.data import load_analysis_file
+
+    err = Console(stderr=True, width=output_width(sys.stderr))
+    print_answer(err, summary, load_analysis_file(run_dir))
 
 
 DirectoryOpt = Annotated[Path, typer.Argument(help="The output.directory holding the run bundles.")]

@@ -56,8 +56,7 @@ def seconds(value: object) -> str:
 
 
 def header(summary: Mapping[str, Any], bundle: Path, answer: str = "") -> Safe:
-    """Title, one line of who/what, the run's answer (markup, first), the facts grid and, for
-    an unfinished run, a warning."""
+    """Title, who/what, the run's answer (markup), the facts grid, an unfinished run's warning."""
     scenario = summary.get("scenario") or {}
     status = str(summary.get("status") or "unknown")
     timing = summary.get("timing") or {}
