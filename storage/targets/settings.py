@@ -236,7 +236,9 @@ class OracleSettings(SecretRef, _Settings):
         description="Directory of the Oracle Client libraries (Instant Client) for thick mode; "
         "unset: the system's library search path.",
     )
-    connect_timeout_s: float = Field(default=10.0, gt=0)
+    connect_timeout_s: float = Field(
+        default=10.0, gt=0, description="How long to wait for the listener (TCP connect)."
+    )
     data_directory: Path | None = Field(
         default=None,
         description="Directory of the datafiles on this machine (of target.tablespace when "
@@ -280,20 +282,6 @@ class OracleSettings(SecretRef, _Settings):
         return {"tablespace": [self.tablespace]} if self.tablespace else {}
 
 
-#: ODBC Driver 18's Encrypt values: strict (TDS 8.0, TLS before anything else, the
-#: certificate always checked), mandatory (yes: TLS after the pre-login), optional (no).
-ENCRYPT_VALUES = ("strict", "mandatory", "optional")
-#: Driver 18's Authentication values (Entra ID, formerly Azure Active Directory); a plain
-#: login needs none, Windows integrated is trusted_connection.
-AUTHENTICATION_VALUES = (
-    "SqlPassword",
-    "ActiveDirectoryPassword",
-    "ActiveDirectoryInteractive",
-    "ActiveDirectoryServicePrincipal",
-    "ActiveDirectoryMsi",
-    "ActiveDirectoryIntegrated",
-    "ActiveDirectoryDefault",
-)
 #: Connection-string keywords kind: sqlserver writes itself from its fields.
 SQLSERVER_OWN_KEYWORDS = frozenset(
     {

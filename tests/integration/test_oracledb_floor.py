@@ -1,0 +1,100 @@
+"""python-oracledb at the floor pyproject.toml declares: installed beside this environment
+(``pip install --no-deps --target``, ahead of the venv's own copy on PYTHONPATH), the Oracle
+target's connection code runs up to the refused connection with no TypeError; the release
+before the floor fails there with one (issue #28: ``program=`` arrived in 2.5.0).
+
+Needs PyPI (or the machine's pip index); without it the test skips with one loud line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from storage.targets.oracle_connect import ORACLEDB_FLOOR
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+BEFORE_FLOOR = "2.4.1"
+PROBE = """
+import os, socket, sys
+import oracledb
+import storage.targets
+from sim.connect_check import ConnectFailed, connect_check
+from storage.targets.oracle import OracleTarget
+from storage.targets.settings import OracleSettings
+
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+os.environ["DBSIM_FLOOR_PW"] = "floor-pw"
+print("oracledb", oracledb.__version__, flush=True)
+try:
+    connect_check(OracleTarget(OracleSettings(port=port, password_env="DBSIM_FLOOR_PW")))
+except ConnectFailed as exc:
+    print("refused:", exc)
+"""
+
+
+def _install(version: str, where: Path) -> Path:
+    target = where / f"oracledb-{version}"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(target),
+            f"oracledb=={version}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(
+            f"!!! cannot install oracledb=={version} from the package index: "
+            f"{done.stderr.strip().splitlines()[-1:]}"
+        )
+    return target
+
+
+def _probe(site: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{REPO}"}
+    return subprocess.run(
+        [sys.executable, "-c", PROBE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=REPO,
+        check=False,
+    )
+
+
+def test_pyproject_declares_the_floor() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    wanted = f"oracledb>={ORACLEDB_FLOOR.removesuffix('.0')}"
+    assert wanted in project["project"]["dependencies"]
+
+
+def test_the_floor_connects_up_to_the_refusal(tmp_path: Path) -> None:
+    done = _probe(_install(ORACLEDB_FLOOR, tmp_path))
+    assert f"oracledb {ORACLEDB_FLOOR}" in done.stdout, done.stdout + done.stderr
+    assert "refused:" in done.stdout and "DPY-6005" in done.stdout, done.stdout + done.stderr
+    assert "TypeError" not in done.stderr, done.stderr
+
+
+def test_the_release_before_the_floor_would_not(tmp_path: Path) -> None:
+    done = _probe(_install(BEFORE_FLOOR, tmp_path))
+    assert f"oracledb {BEFORE_FLOOR}" in done.stdout, done.stdout + done.stderr
+    assert "unexpected keyword argument 'program'" in done.stderr, done.stdout + done.stderr
