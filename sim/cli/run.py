@@ -47,7 +47,15 @@ def _planned_seconds(scenario: ScenarioBase) -> float | None:
 SkipLoadOpt = Annotated[
     bool, typer.Option("--skip-load", help="Use the data as loaded; do not build or verify.")
 ]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the bundle path.")]
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="Print only the bundle path (and, on stderr, INVALID RUN or STORAGE NOT "
+        "EXERCISED when the run is one).",
+    ),
+]
 AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")]
 WorkersOpt = Annotated[
     str,
@@ -299,6 +307,15 @@ def _print_outcome(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> No
     if as_json:
         sys.stdout.write(strict_json(summary) + "\n")  # what summary.json holds
     elif quiet:
+        # The path alone on stdout (for `old=$(dbsim run … --quiet)`), but a run not to be
+        # compared still says so, on stderr: quiet must not hide that the caches served it.
+        from sim.cli.console import invalid_headline
+        from sim.core.cache import not_exercised_headline
+
+        cached = not_exercised_headline(summary, figures=False)
+        for headline in (invalid_headline(summary), cached):
+            if headline is not None:
+                sys.stderr.write(f"dbsim: {headline}\n")
         sys.stdout.write(summary["bundle"] + "\n")
     else:
         # A log or a pipe gets a width that fits the tables rather than 80 columns.

@@ -327,19 +327,18 @@ def not_exercised(summary: Mapping[str, Any]) -> str | None:
     return str(section.get("reason") or "the devices hardly read")
 
 
-def not_exercised_headline(summary: Mapping[str, Any]) -> str | None:
-    """The line that goes before every figure of a run that did not exercise the storage."""
+def not_exercised_headline(summary: Mapping[str, Any], *, figures: bool = True) -> str | None:
+    """The line that goes before every figure of a run that did not exercise the storage
+    (``figures`` False: said alone, as ``dbsim run --quiet`` says it)."""
     reason = not_exercised(summary)
     if reason is None:
         return None
     cache = summary.get("cache") or {}
     advice = []
     if cache.get("recipe"):
-        advice.append(f"cap the caches ({cache['recipe']})")
+        advice.append(f"cap the caches: {cache['recipe']}")
     if cache.get("recommended"):
         advice.append(f"use {cache['recommended']}")
-    tail = f"; to exercise it {', or '.join(advice)}" if advice else ""
-    return (
-        f"STORAGE NOT EXERCISED: {reason}; the figures below describe the caches, not the "
-        f"storage{tail}"
-    )
+    tail = f"; to exercise it {'; or '.join(advice)}" if advice else ""
+    which = "the figures below describe" if figures else "its figures describe"
+    return f"STORAGE NOT EXERCISED: {reason}; {which} the caches, not the storage{tail}"

@@ -60,9 +60,8 @@ SQLITE_DIALECT = SqlDialect(
     # SQLite runs inside dbsim and reads through the host's page cache, charged to dbsim's
     # memory cgroup (whose limit sim.core.cache then counts instead of the host's RAM).
     cache_recipe=(
-        "run dbsim in a memory cgroup of {cap_mb}M more than dbsim's own memory (SQLite reads "
-        "through the page cache, charged to dbsim's group), e.g. systemd-run --scope -p "
-        "MemoryMax=… dbsim run …"
+        "dbsim run in a memory cgroup of its own memory + {cap_mb}M (SQLite's reads go "
+        "through the page cache charged to that group)"
     ),
 )
 

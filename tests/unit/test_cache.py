@@ -190,7 +190,7 @@ def test_the_warning_offers_the_engines_cache_caps_first_then_the_scale() -> Non
                             "--pg-cache-cap 20M"]),
         (MYSQL_DIALECT, ["innodb_buffer_pool_size = 20M", "O_DIRECT"]),
         (ORACLE_DIALECT, ["db_cache_size = 20M", "filesystemio_options = setall"]),
-        (SQLITE_DIALECT, ["memory cgroup of 20M"]),
+        (SQLITE_DIALECT, ["memory cgroup of its own memory + 20M"]),
     ],
 )  # fmt: skip
 def test_each_engine_has_its_recipe(dialect: SqlDialect, words: list[str]) -> None:
