@@ -65,6 +65,7 @@ class CheckOptions:
     slob: dict[str, Any] | None = None
 
 
+PRIVILEGE_LINE = ("privileges",)
 LATER = ("load", "one row per block", "statistics views", "reads reach the storage")
 
 
@@ -109,8 +110,13 @@ class FirstContactCheck:
             self.say(name, False, f"not run: {why}")
 
     async def run(self, record: FirstContact) -> list[CheckLine]:
-        if not await self.connect(record) or not await self.privileges(record):
-            self.skip(LATER, "fix the line above first")
+        if not await self.connect(record):
+            self.skip((*PRIVILEGE_LINE, *LATER), "no connection")
+            self.say("drop", True, "nothing was created")
+            return self.lines
+        if not await self.privileges(record):
+            self.skip(LATER, "grant the missing privileges first")
+            self.say("drop", True, "nothing was created")
             return self.lines
         try:
             if await self.load():
@@ -176,7 +182,7 @@ class FirstContactCheck:
             size, _ = await server_cache_bytes(self.target)
             return dialect.cache.name, size
         if record.own_cache_bytes is not None:
-            return "its page cache (cache_size)", record.own_cache_bytes(self.target)
+            return "cache_size", record.own_cache_bytes(self.target)
         return "its cache", None
 
     def parameters(self, rows: int) -> SlobParameters:

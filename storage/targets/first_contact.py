@@ -82,6 +82,15 @@ POSTGRES = FirstContact(
             _pg_schema("CREATE"),
             "GRANT CREATE ON SCHEMA {schema} TO {user};",
         ),
+        Privilege(
+            "SELECT, INSERT, UPDATE, DELETE on {schema}.dbsim_registry",
+            "writing to dbsim_registry when another login created it (held when there is none)",
+            "SELECT CASE WHEN r.id IS NULL THEN 1 ELSE (has_table_privilege(r.id, 'SELECT') "
+            "AND has_table_privilege(r.id, 'INSERT') AND has_table_privilege(r.id, 'UPDATE') "
+            "AND has_table_privilege(r.id, 'DELETE'))::int END "
+            "FROM (SELECT to_regclass('dbsim_registry') AS id) AS r",
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON {schema}.dbsim_registry TO {user};",
+        ),
     ),
     page_proof="ctid (block number of every row)",
 )
