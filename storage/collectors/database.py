@@ -455,6 +455,11 @@ register_collector(
         scope=COLLECTOR_SCOPE_SHARED,
         display=Display(title="database statistics"),
         role=ROLE_DATABASE,
-        correlate=(Figure("blks_read_s", "physical reads/s"),),
+        # The database's own wait for one block from storage (Oracle: db file sequential read,
+        # SQL Server: PAGEIOLATCH_SH, PostgreSQL with track_io_timing), per entity.
+        correlate=(
+            Figure("blks_read_s", "physical reads/s"),
+            Figure("single_block_read_ms", "single-block read wait", "ms", 3, grouped=False),
+        ),
     )
 )
