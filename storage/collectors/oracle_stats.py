@@ -31,8 +31,9 @@ cache / session logical reads).
 
 Resets: the instance's ``startup_time`` moving is a restart, a gap for every entity; these
 views are never reset otherwise. Needs SELECT on ``v_$instance``, ``v_$sysstat``,
-``v_$system_event``, ``v_$event_histogram`` and ``v_$iostat_function`` (``GRANT
-SELECT_CATALOG_ROLE`` gives all of them); without them the collector stops with that GRANT.
+``v_$system_event``, ``v_$event_histogram`` and ``v_$iostat_function`` (``GRANT SELECT ANY
+DICTIONARY`` or ``SELECT_CATALOG_ROLE`` gives them all); without them the collector stops
+naming that GRANT.
 Load: one extra connection, five small view queries per interval, each in a transaction
 rolled back (``user rollbacks`` counts them; ``user commits`` does not).
 """
@@ -112,7 +113,7 @@ EVENTS = {
 FUNCTION_MARK = ":function:"
 #: ORA-00942 "table or view does not exist": what a user without SELECT on a v$ view gets.
 NO_SUCH_VIEW = "ORA-00942"
-GRANT = "GRANT SELECT_CATALOG_ROLE TO {user}"
+GRANT = "GRANT SELECT ANY DICTIONARY TO {user}"
 
 
 def _event_key(event: str, counter: str) -> str:
@@ -204,8 +205,8 @@ class OracleStatsCollector(ViewCountersCollector):
         user = str(getattr(getattr(self.target, "settings", None), "user", "the target's user"))
         return CollectorError(
             f"collector db: {exc}: the Oracle statistics read v$instance, v$sysstat, "
-            f"v$system_event, v$event_histogram and v$iostat_function ({GRANT.format(user=user)},"
-            " or SELECT on each v_$ view)"
+            f"v$system_event, v$event_histogram and v$iostat_function ({GRANT.format(user=user)}, "
+            "or SELECT_CATALOG_ROLE, or SELECT on each v_$ view)"
         )
 
     def describe(self) -> dict[str, Any]:
