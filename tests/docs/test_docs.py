@@ -15,9 +15,11 @@ The reader's shell: no ``DBSIM_*`` or ``PG*`` variables, ``TMPDIR`` in the page'
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -219,3 +221,114 @@ def test_the_parser_reads_directives_indented_blocks_and_transcripts() -> None:
     assert second.script() == "dbsim validate x \\\n    --set a=b\necho done\n"
     with pytest.raises(ValueError, match="unknown docs-test directive"):
         blocks_of(page, "<!-- docs-test: skip-it -->\n```sh\ntrue\n```\n")
+
+
+# --------------------------------------------------------------------------- prose vs output
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A figure the prose quotes from the output pasted on its page: ``prose`` matches in the
+    page's text outside its blocks, ``output`` in the pasted block, and their named groups
+    must be equal wherever the prose says it."""
+
+    page: str
+    #: Text right above the pasted block (the first fenced block after it is the output).
+    after: str
+    what: str
+    prose: str
+    output: str
+
+
+_QUICKSTART_RUN = "This run used `COLUMNS=80 dbsim run --duration 8 2>&1`"
+_VALIDATION_WARNING = "From a real run, 80 MiB of SLOB on the PostgreSQL of this machine:"
+CLAIMS = [
+    Claim(
+        "docs/quickstart.md", _QUICKSTART_RUN, "the verdict",
+        r"it was\s+\*(?P<call>[A-Z][\w-]+)\*", r"verdict \(analysis\.json\): (?P<call>[\w-]+):",
+    ),
+    Claim(
+        "docs/quickstart.md", _QUICKSTART_RUN, "the host's CPU",
+        r"the host was (?P<busy>\d+) % busy", r"\(host (?P<busy>\d+) % busy",
+    ),
+    Claim(
+        "docs/quickstart.md", _QUICKSTART_RUN, "the device's reads",
+        r"vda read (?P<r_s>[\d,.]+)\s+times a second", r"│ vda\s+│\s+(?P<r_s>[\d,.]+) │",
+    ),
+    Claim(
+        "docs/quickstart.md", _QUICKSTART_RUN, "the sessions' reads",
+        r"the sessions' (?P<ops>[\d,.]+) reads a second", r"│ read\s+│\s+[\d,]+ │\s+(?P<ops>[\d,.]+) │",
+    ),
+    Claim(
+        "docs/quickstart.md", _QUICKSTART_RUN, "the device's IOPS",
+        r"at (?P<iops>[\d,.]+) IOPS on vda \(the mean",
+        r"│ vda\s+│\s+[\d,.]+ │\s+[\d,.]+ │\s+(?P<iops>[\d,.]+) │",
+    ),
+    Claim(
+        "docs/quickstart.md", _QUICKSTART_RUN, "the data against the host's memory",
+        r"the (?P<data>\d+ MiB) of this run fit in the host's\s+memory \((?P<ram>[\d.]+ GiB)",
+        r"the data \((?P<data>\d+ MiB)\) is under 4 x \(host RAM (?P<ram>[\d.]+ GiB)\)",
+    ),
+    Claim(
+        "docs/validation.md", _VALIDATION_WARNING, "the data and the offered cap",
+        r"From a real run, (?P<data>\d+ MiB) of SLOB",
+        r"the data \((?P<data>\d+ MiB)\) is under",
+    ),
+]  # fmt: skip
+
+
+def _pasted(claim: Claim) -> tuple[str, str]:
+    """The page's prose (its text without any fenced block) and the block pasted after
+    ``claim.after``."""
+    page = Path(claim.page)
+    text = (REPO / page).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    anchor = next((i for i, line in enumerate(lines) if claim.after in line), None)
+    assert anchor is not None, f"{claim.page}: no line says {claim.after!r}"
+    blocks = blocks_of(page, text)
+    fenced: set[int] = set()
+    for block in blocks:
+        fenced.update(range(block.line - 1, block.line + len(block.text.splitlines()) + 1))
+    pasted = next(b for b in blocks if b.line - 1 >= anchor)
+    prose = "\n".join(line for i, line in enumerate(lines) if i not in fenced)
+    return prose, pasted.text
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=[f"{c.page}: {c.what}" for c in CLAIMS])
+def test_the_prose_says_what_the_pasted_output_shows(claim: Claim) -> None:
+    """quickstart.md and validation.md quote figures of runs pasted above them (issue #27):
+    a pasted output regenerated without its prose, or prose edited without its output, fails."""
+    prose, output = _pasted(claim)
+    said = [m.groupdict() for m in re.finditer(claim.prose, prose)]
+    assert said, f"{claim.page}: the prose no longer says {claim.what} ({claim.prose!r})"
+    shown = re.search(claim.output, output)
+    assert shown is not None, f"{claim.page}: the pasted output has no {claim.what}"
+    for words in said:
+        assert words == shown.groupdict(), f"{claim.page}: {claim.what}: {words} vs {shown[0]!r}"
+
+
+def test_the_quickstart_run_was_not_storage_not_exercised() -> None:
+    """Its prose says the output would open with the line had the device read nothing."""
+    prose, output = _pasted(CLAIMS[0])
+    assert re.search(r"had the device read\s+nothing .* would open with\s+`STORAGE NOT", prose)
+    assert "STORAGE NOT EXERCISED" not in output
+
+
+def test_the_cached_run_and_its_json_agree() -> None:
+    """validation.md's console line of a cached run and the JSON section below it are one
+    run's: the same device, reads and reading operations."""
+    text = (REPO / "docs/validation.md").read_text(encoding="utf-8")
+    blocks = blocks_of(Path("docs/validation.md"), text)
+    console = next(b for b in blocks if "$ dbsim run cached.yaml" in b.text)
+    section = next(b for b in blocks if b.line > console.line and b.lang == "json")
+    headline = re.search(
+        r"STORAGE NOT EXERCISED: (?P<dev>\w+) read (?P<r>[\d.]+)/s against (?P<ops>[\d,.]+) ",
+        console.text,
+    )
+    assert headline is not None, console.text
+    reason = re.search(r'"reason": "(?P<dev>\w+) read (?P<r>[\d.]+)/s against (?P<ops>[\d,.]+) ',
+                       section.text)  # fmt: skip
+    assert reason is not None and reason.groupdict() == headline.groupdict()
+    data = re.search(r"(?P<mib>\d+) MiB just written", console.text)
+    size = re.search(r'"data_bytes": (?P<bytes>\d+)', section.text)
+    assert data and size and round(int(size["bytes"]) / 2**20) == int(data["mib"])
