@@ -250,7 +250,7 @@ def run_context(
     if step_order and device is not None and len(points) >= 2:
         plateau_from = sections.plateau_start(points)
         start = plateau_from if plateau_from is not None else 0
-        x = [p["x"] for p in points[start:] if p["x"] is not None]
+        x = [v for p in points[start:] if (v := sections.median_x(p)) is not None]
         y = [p["p99_us"] for p in points[start:] if p["p99_us"] is not None]
         if x and x[0] > 0:
             change = max(abs(v - x[0]) for v in x) / x[0]

@@ -14,6 +14,7 @@ from sim.analysis import stats
 from sim.analysis.series import BundleSeries, correlatable, database_figures
 from sim.analysis.stats import FloatArray
 from sim.analysis.verdict import PLATEAU_MIN_RISE, PLATEAU_TOLERANCE, SESSIONS_BUSY_RATIO
+from sim.bundle.iops import window_iops
 from sim.registry import ROLE_DEVICE
 
 #: The primary device's figures correlated with application latency.
@@ -194,9 +195,13 @@ def curve_section(
         if bins >= CURVE_MIN_BINS:
             bins = min(CURVE_MAX_BINS, max(CURVE_MIN_BINS, bins // CURVE_INTERVALS_PER_BIN))
         groups = stats.equal_count_bins(x, bins)
+    # x is the group's IOPS by the one definition (sim.bundle.iops: the length-weighted mean),
+    # what the chart and the tables show; the plateau is found on the medians (x_median), which
+    # a neighbour's burst in one interval of a step does not move.
     points = [
         {
-            "x": rounded(stats.nan_median(x[g]), 3),
+            "x": rounded(window_iops(x[g], series.duration_s[g]), 3),
+            "x_median": rounded(stats.nan_median(x[g]), 3),
             "ops_s": rounded(stats.nan_median(ops_s[g]), 3),
             "p50_us": rounded(stats.nan_median(p50[g]), 1),
             "p99_us": rounded(stats.nan_median(p99[g]), 1),
@@ -262,9 +267,16 @@ def name_knee(
     knee.update(kind=kind, name=KNEE_NAMES[kind])
 
 
+def median_x(point: Mapping[str, Any]) -> float | None:
+    """A curve point's median load (older analyses have only ``x``)."""
+    value = point.get("x_median", point.get("x"))
+    return None if value is None else float(value)
+
+
 def plateau_start(points: list[dict[str, Any]]) -> int | None:
-    """The first step from which IOPS stayed flat while p99 kept rising (see verdict)."""
-    x = [np.nan if p["x"] is None else p["x"] for p in points]
+    """The first step from which IOPS stayed flat while p99 kept rising (see verdict), on
+    the steps' median IOPS."""
+    x = [np.nan if (v := median_x(p)) is None else v for p in points]
     y = [np.nan if p["p99_us"] is None else p["p99_us"] for p in points]
     return stats.plateau_knee(x, y, tolerance=PLATEAU_TOLERANCE, min_rise=PLATEAU_MIN_RISE)
 

@@ -265,7 +265,7 @@ def _curve_table(analysis: dict[str, Any] | None) -> str:
     points = [p for p in curve.get("points") or [] if isinstance(p, dict)]
     if not points:
         return ""
-    x_name = "device IOPS" if curve.get("x") == "device_iops" else "ops/s (all)"
+    x_name = "device IOPS (mean)" if curve.get("x") == "device_iops" else "ops/s (all, mean)"
     rows = [
         [
             num(p.get("x")),
@@ -280,5 +280,7 @@ def _curve_table(analysis: dict[str, Any] | None) -> str:
         (x_name, "ops/s", "p50", "p99", "intervals"),
         rows,
         left=0,
-        caption="Curve points (medians per load step, or per bin of intervals)",
+        caption="Curve points per load step, or per bin of intervals: the load is the mean "
+        "over the intervals (the IOPS the verdict and the tables quote), ops/s and latencies "
+        "are medians",
     )

@@ -172,6 +172,11 @@ def test_every_sentence_quotes_the_block_tables_iops(
     for segment in analysis["segments"]:
         for quoted in _quoted(segment["verdict"]["summary"]):
             assert same_iops(quoted, segment["device_iops"]), segment
+    # A stepped run's curve has a point per step: its IOPS is the step's row of the table.
+    if any(s is not None for s in analysis["series"]["step"]):
+        xs = [p["x"] for p in analysis["curve"]["points"]]
+        rows = [s["device_iops"] for s in analysis["segments"]]
+        assert xs == pytest.approx(rows, rel=1e-3)
     # The console's end and report.html say the same sentence.
     flat = " ".join(stdout.split())
     assert f"{fmt_iops(table)} IOPS on {device} (mean over the measured window)" in flat
