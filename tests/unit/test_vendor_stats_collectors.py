@@ -8,10 +8,13 @@ rows and their arithmetic are what a real server meets. Neither server can run h
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.errors import CollectorError
 from sim.protocols import GAP_RESET, Sample
@@ -336,3 +339,65 @@ def test_a_connection_without_rows_is_refused_by_name() -> None:
     target.connect = connect  # type: ignore[method-assign]
     with pytest.raises(CollectorError, match="offers no rows"):
         run(collector.start(0.0))
+
+
+# --------------------------------------------------------------------------- properties
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    engine=st.sampled_from(["oracle", "sqlserver"]),
+    factors=st.lists(st.floats(0.0, 10.0, allow_nan=False), min_size=2, max_size=6),
+    restart_at=st.integers(0, 6),
+)
+def test_any_readings_give_gaps_or_finite_non_negative_figures(
+    engine: str, factors: list[float], restart_at: int
+) -> None:
+    """Counters that rise, fall (a clear, a database offline) or restart: every sample is a
+    reset gap or figures that are finite and never negative; shares stay within 0-100 %."""
+    make = oracle if engine == "oracle" else sqlserver
+    collector, target = make(*factors)
+    start_view, start_column = (
+        ("v$instance", 1) if engine == "oracle" else ("sys.dm_os_sys_info", 1)
+    )
+    for index in range(restart_at, len(factors)):  # the server restarted before this reading
+        row = target.cursor.readings[index][start_view][1][0]
+        row[start_column] = row[start_column] + 1000.0
+
+    async def scenario() -> list[Sample]:
+        await collector.start(0.0)
+        out: list[Sample] = []
+        for index in range(1, len(factors)):
+            target.cursor.reading = index
+            out += await collector.sample(10.0 * index)
+        return out
+
+    for sample in run(scenario()):
+        if sample.gap:
+            assert sample.gap == GAP_RESET and not sample.values and sample.detail
+            continue
+        for key, value in sample.values.items():
+            assert math.isfinite(value) and value >= 0, (sample.entity, key, value)
+            if key.endswith("_pct"):
+                assert value <= 100.0 + 1e-9, (sample.entity, key, value)
+
+
+def test_a_lost_connection_is_given_back_and_a_new_baseline_taken() -> None:
+    collector, target = oracle(1, 2, 3)
+
+    async def scenario() -> tuple[list[Sample], list[Sample]]:
+        await collector.start(0.0)
+        target.cursor.error = ConnectionResetError("the server went away")
+        target.cursor.reading = 1
+        with pytest.raises(ConnectionResetError):
+            await collector.sample(10.0)
+        assert target.connections[0].closed
+        target.cursor.error = None
+        first = await collector.sample(20.0)  # reconnects: a baseline, no figures
+        target.cursor.reading = 2
+        return first, await collector.sample(30.0)
+
+    first, second = run(scenario())
+    assert first == [] and len(target.connections) == 2
+    db = by_entity(second)["SLOB2"].values
+    assert db["phys_read_req_s"] == pytest.approx(10535057 / 10)
