@@ -303,17 +303,23 @@ def _figure(value: Any) -> str:
 
 
 def verdict_lines(analysis: dict[str, Any] | None) -> list[str]:
-    """The analysis' verdict and the checks that support it (analysis.json), as lines."""
+    """The analysis' verdict and the checks behind it (analysis.json), as lines: the passed
+    checks of the branch that made the call first, each saying which branch it fed."""
     verdict = (analysis or {}).get("verdict") or {}
     if not verdict.get("call"):
         return []
     said = verdict.get("summary") or verdict["call"]
     lines = [f"verdict (analysis.json): {said}"]
+    call = verdict.get("storage_call_withheld") or verdict["call"]
     passed = [e for e in verdict.get("evidence") or [] if e.get("passed")]
+    passed.sort(key=lambda e: e.get("branch") != call)  # the deciding branch first
     for item in passed[:MAX_FINDINGS]:
+        sign = f"{item['comparison']} " if item.get("comparison") else ""
+        branch = item.get("branch")
+        fed = f"; drove {branch}" if branch == call else f"; {branch}" if branch else ""
         lines.append(
             f"  finding: {item.get('check')} {_figure(item.get('value'))} (threshold "
-            f"{_figure(item.get('threshold'))}, measured): {item.get('meaning', '')}"
+            f"{sign}{_figure(item.get('threshold'))}, measured{fed}): {item.get('meaning', '')}"
         )
     return lines
 

@@ -81,3 +81,14 @@ def test_verdict_lines_give_the_call_then_the_supporting_checks() -> None:
     assert lines[0] == "verdict (analysis.json): Storage-bound: vda held 500 IOPS."
     assert lines[1:] == ["  finding: IOPS plateau 0.02 (threshold 0.15, measured): IOPS held flat"]
     assert verdict_lines(None) == []
+    # Rows that name their branch: the deciding branch's first, each saying what it fed.
+    analysis["verdict"]["evidence"] = [
+        {"check": "host CPU busy %", "value": 99.0, "threshold": 90.0, "passed": True,
+         "meaning": "host", "branch": "client-bound", "comparison": "≥"},
+        {"check": "IOPS plateau", "value": 0.02, "threshold": 0.15, "passed": True,
+         "meaning": "flat", "branch": "storage-bound", "comparison": "≤"},
+    ]  # fmt: skip
+    assert verdict_lines(analysis)[1:] == [
+        "  finding: IOPS plateau 0.02 (threshold ≤ 0.15, measured; drove storage-bound): flat",
+        "  finding: host CPU busy % 99 (threshold ≥ 90, measured; client-bound): host",
+    ]
