@@ -2,12 +2,14 @@
 rule catches its known-bad statement (which sqlglot alone reads without complaint), leaves
 the right form of the same thing alone, and finds nothing in any statement dbsim sends to
 those servers: every workload's inventory (the table registry's statements included), the
-dialect's cache-size query and the statistics collectors' queries."""
+dialect's cache-size query, validate --connect's probes and the statistics collectors'
+queries."""
 
 from __future__ import annotations
 
 import pytest
 
+from sim import connect_check
 from sim.dialects import dialects
 from storage.collectors import oracle_stats, sqlserver_stats
 from tests.contract.sql_rules import (
@@ -88,6 +90,11 @@ def sent(dialect: str) -> list[tuple[str, str]]:
     cache = dialects()[dialect].cache
     if cache is not None:
         out.append(("cache", cache.query))
+    # validate --connect's round trip, identity and privilege probes (sim.connect_check).
+    out.append(("connect/round_trip", connect_check.ROUND_TRIP.get(dialect, "SELECT 1")))
+    out += [(f"connect/{k}", sql) for k, sql in connect_check.IDENTITY[dialect].items()]
+    fill = {"user": "dbsim", "login": "dbsim", "scope": "users", "scope_literal": "'USERS'"}
+    out += [(f"connect/{c.name}", c.sql.format(**fill)) for c in connect_check.CHECKS[dialect]]
     module = oracle_stats if dialect == ORACLE else sqlserver_stats
     out += [
         (f"collector/{name}", value)
@@ -100,7 +107,13 @@ def sent(dialect: str) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("dialect", STRICT)
 def test_every_statement_dbsim_sends_passes(dialect: str) -> None:
     statements = sent(dialect)
-    assert {where.split("/")[0] for where, _ in statements} >= {"slob", "ssb", "cache", "collector"}
+    assert {where.split("/")[0] for where, _ in statements} >= {
+        "slob",
+        "ssb",
+        "cache",
+        "connect",
+        "collector",
+    }
     failures = [f"{where}: {finding}\n  {sql}" for where, sql in statements
                 for finding in check(sql, dialect)]  # fmt: skip
     assert not failures, "\n".join(failures)
