@@ -532,9 +532,9 @@ def _level(
 ) -> dict[str, Any]:
     context = members[0]["context"]
     label = ", ".join(
-        f"{k.replace('_ops_s', '')} {context[k]}"
+        f"sessions {context['sessions']}" if k == "sessions" else f"rate {context[k]:g} ops/s"
         for k in ("sessions", "rate_ops_s")
-        if context.get(k) not in (None, [], {})
+        if isinstance(context.get(k), int | float) and not isinstance(context.get(k), bool)
     )
     if step is not None:
         label = f"step {step + 1}" + (f" of {label}" if label else "")

@@ -479,8 +479,8 @@ def overlaid_panels(
         if figures:
             iops.append(Series(f"{role} {device}", _placed(figures.get("iops", []), pos, n), color))
             for label, key, dashed in (
-                ("r_await", "r_await_ms", False),
-                ("w_await", "w_await_ms", True),
+                ("read", "r_await_ms", False),
+                ("write", "w_await_ms", True),
             ):
                 awaits.append(
                     Series(
@@ -495,15 +495,15 @@ def overlaid_panels(
         panels.append(Panel(f"Throughput of {op} (ops/s)", throughput))
         panels.append(
             Panel(
-                f"Latency of {op}: p99 solid, p50 dashed (log scale)",
+                f"Latency of {op} (log scale)",
                 latency,
                 y_format=fmt_us,
                 log_y=True,
             )
         )
     if iops:
-        panels.append(Panel("Device IOPS (each run's primary device)", iops))
-        panels.append(Panel("Device await: reads solid, writes dashed", awaits, y_format=fmt_ms))
+        panels.append(Panel("Device IOPS", iops))
+        panels.append(Panel("Device await", awaits, y_format=fmt_ms))
     return t, panels
 
 
