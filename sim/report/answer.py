@@ -235,7 +235,7 @@ def _sentence(
 
 def caveats(summary: Mapping[str, Any], device: str | None) -> list[str]:
     """What limits what the figures mean, worst first."""
-    from sim.core.cache import not_exercised
+    from sim.core.cache import not_exercised_headline
 
     out: list[str] = []
     status = str(summary.get("status") or "unknown")
@@ -243,11 +243,9 @@ def caveats(summary: Mapping[str, Any], device: str | None) -> list[str]:
     if errors.get("invalid"):
         why = summary.get("error") or "its operations failed"
         out.append(f"INVALID RUN: {why}; the figures describe failed operations, not the storage")
-    reason = not_exercised(summary)
-    if reason is not None:
-        advice = _mapping(summary.get("cache")).get("recommended")
-        tail = f"; to exercise it use {advice}" if advice else ""
-        out.append(f"STORAGE NOT EXERCISED: {reason}; the latencies are the caches'{tail}")
+    cached = not_exercised_headline(summary)  # the console's and the web UI's wording
+    if cached is not None:
+        out.append(cached)
     if status != "completed":
         why = summary.get("error") or summary.get("reason") or "it did not complete"
         out.append(f"run {status}: {why}; the figures cover what was measured before it ended")

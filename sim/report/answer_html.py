@@ -20,7 +20,8 @@ STORAGE_CALLS = frozenset({"storage-bound", "client-bound", "database-bound"})
 ANSWER_CSS = """
 .answer { margin: 10px 0 12px; padding: 10px 14px; border: 1px solid var(--line);
   border-left: 6px solid #1b7f4b; background: #f3faf6; border-radius: 4px; }
-.answer.ans-missed, .answer.ans-caveated { border-left-color: #b3261e; background: #fdf1f0; }
+.answer.ans-missed { border-left-color: #b3261e; background: #fdf1f0; }
+.answer.ans-caveated { border-left-color: #b26b00; background: #fff7e6; }
 .answer.ans-none, .answer.ans-not-judged { border-left-color: #8a94a0; background: var(--soft); }
 .answer h2 { margin: 0 0 6px; border: 0; padding: 0; font-size: 18px; color: var(--ink); }
 .answer .sentence { font-size: 15px; font-weight: 600; margin: 6px 0; }
@@ -51,7 +52,7 @@ def answer_block(answer: Answer) -> Safe:
             ]
             for row in answer.slos
         ]
-        headers = ("SLO", "measured", "target", "margin", "result", "note")
+        headers: tuple[str, ...] = ("SLO", "measured", "target", "margin", "result", "note")
         if not any(row.note for row in answer.slos):  # no empty column
             headers, rows = headers[:-1], [r[:-1] for r in rows]
         parts.append(table(headers, rows, left=(0, 4, 5)))

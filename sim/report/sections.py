@@ -9,7 +9,6 @@ from typing import Any
 
 from sim import registry
 from sim.bundle.summary import status_text
-from sim.core.cache import not_exercised_headline
 from sim.core.result import OUTCOME_COMPLETED
 from sim.registry import Display
 from sim.report.markup import (
@@ -110,10 +109,7 @@ def header(summary: Mapping[str, Any], bundle: Path, answer: str = "") -> Safe:
             f'<p class="alert"><strong>Run {esc(status)}:</strong> {esc(problem)}. The figures '
             "cover the intervals measured before it ended.</p>"
         )
-    cached = not_exercised_headline(summary)
-    if cached is not None:
-        lead, _, rest = cached.partition(": ")
-        out.append(f'<p class="alert"><strong>{esc(lead)}:</strong> {esc(rest)}.</p>')
+    # Storage not exercised is the answer's first caveat (sim.report.answer), above.
     return Safe("".join(out))
 
 
