@@ -84,7 +84,7 @@ POSTGRES = FirstContact(
         ),
         Privilege(
             "SELECT, INSERT, UPDATE, DELETE on {schema}.dbsim_registry",
-            "writing to dbsim_registry when another login created it (held when there is none)",
+            "writing to a dbsim_registry another login created; held when there is none",
             "SELECT CASE WHEN r.id IS NULL THEN 1 ELSE (has_table_privilege(r.id, 'SELECT') "
             "AND has_table_privilege(r.id, 'INSERT') AND has_table_privilege(r.id, 'UPDATE') "
             "AND has_table_privilege(r.id, 'DELETE'))::int END "
