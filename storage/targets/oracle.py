@@ -17,6 +17,7 @@ before they create or drop (workloads.ownership.TableRegistry).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -101,6 +102,10 @@ ORACLE_DIALECT = SqlDialect(
 # the pool must never make one wait for another: room for the most sessions a scenario allows
 # plus the set-up connections (load, verify, drop).
 POOL_MAX = MAX_SESSIONS + 8
+#: A login (TCP connect, TLS, the Oracle Net handshake, authentication) must complete within
+#: this many connect_timeout_s: generous, as a run's sessions log in one after another.
+LOGIN_TIMEOUT_FACTOR = 6
+POOL_CLOSE_TIMEOUT_S = 5.0
 # DBMS_LOCK: user lock ids run 0 .. 2^30-1; X_MODE 6 excludes, S_MODE 4 shares. REQUEST answers
 # 0 granted, 1 timed out (held by another), 4 already held by this session.
 DBMS_LOCK_ID_BITS = 30
@@ -257,10 +262,23 @@ class OracleTarget(Target):
             return OracleThickConnection(raw_thick, pool, context, self._hide)
         if self._pool is None:
             raise TargetError("oracle: target used before open()")
+        # tcp_connect_timeout bounds only the TCP connect; the pool's wait_timeout usually ends
+        # a login that gets no answer (a listener that accepts and says nothing), this always.
+        deadline = LOGIN_TIMEOUT_FACTOR * self.settings.connect_timeout_s
         try:
-            raw = await self._pool.acquire()
+            raw = await asyncio.wait_for(self._pool.acquire(), deadline)
+        except TimeoutError as exc:
+            raise TargetError(
+                self._hide(f"{self._where()}: no answer to the login within {deadline:g} s")
+            ) from exc
         except oracledb.Error as exc:
-            raise TargetError(self._hide(f"{self._where()}: {error_text(exc)}")) from exc
+            text = error_text(exc)
+            if "DPY-4005" in text:  # the pool's wait for a new connection ran out
+                text += (
+                    " (the login did not complete in time: is an Oracle listener there, is the "
+                    "service open, or does the server need a longer connect_timeout_s?)"
+                )
+            raise TargetError(self._hide(f"{self._where()}: {text}")) from exc
         self._server_version = str(raw.version)
         return OracleConnection(raw, self._hide)
 
@@ -269,13 +287,27 @@ class OracleTarget(Target):
         thick, self._thick_pool = self._thick_pool, None
         try:
             if pool is not None:
-                await pool.close(force=True)
+                await self._close_async_pool(pool)
             if thick is not None and self._context is not None:
                 await self._context.run_blocking(lambda: thick.close(force=True))
         except oracledb.Error as exc:
             raise TargetError(self._hide(f"oracle: closing the pool: {error_text(exc)}")) from exc
         finally:
             self._password = None
+
+    @staticmethod
+    async def _close_async_pool(pool: oracledb.AsyncConnectionPool) -> None:
+        # A login still waiting on a listener that never answers holds close(force=True)
+        # as long as it waits (forever): bounded, and the half-made connection is left to
+        # the process's exit.
+        try:
+            await asyncio.wait_for(pool.close(force=True), POOL_CLOSE_TIMEOUT_S)
+        except TimeoutError:
+            log.warning(
+                "oracle: the pool did not close within %g s (a login still waits for the "
+                "server); left to the process's exit",
+                POOL_CLOSE_TIMEOUT_S,
+            )
 
     def load_lock(
         self, key: str, *, shared: bool = False, on_wait: WaitCallback | None = None

@@ -39,6 +39,33 @@ def closed_port() -> int:
 
 
 @contextlib.contextmanager
+def silent_listener() -> Iterator[int]:
+    """A TCP listener that accepts and then says nothing, holding every connection open."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.2)
+    stop = threading.Event()
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+@contextlib.contextmanager
 def mute_listener(reply: bytes) -> Iterator[int]:
     """A TCP listener that speaks neither TNS nor TDS: each connection gets ``reply`` (maybe
     nothing) and is closed."""
@@ -137,6 +164,15 @@ def test_oracle_at_a_listener_that_speaks_no_tns(
     assert "DPY-" in line, line
 
 
+def test_oracle_at_a_listener_that_never_answers_is_bounded(dbsim: Dbsim) -> None:
+    """A thin-mode login to a listener that accepts and says nothing waited forever (the
+    pool's close waited on it): now the pool's wait ends it and the close is bounded."""
+    with silent_listener() as port:
+        target = {"kind": "oracle", "port": port, "connect_timeout_s": 1}
+        line = refused(connect(dbsim, "silent", target), f"127.0.0.1:{port}")
+    assert "DPY-4005" in line and "login did not complete" in line, line
+
+
 @pytest.mark.parametrize("reply", [b"", b"\x04\x01\x00\x2b garbage, not a pre-login" * 4])
 def test_odbc_at_a_listener_that_speaks_nothing_it_knows(
     reply: bytes, dbsim_in_process: InProcessDbsim
@@ -145,6 +181,14 @@ def test_odbc_at_a_listener_that_speaks_nothing_it_knows(
         result = connect(dbsim_in_process, "mute", {**ODBC_PG, "port": port})
     line = refused(result, f"127.0.0.1:{port}")
     assert "SQLSTATE 08001" in line, line
+
+
+def test_oracle_thick_mode_without_client_libraries(dbsim: Dbsim, tmp_path: Path) -> None:
+    """Through the binary: the client libraries load once per process, and a failed load
+    must not touch the thin-mode tests beside it."""
+    target = {"kind": "oracle", "port": closed_port(), "driver_mode": "thick"}
+    line = refused(connect(dbsim, "thick", {**target, "lib_dir": str(tmp_path)}), "DPI-1047")
+    assert "install Oracle Instant Client" in line and "127.0.0.1:" in line, line
 
 
 def test_a_wrong_password_is_refused_without_showing_it(dbsim_in_process: InProcessDbsim) -> None:
