@@ -5,21 +5,34 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Annotated
+
+import typer
 
 from sim.cli.app import ScenarioArg, SetOpt, app, overrides
 from sim.config.resolve import resolve
 
 
 @app.command()
-def load(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
+def load(
+    scenario: ScenarioArg = None,
+    set_: SetOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the whole load and verify report as JSON.")
+    ] = False,
+) -> None:
     """Build and verify the workload's data (idempotent), without running the workload."""
+    from sim.cli.load_text import load_lines
     from sim.core.dataset import load_and_verify
     from sim.run.runner import build_target, build_workload
 
     resolved = resolve(scenario, overrides(set_))
     target = build_target(resolved)
     report = load_and_verify(build_workload(resolved, target), target)
-    sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
+    else:
+        sys.stdout.write("\n".join(load_lines(report)) + "\n")
 
 
 @app.command()

@@ -57,6 +57,7 @@ SQLITE_DIALECT = SqlDialect(
     max_identifier_chars=128,
     marker="create_text",
     one_row_per_page=sqlite_page_fit,
+    after_drop=("VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"),
     # SQLite runs inside dbsim and reads through the host's page cache, charged to dbsim's
     # memory cgroup (whose limit sim.core.cache then counts instead of the host's RAM).
     cache_recipe=(

@@ -78,7 +78,7 @@ def loaded_table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pat
     runner = Dbsim(base / "cwd", clean_environment(base / "tmp"))
     prefix = f"err{secrets.token_hex(3)}"
     path = scenario(base / "s.yaml", prefix, base / "out")
-    built = runner("load", path)
+    built = runner("load", path, "--json")
     assert built.rc == 0, built.describe()
     (table,) = [t["table"] for t in json.loads(built.stdout)["load"]["tables"]]
     try:

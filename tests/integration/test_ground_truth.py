@@ -279,7 +279,7 @@ def private_ground_lab(prefix: str, name: str, runs: Path, port: int) -> Iterato
         )
         started = time.monotonic()
         load = ground.write_scenario("load", {"sessions": 1, "duration_s": 1})
-        report = json.loads(ground.cli("load", str(load)).stdout)
+        report = json.loads(ground.cli("load", str(load), "--json").stdout)
         (table,) = report["verify"]["tables"]
         assert (table["rows"], table["blocks"], table["max_rows_per_block"]) == (ROWS, ROWS, 1)
         # The verify scan set the rows' hint bits; VACUUM sets the visibility map and the

@@ -84,8 +84,8 @@ class EdaWorkload(Workload):
     def cache_recipe(self) -> str:
         return (
             "workload.parameters.direct_io: true (O_DIRECT: every read reaches the storage), "
-            "or dbsim run in a memory cgroup of {cap_mb}M more than dbsim's own memory (the "
-            "page cache of the trees is charged to dbsim's group)"
+            "or dbsim run in a memory cgroup of its own memory + {cap_mb}M (the page cache of "
+            "the trees is charged to dbsim's group)"
         )
 
     def reads_direct(self) -> bool:

@@ -268,6 +268,10 @@ class SqlWorkload(Workload, Generic[ParamsT]):
             names = await self.registry.owned(conn, like, self.owned_names())
             ordered = sorted(names, key=lambda n: (number_of(self.table_prefix, n), n))
             dropped = await self.registry.drop(conn, ordered)
+            record = dialect_of(self.target)
+            if dropped and record is not None:
+                for number, sql in enumerate(record.after_drop):
+                    await conn.execute(Statement(f"after_drop_{number}", sql, ()))
             return dropped + await drop_tablespace(self.target, conn, self.registry)
         finally:
             await conn.close()
