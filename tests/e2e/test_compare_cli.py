@@ -76,7 +76,9 @@ def test_two_runs_on_the_same_disk_are_not_worse_exit_0(runs: Runs) -> None:
     for r in comparison["rows"]:
         if r["change"] == "no significant difference":
             assert r["ci95"] is None or r["ci95"][0] <= 1 <= r["ci95"][1], r
-    assert comparison["caveats"] == []
+    # Only what a run says of itself (its storage not exercised, when the host's page cache
+    # held the data): the two runs differ in nothing.
+    assert [c for c in comparison["caveats"] if "run" not in c] == []
 
 
 def test_a_candidate_with_another_load_shape_is_invalid_exit_4(runs: Runs) -> None:
