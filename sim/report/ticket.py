@@ -160,7 +160,8 @@ def render_text(ticket: Ticket, chart_file: str | None) -> str:
     for caveat in ticket.answer.caveats:
         out += textwrap.wrap(caveat, 78, initial_indent="  - ", subsequent_indent="    ")
     if chart_file:
-        out += ["", f"Key chart: {chart_file} ({ticket.chart_caption})"]
+        said = f"Key chart: {chart_file} ({ticket.chart_caption})"
+        out += ["", *textwrap.wrap(said, 80, subsequent_indent="  ")]
     return "\n".join(out) + "\n"
 
 
