@@ -68,16 +68,19 @@ class Answer:
     device: str | None = None
     #: The device's IOPS quoted by the sentence (the block table's mean), unrounded.
     iops: float | None = None
+    #: Where the SLOs were judged when not on the whole measured window (a sweep's step).
+    slo_window: str = ""
 
     @property
     def headline(self) -> str:
         """The SLO verdict in words: "SLOs met (3 of 3)", "SLO MISSED (1 of 3) — exit 1"."""
         met = sum(1 for row in self.slos if row.met)
+        where = f" on {self.slo_window}" if self.slo_window else ""
         if self.slo_state == "met":
-            return f"SLOs met ({met} of {len(self.slos)})"
+            return f"SLOs met ({met} of {len(self.slos)}){where}"
         if self.slo_state == "missed":
             missed = len(self.slos) - met
-            return f"SLO MISSED ({missed} of {len(self.slos)} missed): exit 1"
+            return f"SLO MISSED ({missed} of {len(self.slos)} missed){where}: exit 1"
         if self.slo_state == "not judged":
             return "SLOs not judged"
         return "No SLO declared"
@@ -192,7 +195,14 @@ def build_answer(summary: Mapping[str, Any], analysis: Mapping[str, Any] | None)
         op=op,
         device=device,
         iops=iops,
+        slo_window=_slo_window(summary),
     )
+
+
+def _slo_window(summary: Mapping[str, Any]) -> str:
+    """The window the SLOs were judged on, when it is not the whole measured window."""
+    window = _mapping(summary.get("slos")).get("window")
+    return str(window) if window and window != "measured window" else ""
 
 
 def _sentence(
