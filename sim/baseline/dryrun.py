@@ -66,15 +66,39 @@ def _head(opts: BaselineOptions, prepared: planning.Prepared, mount: Any) -> lis
     return lines
 
 
-def render(opts: BaselineOptions, cpus: int | None = None) -> str:
-    """Every point's job file, headed by the host, the room and the mount, ended by how many
-    fio runs and how long at most."""
-    prepared, mount = prepare(opts, cpus)
-    out = _head(opts, prepared, mount)
+def cost_line(opts: BaselineOptions, prepared: planning.Prepared) -> str:
+    """What the run would cost: points, fio runs, minutes and the bytes laid out first."""
     least = most = 0
-    for n, point in enumerate(prepared.points, 1):
+    for point in prepared.points:
         low, high = runs(point)
         least, most = least + low, most + high
+    per_run = opts.runtime_s + opts.ramp_s + RUN_OVERHEAD_S
+    laid = ""
+    if prepared.target.kind == "files":
+        total = prepared.files * prepared.target.size_bytes
+        laid = (
+            f"; {prepared.files} × {human_bytes(prepared.target.size_bytes)} = "
+            f"{human_bytes(total)} laid out first"
+        )
+    return (
+        f"# cost: {len(prepared.points)} point(s); {least}"
+        + (f" to {most}" if most != least else "")
+        + f" fio run(s) of {opts.runtime_s:g} s + {opts.ramp_s:g} s ramp: about "
+        f"{least * per_run / 60:.0f}"
+        + (f" to {most * per_run / 60:.0f}" if most != least else "")
+        + f" min, plus the layout{laid}"
+    )
+
+
+def render(opts: BaselineOptions, cpus: int | None = None) -> str:
+    """Every point's job file, headed by what the run would cost (fio runs, minutes, bytes
+    laid out: on the second line, where a reader sees it first), the host, the room and the
+    mount; the cost is said again at the end."""
+    prepared, mount = prepare(opts, cpus)
+    head = _head(opts, prepared, mount)
+    cost = cost_line(opts, prepared)
+    out = [head[0], cost, *head[1:]]
+    for n, point in enumerate(prepared.points, 1):
         out.append("")
         out.append(f"## [{n}/{len(prepared.points)}] {point.point.id}: fio/{point.point.id}.fio")
         notes = annotate.comments(point, lab=opts.lab)
@@ -83,16 +107,7 @@ def render(opts: BaselineOptions, cpus: int | None = None) -> str:
                 point, prepared.target, opts.runtime_s, opts.ramp_s, opts.direct, comments=notes
             ).rstrip("\n")
         )
-    per_run = opts.runtime_s + opts.ramp_s + RUN_OVERHEAD_S
-    out += [
-        "",
-        f"# {len(prepared.points)} point(s); {least}"
-        + (f" to {most}" if most != least else "")
-        + f" fio run(s) of {opts.runtime_s:g} s + {opts.ramp_s:g} s ramp: about "
-        f"{least * per_run / 60:.0f}"
-        + (f" to {most * per_run / 60:.0f}" if most != least else "")
-        + " min, plus the layout",
-    ]
+    out += ["", cost]
     return "\n".join(out) + "\n"
 
 
@@ -101,6 +116,7 @@ def as_json(opts: BaselineOptions, cpus: int | None = None) -> dict[str, Any]:
     prepared, mount = prepare(opts, cpus)
     return {
         "target": str(opts.target),
+        "cost": cost_line(opts, prepared).removeprefix("# cost: "),
         "host": {"cpus": prepared.host.cpus, "ram_bytes": prepared.host.ram,
                  "room_bytes": prepared.host.room, "room": prepared.host.room_why},
         "files": {"count": prepared.files, "bytes_each": prepared.target.size_bytes}

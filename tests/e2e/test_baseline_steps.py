@@ -59,6 +59,11 @@ def test_iscsi_dry_run_prints_each_tables_load(dbsim: Dbsim, tmp_path: Path) -> 
     result = dbsim("baseline", "--preset", "iscsi", "--dry-run", target, env=no_fio_env(tmp_path))
     assert result.rc == 0, result.describe()
     assert result.stderr == "", result.describe()
+    # The cost on the second line (not only after 600 lines of job files), and again at the end.
+    lines = result.stdout.splitlines()
+    assert lines[1].startswith("# cost: 20 point(s); 20 fio run(s) of 30 s + 5 s ramp: about ")
+    assert re.search(r"; 2 × [\d.]+ GiB = [\d.]+ GiB laid out first$", lines[1]), lines[1]
+    assert lines[-1] == lines[1]
     jobs = job_files(result.stdout)
     assert len(jobs) == 20 and {i.rsplit("-r", 1)[0] for i in jobs} == {
         "rand-4k", "rand-8k", "seq-64k", "seq-256k"
@@ -74,7 +79,7 @@ def test_iscsi_dry_run_prints_each_tables_load(dbsim: Dbsim, tmp_path: Path) -> 
         assert "# working set:" in job and "per n2-standard-32 of 128 GiB memory" in job
         assert setting(job, "directory") == str(target / "dbsim-baseline")
     assert snapshot(target) == before, "a dry run wrote to the target"
-    assert "# 20 point(s); 20 fio run(s)" in result.stdout
+    assert "# cost: 20 point(s); 20 fio run(s)" in result.stdout
 
     literal = dbsim("baseline", "--preset", "iscsi", "--dry-run", "--numjobs", "24",
                     "--only", "r50", tmp_path / "absent", env=no_fio_env(tmp_path))  # fmt: skip
