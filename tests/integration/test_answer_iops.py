@@ -229,3 +229,31 @@ def test_checks_that_do_not_apply_are_not_shown(
         if row["passed"] and value is not None and threshold is not None:
             ok = {"≥": value >= threshold, "<": value < threshold, "≤": value <= threshold}
             assert ok[row["comparison"]], row
+
+
+def test_the_ticket_formats_quote_the_same_iops(bundles: dict[str, tuple[Path, int, str]]) -> None:
+    bundle = bundles["pg-missed"][0]
+    summary = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
+    analysis = load_analysis_file(bundle)
+    assert analysis is not None
+    device = analysis["primary_device"]
+    if device is None:
+        pytest.skip("no block device measured on this host")
+    quoted = f"{fmt_iops(run_iops(summary, device))} IOPS on {device}"
+    for fmt, name in (("markdown", "report.md"), ("text", "report.txt"), ("pdf", "report.pdf")):
+        done = subprocess.run(
+            [sys.executable, "-m", "sim.cli", "report", str(bundle), "--format", fmt],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert str(bundle / name) in done.stdout.split()
+        assert "answer: SLO MISSED" in done.stderr  # the answer, on stderr
+        if fmt == "pdf":
+            data = (bundle / name).read_bytes()
+            assert data.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page[^s]", data)) == 1
+        else:
+            assert quoted in " ".join((bundle / name).read_text(encoding="utf-8").split())
