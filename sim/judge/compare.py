@@ -391,7 +391,8 @@ GROUPS = {
 #: Why a row has its call, said once per reason (not once per figure).
 EXPLANATIONS = {
     UNDETERMINED: "no 95 % interval: fewer than 5 independent batches in a run (too few or "
-    "too correlated intervals), or no per-interval series; run longer",
+    "too correlated intervals), no per-interval series, or repeated runs that disagree more "
+    "than their number can weigh; run longer, or repeat more",
     NO_SIGNIFICANT: "beyond the threshold, but the ratio's 95 % interval includes 1 "
     "(run-to-run noise)",
 }

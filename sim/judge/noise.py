@@ -170,7 +170,9 @@ def fieller_moments(
         return None
     half = math.sqrt(max(mb**2 * mc**2 - a * (mc**2 - t**2 * sc**2), 0.0))
     low, high = (mb * mc - half) / a, (mb * mc + half) / a
-    return RatioCI(ratio, low, high, df, batches)
+    # Every compared figure is a rate, a latency or a count: a ratio below 0 is no value
+    # it can take (a wide interval of few degrees of freedom reaches there).
+    return RatioCI(ratio, max(low, 0.0), high, df, batches)
 
 
 def pooled_moments(runs: Sequence[FloatArray]) -> tuple[Moments, int] | None:
