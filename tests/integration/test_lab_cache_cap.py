@@ -35,7 +35,7 @@ import yaml
 from sim.errors import ConfigError
 from storage.lab import Lab, system
 from storage.lab.pgcluster import PG_USER, pg_bin
-from storage.lab.status import postgres_target
+from storage.lab.status import postgres_target, text_lines
 from tests.integration.test_lab import _free_port, _mounted_under
 from tests.integration.test_lab import _require_lab as require_lab
 
@@ -127,6 +127,8 @@ def test_a_run_on_the_cache_cap_the_warning_recommended_exercises_the_storage(
     capped = lab.up(None, None, postgres=True, pg_cache_cap_bytes=cap)
     assert capped["memory_limit_bytes"] == cap and capped["postgres"]["running"], capped
     assert capped["postgres"]["cache_cap_bytes"] == cap
+    shown = [line.strip() for line in text_lines(capped)]
+    assert "cache cap 40.0 MiB: the memory limit, shared_buffers 10MB" in shown, shown
 
     out = runs / "bundles"
     ran = _cli("run", scenario, "--skip-load", "-o", out)
