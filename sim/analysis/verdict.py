@@ -208,7 +208,7 @@ def _fmt_us(us: float | None) -> str:
 
 
 def _num(value: float | None, digits: int = 0, unit: str = "") -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}{unit}"
+    return "n/a" if value is None else f"{value:,.{digits}f}{unit}"
 
 
 @dataclass(frozen=True)
