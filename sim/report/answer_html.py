@@ -87,6 +87,11 @@ def _role(entry: Mapping[str, Any], call: str) -> str:
     return f"{branch}{gate}" + (": met, not decisive" if entry.get("passed") else ": not met")
 
 
+def _marked(role: str) -> Safe | str:
+    """The rows that made the call stand out."""
+    return Safe(f"<strong>{esc(role)}</strong>") if role.startswith("drove") else role
+
+
 def evidence_table(result: Mapping[str, Any]) -> Safe | None:
     """The checks behind the call, each with the branch it fed; None without rows."""
     call = str(result.get("call") or "inconclusive")
@@ -98,7 +103,7 @@ def evidence_table(result: Mapping[str, Any]) -> Safe | None:
             Safe('<span class="met">met</span>')
             if e.get("passed")
             else Safe('<span class="unmet">not met</span>'),
-            _role(e, call),
+            _marked(_role(e, call)),
             e.get("meaning"),
         ]
         for e in result.get("evidence") or []
