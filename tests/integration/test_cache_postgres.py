@@ -1,5 +1,6 @@
 """The pre-load cache check on the live PostgreSQL: shared_buffers read through the dialect
-record's query, the data the scenario would build held against it and the host's RAM.
+record's query, the data the scenario would build held against it and the host's RAM; and on
+the live MariaDB, whose O_DIRECT reads leave the buffer pool as the only cache.
 
 Nothing is loaded: the check compares the data the scenario *will* build, so it runs on the
 opened target alone (as the engine's ``before_load`` hook does, before the load).
@@ -89,3 +90,59 @@ def test_the_recommended_scale_is_not_warned() -> None:
     assert exercised["server_cache"]["bytes"] == shared
     assert exercised["data_bytes"] >= exercised["needed_bytes"]
     assert exercised["hidden_by_caches"] is False and "warning" not in exercised
+
+
+def test_postgresql_here_reads_through_the_page_cache_in_no_capped_group() -> None:
+    """PostgreSQL 15 has no debug_io_direct (the query's NULL is "not direct"), and the
+    server's backend sits in a memory cgroup without a limit: the host's RAM counts whole."""
+    section = check("80M")
+    assert section["direct_io"] is False and section["memory_limit_bytes"] is None
+    # The cheaper way first: a quarter of the data, then the scale.
+    assert section["cap_bytes"] == 20 * MIB
+    assert (
+        "shared_buffers = 5MB with the server started in a memory cgroup of 20M"
+        in (section["recipe"])
+    )
+    warning = section["warning"]
+    assert warning.index("cap the caches at 20 MiB") < warning.index(section["recommended"])
+
+
+def test_mariadb_with_o_direct_is_judged_on_its_buffer_pool_alone() -> None:
+    """MariaDB reads its files with O_DIRECT when innodb_flush_method says so (MariaDB
+    10.6+'s default): the page cache is not a cache of its data, only the buffer pool is."""
+    pymysql = pytest.importorskip("pymysql", reason="!!! PyMySQL missing: MariaDB NOT TESTED")
+    from storage.targets.mysql import MysqlSettings, MysqlTarget
+
+    dsn = {"host": "127.0.0.1", "port": 3306, "user": "root", "database": "test"}
+    try:
+        conn = pymysql.connect(**dsn)
+    except pymysql.MySQLError as exc:
+        pytest.skip(f"!!! MariaDB on 127.0.0.1:3306 is not reachable: {exc}")
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT @@innodb_flush_method, @@innodb_buffer_pool_size")
+            method, pool = cursor.fetchone()
+    finally:
+        conn.close()
+    target = MysqlTarget(MysqlSettings())
+    workload = SlobWorkload(SlobParameters(scale="80M", table_prefix="cachecheck"), target)
+
+    async def main() -> dict[str, Any]:
+        with concurrent.futures.ThreadPoolExecutor(2) as executor:
+            await target.open(EngineContext(asyncio.get_running_loop(), executor))
+            try:
+                return await check_caches(target, workload)
+            finally:
+                await target.close()
+
+    section = asyncio.run(main())
+    direct = str(method) in ("O_DIRECT", "O_DIRECT_NO_FSYNC")
+    assert section["direct_io"] is direct and section["server_cache"]["bytes"] == int(pool)
+    if direct:
+        assert section["needed_bytes"] == EXERCISE_FACTOR * int(pool)
+        assert "no page cache: direct I/O" in section.get("warning", "no page cache: direct I/O")
+    if section["hidden_by_caches"]:
+        assert (
+            "innodb_buffer_pool_size = 20M with innodb_flush_method = O_DIRECT"
+            in (section["warning"])
+        )
