@@ -70,6 +70,11 @@ def report(
             f"report: --format {fmt!r}: choose one of {', '.join((*TICKET_FORMATS, 'csv'))}"
         )
     summary = read_summary(run_dir, label="report: ")  # not a bundle, unreadable, wrong types
+    if (run_dir / "baseline.json").is_file() and (fmt != "html" or csv_dir is not None):
+        raise ConfigError(
+            f"report: {run_dir} is a storage baseline (dbsim baseline): its page is HTML only, "
+            "--format and --csv are for run bundles"
+        )
     try:
         if (run_dir / "baseline.json").is_file():
             # A storage baseline (dbsim baseline): fio's points, no operations to correlate.

@@ -163,3 +163,15 @@ def test_csv_export_writes_new_files_only(tmp_path: Path) -> None:
     os.symlink(out, link)
     with pytest.raises(ConfigError, match="--csv"):
         export_csv(bundle, link, _summary(bundle), None)
+
+
+def test_a_baseline_has_no_ticket(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bundle = _bundle(tmp_path)
+    (bundle / "baseline.json").write_text("{}", encoding="utf-8")
+    assert main(["report", str(bundle), "--format", "text"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"error: report: {bundle} is a storage baseline (dbsim baseline): its page is HTML "
+        "only, --format and --csv are for run bundles"
+    ]
+    assert not (bundle / "report.txt").exists()
