@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.check.reads import ReadWindow, read_window
+from sim.connect_check import ProbeReport, probe
 from sim.core.cache import server_cache_bytes, size_text
 from sim.dialects import dialect_of
 from sim.errors import ConfigError
@@ -96,6 +97,7 @@ class FirstContactCheck:
         self.names: dict[str, str] = {}
         self.workload: SlobWorkload | None = None
         self.registry_was_there = True
+        self.report: ProbeReport | None = None
         self.cache_name = "its cache"
         self.cache_bytes: int | None = None
 
@@ -133,45 +135,76 @@ class FirstContactCheck:
     # ------------------------------------------------------------------ connect, privileges
 
     async def connect(self, record: FirstContact) -> bool:
-        where = _where(self.target)
+        """``sim.connect_check``'s probe (the round trip, the login, validate --connect's
+        privileges), then this record's names for the check's own GRANTs."""
         began = time.monotonic()
         try:
-            conn = await connect_sql(self.target)
-            try:
-                for key, sql in record.names.items():
-                    self.names[key] = str(await _one(conn, key, sql))
-            finally:
-                await conn.close()
+            self.report = await probe(self.target)
         except Exception as exc:
-            return self.say("connect", False, f"{where}: {_error(exc)}", _connect_fix())
+            return self.say("connect", False, _error(exc), _connect_fix())
         ms = (time.monotonic() - began) * 1000
-        return self.say("connect", True, f"{where} as {self.names.get('user')} ({ms:.0f} ms)")
+        report = self.report
+        who = f" as {report.user}" if report.user else ""
+        version = f", server {report.server_version}" if report.server_version else ""
+        text = f"{report.kind} at {report.address}{who}: {report.round_trip} answered{version}"
+        conn = await connect_sql(self.target)
+        try:
+            for key, sql in record.names.items():
+                self.names[key] = str(await _one(conn, key, sql))
+        finally:
+            await conn.close()
+        return self.say("connect", True, f"{text} ({ms:.0f} ms)")
 
     async def privileges(self, record: FirstContact) -> bool:
-        if not record.privileges:
+        """validate --connect's privileges (sim.connect_check), then the check's own."""
+        assert self.report is not None
+        answers = [
+            (p.name, p.purpose, p.required, bool(p.held), p.grant, p.detail)
+            for p in self.report.privileges
+        ]
+        answers += await self._own_privileges(record)
+        if not answers:
             return self.say("privileges", True, record.no_privileges)
         held_all = True
+        for what, purpose, required, held, grant, detail in answers:
+            error = f"; {detail}" if detail else ""
+            if held:
+                self.say(f"privilege {what}", True, f"held ({purpose})")
+            elif not required:
+                text = f"not held, optional ({purpose}){error}; to have it: {grant}"
+                self.say(f"privilege {what}", True, text)
+            else:
+                held_all = False
+                self.say(f"privilege {what}", False, f"missing ({purpose}){error}", grant)
+        return held_all
+
+    async def _own_privileges(
+        self, record: FirstContact
+    ) -> list[tuple[str, str, bool, bool, str, str]]:
+        found = []
         conn = await connect_sql(self.target)
         try:
             for privilege in record.privileges:
-                what = privilege.what.format(**self.names)
                 error = ""
                 try:
                     held = bool(int(await _one(conn, "privilege", privilege.held) or 0))
                 except Exception as exc:
-                    held, error = False, f"; {_error(exc)}"
+                    held, error = False, _error(exc)
                     with contextlib.suppress(Exception):
                         await conn.rollback()
-                if held:
-                    self.say(f"privilege {what}", True, f"held ({privilege.needed_for})")
-                else:
-                    held_all = False
-                    fix = privilege.grant.format(**self.names)
-                    text = f"missing ({privilege.needed_for}){error}"
-                    self.say(f"privilege {what}", False, text, fix)
+                found.append(
+                    (
+                        privilege.what.format(**self.names),
+                        privilege.needed_for,
+                        privilege.required,
+                        held,
+                        privilege.grant.format(**self.names),
+                        error,
+                    )
+                )
         finally:
             await conn.close()
-        return held_all
+        return found
 
     # ------------------------------------------------------------------ load and pages
 
@@ -345,13 +378,6 @@ class FirstContactCheck:
         finally:
             await conn.close()
         return [REGISTRY_TABLE]
-
-
-def _where(target: Target) -> str:
-    facts = target.describe()
-    if facts.get("host"):
-        return f"{target.kind} at {facts['host']}:{facts.get('port', '')}".rstrip(":")
-    return f"{target.kind} {facts.get('path') or facts.get('database') or ''}".rstrip()
 
 
 def _connect_fix() -> str:

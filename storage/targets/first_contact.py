@@ -1,6 +1,8 @@
-"""What ``dbsim check`` asks each SQL engine on first contact: who the login is, the privileges
-dbsim needs (each with a one-value query that says whether it is held, and the GRANT that gives
-it), how its page counts are read and where its physical reads come from.
+"""What ``dbsim check`` asks each SQL engine on first contact beyond ``sim.connect_check``'s
+probe (the round trip, the login and the privileges ``dbsim validate --connect`` checks, which
+the check calls first): the privileges only the check's own steps show a need for (the page
+counts' views, a registry another login created, the registry's row deletes), how its page
+counts are read, and where its physical reads come from.
 
 The command (``sim.check``) holds no engine's SQL: it finds the record of the target's dialect
 here with :func:`first_contact`. The page counts themselves are the SLOB workload's own
@@ -13,7 +15,7 @@ may not read) counts as not held, its error shown beside the GRANT. ``{user}``, 
 in a GRANT are filled from :attr:`FirstContact.names`, each a one-value query.
 
 The Oracle and SQL Server records have never been run against a server (none runs here):
-docs/databases.md, "dbsim check", says so beside them.
+docs/check.md says so beside them.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class Privilege:
     needed_for: str
     held: str
     grant: str
+    #: False: dbsim runs without it and says what it loses (a ✓ line with the GRANT).
+    required: bool = True
 
 
 @dataclass(frozen=True)
@@ -77,12 +81,6 @@ POSTGRES = FirstContact(
             "GRANT USAGE ON SCHEMA {schema} TO {user};",
         ),
         Privilege(
-            "CREATE on schema {schema}",
-            "the load's CREATE TABLE and dbsim_registry",
-            _pg_schema("CREATE"),
-            "GRANT CREATE ON SCHEMA {schema} TO {user};",
-        ),
-        Privilege(
             "SELECT, INSERT, UPDATE, DELETE on {schema}.dbsim_registry",
             "writing to a dbsim_registry another login created; held when there is none",
             "SELECT CASE WHEN r.id IS NULL THEN 1 ELSE (has_table_privilege(r.id, 'SELECT') "
@@ -111,7 +109,7 @@ def _my_privilege(privilege: str) -> Privilege:
     )
     return Privilege(
         f"{privilege} on {{database}}",
-        "the load, the run and the drop of the workload's tables",
+        "the registry's rows of the tables the drop removes",
         held,
         f"GRANT {privilege} ON `{{database}}`.* TO {{user}};",
     )
@@ -120,10 +118,7 @@ def _my_privilege(privilege: str) -> Privilege:
 MYSQL = FirstContact(
     names={"user": f"SELECT {_MY_GRANTEE}", "database": "SELECT DATABASE()"},
     privileges=(
-        *(
-            _my_privilege(p)
-            for p in ("SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "INDEX")
-        ),
+        _my_privilege("DELETE"),  # the others: sim.connect_check
         Privilege(
             "SELECT on mysql.innodb_index_stats",
             "the page counts that prove SLOB's row per block (verify)",
@@ -155,82 +150,28 @@ def _ora_view(view: str, needed_for: str) -> Privilege:
         needed_for,
         f"SELECT COUNT(*) + 1 FROM {view} WHERE ROWNUM = 1",
         f"GRANT SELECT ON {view.replace('v$', 'v_$')} TO {{user}};  -- as SYS",
-    )
-
-
-def _ora_priv(privilege: str, needed_for: str) -> Privilege:
-    return Privilege(
-        privilege,
-        needed_for,
-        f"SELECT COUNT(*) FROM session_privs WHERE privilege = '{privilege}'",
-        f"GRANT {privilege} TO {{user}};",
+        required=False,
     )
 
 
 ORACLE = FirstContact(
-    names={
-        "user": "SELECT USER FROM DUAL",
-        "tablespace": "SELECT default_tablespace FROM user_users",
-    },
+    names={"user": "SELECT USER FROM DUAL"},
     privileges=(
-        _ora_priv("CREATE SESSION", "connecting"),
-        _ora_priv("CREATE TABLE", "the load's CREATE TABLE and DBSIM_REGISTRY"),
-        Privilege(
-            "quota on tablespace {tablespace}",
-            "the rows the load inserts",
-            "SELECT COUNT(*) FROM (SELECT 1 FROM session_privs WHERE privilege = "
-            "'UNLIMITED TABLESPACE' UNION ALL SELECT 1 FROM user_ts_quotas q JOIN user_users u "
-            "ON q.tablespace_name = u.default_tablespace WHERE q.max_bytes <> 0)",
-            "ALTER USER {user} QUOTA UNLIMITED ON {tablespace};",
-        ),
         Privilege(
             "EXECUTE on DBMS_ROWID",
             "the block numbers that prove SLOB's row per block",
             "SELECT COUNT(DBMS_ROWID.ROWID_BLOCK_NUMBER(ROWID)) + 1 FROM DUAL",
             "GRANT EXECUTE ON SYS.DBMS_ROWID TO {user};",
         ),
-        _ora_view("v$sysstat", "physical reads and writes (the db collector)"),
-        _ora_view("v$system_event", "db file sequential read waits (the db collector)"),
-        _ora_view("v$event_histogram", "the I/O waits' latency histogram (the db collector)"),
         _ora_view("v$iostat_function", "I/O by function (the db collector)"),
-        _ora_view("v$sga_dynamic_components", "the buffer cache's size (the cache guard)"),
     ),
     page_proof="DBMS_ROWID (file and block number of every row)",
 )
 
+#: Every privilege SQL Server's check needs is sim.connect_check's (CREATE TABLE, ALTER on
+#: the schema, VIEW DATABASE STATE for dm_db_page_info, VIEW SERVER STATE).
 SQLSERVER = FirstContact(
-    names={
-        "user": "SELECT USER_NAME()",
-        "schema": "SELECT SCHEMA_NAME()",
-        "login": "SELECT SUSER_SNAME()",
-        "database": "SELECT DB_NAME()",
-    },
-    privileges=(
-        Privilege(
-            "CREATE TABLE in {database}",
-            "the load's CREATE TABLE and dbsim_registry",
-            "SELECT HAS_PERMS_BY_NAME(DB_NAME(), 'DATABASE', 'CREATE TABLE')",
-            "GRANT CREATE TABLE TO [{user}];",
-        ),
-        Privilege(
-            "ALTER on schema {schema}",
-            "creating and dropping tables in the schema",
-            "SELECT HAS_PERMS_BY_NAME(SCHEMA_NAME(), 'SCHEMA', 'ALTER')",
-            "GRANT ALTER ON SCHEMA::[{schema}] TO [{user}];",
-        ),
-        Privilege(
-            "VIEW DATABASE STATE on {database}",
-            "dm_db_page_info (the row per page) and dm_io_virtual_file_stats",
-            "SELECT HAS_PERMS_BY_NAME(DB_NAME(), 'DATABASE', 'VIEW DATABASE STATE')",
-            "GRANT VIEW DATABASE STATE TO [{user}];",
-        ),
-        Privilege(
-            "VIEW SERVER STATE",
-            "dm_os_wait_stats and the buffer pool's size (the db collector, the cache guard)",
-            "SELECT HAS_PERMS_BY_NAME(NULL, NULL, 'VIEW SERVER STATE')",
-            "GRANT VIEW SERVER STATE TO [{login}];  -- in master",
-        ),
-    ),
+    names={"user": "SELECT USER_NAME()"},
     page_proof="dm_db_page_info (slot count of every data page)",
 )
 

@@ -86,7 +86,10 @@ def test_postgres_every_check_passes(dbsim: Dbsim, tmp_path: Path) -> None:
     lines = lines_of(done)
     assert done.rc == 0, done.describe()
     assert set(CHECKS) <= set(lines) and all(ok for ok, _ in lines.values()), done.stdout
-    assert "privilege CREATE on schema public" in lines
+    # validate --connect's privileges (sim.connect_check), then the check's own.
+    assert "privilege CREATE on the schema" in lines
+    assert "privilege SELECT, INSERT, UPDATE, DELETE on public.dbsim_registry" in lines
+    assert lines["connect"][1].startswith("postgres at 127.0.0.1:5432/test as postgres: SELECT 1")
     # Sized from shared_buffers: four times it, in 8 KiB rows, one per block by ctid.
     buffers = int(psql("test", "SELECT pg_size_bytes(current_setting('shared_buffers'))"))
     rows = max(4 * buffers // 8192, 10_000)
@@ -178,18 +181,24 @@ def test_postgres_role_without_create_gets_the_grant(
     refused = dbsim("check", scenario, "--set", f"target.user={role}", "--rows", "10000")
     lines = lines_of(refused)
     assert refused.rc == 2, refused.describe()
-    ok, text = lines["privilege CREATE on schema public"]
-    assert not ok and text.endswith(f"fix: GRANT CREATE ON SCHEMA public TO {role};"), text
+    ok, text = lines["privilege CREATE on the schema"]
+    assert not ok and text.endswith(f"fix: GRANT CREATE ON SCHEMA public TO {role}"), text
+    grant = text.split("fix: ", 1)[1]
     assert lines["privilege USAGE on schema public"][0]
+    # An optional one is a tick with its GRANT, and does not fail the check.
+    ok, text = lines["privilege reading server settings"]
+    assert ok and text.endswith(f"to have it: GRANT pg_read_all_settings TO {role}"), text
+    failed = [name for name, (ok, _) in lines.items() if not ok]
+    assert failed == ["privilege CREATE on the schema", *CHECKS[1:-1]], refused.stdout
     for name in CHECKS[1:-1]:
         assert lines[name] == (False, "not run: grant the missing privileges first")
     assert lines["drop"] == (True, "nothing was created")
     assert psql(database, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == "0\n"
     # The fix as printed, run by the database's owner, is all the role lacked.
-    psql(database, text.split("fix: ", 1)[1])
+    psql(database, grant)
     done = dbsim("check", scenario, "--rows", "10000", "--duration", "2")
     lines = lines_of(done)
-    for name in ("connect", "privilege CREATE on schema public", "load", "one row per block"):
+    for name in ("connect", "privilege CREATE on the schema", "load", "one row per block"):
         assert lines[name][0], done.describe()
     assert lines["drop"] == (True, "dropped " + prefix_of(lines) + "_1_cf1, dbsim_registry")
     assert psql(database, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == "0\n"

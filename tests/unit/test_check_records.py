@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 import sqlglot
 
+from sim import connect_check
 from sim.check.probe import CheckLine
 from sim.check.reads import process_read_calls, window_means
 from sim.dialects import dialect
 from sim.protocols import Sample, gap_sample
 from storage.targets.first_contact import RECORDS
+from tests.contract.sql_rules import ORACLE, SQLSERVER, check
 
 FIELDS = string.Formatter()
 
@@ -44,11 +46,21 @@ def test_every_query_parses_in_its_dialect(name: str) -> None:
         assert privilege.grant.lstrip().upper().startswith(("GRANT ", "ALTER USER ")), privilege
 
 
-def test_sqlserver_and_oracle_list_what_their_collectors_read() -> None:
-    oracle = {p.what for p in RECORDS["oracle"].privileges}
-    assert {"SELECT on v$sysstat", "SELECT on v$system_event", "CREATE TABLE"} <= oracle
-    sqlserver = {p.what for p in RECORDS["sqlserver"].privileges}
-    assert {"VIEW SERVER STATE", "VIEW DATABASE STATE on {database}"} <= sqlserver
+def test_the_check_asks_only_what_validate_does_not() -> None:
+    """validate --connect's privileges (sim.connect_check) come first in the check; the
+    records add the page-count proof's and the registry's, never one of the same name."""
+    for name, record in RECORDS.items():
+        theirs = {c.name for c in connect_check.CHECKS.get(name, ())}
+        assert not theirs & {p.what for p in record.privileges}, name
+    assert {p.what for p in RECORDS["oracle"].privileges} >= {"EXECUTE on DBMS_ROWID"}
+    assert "SELECT on mysql.innodb_index_stats" in {p.what for p in RECORDS["mysql"].privileges}
+
+
+@pytest.mark.parametrize("name", [ORACLE, SQLSERVER])
+def test_the_unrunnable_records_pass_the_stricter_rules(name: str) -> None:
+    record = RECORDS[name]
+    for sql in [*record.names.values(), *(p.held for p in record.privileges)]:
+        assert check(sql, name) == [], sql
 
 
 def test_window_means_multiply_back_to_the_change() -> None:
