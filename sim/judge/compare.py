@@ -538,7 +538,15 @@ def _level(
         if isinstance(context.get(k), int | float) and not isinstance(context.get(k), bool)
     )
     if step is not None:
-        label = f"step {step + 1}" + (f" of {label}" if label else "")
+        # A step names its own sessions or rate (a sweep's steps do), not the run's.
+        steps = context.get("steps") or []
+        spec = steps[step] if 0 <= step < len(steps) and isinstance(steps[step], dict) else {}
+        own = ", ".join(
+            f"sessions {spec['sessions']}" if k == "sessions" else f"rate {spec[k]:g} {unit}"
+            for k, unit in (("sessions", ""), ("rate_ops_s", "ops/s"), ("rate_iops", "IOPS"))
+            if isinstance(spec.get(k), int | float) and not isinstance(spec.get(k), bool)
+        )
+        label = f"step {step + 1}" + (f", {own}" if own else f" of {label}" if label else "")
     samples: list[dict[str, Any]] = [
         {
             "ops": {
@@ -601,7 +609,7 @@ def match_levels(
             pairs.append((i, j))
     notes = [
         f"the {role} level {level['label']} ({_load_text(level)}) has no level of the other "
-        f"side within {MATCH_FRACTION:.0%} of its load: not compared"
+        f"side within {MATCH_FRACTION * 100:g} % of its load: not compared"
         for role, levels, used in (("baseline", base, used_b), ("candidate", cand, used_c))
         for k, level in enumerate(levels)
         if k not in used
@@ -756,7 +764,7 @@ def compare_runs(
                     "candidate": [_load_text(v) for v in c_levels],
                     "invalidates": True,
                     "text": (f"{shape}: " if shape else "")
-                    + f"no load level of one side delivered within {MATCH_FRACTION:.0%} of "
+                    + f"no load level of one side delivered within {MATCH_FRACTION * 100:g} % of "
                     "the load of one of the other (baseline "
                     + ", ".join(_load_text(v) for v in b_levels)
                     + "; candidate "

@@ -100,7 +100,7 @@ HEADERS = (
     "baseline",
     "candidate",
     "change",
-    "ratio 95 % CI",
+    "ratio CI",  # the 95 % interval; a header no wider than its cells (it does not wrap)
     "threshold",
     "verdict",
 )
@@ -190,7 +190,7 @@ def measured_line(result: Mapping[str, Any]) -> str:
         parts.append(f"{role} {held}" + ("" if seconds is None else f" ({seconds:.1f} s)"))
     levels = result.get("levels")
     at = (
-        f"; at load levels matched by delivered load (within {levels['within']:.0%}), "
+        f"; at load levels matched by delivered load (within {levels['within'] * 100:g} %), "
         "each level's figures the means of its intervals"
         if levels
         else ""

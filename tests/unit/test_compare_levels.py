@@ -151,7 +151,7 @@ def test_no_matched_level_is_no_comparison(tmp_path: Path) -> None:
     assert result["verdict"]["call"] == "invalid"
     [why] = result["verdict"]["decided_by"]
     assert why.startswith(
-        "sessions differs (4 → 8): no load level of one side delivered within 15% of the "
+        "sessions differs (4 → 8): no load level of one side delivered within 15 % of the "
         "load of one of the other (baseline "
     ), why
 
@@ -251,3 +251,18 @@ def test_the_vs_form_reads_both_sides(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 1
     result = json.loads(capsys.readouterr().out)
     assert len(result["candidate"]["runs"]) == 2 and result["verdict"]["call"] == "worse"
+
+
+def test_level_rows_with_long_scopes_still_fit_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "@ 1,499 IOPS nvme0n1 → nvme1n1" is the widest key column; a header wider than its
+    # cells ("ratio 95 % CI" over 11-character intervals) once pushed a part to 81.
+    monkeypatch.setenv("COLUMNS", "80")
+    base = bundle(tmp_path, "base", device="nvme0n1", sessions=4, iops=1500)
+    cand = bundle(tmp_path, "cand", device="nvme1n1", sessions=8, iops=1550)
+    assert main(["compare", str(base), str(cand)]) == 0
+    out = capsys.readouterr().out
+    assert "IOPS nvme0n1 → nvme1n1" in out
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    assert "…" not in out
