@@ -23,11 +23,14 @@ from sim.core.cache import (
 )
 from sim.core.metrics import OpStats
 from sim.dialects import SqlDialect
+from storage.targets.filetree import FileTreeTarget
 from storage.targets.mysql import MYSQL_DIALECT
 from storage.targets.oracle import ORACLE_DIALECT
 from storage.targets.postgres import POSTGRES_DIALECT
-from storage.targets.settings import SqliteSettings
+from storage.targets.settings import FileTreeSettings, SqliteSettings
 from storage.targets.sqlite import SQLITE_DIALECT, SqliteTarget
+from workloads.eda.parameters import EdaParameters
+from workloads.eda.workload import EdaWorkload
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.workload import SlobWorkload
 
@@ -257,3 +260,32 @@ def test_the_memory_cgroup_limit_is_the_least_of_the_group_and_its_ancestors(
     (v2 / "system.slice" / "memory.max").write_text("max\n")
     (v2 / "system.slice" / "db.service" / "memory.max").write_text(f"{32 * MIB}\n")
     assert memory_cgroup_limit(7, proc, v2) == 32 * MIB
+
+
+def test_an_eda_tree_offers_direct_io_first_and_direct_io_counts_no_page_cache() -> None:
+    """EDA's own reads: the recipe names ``direct_io: true``, and a run with it set holds the
+    data against no cache at all (a file tree has no server cache)."""
+    target = FileTreeTarget(FileTreeSettings(path=Path("/nonexistent/eda")))
+    buffered = EdaWorkload(EdaParameters.model_validate({"job_sets": 1}), target)
+    assert buffered.reads_direct() is False
+    section = cache_section(
+        data_bytes=buffered.data_bytes(),
+        server_cache_name="none (the host's page cache)",
+        server_cache_bytes=None,
+        host_ram=24 * GIB,
+        scale_for=buffered.scale_for_bytes,
+        recipe=buffered.cache_recipe(),
+    )
+    warning = section["warning"]
+    assert warning.index("workload.parameters.direct_io: true") < warning.index("use job_sets: ")
+    direct = EdaWorkload(EdaParameters.model_validate({"job_sets": 1, "direct_io": True}), target)
+    assert direct.reads_direct() is True
+    unwarned = cache_section(
+        data_bytes=direct.data_bytes(),
+        server_cache_name="none (the host's page cache)",
+        server_cache_bytes=None,
+        host_ram=24 * GIB,
+        scale_for=direct.scale_for_bytes,
+        direct=direct.reads_direct(),
+    )
+    assert unwarned["needed_bytes"] == 0 and unwarned["hidden_by_caches"] is False
