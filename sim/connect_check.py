@@ -99,7 +99,9 @@ class ProbeReport:
         """One line per check: ✓ or ✗ (! for an optional one), with the GRANT that fixes it."""
         who = f" as {self.user}" if self.user else ""
         version = f", server {self.server_version}" if self.server_version else ""
-        out = [f"✓ {self.kind} at {self.address}{who}: {self.round_trip} answered{version}"]
+        sql = self.round_trip.upper().startswith("SELECT")
+        trip = f"{self.round_trip} answered" if sql else self.round_trip
+        out = [f"✓ {self.kind} at {self.address}{who}: {trip}{version}"]
         for p in self.privileges:
             if p.held:
                 out.append(f"✓ {p.name} ({p.purpose})")
@@ -356,7 +358,7 @@ async def probe(target: Target) -> ProbeReport:
         raise _failed(target, exc) from exc
     try:
         if not isinstance(conn, SqlConnection):
-            return ProbeReport(target.kind, address_of(target), "a connection opened")
+            return ProbeReport(target.kind, address_of(target), "a session opened and closed")
         sql = ROUND_TRIP.get(dialect, ROUND_TRIP_DEFAULT)
         try:
             answer = await conn.scalar(Statement("round_trip", sql, ()))

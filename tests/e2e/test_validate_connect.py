@@ -259,3 +259,15 @@ def test_a_missing_privilege_is_exit_2_with_its_grant(
     fix = f"GRANT CREATE ON SCHEMA public TO {role_without_create}"
     errors = [line for line in result.stderr_lines if line.startswith("error: ")]
     assert len(errors) == 1 and fix in errors[0], result.describe()
+
+
+def test_a_file_tree_opens_a_session(dbsim_in_process: InProcessDbsim, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    path = dbsim_in_process.cwd / "tree.yaml"
+    data = {"name": "tree", "target": {"kind": "filetree", "path": str(tree)}}
+    path.write_text(yaml.safe_dump({**data, "workload": {"name": "eda"}}), encoding="utf-8")
+    result = dbsim_in_process("validate", path, "--connect")
+    assert result.rc == EXIT_OK, result.describe()
+    assert f"✓ filetree at {tree}: a session opened and closed" in result.stderr
+    assert list(tree.iterdir()) == [], "validate --connect wrote into the tree"

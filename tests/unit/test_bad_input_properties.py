@@ -1473,6 +1473,9 @@ SQL_INTERPOLATION_ALLOWED = {
     ): "the module's own constant counter names (letters and underscores), upper-cased and quoted",
     ("workloads/tablespace.py", "location_literal(placement.location)"): "refused unless an "
     "absolute path free of quotes, backslashes and line breaks, then single-quoted",
+    ("sim/connect_check.py", "privilege_sql"): "the CHECKS table's own literal predicates",
+    ("sim/connect_check.py", "_MYSQL_ME"): "a module constant (CURRENT_USER() as 'user'@'host')",
+    ("sim/connect_check.py", "privilege"): "one of the module's constant privilege names",
 }
 SQL_WORD = re.compile(
     r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|TRUNCATE|GRANT|EXEC|MERGE|FROM|WHERE|TABLE|INDEX|SCHEMA)\b|search_path"
