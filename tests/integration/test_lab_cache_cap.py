@@ -16,82 +16,39 @@ test. About a minute (the load, two server starts, a 6 s run).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import pwd
 import re
-import shutil
-import subprocess
-import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from sim.errors import ConfigError
-from storage.lab import Lab, system
+from storage.lab import Lab
 from storage.lab.pgcluster import PG_USER, pg_bin
 from storage.lab.status import postgres_target, text_lines
-from tests.integration.test_lab import _free_port, _mounted_under
-from tests.integration.test_lab import _require_lab as require_lab
+from tests.integration.test_lab import _free_port, lab_env  # noqa: F401 - the fixture
+from tests.integration.test_lab_volumes import _cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 MiB = 1 << 20
 ROWS = 20_480  # one 8 KiB block each: 160 MiB, so the recommended cap is 40 MiB
-CLI_TIMEOUT_S = 240
 
 
-@pytest.fixture
-def lab_pg() -> Iterator[tuple[Lab, dict[str, Any], Path]]:
-    """A lab of the test's own with PostgreSQL, its status, and a directory for runs."""
-    require_lab()
+def test_a_run_on_the_cache_cap_the_warning_recommended_exercises_the_storage(
+    lab_env: tuple[Lab, Path],  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+) -> None:
+    lab, mount_point = lab_env
     try:
         pg_bin()
         pwd.getpwnam(PG_USER)
     except (ConfigError, KeyError) as exc:
         pytest.skip(f"!!! NOT RUN: no PostgreSQL server binaries or {PG_USER} user: {exc}")
-    # /var/tmp, not pytest's tmp_path: postgres must be able to search every parent directory.
-    base = Path(tempfile.mkdtemp(prefix="dbsim-lab-cap-", dir="/var/tmp"))
-    base.chmod(0o755)
-    lab = Lab(base / "state", base / "images", name=f"dbsim-lab-cap-{os.getpid()}")
-    try:
-        status = lab.up(512 * MiB, base / "mnt", postgres=True, pg_port=_free_port(55446))
-        (base / "runs").mkdir()
-        yield lab, status, base / "runs"
-        assert lab.down() == []
-    finally:
-        with contextlib.suppress(Exception):
-            lab.down()
-        for mount_point in _mounted_under(base):
-            subprocess.run(["umount", mount_point], check=False)
-        for loop in system.loops_for(base / "images" / f"{lab.name}.img"):
-            subprocess.run(["losetup", "--detach", loop], check=False)
-        if not _mounted_under(base):
-            shutil.rmtree(base, ignore_errors=True)
-
-
-def _cli(*argv: str | Path) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "sim.cli", *map(str, argv)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-    )
-    assert done.returncode == 0, f"dbsim {argv}: {done.returncode}\n{done.stdout}\n{done.stderr}"
-    return done
-
-
-def test_a_run_on_the_cache_cap_the_warning_recommended_exercises_the_storage(
-    lab_pg: tuple[Lab, dict[str, Any], Path],
-) -> None:
-    lab, status, runs = lab_pg
+    status = lab.up(512 * MiB, mount_point, postgres=True, pg_port=_free_port(55446))
+    runs = tmp_path
     scenario = runs / "capped.yaml"
     scenario.write_text(
         yaml.safe_dump(
@@ -112,7 +69,7 @@ def test_a_run_on_the_cache_cap_the_warning_recommended_exercises_the_storage(
             sort_keys=False,
         )
     )
-    loaded = _cli("load", scenario)
+    loaded = _cli("load", str(scenario))
     warning = [line for line in loaded.stderr.splitlines() if "warning: cache: " in line]
     assert len(warning) == 1, loaded.stderr
     # Under the lab's 256 MiB memory group: the group's limit is the caches' bound, and the
@@ -131,7 +88,7 @@ def test_a_run_on_the_cache_cap_the_warning_recommended_exercises_the_storage(
     assert "cache cap 40.0 MiB: the memory limit, shared_buffers 10MB" in shown, shown
 
     out = runs / "bundles"
-    ran = _cli("run", scenario, "--skip-load", "-o", out)
+    ran = _cli("run", str(scenario), "--skip-load", "-o", str(out))
     assert "warning: cache: " not in ran.stderr + ran.stdout, ran.stderr
     assert "STORAGE NOT EXERCISED" not in ran.stdout, ran.stdout
     (bundle,) = [p for p in out.iterdir() if (p / "summary.json").is_file()]
