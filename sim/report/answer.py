@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim.bundle.figures import finite, primary_device
-from sim.bundle.iops import IOPS_DEFINITION, run_iops
+from sim.bundle.iops import IOPS_DEFINITION, run_iops, window_iops
 
 #: A load step that delivered less than this share of the IOPS it asked for is a caveat.
 DELIVERED_SHARE = 0.9
@@ -147,7 +147,7 @@ def _times(limit_name: str, measured: float | None, limit: float | None) -> floa
     return limit / measured if limit_name.endswith("_min") else measured / limit
 
 
-def _slo_state(summary: Mapping[str, Any], rows: list[SloRow]) -> str:
+def _slo_state(summary: Mapping[str, Any]) -> str:
     section = _mapping(summary.get("slos"))
     if not section:
         return "none"
@@ -183,9 +183,12 @@ def build_answer(summary: Mapping[str, Any], analysis: Mapping[str, Any] | None)
     """The run's answer from its summary.json and analysis (None: no analysis)."""
     analysis = analysis or {}
     rows = slo_rows(summary)
-    state = _slo_state(summary, rows)
+    state = _slo_state(summary)
     op, device, call = _primary_op(summary, analysis), _device(summary, analysis), _call(analysis)
     iops = run_iops(summary, device)
+    if iops is None and device:  # a summary without block means (a run killed mid-way)
+        series = _mapping(_mapping(_mapping(analysis.get("series")).get("device")).get(device))
+        iops = window_iops(series.get("iops") or [])
     return Answer(
         slo_state=state,
         slos=rows,
