@@ -277,9 +277,10 @@ class PyodbcTarget(Target):
 
     def _where(self) -> str:
         s = self._settings
+        who = s.user if s.user is not None else "the integrated or Entra ID login"
         return (
             f"{self.kind}: cannot connect to {s.host}:{s.port} database {s.database} "
-            f"as {s.user} with driver {s.driver!r}"
+            f"as {who} with driver {s.driver!r}"
         )
 
     def _connect_blocking(self) -> pyodbc.Connection:

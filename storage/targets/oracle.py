@@ -45,6 +45,7 @@ from storage.targets.oracle_connect import address as oracle_address
 from storage.targets.oracle_connect import (
     connect_params,
     driver_label,
+    dsn_host,
     error_text,
     start_thick,
     wallet_password,
@@ -390,7 +391,7 @@ class OracleTarget(Target):
             "kind": self.kind,
             "dialect": self.dialect,
             "address": oracle_address(s),
-            "host": None if s.dsn else s.host,
+            "host": dsn_host(s.dsn) if s.dsn else s.host,
             "port": None if s.dsn else s.port,
             "service_name": None if s.dsn or s.sid else s.service_name,
             "sid": s.sid,

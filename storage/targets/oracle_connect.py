@@ -19,6 +19,7 @@ tests/integration/test_oracledb_floor.py installs it and connects to a closed po
 from __future__ import annotations
 
 import os
+import re
 import threading
 from typing import Any
 
@@ -42,6 +43,24 @@ def address(s: OracleSettings) -> str:
         return s.dsn
     scheme = "tcps://" if s.protocol == "tcps" else ""
     return f"{scheme}{s.host}:{s.port}/{s.sid or s.service_name}"
+
+
+_DESCRIPTOR_HOST = re.compile(r"\(\s*HOST\s*=\s*([^)\s]+)\s*\)", re.IGNORECASE)
+_EASY_CONNECT = re.compile(r"^(?:[a-z]+://)?(\[[^\]]+\]|[^:/?,\s]+)", re.IGNORECASE)
+
+
+def dsn_host(dsn: str) -> str:
+    """The server's host named by a dsn, for what needs to know whether it is this machine:
+    the first HOST of a connect descriptor, the host of an Easy Connect string, or the dsn
+    itself for a TNS alias (whose host is in tnsnames.ora: never taken for this machine)."""
+    text = dsn.strip()
+    if text.startswith("("):
+        match = _DESCRIPTOR_HOST.search(text)
+        return match.group(1) if match else text
+    if not any(ch in text for ch in ":/?"):
+        return text  # a TNS alias
+    match = _EASY_CONNECT.match(text)
+    return match.group(1).strip("[]") if match else text
 
 
 def wallet_password(s: OracleSettings) -> str | None:

@@ -207,3 +207,38 @@ def test_the_translated_error_keeps_the_drivers_words_and_no_password() -> None:
 
 def test_a_non_tls_error_gets_no_tls_explanation() -> None:
     assert tls_explanation("Login failed for user 'sa'.") is None
+
+
+@pytest.mark.parametrize(
+    ("dsn", "host"),
+    [
+        ("localhost:1521/FREEPDB1", "localhost"),
+        ("tcps://db.example.com:2484/sales?wallet_location=/w", "db.example.com"),
+        ("SALES_HA", "SALES_HA"),
+        (
+            "(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=db9)(PORT=1521))(CONNECT_DATA=(SID=X)))",
+            "db9",
+        ),
+        ("[::1]:1521/x", "::1"),
+    ],
+)
+def test_a_dsn_names_its_host_for_the_locality_check(dsn: str, host: str) -> None:
+    """sim.core.cache treats a target without a host as this machine's: a dsn must not be."""
+    from sim.core.cache import server_is_local
+    from storage.targets.oracle import OracleTarget
+
+    facts = OracleTarget(OracleSettings(dsn=dsn)).describe()
+    assert facts["host"] == host and facts["address"] == dsn
+    assert server_is_local(facts) == (host in ("localhost", "::1"))
+
+
+def test_the_summary_states_the_driver_mode() -> None:
+    from storage.targets.oracle import OracleTarget
+
+    thin = OracleTarget(OracleSettings()).describe()
+    assert thin["driver_mode"] == "thin" and thin["driver"].endswith("thin (async)")
+    thick = OracleTarget(OracleSettings(driver_mode="thick", lib_dir=Path("/opt/ic"))).describe()
+    assert thick["driver_mode"] == "thick" and "thick (Oracle Client" in thick["driver"]
+    assert thick["lib_dir"] == "/opt/ic" and "password" not in str(thick).replace(
+        "password_from", ""
+    )
