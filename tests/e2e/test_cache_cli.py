@@ -25,21 +25,27 @@ pytestmark = [
 ]
 
 
+def cached_scenario(where: Path, disk: Path, name: str, duration_s: int) -> Path:
+    """A read-only SLOB run on 78 MiB of SQLite on ``disk``, just written (so page-cached)."""
+    scenario = where / f"{name}.yaml"
+    scenario.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "target": {"kind": "sqlite", "path": str(disk / "slob.db")},
+                "workload": {"name": "slob", "parameters": {"update_pct": 0, "scale": 10000}},
+                "load": {"duration_s": duration_s, "warmup_s": 1},
+            }
+        )
+    )
+    return scenario
+
+
 def test_a_page_cached_sqlite_run_is_storage_not_exercised(
     dbsim: Dbsim, tmp_path: Path, out_dir: Path
 ) -> None:
     with loop_ext4(tmp_path / "disk", size_mib=256) as disk:
-        scenario = tmp_path / "cached.yaml"
-        scenario.write_text(
-            yaml.safe_dump(
-                {
-                    "name": "cached",
-                    "target": {"kind": "sqlite", "path": str(disk / "slob.db")},
-                    "workload": {"name": "slob", "parameters": {"update_pct": 0, "scale": 10000}},
-                    "load": {"duration_s": 4, "warmup_s": 1},
-                }
-            )
-        )
+        scenario = cached_scenario(tmp_path, disk, "cached", duration_s=4)
         result = dbsim("run", scenario, "-o", out_dir, timeout=180)
     assert result.rc == 0, result.describe()
     summary = read_summary(single_bundle(out_dir))
@@ -71,17 +77,7 @@ def test_quiet_prints_the_path_and_still_says_storage_not_exercised(
     """``old=$(dbsim run … --quiet)`` (docs/validation.md's recipe) takes the path from stdout;
     the line that says the run measured the caches goes to stderr, not nowhere."""
     with loop_ext4(tmp_path / "disk", size_mib=256) as disk:
-        scenario = tmp_path / "cached.yaml"
-        scenario.write_text(
-            yaml.safe_dump(
-                {
-                    "name": "cached-quiet",
-                    "target": {"kind": "sqlite", "path": str(disk / "slob.db")},
-                    "workload": {"name": "slob", "parameters": {"update_pct": 0, "scale": 10000}},
-                    "load": {"duration_s": 3, "warmup_s": 1},
-                }
-            )
-        )
+        scenario = cached_scenario(tmp_path, disk, "cached-quiet", duration_s=3)
         result = dbsim("run", scenario, "-o", out_dir, "--quiet", timeout=180)
     assert result.rc == 0, result.describe()
     bundle = single_bundle(out_dir)
