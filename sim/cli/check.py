@@ -4,13 +4,23 @@ with the fix), exit 0 when every check passed and 2 otherwise. The checks are
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import signal
 import sys
 from typing import Annotated, Any
 
 import typer
 
-from sim.cli.app import ScenarioArg, SetOpt, app, overrides
+from sim.cli.app import (
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    ScenarioArg,
+    SetOpt,
+    app,
+    overrides,
+    print_error,
+)
 from sim.errors import EXIT_BAD_INPUT
 
 #: The SLOB knobs of the scenario that shape the check's table; the rest are the check's own.
@@ -82,10 +92,29 @@ def check(
         finally:
             await target.close()
 
+    # Ctrl-C or SIGTERM cancels the checks where they are; their finally drops what was
+    # loaded (the drop line is printed), then the exit is 130 or 143 as for a run.
+    task = loop.create_task(main())
+    stopped: list[int] = []
+    for signum, code in ((signal.SIGINT, EXIT_SIGINT), (signal.SIGTERM, EXIT_SIGTERM)):
+        loop.add_signal_handler(signum, _stop, task, stopped, code)
     try:
-        lines = loop.run_until_complete(main())
+        lines = loop.run_until_complete(task)
+    except asyncio.CancelledError:
+        lines = []
     finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
         executor.shutdown(wait=True)
         loop.close()
+    if stopped:
+        print_error("interrupted: what the check had loaded was dropped (see the drop line)")
+        raise typer.Exit(stopped[0])
     if not all(line.ok for line in lines):
         raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _stop(task: asyncio.Task[Any], stopped: list[int], code: int) -> None:
+    if not stopped:
+        stopped.append(code)
+        task.cancel()

@@ -11,6 +11,7 @@ holds beside them (a count ratio, not a rate: no timing marker)."""
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -215,3 +216,25 @@ def test_a_file_tree_target_is_refused_in_one_line(dbsim: Dbsim, tmp_path: Path)
     assert done.stdout == ""
     assert done.stderr.startswith("error: dbsim check: no first-contact checks for a filetree")
     assert len(done.stderr.splitlines()) == 1
+
+
+def test_ctrl_c_drops_what_was_loaded(dbsim: Dbsim, tmp_path: Path) -> None:
+    psql("test", "SELECT 1")
+    proc = dbsim.start("check", pg_scenario(tmp_path), "--rows", "10000", "--duration", "60")
+    assert proc.stdout is not None
+    seen = []
+    while not seen or not seen[-1].startswith("\u2713 one row per block"):
+        line = proc.stdout.readline()
+        assert line, f"the check ended before its reads: {seen}"
+        seen.append(line.rstrip("\n"))
+    proc.send_signal(signal.SIGINT)  # during the 60 s of reads
+    done = dbsim.finish(proc, timeout=60)
+    assert done.rc == 130, done.describe()
+    lines = lines_of(CliResult(done.args, done.rc, "\n".join(seen) + "\n" + done.stdout, ""))
+    assert lines["drop"] == (True, f"dropped {prefix_of(lines)}_1_cf1"), done.stdout
+    assert "statistics views" not in lines  # cut short: no verdict on the reads
+    assert done.stderr.splitlines() == [
+        "error: interrupted: what the check had loaded was dropped (see the drop line)"
+    ]
+    prefix = prefix_of(lines)
+    assert psql("test", f"SELECT count(*) FROM pg_class WHERE relname LIKE '{prefix}%'") == "0\n"
