@@ -81,6 +81,62 @@ def _probe(site: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+#: Every name dbsim's Oracle code uses, and the keyword arguments its pools are made with
+#: (thin and thick, every address form): all must exist at the floor.
+API = """
+import inspect
+import oracledb
+import storage.targets
+from pathlib import Path
+from storage.targets.oracle import OracleTarget
+from storage.targets.oracle_connect import connect_params
+from storage.targets.settings import OracleSettings
+
+names = ["create_pool_async", "create_pool", "init_oracle_client", "clientversion", "AsyncLOB",
+         "LOB", "POOL_GETMODE_TIMEDWAIT", "AsyncConnectionPool", "ConnectionPool", "Error",
+         "DatabaseError", "AsyncConnection"]
+missing = [n for n in names if not hasattr(oracledb, n)]
+missing += [f"AsyncConnectionPool.{m}" for m in ("acquire", "drop", "close")
+            if not hasattr(oracledb.AsyncConnectionPool, m)]
+missing += [f"ConnectionPool.{m}" for m in ("acquire", "release", "close")
+            if not hasattr(oracledb.ConnectionPool, m)]
+def keywords(fn):
+    found = inspect.signature(fn).parameters.values()
+    assert not any(p.kind is p.VAR_KEYWORD for p in found), fn  # a named keyword each
+    return {p.name for p in found}
+
+
+maker = {"thin": keywords(oracledb.create_pool_async), "thick": keywords(oracledb.create_pool)}
+shapes = [
+    OracleSettings(),
+    OracleSettings(sid="ORCL", protocol="tcps", wallet_location=Path("/w"), wallet_password_env="W"),
+    OracleSettings(dsn="SALES", config_dir=Path("/etc/oracle")),
+    OracleSettings(dsn="SALES", driver_mode="thick", lib_dir=Path("/opt/ic")),
+]
+for settings in shapes:
+    target = OracleTarget(settings)
+    params = {**connect_params(settings, "pw", "wpw"), "min": 0, "max": 1, "increment": 1,
+              "getmode": 0, "wait_timeout": 1}
+    missing += sorted(set(params) - maker[settings.driver_mode])
+print("missing:", sorted(set(missing)))
+"""
+
+
+def test_every_name_and_keyword_dbsim_uses_exists_at_the_floor(tmp_path: Path) -> None:
+    site = _install(ORACLEDB_FLOOR, tmp_path)
+    env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{REPO}", "W": "x"}
+    done = subprocess.run(
+        [sys.executable, "-c", API],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=REPO,
+        check=False,
+    )
+    assert "missing: []" in done.stdout, done.stdout + done.stderr
+
+
 def test_pyproject_declares_the_floor() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     wanted = f"oracledb>={ORACLEDB_FLOOR.removesuffix('.0')}"
