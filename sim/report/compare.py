@@ -529,20 +529,26 @@ def curve_groups(
         p99 = (series.get("p99_us") or {}).get(op or "", [])
         p50 = (series.get("p50_us") or {}).get(op or "", [])
         groups.append(Points(f"{role} p99", list(zip(xs, p99, strict=False)), color))
-        groups.append(
-            Points(f"{role} p50", _sorted_pairs(xs, p50), color, line=True, dots=False, dashed=True)
-        )
         steps = series.get("step") or []
         if len({s for s in steps if s is not None}) > 1:
+            # Stepped: each step's median p99 joined (the p50 line would be a fourth item
+            # per run, more than the legend holds beside the title).
             groups.append(
                 Points(
-                    f"{role} p99 per step",
+                    f"{role} steps",
                     _step_medians(xs, p99, steps),
                     color,
                     line=True,
                     dots=False,
                 )
             )
+        else:
+            groups.append(
+                Points(
+                    f"{role} p50", _sorted_pairs(xs, p50), color, line=True, dots=False,
+                    dashed=True,
+                )
+            )  # fmt: skip
     return groups, x_title
 
 
@@ -593,14 +599,15 @@ def charts_section(result: Mapping[str, Any]) -> str:
     groups, x_title = curve_groups(result, known, op)
     curve = scatter_chart(
         groups,
-        title=f"Latency of {op} versus load, both runs",
+        title=f"{op} latency vs load",
         x_title=x_title,
         y_title="latency (log scale)",
         log_y=True,
     )
     curve_caption = (
-        "Each dot is one measured interval's p99; the dashed line joins each run's p50 in "
-        "order of load. The same latency further right is more load carried at that latency."
+        "Each dot is one measured interval's p99; a dashed line joins a run's p50 in order "
+        "of load, a solid one a stepped run's median p99 per step. The same latency further "
+        "right is more load carried at that latency."
     )
     return section(
         "charts",
