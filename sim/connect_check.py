@@ -60,6 +60,9 @@ class PrivilegeCheck:
     sql: str
     grant: str
     required: bool = True
+    #: Whether the query failing means the privilege is not held (reading a view the user
+    #: may not read); otherwise a failure leaves the answer unknown.
+    refused_means_missing: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,8 @@ class ProbeReport:
         return [p for p in self.privileges if not p.required and p.held is not True]
 
     def lines(self) -> list[str]:
-        """One line per check: ✓ or ✗ (! for an optional one), with the GRANT that fixes it."""
+        """One line per check: ✓ held, ✗ a required one not held, ! an optional one not held,
+        ? the server could not say (the query failed); each not held with its GRANT."""
         who = f" as {self.user}" if self.user else ""
         version = f", server {self.server_version}" if self.server_version else ""
         sql = self.round_trip.upper().startswith("SELECT")
@@ -106,7 +110,7 @@ class ProbeReport:
             if p.held:
                 out.append(f"✓ {p.name} ({p.purpose})")
                 continue
-            mark = "✗" if p.required else "!"
+            mark = "?" if p.held is None else "✗" if p.required else "!"
             state = "not held" if p.held is False else "unknown"
             why = f": {p.detail}" if p.detail else ""
             out.append(f"{mark} {p.name} ({p.purpose}) {state}{why}; fix: {p.grant}")
@@ -194,6 +198,7 @@ CHECKS: dict[str, tuple[PrivilegeCheck, ...]] = {
             " + (SELECT COUNT(*) FROM v$event_histogram WHERE ROWNUM = 1) FROM dual",
             "GRANT SELECT ANY DICTIONARY TO {user}",
             required=False,
+            refused_means_missing=True,
         ),
         PrivilegeCheck(
             "EXECUTE on DBMS_LOCK",
@@ -341,7 +346,7 @@ async def _privileges(
                 check.name,
                 check.purpose,
                 check.required,
-                False if error is not None else held,
+                (False if check.refused_means_missing else None) if error is not None else held,
                 check.grant.format(**fill),
                 detail=error or "",
             )
