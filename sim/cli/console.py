@@ -8,6 +8,7 @@ Everything goes to stderr except the final table (stdout), so ``--json`` output 
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -227,6 +228,17 @@ def summary_tables(summary: dict[str, Any], width: int | None = None) -> list[Ta
         ]
         tables.extend(folded(columns, cells, width, title=shown.console_title or shown.title))
     return tables
+
+
+def print_quiet(summary: dict[str, Any]) -> None:
+    """``dbsim run --quiet``: the bundle's path alone on stdout (for ``old=$(dbsim run …)``),
+    and on stderr the line of a run not to be compared (INVALID RUN, STORAGE NOT EXERCISED):
+    quiet must not hide that the caches served the run."""
+    cached = not_exercised_headline(summary, figures=False)
+    for headline in (invalid_headline(summary), cached):
+        if headline is not None:
+            sys.stderr.write(f"dbsim: {headline}\n")
+    sys.stdout.write(f"{summary['bundle']}\n")
 
 
 def print_summary(out: Console, summary: dict[str, Any]) -> None:

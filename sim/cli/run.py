@@ -307,16 +307,9 @@ def _print_outcome(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> No
     if as_json:
         sys.stdout.write(strict_json(summary) + "\n")  # what summary.json holds
     elif quiet:
-        # The path alone on stdout (for `old=$(dbsim run … --quiet)`), but a run not to be
-        # compared still says so, on stderr: quiet must not hide that the caches served it.
-        from sim.cli.console import invalid_headline
-        from sim.core.cache import not_exercised_headline
+        from sim.cli.console import print_quiet
 
-        cached = not_exercised_headline(summary, figures=False)
-        for headline in (invalid_headline(summary), cached):
-            if headline is not None:
-                sys.stderr.write(f"dbsim: {headline}\n")
-        sys.stdout.write(summary["bundle"] + "\n")
+        print_quiet(summary)
     else:
         # A log or a pipe gets a width that fits the tables rather than 80 columns.
         out = Console(width=output_width(sys.stdout))

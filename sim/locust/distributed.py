@@ -144,7 +144,9 @@ def _print(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> None:
         sys.stdout.write(strict_json(summary) + "\n")  # as summary.json: no Infinity/NaN
         return
     if quiet:
-        sys.stdout.write(f"{summary['bundle']}\n")
+        from sim.cli.console import print_quiet
+
+        print_quiet(summary)
         return
     from rich.console import Console
 
