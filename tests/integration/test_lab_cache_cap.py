@@ -9,6 +9,8 @@ shared_buffers 10 MB and restarts the cluster. A read-only ``dbsim run`` on the 
 then is not warned (the check reads the backend's memory cgroup: 4 x 40 MiB = the data) and
 is **not** "storage not exercised": the lab's loop device read while the sessions read.
 
+A new lab built with the cap starts its cluster under it (limit and shared_buffers).
+
 No ceiling is set and no rate is asserted, only the run's verdict on the caches (the device
 reads a share of the reads, however fast the host's disk is), so the test is not a timing
 test. About a minute (the load, two server starts, a 6 s run).
@@ -101,3 +103,40 @@ def test_a_run_on_the_cache_cap_the_warning_recommended_exercises_the_storage(
     assert exercised["devices"] == [Path(status["device"]).name], exercised
     analysis = json.loads((bundle / "analysis.json").read_text())
     assert analysis["verdict"]["call"] != "not-exercised", analysis["verdict"]
+
+
+def test_a_new_lab_with_a_cache_cap_starts_postgres_under_it(
+    lab_env: tuple[Lab, Path],  # noqa: F811 - the fixture imported above
+) -> None:
+    """``dbsim lab up --postgres --pg-cache-cap 48M`` on no lab: the memory group's limit is
+    48 MiB from the start and the cluster is initialised with shared_buffers of 12 MB."""
+    import asyncio
+
+    import asyncpg
+
+    lab, mount_point = lab_env
+    try:
+        pg_bin()
+        pwd.getpwnam(PG_USER)
+    except (ConfigError, KeyError) as exc:
+        pytest.skip(f"!!! NOT RUN: no PostgreSQL server binaries or {PG_USER} user: {exc}")
+    cap = 48 * MiB
+    status = lab.up(
+        512 * MiB, mount_point, postgres=True, pg_port=_free_port(55447), pg_cache_cap_bytes=cap
+    )
+    assert status["memory_limit_bytes"] == cap and status["postgres"]["running"], status
+    pg = status["postgres"]
+
+    async def shared_buffers() -> str:
+        conn = await asyncpg.connect(
+            host="127.0.0.1",
+            port=pg["port"],
+            user="postgres",
+            password=Path(pg["password_file"]).read_text().strip(),
+        )
+        try:
+            return str(await conn.fetchval("SHOW shared_buffers"))
+        finally:
+            await conn.close()
+
+    assert asyncio.run(shared_buffers()) == "12MB"
