@@ -280,7 +280,9 @@ def render_html(result: Mapping[str, Any]) -> str:
     verdict = result["verdict"]
     call = verdict["call"]
     kind = {"worse": "fail", "invalid": "fail", "better": "pass"}.get(call, "")
-    warnings = "".join(f'<p class="alert">{esc(t)}</p>' for t in caveat_lines(result))
+    warnings = "".join(
+        f'<p class="alert">{esc(t[:1].upper() + t[1:])}</p>' for t in caveat_lines(result)
+    )
     groups = "".join(
         f"<h3>{esc(heading.capitalize())}</h3><ul>"
         + "".join(f"<li>{esc(line)}</li>" for line in lines)

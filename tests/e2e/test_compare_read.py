@@ -179,7 +179,7 @@ def test_postgresql_runs_at_80_columns_with_their_caveats_first(
         # 80 MiB of data in the server's buffers: both runs read the cache, not the storage.
         assert result.stdout.startswith("caveat: both runs: storage not exercised"), result
         assert data["caveats"][0]["run"] == "both"
-        assert html.index("both runs: storage not exercised") < html.index("<h2>Figures</h2>")
+        assert html.index("Both runs: storage not exercised") < html.index("<h2>Figures</h2>")
     else:
         named = [c["run"] for c in data["caveats"] if c["what"] == "storage not exercised"]
         assert named == [r for r, c in zip(("baseline", "candidate"), cached, strict=True) if c]

@@ -178,7 +178,7 @@ def test_both_runs_not_exercised_is_said_first_everywhere(
     assert main(["compare", str(base), str(cand), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["caveats"][0]["run"] == "both"
     html = render_html(result)
-    assert html.index("both runs: storage not exercised") < html.index("<h2>Figures</h2>")
+    assert html.index("Both runs: storage not exercised") < html.index("<h2>Figures</h2>")
 
 
 def test_one_run_not_exercised_names_that_run(tmp_path: Path) -> None:
