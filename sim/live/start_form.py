@@ -56,6 +56,17 @@ TARGET_HELP = {
     "password itself)",
 }
 GENERAL = "(scenario)"
+#: The SLO fields: (form name, label, help, the Slo field it fills, its scale from the form's
+#: unit). One latency objective for an operation (``slo.op``, ``*``: each) and one storage
+#: objective for the busiest device; empty: no such objective.
+SLO_FIELDS = (
+    ("slo.op", "SLO operation", "the operation the p99 target applies to; * (default): each"),
+    ("slo.p99_ms", "SLO p99 ≤ (ms)", "99th percentile latency target, ms; empty: none"),
+    ("slo.await_ms", "SLO device await ≤ (ms)", "the busiest device's mean await, ms"),
+    ("slo.iops_min", "SLO device IOPS ≥", "the busiest device's mean IOPS"),
+)
+SLO_LIMITS = {"slo.p99_ms": ("p99_us_max", 1000.0), "slo.await_ms": ("await_ms_max", 1.0),
+              "slo.iops_min": ("iops_min", 1.0)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -153,7 +164,54 @@ def form_fields(
         ]
     load = data["load"]
     fields += [Field(f"load.{n}", n, _text(load.get(n)), h) for n, h in LOAD_FIELDS]
+    slo_values = _slo_values(data.get("slos") or [])
+    fields += [Field(n, label, slo_values.get(n, ""), h, group="slo") for n, label, h in SLO_FIELDS]
     return fields
+
+
+def _slo_values(slos: list[Any]) -> dict[str, str]:
+    """The SLO fields pre-filled from the scenario's first latency and storage objectives."""
+    out: dict[str, str] = {}
+    for slo in slos:
+        if not isinstance(slo, dict):
+            continue
+        if slo.get("p99_us_max") is not None and "slo.p99_ms" not in out:
+            out["slo.p99_ms"] = f"{float(slo['p99_us_max']) / 1000:g}"
+            out["slo.op"] = str(slo.get("op") or "*")
+        for name, (key, _) in SLO_LIMITS.items():
+            if key != "p99_us_max" and slo.get(key) is not None and name not in out:
+                out[name] = f"{float(slo[key]):g}"
+    return out
+
+
+def _apply_slos(data: dict[str, Any], values: Mapping[str, str]) -> list[str]:
+    """The SLO fields as the scenario's ``slos`` (replacing those the form shows); problems
+    named by field. Nothing filled in: the scenario's own SLOs stay."""
+    filled = {n: str(values.get(n, "")).strip() for n, _, _ in SLO_FIELDS}
+    if not any(filled[n] for n in SLO_LIMITS):
+        return []
+    problems: list[str] = []
+    limits: dict[str, float] = {}
+    for name, (key, scale) in SLO_LIMITS.items():
+        if not filled[name]:
+            continue
+        try:
+            number = float(filled[name])
+        except ValueError:
+            number = -1.0
+        if not (number > 0 and number < 1e12):
+            problems.append(f"{name}: a number above 0, got {filled[name][:40]!r}")
+            continue
+        limits[key] = number * scale
+    latency = {k: v for k, v in limits.items() if k == "p99_us_max"}
+    storage = {k: v for k, v in limits.items() if k != "p99_us_max"}
+    slos = [s for s in data.get("slos") or [] if isinstance(s, dict) and s.get("name") != "form"]
+    if latency:
+        slos.append({"name": "form", "op": filled["slo.op"] or "*", **latency})
+    if storage:
+        slos.append({"name": "form", **storage})
+    data["slos"] = slos
+    return problems
 
 
 def _put(data: dict[str, Any], dotted: str, value: Any) -> None:
@@ -187,9 +245,10 @@ def scenario_data(
         data["target"] = {"kind": kind}  # another kind: its defaults
     if workload != data["workload"]["name"]:
         data["workload"] = {"name": workload}
+    problems += _apply_slos(data, values)
     for name in fields:
         text = str(values.get(name, "")).strip()
-        if name in ("target.kind", "workload.name"):
+        if name in ("target.kind", "workload.name") or name.startswith("slo."):
             continue
         if not text:
             if name.startswith("target."):

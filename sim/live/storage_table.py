@@ -14,6 +14,9 @@ from sim import registry
 from sim.protocols import Sample
 from sim.registry import UiFigure
 
+#: The columns that say which row it is, not a figure.
+IDENTITY = frozenset({"state", "age_s", "source", "entity"})
+
 
 def _num(value: Any, digits: int = 2) -> Any:
     return "" if value is None else round(float(value), digits)
@@ -59,7 +62,10 @@ def storage_rows(
     ``stopped (last sample)`` after it, and the sample's age in seconds."""
     columns = storage_columns()
     state = "live" if live else "stopped (last sample)"
-    return [
+    rows = [
         {"state": state, "age_s": _num(age_s, 1), **storage_row(s, columns)}
         for s in sorted(samples, key=lambda s: (s.source, s.entity))
     ]
+    # A sample none of whose figures has a column here (a database's counters, shown on the
+    # live page's charts) would be a row of blanks: left out.
+    return [r for r in rows if any(v != "" for k, v in r.items() if k not in IDENTITY)]

@@ -8,9 +8,13 @@ storage collector that wrote a time series, each figure its registry entry decla
 web UI (:class:`sim.registry.Display` ``ui`` then ``live``), one line per entity — block
 devices' r/s, w/s, IOPS, MB/s, await, %util and aqu-sz, NFS, ONTAP, database figures when
 those collectors run, no collector named here. Then the latency-versus-IOPS scatter with the
-knee, and the verdict: "so far" from the analysis of the bundle while the run goes, "final"
-from the bundle's ``analysis.json`` once it has ended. Built off the hub (gevent's native
-thread pool), at most every ``LIVE_REFRESH_S``; the page polls it.
+knee, and the verdict as honest as the run's phase (:func:`sim.live.wording.verdict`: waiting
+before the measured window, "so far" from the analysis of the bundle while the run goes,
+"final" from the bundle's ``analysis.json`` once it has ended), with the window so far and the
+run's SLOs for the strip of latency beside the device (:mod:`sim.live.now`). Every latest
+value carries its unit. Built off the hub (gevent's native thread pool), at most every
+``LIVE_REFRESH_S``; the page polls it. :class:`NowCache` builds only the strip's part, for
+Locust's own page.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import gevent
 from sim import registry
 from sim.bundle.reader import read_rows_if_readable
 from sim.bundle.summary import status_text
+from sim.live.wording import value_text, verdict
 from sim.report.charts import curve_figure
 from sim.report.collector_charts import collector_panels, columns, number
 from sim.report.data import load_analysis_file, series_from_bundle
@@ -98,7 +103,8 @@ def _chart(
     for panel in panels:
         for series in panel.series:
             value = series.ys[-1] if series.ys else None
-            latest.append({"panel": panel.title, "line": series.label, "value": value})
+            latest.append({"panel": panel.title, "line": series.label, "value": value,
+                           "text": value_text(panel, value)})  # fmt: skip
     return {"key": key, "title": title, "svg": svg, "points": len(t), "t": t[-1] if t else None,
             "latest": latest}  # fmt: skip
 
@@ -129,26 +135,34 @@ def build_charts(bundle: Path, summary: Mapping[str, Any]) -> list[dict[str, Any
     return charts
 
 
-def _verdict(analysis: Mapping[str, Any] | None, final: bool) -> dict[str, Any]:
-    verdict = (analysis or {}).get("verdict") or {}
-    call = str(verdict.get("call") or "not yet")
-    summary = str(verdict.get("summary") or "waiting for measured intervals")
-    # The analysis' sentence opens with the call ("Client-bound: …"); the page shows the call
-    # in its own cell, so it is not said twice.
-    head, sep, rest = summary.partition(": ")
-    if sep and head.lower() == call.lower():
-        summary = rest
-    return {"kind": "final verdict" if final else "verdict so far", "call": call,
-            "summary": summary}  # fmt: skip
+def _slos(bundle: Path) -> list[dict[str, Any]]:
+    """The run's SLOs as its scenario.yaml declares them (each checked as the run checked it;
+    one that no longer validates is left out)."""
+    from sim.config.resolve import read_scenario_file
+    from sim.config.scenario import Slo
+
+    try:
+        found = read_scenario_file(bundle / "scenario.yaml").get("slos") or []
+    except Exception:  # not written yet, or unreadable: no SLOs shown
+        return []
+    out = []
+    for raw in found if isinstance(found, list) else []:
+        try:
+            out.append(Slo.model_validate(raw).model_dump(exclude_none=True))
+        except Exception:
+            continue
+    return out
 
 
-def live_view(bundle_path: str | None, running: bool) -> dict[str, Any]:
+def live_view(bundle_path: str | None, running: bool, phase: str = "measuring") -> dict[str, Any]:
     """Everything the live page shows of the bundle (a native thread: reads files)."""
     from sim.analysis import analyze_bundle
     from sim.bundle.reader import read_summary
+    from sim.live.now import csv_window
 
     if not bundle_path:
-        return {"charts": [], "verdict": _verdict(None, False), "curve": ""}
+        return {"charts": [], "verdict": verdict(None, False, "ready"), "curve": "",
+                "window": {}, "slos": []}  # fmt: skip
     bundle = Path(bundle_path).absolute()
     try:
         summary = read_summary(bundle)
@@ -166,8 +180,12 @@ def live_view(bundle_path: str | None, running: bool) -> dict[str, Any]:
                                  analysis.get("primary_device")))  # fmt: skip
     return {
         "charts": build_charts(bundle, summary),
-        "verdict": _verdict(analysis, final),
+        "verdict": verdict(analysis, final, phase, running),
         "curve": curve,
+        "window": csv_window(bundle),
+        "slos": _slos(bundle),
+        "primary_op": (analysis or {}).get("primary_op"),
+        "primary_device": (analysis or {}).get("primary_device"),
         "status_text": status_text(summary) if summary else "",
         "built_at": time.time(),
     }
@@ -178,21 +196,47 @@ class LiveCache:
 
     def __init__(self) -> None:
         self.view: dict[str, Any] = live_view(None, False)
-        self._key: tuple[str | None, bool] | None = None
+        self._key: tuple[str | None, bool, str] | None = None
         self._at = 0.0
         self._busy = False
 
-    def get(self, bundle: str | None, running: bool) -> dict[str, Any]:
-        key = (bundle, running)
+    def get(self, bundle: str | None, running: bool, phase: str = "measuring") -> dict[str, Any]:
+        key = (bundle, running, phase)
         stale = key != self._key or (running and time.monotonic() - self._at > LIVE_REFRESH_S)
         if bundle and stale and not self._busy:
             self._busy, self._key, self._at = True, key, time.monotonic()
-            gevent.spawn(self._refresh, bundle, running)
+            gevent.spawn(self._refresh, bundle, running, phase)
         return self.view
 
-    def _refresh(self, bundle: str, running: bool) -> None:
+    def _refresh(self, bundle: str, running: bool, phase: str) -> None:
         try:
-            self.view = gevent.get_hub().threadpool.apply(live_view, (bundle, running))
+            self.view = gevent.get_hub().threadpool.apply(live_view, (bundle, running, phase))
+        except Exception as exc:  # a bundle being rewritten: keep the last view, say why
+            self.view = {**self.view, "problem": f"{type(exc).__name__}: {exc}"}
+        finally:
+            self._busy = False
+
+
+def now_view(bundle_path: str) -> dict[str, Any]:
+    """The little the "now" strip needs of the bundle (a native thread: reads two CSVs and
+    the scenario): its window so far and its SLOs, without charts or analysis."""
+    from sim.live.now import csv_window
+
+    bundle = Path(bundle_path).absolute()
+    return {"window": csv_window(bundle), "slos": _slos(bundle)}
+
+
+class NowCache(LiveCache):
+    """:func:`now_view`, rebuilt in gevent's thread pool at most every LIVE_REFRESH_S: what
+    Locust's own page polls, far lighter than the live page's whole view."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.view = {"window": {}, "slos": []}
+
+    def _refresh(self, bundle: str, running: bool, phase: str) -> None:
+        try:
+            self.view = gevent.get_hub().threadpool.apply(now_view, (bundle,))
         except Exception as exc:  # a bundle being rewritten: keep the last view, say why
             self.view = {**self.view, "problem": f"{type(exc).__name__}: {exc}"}
         finally:

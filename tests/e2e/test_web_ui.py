@@ -206,13 +206,13 @@ def _check_downloads(url: str, bundle: Path, page: Any, browser: Any, shots: Pat
     viewer.close()
 
 
-LIVE_TABS = ("Charts", "Storage", "Latency vs IOPS", "Run")
+LIVE_TABS = ("Latency & storage", "Storage", "Latency vs IOPS", "Run")
 
 
 def _chart_points(live: Any) -> dict[str, int]:
     return {
         str(f.get_attribute("data-key")): int(f.get_attribute("data-points") or 0)
-        for f in live.locator("figure.chart").all()
+        for f in live.locator("#tab-charts figure.chart, #tab-storage figure.chart").all()
     }
 
 
@@ -220,9 +220,9 @@ def _watch_live_page(live: Any, url: str, shots: Path) -> dict[str, Any]:
     """The live page while the run goes: every chart grows; the Storage chart's latest
     device IOPS (with its interval's t) is read off the page for the caller to check."""
     live.goto(f"{url}/dbsim/live")
-    live.locator("figure.chart[data-key=application]").wait_for()
-    live.get_by_role("button", name="Storage").click()
-    live.locator("figure.chart[data-key=block]").wait_for()
+    live.locator("#tab-charts figure.chart[data-key=application]").wait_for()
+    live.get_by_role("button", name="Storage", exact=True).click()
+    live.locator("#tab-storage figure.chart[data-key=block]").wait_for()
     first = _chart_points(live)
     assert {"application", "block"} <= set(first), first
     deadline = time.monotonic() + 30
@@ -233,17 +233,19 @@ def _watch_live_page(live: Any, url: str, shots: Path) -> dict[str, Any]:
         if all(later.get(key, 0) > n for key, n in first.items()):
             break
     assert all(later.get(key, 0) > n for key, n in first.items()), (first, later)
-    block = live.locator("figure.chart[data-key=block]")
+    block = live.locator("#tab-storage figure.chart[data-key=block]")
     cell = block.locator("td[data-panel=IOPS]").first
     reading = {
         "t": float(block.get_attribute("data-t") or "nan"),
         "entity": cell.get_attribute("data-line"),
-        "iops": float(cell.inner_text().replace(",", "")),
+        "iops": float(cell.get_attribute("data-value") or "nan"),
+        "text": cell.inner_text(),
     }
     assert live.locator("#verdict-kind").inner_text() == "verdict so far"
     for tab in LIVE_TABS:
-        live.get_by_role("button", name=tab).click()
-        live.screenshot(path=str(shots / f"live-{tab.replace(' ', '-').lower()}.png"))
+        live.get_by_role("button", name=tab, exact=True).click()
+        shot = tab.replace(" & ", "-and-").replace(" ", "-").lower()
+        live.screenshot(path=str(shots / f"live-{shot}.png"))
     return reading
 
 
@@ -317,7 +319,7 @@ def test_web_ui_runs_slob_on_sqlite_and_writes_the_bundle(web_ui: WebUi, tmp_pat
             live.locator("#verdict-kind", has_text="final verdict").wait_for()
             assert live.locator("#status").inner_text() == "completed (stopped early)"
             for tab in LIVE_TABS:
-                live.get_by_role("button", name=tab).click()
+                live.get_by_role("button", name=tab, exact=True).click()
                 live.screenshot(path=str(shots / f"live-final-{tab.replace(' ', '-').lower()}.png"))
             _check_downloads(url, bundle, page, browser, shots)
             page.get_by_role("tab", name="Storage").click()

@@ -18,14 +18,35 @@
     childList: true, subtree: true, characterData: true,
   });
 })();
-// and a way to dbsim's start form and live charts (/dbsim/live) from every tab of Locust's page.
+// and a way to dbsim's start form and live charts (/dbsim/live) from every tab of Locust's page:
+// a thin bar above the page, in the flow (never floating over Locust's figures).
 (function () {
   "use strict";
+  var bar = document.createElement("div");
+  bar.id = "dbsim-live-bar";
+  bar.style.cssText = "padding:3px 16px;background:#0b4f8a;font:600 13px system-ui,sans-serif;";
   var link = document.createElement("a");
   link.href = "./dbsim/live";
-  link.textContent = "dbsim start form & live charts";
+  link.textContent = "dbsim live page \u2192";
   link.id = "dbsim-live-link";
-  link.style.cssText = "position:fixed;right:16px;bottom:12px;z-index:9999;padding:6px 12px;" +
-    "background:#0b4f8a;color:#fff;border-radius:6px;font:600 14px system-ui,sans-serif;";
-  document.body.appendChild(link);
+  link.style.cssText = "color:#fff;";
+  bar.appendChild(link);
+  // Latency beside the limiting device, with units, on every tab of Locust's page too.
+  var now = document.createElement("span");
+  now.id = "dbsim-now";
+  now.style.cssText = "color:#fff;font-weight:400;margin-left:24px;";
+  bar.appendChild(now);
+  document.body.insertBefore(bar, document.body.firstChild);
+  function poll() {
+    fetch("./dbsim/live/now", { credentials: "same-origin" })
+      .then(function (r) { return r.json(); })
+      .then(function (data) {
+        var strip = data.now || { items: [] };
+        var texts = (strip.items || []).map(function (item) { return item.text; });
+        now.textContent = texts.length ? strip.scope + ": " + texts.join(" \u00b7 ") : "";
+      })
+      .catch(function () { now.textContent = ""; })
+      .finally(function () { setTimeout(poll, 3000); });
+  }
+  poll();
 })();

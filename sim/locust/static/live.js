@@ -21,7 +21,8 @@
     var rows = chart.latest.map(function (item) {
       return "<tr><td>" + esc(item.panel) + "</td><td>" + esc(item.line) +
         '</td><td class="num" data-line="' + esc(item.line) + '" data-panel="' + esc(item.panel) +
-        '">' + num(item.value) + "</td></tr>";
+        '" data-value="' + (item.value === null || item.value === undefined ? "" : item.value) +
+        '">' + esc(item.text || num(item.value)) + "</td></tr>";
     }).join("");
     var when = chart.t === null ? "" : " at t = " + num(chart.t) + " s";
     return '<figure class="chart" data-key="' + esc(chart.key) + '" data-points="' + chart.points +
@@ -51,6 +52,23 @@
     el("start").disabled = active;
     delay = ["connecting", "loading", "calibrating"].indexOf(p.phase) >= 0 ? FAST_POLL_MS : POLL_MS;
   }
+  // The strip above the tabs: latency beside the limiting device, the cache check, the SLOs.
+  function nowStrip(data) {
+    var now = data.now || { scope: "no run yet", items: [] };
+    el("now-scope").textContent = now.scope + ":";
+    el("now-items").innerHTML = (now.items || []).map(function (item) {
+      return '<span class="fig" data-key="' + esc(item.key) + '" data-value="' +
+        (item.value === null || item.value === undefined ? "" : item.value) + '">' +
+        esc(item.text) + "</span>";
+    }).join("");
+    var cache = el("now-cache");
+    cache.textContent = data.cache ? data.cache.text : "";
+    cache.className = data.cache ? (data.cache.exercised ? "ok" : "warn") : "";
+    el("now-slos").innerHTML = (data.slos || []).map(function (slo) {
+      var state = slo.met === true ? "met" : slo.met === false ? "missed" : "waiting";
+      return '<li class="' + state + '">' + esc(slo.text) + "</li>";
+    }).join("");
+  }
   function render(data) {
     var run = data.run, view = data.view, live = run.status === "running";
     var now = run.phase || { phase: run.state === "idle" ? "ready" : run.state, text: run.state };
@@ -66,9 +84,14 @@
     el("verdict-kind").textContent = view.verdict.kind;
     el("verdict-call").textContent = view.verdict.call;
     el("verdict-summary").textContent = view.verdict.summary;
+    nowStrip(data);
     var charts = view.charts || [];
-    el("tab-charts").innerHTML = charts.filter(function (c) { return c.key === "application"; })
-      .map(function (c) { return figure(c, live); }).join("") || '<p class="note">No run yet.</p>';
+    // Latency beside the storage that limits it: the operations and the device collector's
+    // charts side by side (the Storage tab has every collector's).
+    var pair = charts.filter(function (c) { return c.key === "application" || c.key === "block"; });
+    el("tab-charts").innerHTML = pair.length
+      ? '<div class="pair">' + pair.map(function (c) { return figure(c, live); }).join("") + "</div>"
+      : '<p class="note">No run yet.</p>';
     el("tab-storage").innerHTML = charts.filter(function (c) { return c.key !== "application"; })
       .map(function (c) { return figure(c, live); }).join("") ||
       '<p class="note">No storage time series yet.</p>';

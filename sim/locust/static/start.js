@@ -3,7 +3,10 @@
 // run; each error line is shown under the field it names. Same origin only.
 (function () {
   "use strict";
-  var GROUPS = { target: "Target", workload: "Workload and data", load: "Load" };
+  var GROUPS = {
+    target: "Target", workload: "Workload and data", load: "Load",
+    slo: "Service-level objectives (judged live and at the end)",
+  };
   function el(id) { return document.getElementById(id); }
   function idOf(name) { return "f-" + name.replace(/\./g, "-"); }
   function values() {
