@@ -28,6 +28,11 @@ CHART_NAME = "report-chart.svg"
 #: Chromium as Debian installs it (the PDF's printer).
 CHROMIUM = "/usr/bin/chromium"
 PDF_TIMEOUT_MS = 60_000
+#: A4 less the report's 12 mm margins (@page in sim.report.markup), in CSS pixels (96 dpi),
+#: less a little for rounding: 186 × 273 mm.
+A4_PRINT_PX = (703, 1020)
+#: Below this the print is too small to read: a longer ticket takes a second page instead.
+MIN_PDF_SCALE = 0.6
 
 
 @dataclass(frozen=True)
@@ -231,9 +236,16 @@ def print_pdf(html: str) -> bytes:
     with sync_playwright() as play:
         browser = play.chromium.launch(executable_path=CHROMIUM)
         try:
-            page = browser.new_page()
+            # The printable width of A4 at 96 dpi: measure the page as it will print, and
+            # scale it down when it would run onto a second page.
+            page = browser.new_page(viewport={"width": A4_PRINT_PX[0], "height": A4_PRINT_PX[1]})
             page.set_content(html, timeout=PDF_TIMEOUT_MS)
-            return page.pdf(format="A4", print_background=True, prefer_css_page_size=True)
+            page.emulate_media(media="print")
+            height = float(page.evaluate("document.documentElement.scrollHeight"))
+            scale = max(MIN_PDF_SCALE, min(1.0, A4_PRINT_PX[1] / max(height, 1.0)))
+            return page.pdf(
+                format="A4", print_background=True, prefer_css_page_size=True, scale=scale
+            )
         finally:
             browser.close()
 
