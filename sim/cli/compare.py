@@ -187,7 +187,9 @@ def _print(result: dict[str, Any]) -> None:
     columns = [Column(h, "left" if i in LEFT else "right") for i, h in enumerate(HEADERS)]
     rows = table_rows(result)
     styles = {"worse": "bold red", "better": "bold green"}
-    for table in folded(columns, rows, width, title="figures", keys=2):
+    if not rows:
+        _say(out, "figures: none compared")
+    for table in folded(columns, rows, width, title="figures", keys=2) if rows else []:
         for i, row in enumerate(rows):
             style = styles.get(row[-1])
             if style:

@@ -508,9 +508,11 @@ def _load_key(figs: Mapping[str, Any]) -> str:
     return repr([context.get(k) for k in LOAD_KEYS])
 
 
-def _levels(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _levels(runs: list[dict[str, Any]], by_device: bool) -> list[dict[str, Any]]:
     """A side's load levels: runs of one load shape together (repeats), each load step of a
-    stepped run its own level; per level the runs and the intervals of each."""
+    stepped run its own level; per level the runs and the intervals of each. ``by_device``:
+    a level's load is its device IOPS (every run of both sides has a device), else its
+    ops/s — one unit for both sides, never IOPS matched against ops/s."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for f in runs:
         groups.setdefault(_load_key(f), []).append(f)
@@ -524,12 +526,12 @@ def _levels(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 else [True] * (f["samples"].intervals or 0)
                 for f in members
             ]
-            levels.append(_level(members, step, masks))
+            levels.append(_level(members, step, masks, by_device))
     return levels
 
 
 def _level(
-    members: list[dict[str, Any]], step: int | None, masks: list[list[bool]]
+    members: list[dict[str, Any]], step: int | None, masks: list[list[bool]], by_device: bool
 ) -> dict[str, Any]:
     context = members[0]["context"]
     label = ", ".join(
@@ -558,7 +560,7 @@ def _level(
         for f, mask in zip(members, masks, strict=True)
     ]
     iops = _mean([_weighted(s["device"].get("device_iops")) for s in samples])
-    if iops is None:  # no device: the load is all operations' ops/s
+    if not by_device:  # a run without a device: the load is all operations' ops/s
         iops = _mean(
             [
                 _sum([_weighted(o.get("ops_s")) for o in s["ops"].values()]) if s["ops"] else None
@@ -569,7 +571,7 @@ def _level(
         "label": label or "the run",
         "runs": [f["run"] for f in members],
         "load": iops,
-        "load_unit": "IOPS" if members[0]["device"] else "ops/s",
+        "load_unit": "IOPS" if by_device else "ops/s",
         "samples": samples,
     }
 
@@ -745,7 +747,8 @@ def compare_runs(
             else c
             for c in found
         ]
-        b_levels, c_levels = _levels(bases), _levels(cands)
+        by_device = all(f["device"] and f["samples"].device for f in bases + cands)
+        b_levels, c_levels = _levels(bases, by_device), _levels(cands, by_device)
         pairs, level_notes = match_levels(b_levels, c_levels)
         notes.extend(level_notes)
         rows = _level_rows(pairs, limits, _device_scope(bases, cands))

@@ -260,7 +260,7 @@ def console_lines(result: Mapping[str, Any]) -> tuple[list[str], list[str]]:
         head.append(f"comparison invalid: {'; '.join(verdict['decided_by'])}")
     shown = set(verdict["decided_by"]) if call == "invalid" else set()
     head += [f"caveat: {text}" for text in caveat_lines(result) if text not in shown]
-    tail = [measured_line(result), *(f"note: {n}" for n in result["notes"])]
+    tail = [measured_line(result), *score_lines(result), *(f"note: {n}" for n in result["notes"])]
     if call == "invalid":
         tail.append(f"verdict: candidate invalid ({'; '.join(verdict['decided_by'])})")
         return head, tail
@@ -395,6 +395,23 @@ def score_section(result: Mapping[str, Any]) -> str:
     )
     caption = "The workload's own score of each run, side by side (measured)"
     return section("score", "Score", table(headers, rows, left=1, caption=caption))
+
+
+def score_lines(result: Mapping[str, Any]) -> list[str]:
+    """The workload's score of each run side by side, one line (none without a score)."""
+    parts = []
+    for role in ("baseline", "candidate"):
+        for i, score in enumerate((result.get("scores") or {}).get(role) or []):
+            if not isinstance(score, Mapping) or not isinstance(score.get("load_points"), list):
+                continue
+            best = score.get("highest_valid")
+            best = best if isinstance(best, Mapping) else {}
+            name = role if i == 0 else f"{role} repeat {i}"
+            parts.append(
+                f"{name} highest valid {_score_num(best.get('achieved_ops_s'), 1)} ops/s, "
+                f"overall response time {_score_num(score.get('overall_response_time_ms'), 3)} ms"
+            )
+    return ["score (the workload's own, measured): " + "; ".join(parts)] if parts else []
 
 
 def _score_num(value: Any, digits: int) -> str:

@@ -266,3 +266,42 @@ def test_level_rows_with_long_scopes_still_fit_80_columns(
     assert "IOPS nvme0n1 → nvme1n1" in out
     assert max(len(line) for line in out.splitlines()) <= 80, out
     assert "…" not in out
+
+
+def test_levels_use_one_load_unit_when_a_run_has_no_device(tmp_path: Path) -> None:
+    # A file tree on tmpfs has no block device: both sides' levels are then matched by
+    # ops/s, never the disk's IOPS against the other side's ops/s.
+    base = bundle(tmp_path, "base", sessions=4, iops=5000)
+    cand = bundle(tmp_path, "cand", sessions=8)
+    summary = json.loads((cand / "summary.json").read_text())
+    summary["storage"] = {}
+    (cand / "summary.json").write_text(json.dumps(summary))
+    (cand / "timeseries" / "block.csv").unlink()
+    result = compare(base, cand)
+    units = {v["load_unit"] for side in ("baseline", "candidate") for v in result["levels"][side]}
+    assert units == {"ops/s"}
+    assert result["levels"]["matched"] == 1
+    assert result["verdict"]["call"] != "invalid"
+
+
+def test_the_workloads_score_of_each_run_is_side_by_side(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = []
+    for name, ort in (("base", 3.344), ("cand", 1.575)):
+        path = bundle(tmp_path, name)
+        summary = json.loads((path / "summary.json").read_text())
+        point = {"step": 0, "mb_s": 22.0, "valid": True, "mean_latency_ms": ort}
+        summary["workload"] = {"score": {"load_points": [point], "highest_valid": point,
+                                         "overall_response_time_ms": ort}}  # fmt: skip
+        (path / "summary.json").write_text(json.dumps(summary))
+        runs.append(path)
+    assert main(["compare", *map(str, runs)]) == 0
+    words = " ".join(capsys.readouterr().out.split())
+    assert (
+        "score (the workload's own, measured): baseline highest valid – ops/s, overall "
+        "response time 3.344 ms; candidate highest valid – ops/s, overall response time "
+        "1.575 ms"
+    ) in words
+    html = render_html(compare(*runs))
+    assert "<h2>Score</h2>" in html and "3.344" in html and "1.575" in html
