@@ -4,23 +4,12 @@ with the fix), exit 0 when every check passed and 2 otherwise. The checks are
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import signal
 import sys
 from typing import Annotated, Any
 
 import typer
 
-from sim.cli.app import (
-    EXIT_SIGINT,
-    EXIT_SIGTERM,
-    ScenarioArg,
-    SetOpt,
-    app,
-    overrides,
-    print_error,
-)
+from sim.cli.app import ScenarioArg, SetOpt, app, overrides, print_error
 from sim.errors import EXIT_BAD_INPUT
 
 #: The SLOB knobs of the scenario that shape the check's table; the rest are the check's own.
@@ -50,10 +39,9 @@ def check(
     """First contact with a server: connect, privileges (with the GRANTs), a small SLOB-like
     table with one row per block, reads that reach the storage, the statistics views, and
     the drop of everything, in a scratch table prefix of its own."""
-    from sim.check import CheckLine, CheckOptions, run_checks
+    from sim.check import CheckLine, CheckOptions
+    from sim.check.driver import check_target
     from sim.config.resolve import resolve
-    from sim.core.loops import new_event_loop
-    from sim.protocols import EngineContext
     from sim.run.runner import build_target
 
     resolved = resolve(scenario, overrides(set_))
@@ -63,58 +51,15 @@ def check(
     slob: dict[str, Any] = {}
     if spec.name == "slob":
         slob = {k: getattr(spec.parameters, k) for k in KEPT_SLOB_KNOBS}
-    options = CheckOptions(rows, max_rows, duration, sessions, slob)
 
     def emit(line: CheckLine) -> None:
         sys.stdout.write(line.render() + "\n")
         sys.stdout.flush()
 
-    loop = new_event_loop()
-    executor = concurrent.futures.ThreadPoolExecutor(sessions + 2, thread_name_prefix="dbsim-check")
-
-    def blocking(call: Any) -> Any:
-        return loop.run_in_executor(executor, call)
-
-    async def main() -> list[CheckLine]:
-        try:
-            await target.open(EngineContext(loop, executor))
-        except Exception as exc:
-            line = CheckLine(
-                "connect",
-                False,
-                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
-                "check the target's settings",
-            )
-            emit(line)
-            return [line]
-        try:
-            return await run_checks(target, options, emit, blocking)
-        finally:
-            await target.close()
-
-    # Ctrl-C or SIGTERM cancels the checks where they are; their finally drops what was
-    # loaded (the drop line is printed), then the exit is 130 or 143 as for a run.
-    task = loop.create_task(main())
-    stopped: list[int] = []
-    for signum, code in ((signal.SIGINT, EXIT_SIGINT), (signal.SIGTERM, EXIT_SIGTERM)):
-        loop.add_signal_handler(signum, _stop, task, stopped, code)
-    try:
-        lines = loop.run_until_complete(task)
-    except asyncio.CancelledError:
-        lines = []
-    finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
-        executor.shutdown(wait=True)
-        loop.close()
-    if stopped:
+    options = CheckOptions(rows, max_rows, duration, sessions, slob)
+    lines, stopped = check_target(target, options, emit)
+    if stopped is not None:
         print_error("interrupted: what the check had loaded was dropped (see the drop line)")
-        raise typer.Exit(stopped[0])
+        raise typer.Exit(stopped)
     if not all(line.ok for line in lines):
         raise typer.Exit(EXIT_BAD_INPUT)
-
-
-def _stop(task: asyncio.Task[Any], stopped: list[int], code: int) -> None:
-    if not stopped:
-        stopped.append(code)
-        task.cancel()
