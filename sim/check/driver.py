@@ -10,12 +10,13 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
-from sim.check.probe import CheckLine, CheckOptions, run_checks
+from sim.check.probe import LATER, PRIVILEGE_LINE, CheckLine, CheckOptions, run_checks
 from sim.core.loops import new_event_loop
 from sim.protocols import EngineContext, Target
 
 #: The exit codes of a run stopped by these signals (sim.cli.app's EXIT_SIGINT, EXIT_SIGTERM).
 STOP_SIGNALS = ((signal.SIGINT, 130), (signal.SIGTERM, 143))
+NOT_RUN = (*PRIVILEGE_LINE, *LATER)
 
 
 async def _open_and_check(
@@ -29,9 +30,12 @@ async def _open_and_check(
         await target.open(context)
     except Exception as exc:  # the pool or its first connection: the connect line says why
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        line = CheckLine("connect", False, text, "check the target's settings")
-        emit(line)
-        return [line]
+        lines = [CheckLine("connect", False, text, "check the target's settings")]
+        lines += [CheckLine(name, False, "not run: no connection") for name in NOT_RUN]
+        lines.append(CheckLine("drop", True, "nothing was created"))
+        for line in lines:
+            emit(line)
+        return lines
     try:
         return await run_checks(target, options, emit, blocking)
     finally:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -238,3 +239,19 @@ def test_ctrl_c_drops_what_was_loaded(dbsim: Dbsim, tmp_path: Path) -> None:
     ]
     prefix = prefix_of(lines)
     assert psql("test", f"SELECT count(*) FROM pg_class WHERE relname LIKE '{prefix}%'") == "0\n"
+
+
+def test_a_closed_port_is_the_connect_cross_and_nothing_else_runs(
+    dbsim: Dbsim, tmp_path: Path
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on: taken free, then closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = dbsim("check", pg_scenario(tmp_path), "--set", f"target.port={port}")
+    lines = lines_of(done)
+    assert done.rc == 2, done.describe()
+    ok, text = lines["connect"]
+    assert not ok and f"127.0.0.1:{port}" in text and "Connection refused" in text, text
+    for name in ("privileges", *CHECKS[1:-1]):
+        assert lines[name] == (False, "not run: no connection")
+    assert lines["drop"] == (True, "nothing was created")
