@@ -25,12 +25,17 @@ from typing import Any, ClassVar
 import asyncpg
 
 from sim.config.scenario import MAX_SESSIONS
-from sim.dialects import PageFit, ServerCache, SqlDialect
+from sim.dialects import SqlDialect
 from sim.errors import ConfigError, TargetError
 from sim.protocols import EngineContext, LoadLock, SqlConnection, Statement, Target, WaitCallback
 from sim.secrets import redact, resolve_secret
 from storage.collectors.database import postgres_stats_collectors
 from storage.targets.locks import lock_id, polled_lock
+from storage.targets.postgres_record import (
+    POSTGRES_CACHE,
+    POSTGRES_CACHE_RECIPE,
+    postgres_page_fit,
+)
 from storage.targets.postgres_room import ConnectionRoom, connection_room
 from storage.targets.postgres_schema import check_schema
 from storage.targets.postgres_tablespace import TablespacePlacement, tablespace_placement
@@ -45,17 +50,6 @@ _DISCONNECTS: tuple[type[BaseException], ...] = (
     TimeoutError,
 )
 
-#: fillfactor 10 keeps one row per block; toast_tuple_target keeps a ~2.5 KB row in the heap
-#: (past 2 KB PostgreSQL would move columns out to TOAST, and every read and update would touch
-#: a second relation).
-SLOB_TABLE_OPTIONS = {"fillfactor": 10, "toast_tuple_target": 8160}
-
-
-def postgres_page_fit(row_bytes: int, page_bytes: int) -> PageFit:
-    """Fill factor and TOAST target that keep one row per block."""
-    return PageFit(table_kwargs={"postgresql_with": dict(SLOB_TABLE_OPTIONS)})
-
-
 #: Names longer than 63 bytes are cut by the server (NAMEDATALEN - 1), so they are refused.
 POSTGRES_DIALECT = SqlDialect(
     name="postgres",
@@ -64,21 +58,8 @@ POSTGRES_DIALECT = SqlDialect(
     max_identifier_chars=63,
     one_row_per_page=postgres_page_fit,
     stats_collectors=postgres_stats_collectors,
-    cache=ServerCache(
-        "shared_buffers",
-        "SELECT pg_size_bytes(current_setting('shared_buffers'))",
-        # PostgreSQL 16+; an older server has no such setting (NULL: not direct).
-        direct_query="SELECT coalesce(current_setting('debug_io_direct', true), '') LIKE '%data%'",
-        pid_query="SELECT pg_backend_pid()",
-    ),
-    # The memory cgroup holds shared_buffers (shared memory is charged to the group whose
-    # processes touch it) and the page cache of the server's files, so {cap_mb} bounds both.
-    cache_recipe=(
-        "shared_buffers = {quarter_mb}MB with the server started in a memory cgroup of "
-        "{cap_mb}M (cgroup v2 memory.max, v1 memory.limit_in_bytes), or on PostgreSQL 16+ "
-        "shared_buffers = {cap_mb}MB with debug_io_direct = data; dbsim's own lab: "
-        "dbsim lab up --postgres --pg-cache-cap {cap_mb}M"
-    ),
+    cache=POSTGRES_CACHE,
+    cache_recipe=POSTGRES_CACHE_RECIPE,
 )
 
 APPLICATION_NAME = "dbsim"
