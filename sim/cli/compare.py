@@ -86,6 +86,7 @@ def compare(
             help="BASELINE CANDIDATE, or BASELINE... vs CANDIDATE... (repeated runs of each "
             "side, or runs at several load levels).",
             show_default=False,
+            metavar="BASELINE [vs] CANDIDATE",
         ),
     ],
     thresholds: ThresholdsOpt = None,
