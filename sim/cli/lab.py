@@ -53,6 +53,19 @@ VolumeOpt = Annotated[
 ]
 
 
+PgCacheCapOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--pg-cache-cap",
+        help="Cap the throwaway PostgreSQL's caches at SIZE (e.g. 64M, at least 32M): the "
+        "lab's memory limit becomes SIZE and shared_buffers a quarter of it, so reads of "
+        "data over 4 x SIZE reach the device (a running cluster is restarted). Instead of "
+        "--memory-limit; needs --postgres.",
+        metavar="SIZE",
+    ),
+]
+
+
 def _print_status(status: dict[str, Any], as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(status, indent=2) + "\n")
@@ -114,17 +127,7 @@ def up(
             "--pg-port", min=1, max=65535, help="Port of the throwaway PostgreSQL (127.0.0.1)."
         ),
     ] = DEFAULT_PG_PORT,
-    pg_cache_cap: Annotated[
-        str | None,
-        typer.Option(
-            "--pg-cache-cap",
-            help="Cap the throwaway PostgreSQL's caches at SIZE (e.g. 64M, at least 32M): the "
-            "lab's memory limit becomes SIZE and shared_buffers a quarter of it, so reads of "
-            "data over 4 x SIZE reach the device (a running cluster is restarted). Instead of "
-            "--memory-limit; needs --postgres.",
-            metavar="SIZE",
-        ),
-    ] = None,
+    pg_cache_cap: PgCacheCapOpt = None,
     volume: VolumeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:

@@ -160,11 +160,14 @@ def cache_section(
     hidden = data_bytes is not None and caches > 0 and data_bytes < needed
     section["hidden_by_caches"] = hidden
     if hidden and data_bytes is not None:
-        recommended = scale_for(needed)
-        section["recommended"] = recommended
-        held = [f"{server_cache_name} {size_text(server_cache_bytes)}"]
+        section["recommended"] = scale_for(needed)
+        if recipe:
+            section["cap_bytes"] = cache_cap_mib(data_bytes) * MIB
+            section["recipe"] = recipe_text(recipe, data_bytes)
         if server_cache_bytes is None:  # none of its own: the host's page cache is the cache
             held = []
+        else:
+            held = [f"{server_cache_name} {size_text(server_cache_bytes)}"]
         if direct:
             held.append("no page cache: direct I/O")
         elif capped:
@@ -173,23 +176,25 @@ def cache_section(
             held.append(
                 f"host RAM {size_text(host_ram)}" if host_ram is not None else "host RAM unknown"
             )
-        advice = []
-        if recipe:
-            section["cap_bytes"] = cache_cap_mib(data_bytes) * MIB
-            section["recipe"] = recipe_text(recipe, data_bytes)
-            advice.append(
-                f"where you control the test box, cap the caches at "
-                f"{size_text(section['cap_bytes'])}: {section['recipe']}"
-            )
-        if recommended:
-            advice.append(f"{'or ' if advice else ''}use {recommended}")
-        said = f"; to exercise the storage {'; '.join(advice)}" if advice else ""
         section["warning"] = (
             f"cache: the data ({size_text(data_bytes)}) is under {EXERCISE_FACTOR} x "
             f"({' + '.join(held)}) = {size_text(needed)}, so reads may be served from memory, "
-            f"not the storage{said}"
+            f"not the storage{_advice(section)}"
         )
     return section
+
+
+def _advice(section: Mapping[str, Any]) -> str:
+    """The warning's tail: the caps on the caches first, then the scale."""
+    advice = []
+    if section.get("recipe"):
+        advice.append(
+            f"where you control the test box, cap the caches at "
+            f"{size_text(section['cap_bytes'])}: {section['recipe']}"
+        )
+    if section.get("recommended"):
+        advice.append(f"{'or ' if advice else ''}use {section['recommended']}")
+    return f"; to exercise the storage {'; '.join(advice)}" if advice else ""
 
 
 async def server_cache_bytes(target: Target) -> tuple[int | None, str | None]:

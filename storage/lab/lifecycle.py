@@ -152,7 +152,30 @@ class Lab:
         # Checked before anything is built, so a refusal leaves nothing to undo.
         checks.new_lab(root, records, bool(specs), pg_port if postgres else None)
         groups = cgroups.lab_groups(self.name)
-        state = {
+        state = self._new_state(root, size_bytes, records, memory_limit_bytes, pg_cache_cap_bytes)
+        try:
+            self._build(state, root, groups, named=bool(specs))
+            if postgres:
+                self._start_postgres(state, pg_port)
+            else:
+                system.drop_caches()
+        except (SimError, OSError) as exc:
+            problems = self.down()  # what is found not to be the lab's is left, not undone
+            note = "; undone" if not problems else "; could not undo: " + "; ".join(problems)
+            kind = ConfigError if isinstance(exc, ConfigError) else TargetError
+            raise kind(f"{exc}{note}") from exc
+        return self.status()
+
+    def _new_state(
+        self,
+        root: Path,
+        size_bytes: int,
+        records: list[dict[str, Any]],
+        memory_limit_bytes: int | None,
+        pg_cache_cap_bytes: int | None,
+    ) -> dict[str, Any]:
+        """The record of a lab about to be built (saved as each part is made)."""
+        return {
             "version": STATE_VERSION,
             "name": self.name,
             "created_at": time.time(),
@@ -166,18 +189,6 @@ class Lab:
             "postgres": None,
             "pg_cache_cap_bytes": pg_cache_cap_bytes,
         }
-        try:
-            self._build(state, root, groups, named=bool(specs))
-            if postgres:
-                self._start_postgres(state, pg_port)
-            else:
-                system.drop_caches()
-        except (SimError, OSError) as exc:
-            problems = self.down()  # what is found not to be the lab's is left, not undone
-            note = "; undone" if not problems else "; could not undo: " + "; ".join(problems)
-            kind = ConfigError if isinstance(exc, ConfigError) else TargetError
-            raise kind(f"{exc}{note}") from exc
-        return self.status()
 
     def _new_records(
         self,
