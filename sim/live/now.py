@@ -155,6 +155,12 @@ def now_panel(
         shown = "–" if p99 is None else format_value("p99_us_max", p99 * 1000)
         items.append(_item(f"op-{op}-p99", f"{op} p99", f"{op} p99 {shown}", p99))
         items.append(_item(f"op-{op}-rate", f"{op} ops/s", f"{_rate(rate)} ops/s", rate))
+    if in_window:
+        count = sum(f.get("count") or 0.0 for f in measured["ops"].values())
+        errors = sum(f.get("errors") or 0.0 for f in measured["ops"].values())
+        if errors > 0:  # failed operations are said beside the latency they would distort
+            share = 100 * errors / (count + errors)
+            items.append(_item("errors", "errors", f"errors {share:.2g} % of operations", share))
     dev = device if device in devices else primary_device(devices)
     if dev is not None:
         figures = devices[dev]
@@ -163,7 +169,7 @@ def now_panel(
         items.append(_item("device-await", "await", f"await {_ms(wait)}", wait))
         shown = "–" if util is None else f"{util:.0f} %"
         items.append(_item("device-util", "%util", f"util {shown}", util))
-    else:
+    elif ops:
         items.append(_item("device-none", "device", "no block device figures yet", None))
     return {"scope": scope, "device": dev, "items": items}
 

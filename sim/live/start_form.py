@@ -184,12 +184,23 @@ def _slo_values(slos: list[Any]) -> dict[str, str]:
     return out
 
 
+#: An SLO the form's fields can show in full (these keys only): the fields replace it.
+SHOWN_SLO_KEYS = frozenset({"name", "op", "device", "p99_us_max", "await_ms_max", "iops_min"})
+
+
+def _shown(slo: Any) -> bool:
+    """Whether the form's fields show ``slo`` in full (its set keys are all theirs)."""
+    return isinstance(slo, dict) and {k for k, v in slo.items() if v is not None} <= SHOWN_SLO_KEYS
+
+
 def _apply_slos(data: dict[str, Any], values: Mapping[str, str]) -> list[str]:
-    """The SLO fields as the scenario's ``slos`` (replacing those the form shows); problems
-    named by field. Nothing filled in: the scenario's own SLOs stay."""
-    filled = {n: str(values.get(n, "")).strip() for n, _, _ in SLO_FIELDS}
-    if not any(filled[n] for n in SLO_LIMITS):
+    """The SLO fields as the scenario's ``slos``: they replace the objectives the form shows
+    (pre-filled from them), so emptying them removes those; others (p95, errors, device
+    percentiles) stay. A body without any SLO field (a script's) leaves the SLOs as they are.
+    Problems are named by field."""
+    if not any(n in values for n, _, _ in SLO_FIELDS):
         return []
+    filled = {n: str(values.get(n, "")).strip() for n, _, _ in SLO_FIELDS}
     problems: list[str] = []
     limits: dict[str, float] = {}
     for name, (key, scale) in SLO_LIMITS.items():
@@ -205,7 +216,7 @@ def _apply_slos(data: dict[str, Any], values: Mapping[str, str]) -> list[str]:
         limits[key] = number * scale
     latency = {k: v for k, v in limits.items() if k == "p99_us_max"}
     storage = {k: v for k, v in limits.items() if k != "p99_us_max"}
-    slos = [s for s in data.get("slos") or [] if isinstance(s, dict) and s.get("name") != "form"]
+    slos = [s for s in data.get("slos") or [] if not _shown(s)]
     if latency:
         slos.append({"name": "form", "op": filled["slo.op"] or "*", **latency})
     if storage:

@@ -90,7 +90,16 @@ def test_before_the_window_the_strip_says_so(bundle: Path) -> None:
     assert line == {"met": None, "text": "SLO read p99 ≤ 5.00 ms: waiting for the measured window"}
     assert exercised_now(window, {"read"}) is None
     empty = now_panel({}, {}, running=False)
-    assert empty["scope"] == "no interval yet"
+    assert (empty["scope"], empty["items"]) == ("no interval yet", [])
+
+
+def test_failed_operations_are_said_beside_the_latency(bundle: Path) -> None:
+    rows = (bundle / "timeseries" / "ops.csv").read_text(encoding="utf-8").splitlines()
+    rows[-1] = rows[-1].replace(",3000,3000,0,", ",3000,3000,1000,")
+    (bundle / "timeseries" / "ops.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    items = now_panel(csv_window(bundle), {}, running=True)["items"]
+    errors = next(i for i in items if i["key"] == "errors")
+    assert errors["text"] == "errors 20 % of operations"
 
 
 def test_slos_are_judged_on_the_window_so_far_then_without_so_far(bundle: Path) -> None:
@@ -184,6 +193,15 @@ def test_the_start_forms_slo_fields_become_the_scenarios_slos() -> None:
     again = validate(scenario_data(scenario, {"slo.p99_ms": "7"})[0])
     shown = {f.name: f.value for f in form_fields(again)}
     assert (shown["slo.p99_ms"], shown["slo.op"]) == ("7", "*")
+    # Pre-filled from a scenario's objective, the fields replace it rather than add a copy;
+    # emptied, they remove it; a body without them (a script's) leaves the SLOs alone.
+    own = validate({**default_scenario_data(), "slos": [{"op": "read", "p99_us_max": 4000}]})
+    shown = {f.name: f.value for f in form_fields(own)}
+    assert (shown["slo.op"], shown["slo.p99_ms"]) == ("read", "4")
+    kept = scenario_data(own, shown)[0]["slos"]
+    assert kept == [{"name": "form", "op": "read", "p99_us_max": 4000.0}]
+    assert scenario_data(own, {**shown, "slo.p99_ms": ""})[0]["slos"] == []
+    assert len(scenario_data(own, {"load.duration_s": "5"})[0]["slos"]) == 1
     with pytest.raises(FormErrors) as caught:
         scenario_data(base, {"slo.p99_ms": "-5", "slo.iops_min": "many"})
     assert caught.value.by_field == {

@@ -46,7 +46,8 @@
         now.textContent = texts.length ? strip.scope + ": " + texts.join(" \u00b7 ") : "";
       })
       .catch(function () { now.textContent = ""; })
-      .finally(function () { setTimeout(poll, 3000); });
+      // Sooner while empty: the web UI builds the strip off its loop on the first asking.
+      .finally(function () { setTimeout(poll, now.textContent ? 3000 : 1000); });
   }
   poll();
 })();
