@@ -81,14 +81,14 @@ SEPARATOR = "vs"
 @app.command()
 def compare(
     bundles: Annotated[
-        list[Path],
+        list[Path] | None,
         typer.Argument(
             help="BASELINE CANDIDATE, or BASELINE... vs CANDIDATE... (repeated runs of each "
             "side, or runs at several load levels).",
             show_default=False,
             metavar="BASELINE [vs] CANDIDATE",
         ),
-    ],
+    ] = None,
     thresholds: ThresholdsOpt = None,
     max_p50: MaxP50Opt = None,
     max_p99: MaxP99Opt = None,
@@ -105,7 +105,7 @@ def compare(
     exit 1 when the candidate is significantly worse, 4 when the runs cannot be compared."""
     from sim.judge.compare import compare_runs, load_thresholds
 
-    baselines, candidates = split_sides(bundles)
+    baselines, candidates = split_sides(bundles or [])
     limits = load_thresholds(
         thresholds,
         {
@@ -139,6 +139,11 @@ def compare(
 def split_sides(bundles: list[Path]) -> tuple[list[Path], list[Path]]:
     """BASELINE CANDIDATE, or the bundles before and after the word ``vs``; anything else is
     bad input."""
+    if not bundles:
+        raise ConfigError(
+            f"compare takes BASELINE CANDIDATE, or BASELINE... {SEPARATOR} CANDIDATE...: "
+            "missing argument 'baseline'"
+        )
     marks = [i for i, b in enumerate(bundles) if str(b) == SEPARATOR]
     if not marks:
         if len(bundles) != 2:
