@@ -277,21 +277,23 @@ CLAIMS = [
 ]  # fmt: skip
 
 
+def _prose(page: Path) -> str:
+    """The page's text without any fenced block."""
+    lines = (REPO / page).read_text(encoding="utf-8").splitlines()
+    fenced: set[int] = set()
+    for block in blocks_of(page):
+        fenced.update(range(block.line - 1, block.line + len(block.text.splitlines()) + 1))
+    return "\n".join(line for i, line in enumerate(lines) if i not in fenced)
+
+
 def _pasted(claim: Claim) -> tuple[str, str]:
-    """The page's prose (its text without any fenced block) and the block pasted after
-    ``claim.after``."""
+    """The page's prose and the block pasted after ``claim.after``."""
     page = Path(claim.page)
-    text = (REPO / page).read_text(encoding="utf-8")
-    lines = text.splitlines()
+    lines = (REPO / page).read_text(encoding="utf-8").splitlines()
     anchor = next((i for i, line in enumerate(lines) if claim.after in line), None)
     assert anchor is not None, f"{claim.page}: no line says {claim.after!r}"
-    blocks = blocks_of(page, text)
-    fenced: set[int] = set()
-    for block in blocks:
-        fenced.update(range(block.line - 1, block.line + len(block.text.splitlines()) + 1))
-    pasted = next(b for b in blocks if b.line - 1 >= anchor)
-    prose = "\n".join(line for i, line in enumerate(lines) if i not in fenced)
-    return prose, pasted.text
+    pasted = next(b for b in blocks_of(page) if b.line - 1 >= anchor)
+    return _prose(page), pasted.text
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=[f"{c.page}: {c.what}" for c in CLAIMS])
@@ -332,3 +334,23 @@ def test_the_cached_run_and_its_json_agree() -> None:
     data = re.search(r"(?P<mib>\d+) MiB just written", console.text)
     size = re.search(r'"data_bytes": (?P<bytes>\d+)', section.text)
     assert data and size and round(int(size["bytes"]) / 2**20) == int(data["mib"])
+
+
+def test_the_slo_run_its_json_and_the_prose_agree() -> None:
+    """validation.md's SLO run: every console verdict's margin is the JSON's, in order; the
+    exit code shown is the one the verdicts give; the prose's margins are the JSON's."""
+    page = Path("docs/validation.md")
+    text = (REPO / page).read_text(encoding="utf-8")
+    blocks = blocks_of(page, text)
+    console = next(b for b in blocks if b.text.startswith("$ dbsim run validate.yaml\n"))
+    section = next(b for b in blocks if b.line > console.line and b.text.startswith('"slos"'))
+    said = re.findall(r"SLO (met|MISSED) \[[^]]+\]: .*\(margin ([+-][\d.]+) %\)", console.text)
+    margins = re.findall(r'"met": (true|false), "margin_pct": (-?[\d.]+)', section.text)
+    assert said and len(said) == len(margins), (said, margins)
+    for (word, shown), (met, margin) in zip(said, margins, strict=True):
+        assert (word == "met") == (met == "true") and float(shown) == float(margin)
+    missed = any(word == "MISSED" for word, _ in said)
+    assert console.text.rstrip().endswith("$ echo $?\n" + ("1" if missed else "0"))
+    assert f'"met": {"false" if missed else "true"},' in section.text
+    for quoted in re.findall(r"([+-]\d+\.\d) means", _prose(page)):
+        assert any(float(quoted) == float(m) for _, m in margins), quoted
