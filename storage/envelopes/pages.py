@@ -4,7 +4,8 @@ written with the reader's separators.
 The seeds are stored copies of vendor pages, several in Portuguese or French, which print
 ``1.350.000`` for 1,350,000 and ``21,5`` for 21.5. A citation quotes the seed verbatim (so the
 quote can be searched for in that copy), and :func:`page_lines` adds, per page cited, its
-English title, its publisher and address where known and its original title, then the quoted
+English title, its publisher and address where known and its original title, the cited
+sections' headings in English (``seeds[].headings_en`` of the data file), then the quoted
 figures in the page's own units with English separators (``21,5 GiBps`` → ``21.5 GiBps``).
 """
 
@@ -64,6 +65,23 @@ def figures(sources: Iterable[str], seed: SeedInfo) -> list[str]:
     return list(out)
 
 
+def english_sections(sources: Iterable[str], seed: SeedInfo) -> list[str]:
+    """The cited sections of ``seed`` with their headings in English (``Volume throughput
+    limits for NFSv3 access › Extreme service level``), each once; a path with a heading the
+    data file does not translate, or one already in English, is left out."""
+    pattern = re.compile(
+        rf"seed {re.escape(seed.file)} › (.*?)(?: \(lines? \d|: «|$)", flags=re.MULTILINE
+    )
+    out: dict[str, None] = {}
+    for source in sources:
+        for match in pattern.finditer(source):
+            parts = match.group(1).split(" › ")
+            english = [seed.headings_en.get(part) for part in parts]
+            if all(english) and english != parts:
+                out.setdefault(" › ".join(e for e in english if e), None)
+    return list(out)
+
+
 def describe_page(seed: SeedInfo) -> str:
     """``"Performance benchmarks", Google Cloud NetApp Volumes documentation, https://…
     (stored in Portuguese as «Comparativos de mercado de desempenho», seed 000_….txt)``."""
@@ -85,6 +103,7 @@ def page_lines(env: Envelope, sources: Iterable[str]) -> list[str]:
         if seed is None:
             continue
         lines.append(f"page: {describe_page(seed)}")
+        lines.extend(f'  section in English: "{path}"' for path in english_sections(listed, seed))
         shown = figures(listed, seed)
         if shown:
             lines.append(
@@ -112,6 +131,7 @@ def pages_json(env: Envelope, sources: Iterable[str]) -> list[dict[str, Any]]:
                 "publisher": seed.publisher,
                 "url": seed.url,
                 "figures": figures(listed, seed),
+                "sections_en": english_sections(listed, seed),
             }
         )
     return out

@@ -344,11 +344,19 @@ class SeedInfo(_Strict):
     title_en: str  # the vendor page's English title, which a reader searches for
     publisher: str  # whose page it is (the documentation set or site)
     url: str | None = Field(default=None, pattern=r"^https://")  # where known
+    headings_en: dict[str, str] = {}  # a heading as stored → the same heading in English
     language: str
     decimal: Literal[".", ","]
     thousands: Literal[".", ","]
     headings: list[str] = []  # the page's other headings: a cited section ends at any heading
     caveats: list[Caveat] = []
+
+    @model_validator(mode="after")
+    def _translated_headings_exist(self) -> SeedInfo:
+        unknown = [h for h in self.headings_en if self.headings and h not in self.headings]
+        if unknown:
+            raise ValueError(f"{self.file}: headings_en names no heading of the page: {unknown}")
+        return self
 
 
 class Omitted(_Strict):

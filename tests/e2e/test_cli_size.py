@@ -282,6 +282,7 @@ def test_an_eda_bundle_is_sized_in_file_operations_never_block_iops(
     assert '"Performance benchmarks", Google Cloud NetApp Volumes documentation, https://' in out
     assert "«Comparativos de mercado de desempenho»" in out
     assert "21.5 GiBps, 1,350,000 IOPS" in out
+    assert 'section in English: "Electronic design automation workload benchmarks"' in out
     # A block device makes no sense for a file run: one line, exit 2.
     wrong = dbsim_size(dbsim, "-e", "gcnv-large-volume-eda", "--bundle", bundle, "--device", "x")
     assert "sized by its file operations" in assert_one_error_line(wrong)
