@@ -18,6 +18,8 @@ times every operation in microseconds and writes the bundle. Modules:
 * :mod:`~sim.locust.users`, :mod:`~sim.locust.form` — user classes from the workload registry,
   the start form's parameters;
 * :mod:`~sim.locust.webui` — the Storage, Correlation and Run tabs, and ``--web-login``;
+  :mod:`~sim.locust.live`, :mod:`~sim.locust.live_routes` — the live page (``/dbsim/live``):
+  its charts, verdict and strip of latency beside the limiting device;
 * :mod:`~sim.locust.app` — the processes: ``dbsim ui``, ``dbsim worker``;
 * :mod:`~sim.locust.secure`, :mod:`~sim.locust.handshake`, :mod:`~sim.locust.workerport` —
   the master's worker port: CURVE keyed by a shared secret, a worker's check of the master's

@@ -44,12 +44,11 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from sim.bundle.summary import status_text
 from sim.core.metrics import OpStats
-from sim.live.now import live_extras
 from sim.live.phase import phase_of
 from sim.live.storage_table import storage_columns, storage_rows
 from sim.locust.downloads import DOWNLOADS, download
 from sim.locust.guard import PageGuard
-from sim.locust.live import LiveCache, NowCache
+from sim.locust.live_routes import add_live_routes
 from sim.locust.roles import Controller
 from sim.protocols import Sample
 from sim.report.findings import layer_rows
@@ -387,16 +386,6 @@ def _template_args() -> dict[str, Any]:
     }
 
 
-def _read_ops(controller: Controller) -> frozenset[str]:
-    """The running workload's reading operations (a local run's; none for a master's)."""
-    prepared = getattr(getattr(controller, "host", None), "prepared", None)
-    workload = getattr(prepared, "workload", None)
-    try:
-        return frozenset(workload.read_operations()) if workload is not None else frozenset()
-    except Exception:  # a workload mid-teardown: no cache check this poll
-        return frozenset()
-
-
 def _add_routes(
     app: Any,
     protect: Any,
@@ -406,7 +395,8 @@ def _add_routes(
     guard: PageGuard,
     figures: StatsCache,
 ) -> None:
-    """``/dbsim/status`` (the three tabs as JSON), ``/dbsim/run/<name>`` (downloads) and
+    """``/dbsim/status`` (the three tabs as JSON), the live page's routes
+    (:func:`~sim.locust.live_routes.add_live_routes`), ``/dbsim/run/<name>`` (downloads) and
     ``/dbsim/static/<name>`` (the page's own script and style, served from this package)."""
 
     @app.route("/dbsim/status")
@@ -419,44 +409,7 @@ def _add_routes(
             correlation=correlation.get(snapshot.get("bundle")),
         )
 
-    live = LiveCache()
-    clock = SampleClock()
-
-    @app.route("/dbsim/live")
-    @protect
-    def dbsim_live() -> Response:
-        page = guard.with_token((STATIC / "live.html").read_text(encoding="utf-8"))
-        return Response(page, mimetype="text/html", headers={"Cache-Control": "no-store"})
-
-    @app.route("/dbsim/live/data")
-    @protect
-    def dbsim_live_data() -> Response:
-        snapshot = controller.snapshot()
-        running = snapshot.get("status") == "running"
-        samples = controller.samples()
-        phase = str(phase_of(snapshot).get("phase") or "")
-        view = live.get(snapshot.get("bundle"), running, phase)
-        figures.apply([])  # the measured window's HDR percentiles, refreshed off the hub
-        return jsonify(
-            run={**snapshot, "status_text": status_text(snapshot)},
-            view=view,
-            rows=run_rows(snapshot),
-            sample_age_s=round(clock.age_s(samples), 1) if samples else None,
-            **live_extras(view, figures.figures, running=running, read_ops=_read_ops(controller)),
-        )
-
-    light = NowCache()
-
-    @app.route("/dbsim/live/now")
-    @protect
-    def dbsim_live_now() -> Response:
-        """The strip alone (Locust's page shows it in its bar): no charts, no analysis."""
-        snapshot = controller.snapshot()
-        running = snapshot.get("status") == "running"
-        phase = str(phase_of(snapshot).get("phase") or "")
-        view = light.get(snapshot.get("bundle"), running, phase)
-        figures.apply([])
-        return jsonify(live_extras(view, figures.figures, running=running))
+    add_live_routes(app, protect, controller, guard, figures, run_rows, SampleClock())
 
     @app.route("/dbsim/run/<name>")
     @protect
