@@ -23,6 +23,9 @@ collector and the contract tests all ask the record:
   :mod:`sim.core.cache` holds the data size against before a load; with the queries telling
   whether the server reads its files past the host's page cache and which process serves the
   connection (whose memory cgroup bounds that page cache);
+* ``first_contact``: what ``dbsim check`` asks beyond ``validate --connect``'s probe (its
+  own privileges with their GRANTs, how the page counts prove a row per block, where physical
+  reads come from when the engine keeps no statistics): :class:`FirstContact`;
 * ``cache_recipe``: how to make the storage do the work on a test box the user controls (a
   small server cache, direct I/O, a memory-capped server), offered by the cache warning.
 
@@ -102,6 +105,39 @@ class ServerCache:
 
 
 @dataclass(frozen=True)
+class ContactPrivilege:
+    """A privilege ``dbsim check`` asks of the server: ``what`` (for its line), ``needed_for``,
+    ``held`` (one value, non-zero when held; an error counts as not held) and ``grant``
+    (``{user}`` … filled from :attr:`FirstContact.names`); ``required`` False: dbsim runs
+    without it and says what it loses."""
+
+    what: str
+    needed_for: str
+    held: str
+    grant: str
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class FirstContact:
+    """What ``dbsim check`` (sim.check) asks of one dialect beyond ``validate --connect``.
+
+    ``names``: placeholder → one-value query for the GRANTs; ``page_proof``: how the page
+    counts are read, for the line; ``process_reads``: the engine runs inside dbsim's process,
+    so its physical reads are the process's own read calls (SQLite); ``own_cache_bytes``: the
+    engine's page cache from the target's settings when the record has no ``cache`` query;
+    ``no_privileges``: the line when there is no privilege to ask at all.
+    """
+
+    names: Mapping[str, str]
+    privileges: tuple[ContactPrivilege, ...] = ()
+    page_proof: str = ""
+    process_reads: bool = False
+    own_cache_bytes: Callable[[Any], int | None] | None = None
+    no_privileges: str = ""
+
+
+@dataclass(frozen=True)
 class SqlDialect:
     """Everything dbsim needs to know about one SQL dialect (see the module docstring)."""
 
@@ -136,6 +172,8 @@ class SqlDialect:
     #: in all (``{quarter_mb}``: a quarter of it), one clause for the cache warning
     #: (sim.core.cache); "" when the dialect has none to offer.
     cache_recipe: str = ""
+    #: ``dbsim check``'s record (None: the dialect has none, and check refuses the target).
+    first_contact: FirstContact | None = None
 
     def sqlalchemy(self) -> Dialect:
         """SQLAlchemy's dialect object (built once per dialect)."""

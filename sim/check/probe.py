@@ -19,11 +19,10 @@ from typing import Any
 from sim.check.reads import ReadWindow, read_window
 from sim.connect_check import ProbeReport, probe
 from sim.core.cache import server_cache_bytes, size_text
-from sim.dialects import dialect_of
+from sim.dialects import FirstContact, dialect_of, dialects
 from sim.errors import ConfigError
 from sim.protocols import Target, connect_sql
 from sim.sql import Statement, quote_identifier
-from storage.targets.first_contact import FirstContact, first_contact
 from workloads.common import drop_statement
 from workloads.ownership import REGISTRY_TABLE
 from workloads.slob.parameters import MIN_ROWS, SlobParameters
@@ -225,7 +224,7 @@ class FirstContactCheck:
         return SlobParameters(**knobs)
 
     async def load(self) -> bool:
-        record = first_contact(self.target.dialect)
+        record = _record(self.target)
         assert record is not None
         self.cache_name, self.cache_bytes = await self.cache(record)
         block = int(SlobParameters(**(self.options.slob or {})).block_size_bytes)
@@ -380,6 +379,15 @@ class FirstContactCheck:
         return [REGISTRY_TABLE]
 
 
+def _record(target: Target) -> FirstContact | None:
+    dialect = dialect_of(target)
+    return dialect.first_contact if dialect is not None else None
+
+
+def _checked() -> list[str]:
+    return [name for name, d in dialects().items() if d.first_contact is not None]
+
+
 def _connect_fix() -> str:
     return "check target.host, port, database, user and the password's variable"
 
@@ -391,11 +399,11 @@ async def run_checks(
     blocking: Callable[[Callable[[], Any]], Any],
 ) -> list[CheckLine]:
     """Every check against ``target`` (opened by the caller); the lines, also emitted."""
-    record = first_contact(getattr(target, "dialect", ""))
+    record = _record(target)
     if record is None:
         raise ConfigError(
             f"dbsim check: no first-contact checks for a {target.kind} target "
-            "(it checks SQL targets: postgres, mysql, sqlite, oracle, sqlserver)"
+            f"(it checks SQL targets: {', '.join(sorted(_checked()))})"
         )
     return await FirstContactCheck(target, options, emit, blocking).run(record)
 

@@ -4,8 +4,8 @@ the check calls first): the privileges only the check's own steps show a need fo
 counts' views, a registry another login created, the registry's row deletes), how its page
 counts are read, and where its physical reads come from.
 
-The command (``sim.check``) holds no engine's SQL: it finds the record of the target's dialect
-here with :func:`first_contact`. The page counts themselves are the SLOB workload's own
+The command (``sim.check``) holds no engine's SQL: each target module names its record as its
+dialect record's ``first_contact`` (sim.dialects), where the check finds it. The page counts themselves are the SLOB workload's own
 ``blocks_used`` and ``max_rows_per_block`` statements (``workloads/slob/sql/``) and the
 physical reads are the ``db`` collector's (the dialect record's ``stats_collectors``), so the
 check proves the very statements a run depends on.
@@ -20,41 +20,10 @@ docs/check.md says so beside them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True)
-class Privilege:
-    """One privilege dbsim needs: ``what`` (for the line), ``needed_for`` (why), ``held`` (a
-    one-value query, non-zero when held) and ``grant`` (the statement that gives it)."""
-
-    what: str
-    needed_for: str
-    held: str
-    grant: str
-    #: False: dbsim runs without it and says what it loses (a ✓ line with the GRANT).
-    required: bool = True
-
-
-@dataclass(frozen=True)
-class FirstContact:
-    """One dialect's first-contact record (see the module docstring).
-
-    ``names``: placeholder → one-value query (``user`` first: it is also the round trip);
-    ``page_proof``: how the page counts are read, for the line; ``process_reads``: the engine
-    runs inside dbsim's process, so its physical reads are the process's own read calls
-    (SQLite); ``own_cache_bytes``: the engine's page cache from the target's settings when the
-    dialect record has no server cache query.
-    """
-
-    names: Mapping[str, str]
-    privileges: tuple[Privilege, ...] = ()
-    page_proof: str = ""
-    process_reads: bool = False
-    own_cache_bytes: Callable[[Any], int | None] | None = None
-    no_privileges: str = ""
+from sim.dialects import ContactPrivilege as Privilege
+from sim.dialects import FirstContact
 
 
 def _pg_schema(privilege: str) -> str:
@@ -175,18 +144,4 @@ SQLSERVER = FirstContact(
     page_proof="dm_db_page_info (slot count of every data page)",
 )
 
-RECORDS: Mapping[str, FirstContact] = {
-    "postgres": POSTGRES,
-    "mysql": MYSQL,
-    "sqlite": SQLITE,
-    "oracle": ORACLE,
-    "sqlserver": SQLSERVER,
-}
-
-
-def first_contact(dialect: str) -> FirstContact | None:
-    """The record of ``dialect`` (None: dbsim has none for it yet)."""
-    return RECORDS.get(dialect)
-
-
-__all__ = ["RECORDS", "FirstContact", "Privilege", "first_contact"]
+__all__ = ["MYSQL", "ORACLE", "POSTGRES", "SQLITE", "SQLSERVER"]

@@ -43,6 +43,7 @@ from sim.protocols import (
 from sim.registry import TargetEntry, register_target
 from sim.secrets import SecretRef, redact, resolve_secret
 from storage.collectors.innodb import InnodbStatsCollector
+from storage.targets.first_contact import MYSQL as FIRST_CONTACT
 from storage.targets.locks import polled_lock
 from storage.targets.settings import _Settings
 
@@ -101,6 +102,7 @@ MYSQL_DIALECT = SqlDialect(
         "innodb_buffer_pool_size = {cap_mb}M with innodb_flush_method = O_DIRECT "
         "(InnoDB then reads its files past the host's page cache)"
     ),
+    first_contact=FIRST_CONTACT,
 )
 
 

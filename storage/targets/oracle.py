@@ -40,6 +40,7 @@ from sim.protocols import (
     no_load_lock,
 )
 from sim.secrets import redact, resolve_secret
+from storage.targets.first_contact import ORACLE as FIRST_CONTACT
 from storage.targets.locks import LockUnsupported, lock_id, polled_lock
 from storage.targets.oracle_connect import address as oracle_address
 from storage.targets.oracle_connect import (
@@ -97,6 +98,7 @@ ORACLE_DIALECT = SqlDialect(
         "management cannot grow the buffer cache) and filesystemio_options = setall "
         "(direct, asynchronous I/O past the host's page cache)"
     ),
+    first_contact=FIRST_CONTACT,
 )
 
 # Every session holds its connection for the whole run and all connect before any starts, so

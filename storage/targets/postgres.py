@@ -30,6 +30,7 @@ from sim.errors import ConfigError, TargetError
 from sim.protocols import EngineContext, LoadLock, SqlConnection, Statement, Target, WaitCallback
 from sim.secrets import redact, resolve_secret
 from storage.collectors.database import postgres_stats_collectors
+from storage.targets.first_contact import POSTGRES as FIRST_CONTACT
 from storage.targets.locks import lock_id, polled_lock
 from storage.targets.postgres_record import (
     POSTGRES_CACHE,
@@ -60,6 +61,7 @@ POSTGRES_DIALECT = SqlDialect(
     stats_collectors=postgres_stats_collectors,
     cache=POSTGRES_CACHE,
     cache_recipe=POSTGRES_CACHE_RECIPE,
+    first_contact=FIRST_CONTACT,
 )
 
 APPLICATION_NAME = "dbsim"

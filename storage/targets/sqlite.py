@@ -31,6 +31,7 @@ from sim.protocols import (
     WaitCallback,
     no_load_lock,
 )
+from storage.targets.first_contact import SQLITE as FIRST_CONTACT
 from storage.targets.locks import directory_lock
 from storage.targets.paths import check_owner
 from storage.targets.settings import SqliteSettings
@@ -64,6 +65,7 @@ SQLITE_DIALECT = SqlDialect(
         "dbsim run in a memory cgroup of its own memory + {cap_mb}M (SQLite's reads go "
         "through the page cache charged to that group)"
     ),
+    first_contact=FIRST_CONTACT,
 )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlalchemy import CHAR, Column
 
 from sim.dialects import PageFit, ServerCache, SqlDialect
+from storage.targets.first_contact import SQLSERVER as FIRST_CONTACT
 
 # SQL Server pages are always 8 KB: 8,192 - 96 header = 8,096 bytes for records, and every
 # record also takes a 2-byte slot, so two records fit only if 2 × (r + 2) <= 8,096, i.e.
@@ -44,4 +45,5 @@ SQLSERVER_DIALECT = SqlDialect(
         "the buffer pool", "SELECT committed_target_kb * 1024 FROM sys.dm_os_sys_info"
     ),
     cache_recipe="max server memory (MB) = {cap_mb} (the server's floor is 128)",
+    first_contact=FIRST_CONTACT,
 )

@@ -15,12 +15,13 @@ import sqlglot
 from sim import connect_check
 from sim.check.probe import CheckLine
 from sim.check.reads import process_read_calls, window_means
-from sim.dialects import dialect
+from sim.dialects import dialect, dialects
 from sim.protocols import Sample, gap_sample
-from storage.targets.first_contact import RECORDS
 from tests.contract.sql_rules import ORACLE, SQLSERVER, check
 
 FIELDS = string.Formatter()
+#: Every dialect's first-contact record, as dbsim check finds it (its dialect record).
+RECORDS = {name: d.first_contact for name, d in dialects().items() if d.first_contact}
 
 
 def placeholders(text: str) -> set[str]:
