@@ -164,9 +164,11 @@ class SqlDialect:
     stats_collectors: StatsCollectors | None = None
     #: None when the engine keeps no cache worth counting (SQLite reads through the host's).
     cache: ServerCache | None = None
-    #: Statements run once after a drop that removed tables, so the space they took goes back
-    #: to the file system (SQLite keeps freed pages in the file: VACUUM, then a WAL
-    #: checkpoint that truncates the log); () where dropping frees the space itself.
+    #: Statements run once after a drop that removed the last table dbsim's registry records,
+    #: so the space they took goes back to the file system (SQLite keeps freed pages in the
+    #: file: VACUUM, then a WAL checkpoint that truncates the log; VACUUM renumbers root pages,
+    #: the identity of tables still registered, so not before the last); () where dropping
+    #: frees the space itself.
     after_drop: tuple[str, ...] = ()
     #: The settings that make the storage do the work with caches of at most ``{cap_mb}`` MiB
     #: in all (``{quarter_mb}``: a quarter of it), one clause for the cache warning

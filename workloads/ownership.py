@@ -367,6 +367,12 @@ class TableRegistry:
         names = await conn.column(statement, bind(statement, workload=self.workload, pattern=like))
         return [str(n) for n in names if pattern.fullmatch(str(n))]
 
+    async def holds_tables(self, conn: SqlConnection) -> bool:
+        """Whether the registry still records a table of any workload (its own row aside)."""
+        statement = self._render("registry_others")
+        count = await conn.scalar(statement, bind(statement, owner=REGISTRY_OWNER))
+        return bool(count)
+
     async def drop(self, conn: SqlConnection, names: Sequence[str]) -> list[str]:
         """Drop the registered tables ``names`` (and their registry rows); return them. Every
         one is checked first: a foreign object among them refuses the whole drop."""

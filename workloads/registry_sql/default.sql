@@ -23,3 +23,6 @@ DELETE FROM {registry} WHERE name = :name
 
 -- name: registry_names
 SELECT name FROM {registry} WHERE workload = :workload AND name LIKE :pattern
+
+-- name: registry_others
+SELECT COUNT(*) FROM {registry} WHERE workload <> :owner

@@ -28,6 +28,9 @@ SELECT fingerprint FROM dbsim_registry WHERE name = :name;
 -- registry_names binds=workload,pattern
 SELECT name FROM dbsim_registry WHERE workload = :workload AND name LIKE :pattern;
 
+-- registry_others binds=owner
+SELECT COUNT(*) FROM dbsim_registry WHERE workload <> :owner;
+
 -- registry_put binds=name,workload,fingerprint
 INSERT INTO dbsim_registry (name, workload, fingerprint) VALUES (:name, :workload, :fingerprint);
 

@@ -42,6 +42,9 @@ SELECT fingerprint FROM dbsim_registry WHERE name = $1;
 -- registry_names binds=workload,pattern
 SELECT name FROM dbsim_registry WHERE workload = $1 AND name LIKE $2;
 
+-- registry_others binds=owner
+SELECT COUNT(*) FROM dbsim_registry WHERE workload <> $1;
+
 -- registry_put binds=name,workload,fingerprint
 INSERT INTO dbsim_registry (name, workload, fingerprint) VALUES ($1, $2, $3);
 

@@ -20,6 +20,9 @@ SELECT fingerprint FROM dbsim_registry WHERE name = ?;
 -- registry_names binds=workload,pattern
 SELECT name FROM dbsim_registry WHERE workload = ? AND name LIKE ?;
 
+-- registry_others binds=owner
+SELECT COUNT(*) FROM dbsim_registry WHERE workload <> ?;
+
 -- registry_put binds=name,workload,fingerprint
 INSERT INTO dbsim_registry (name, workload, fingerprint) VALUES (?, ?, ?);
 

@@ -27,6 +27,9 @@ SELECT fingerprint FROM dbsim_registry WHERE name = %s;
 -- registry_names binds=workload,pattern
 SELECT name FROM dbsim_registry WHERE workload = %s AND name LIKE %s;
 
+-- registry_others binds=owner
+SELECT COUNT(*) FROM dbsim_registry WHERE workload <> %s;
+
 -- registry_put binds=name,workload,fingerprint
 INSERT INTO dbsim_registry (name, workload, fingerprint) VALUES (%s, %s, %s);
 
