@@ -49,10 +49,11 @@ HISTOGRAM_BOUNDS_MS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 def dict_rows(
-    description: Sequence[Sequence[Any]] | None, rows: Iterable[Sequence[Any]]
+    description: Sequence[Any] | None, rows: Iterable[Sequence[Any]]
 ) -> list[dict[str, Any]]:
     """A DB-API cursor's result (``cursor.description`` and its rows) as one dict per row, keyed
-    by the column's name in lower case (Oracle reports unquoted names upper-cased)."""
+    by the column's name in lower case (Oracle reports unquoted names upper-cased). A column
+    description is anything whose [0] is the name (a tuple, python-oracledb's FetchInfo)."""
     if description is None:
         raise CollectorError("collector db: the statement returned no result set")
     names = [str(column[0]).lower() for column in description]

@@ -34,6 +34,7 @@ from sim.protocols import (
     no_load_lock,
 )
 from sim.secrets import redact, resolve_secret
+from storage.collectors.view_counters import dict_rows
 from storage.targets.locks import polled_lock
 from storage.targets.odbc_support import (  # noqa: F401  (LONGEST_ARRAY_TEXT: published here)
     APP_LOCKS,
@@ -163,6 +164,10 @@ class OdbcConnection(SqlConnection):
     def _column(self, sql: str, params: list[Any]) -> list[Any]:
         return [row[0] for row in self._execute_blocking(sql, params).fetchall()]
 
+    def _rows(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+        cursor = self._execute_blocking(sql, params)
+        return dict_rows(cursor.description, cursor.fetchall())
+
     def _rowcount(self, sql: str, params: list[Any]) -> int:
         return int(self._execute_blocking(sql, params).rowcount)
 
@@ -206,6 +211,11 @@ class OdbcConnection(SqlConnection):
     async def column(self, statement: Statement, params: Sequence[Any] = ()) -> list[Any]:
         args = self._params(statement, params)
         return list(await self._call(statement.name, self._column, statement.sql, args))
+
+    async def rows(self, statement: Statement, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Every row as a dict of lower-cased column name to value (the db collector)."""
+        args = self._params(statement, params)
+        return list(await self._call(statement.name, self._rows, statement.sql, args))
 
     async def execute(self, statement: Statement, params: Sequence[Any] = ()) -> int:
         args = self._params(statement, params)

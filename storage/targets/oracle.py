@@ -40,6 +40,8 @@ from sim.protocols import (
     no_load_lock,
 )
 from sim.secrets import redact, resolve_secret
+from storage.collectors.oracle_stats import oracle_stats_collectors
+from storage.collectors.view_counters import dict_rows
 from storage.targets.first_contact import ORACLE as FIRST_CONTACT
 from storage.targets.locks import LockUnsupported, lock_id, polled_lock
 from storage.targets.oracle_connect import address as oracle_address
@@ -99,6 +101,7 @@ ORACLE_DIALECT = SqlDialect(
         "(direct, asynchronous I/O past the host's page cache)"
     ),
     first_contact=FIRST_CONTACT,
+    stats_collectors=oracle_stats_collectors,
 )
 
 # Every session holds its connection for the whole run and all connect before any starts, so
@@ -164,6 +167,15 @@ class OracleConnection(SqlConnection):
         try:
             await self._cursor.execute(statement.sql, binds)
             return [await self._plain(row[0]) for row in await self._cursor.fetchall()]
+        except oracledb.Error as exc:
+            raise self._error(statement.name, exc) from exc
+
+    async def rows(self, statement: Statement, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Every row as a dict of lower-cased column name to value (the db collector)."""
+        binds = bind_dict(statement, params)
+        try:
+            await self._cursor.execute(statement.sql, binds)
+            return dict_rows(self._cursor.description, await self._cursor.fetchall())
         except oracledb.Error as exc:
             raise self._error(statement.name, exc) from exc
 

@@ -14,6 +14,7 @@ import oracledb
 
 from sim.errors import TargetError
 from sim.protocols import EngineContext, SqlConnection, Statement
+from storage.collectors.view_counters import dict_rows
 from storage.targets.oracle_connect import error_text
 
 
@@ -67,6 +68,10 @@ class OracleThickConnection(SqlConnection):
         self._cursor.execute(sql, binds)
         return [self._plain(row[0]) for row in self._cursor.fetchall()]
 
+    def _rows(self, sql: str, binds: dict[str, Any]) -> list[dict[str, Any]]:
+        self._cursor.execute(sql, binds)
+        return dict_rows(self._cursor.description, self._cursor.fetchall())
+
     def _rowcount(self, sql: str, binds: dict[str, Any]) -> int:
         self._cursor.execute(sql, binds)
         return int(self._cursor.rowcount)
@@ -78,6 +83,11 @@ class OracleThickConnection(SqlConnection):
     async def column(self, statement: Statement, params: Sequence[Any] = ()) -> list[Any]:
         binds = bind_dict(statement, params)
         return list(await self._call(statement.name, self._column, statement.sql, binds))
+
+    async def rows(self, statement: Statement, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Every row as a dict of lower-cased column name to value (the db collector)."""
+        binds = bind_dict(statement, params)
+        return list(await self._call(statement.name, self._rows, statement.sql, binds))
 
     async def execute(self, statement: Statement, params: Sequence[Any] = ()) -> int:
         binds = bind_dict(statement, params)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlalchemy import CHAR, Column
 
 from sim.dialects import PageFit, ServerCache, SqlDialect
+from storage.collectors.sqlserver_stats import sqlserver_stats_collectors
 from storage.targets.first_contact import SQLSERVER as FIRST_CONTACT
 
 # SQL Server pages are always 8 KB: 8,192 - 96 header = 8,096 bytes for records, and every
@@ -46,4 +47,5 @@ SQLSERVER_DIALECT = SqlDialect(
     ),
     cache_recipe="max server memory (MB) = {cap_mb} (the server's floor is 128)",
     first_contact=FIRST_CONTACT,
+    stats_collectors=sqlserver_stats_collectors,
 )
