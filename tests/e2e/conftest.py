@@ -183,8 +183,15 @@ class InProcessDbsim(Dbsim):
 
 @contextlib.contextmanager
 def _as_the_child(cwd: Path, env: dict[str, str]) -> Iterator[None]:
+    from sim import secrets
+
     saved_env, saved_cwd, saved_tempdir = dict(os.environ), os.getcwd(), tempfile.tempdir
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    # The secrets this process resolved are masked in every message: a new process starts
+    # with none. (Seen: an earlier test's password "refused" masked the driver's "Connection
+    # refused" in a later in-process command on the same worker.)
+    saved_secrets = set(secrets._RESOLVED)
+    secrets._RESOLVED.clear()
     os.environ.clear()
     os.environ.update(env)
     tempfile.tempdir = None  # read TMPDIR again, as a new process would
@@ -192,6 +199,8 @@ def _as_the_child(cwd: Path, env: dict[str, str]) -> Iterator[None]:
     try:
         yield
     finally:
+        secrets._RESOLVED.clear()
+        secrets._RESOLVED.update(saved_secrets)
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
