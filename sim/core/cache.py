@@ -238,10 +238,18 @@ async def server_cache_facts(target: Target) -> dict[str, Any]:
             except Exception as exc:  # as above: the check goes on without it
                 log.debug("cache query %s failed: %s", name, exc)
                 continue
-            facts[key] = bool(value) if key == "direct" else int(value)
+            facts[key] = truth(value) if key == "direct" else int(value)
     finally:
         await conn.close()
     return facts
+
+
+def truth(value: Any) -> bool:
+    """A boolean as a driver returns it: True/False, 1/0, or text — psqlODBC sends PostgreSQL's
+    booleans as the characters '0' and '1' by default (BoolsAsChar), and bool('0') is True."""
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "t", "true", "on", "yes", "y"}
+    return bool(value)
 
 
 async def check_caches(

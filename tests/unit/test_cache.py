@@ -289,3 +289,16 @@ def test_an_eda_tree_offers_direct_io_first_and_direct_io_counts_no_page_cache()
         direct=direct.reads_direct(),
     )
     assert unwarned["needed_bytes"] == 0 and unwarned["hidden_by_caches"] is False
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(True, True), (False, False), (1, True), (0, False), ("1", True), ("0", False),
+     ("t", True), ("f", False), ("true", True), ("off", False), (None, False)],
+)  # fmt: skip
+def test_a_drivers_boolean_is_read_as_it_means(value: object, expected: bool) -> None:
+    """psqlODBC sends PostgreSQL's booleans as '0'/'1': bool('0') took PostgreSQL 15 through
+    ODBC for a server reading with direct I/O ('no page cache: direct I/O')."""
+    from sim.core.cache import truth
+
+    assert truth(value) is expected
