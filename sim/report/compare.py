@@ -15,13 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sim.judge.compare import (
-    GROUPS,
-    LABELS,
-    NO_SIGNIFICANT,
-    POINT_METRICS,
-    UNDETERMINED,
-)
+from sim.judge.compare import GROUPS
+from sim.judge.compare_rows import LABELS, NO_SIGNIFICANT, POINT_METRICS, UNDETERMINED
 from sim.judge.slo import format_value
 from sim.report.draw import PALETTE
 from sim.report.markup import DASH, Safe, esc, kv_table, num, page, section, short, table

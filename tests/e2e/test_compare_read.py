@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.judge.compare import LABELS
+from sim.judge.compare_rows import LABELS
 from sim.report.compare import table_rows
 from tests.e2e.conftest import CliResult, Dbsim, clean_environment, single_bundle
 

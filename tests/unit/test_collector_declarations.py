@@ -271,6 +271,9 @@ def test_no_product_file_outside_the_plugins_names_a_collector() -> None:
         "sim/judge/slo.py",
         "sim/judge/sweep.py",
         "sim/judge/compare.py",
+        "sim/judge/compare_rows.py",
+        "sim/judge/compare_pool.py",
+        "sim/judge/compare_levels.py",
         "sim/run/calibration.py",
         "sim/cli/size.py",
     ]
