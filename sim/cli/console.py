@@ -21,6 +21,7 @@ from sim import registry
 from sim.cli.tables import Column, folded
 from sim.core.cache import not_exercised_headline
 from sim.core.metrics import Interval
+from sim.core.result import OUTCOME_COMPLETED
 from sim.core.progress import ProgressMeter
 from sim.protocols import Sample
 from sim.registry import Display
@@ -233,11 +234,13 @@ def summary_tables(summary: dict[str, Any], width: int | None = None) -> list[Ta
 def print_quiet(summary: dict[str, Any]) -> None:
     """``dbsim run --quiet``: the bundle's path alone on stdout (for ``old=$(dbsim run …)``),
     and on stderr the line of a run not to be compared (INVALID RUN, STORAGE NOT EXERCISED):
-    quiet must not hide that the caches served the run."""
-    cached = not_exercised_headline(summary, figures=False)
-    for headline in (invalid_headline(summary), cached):
-        if headline is not None:
-            sys.stderr.write(f"dbsim: {headline}\n")
+    quiet must not hide that the caches served the run. A run that failed says why in its
+    error: line alone: these lines are about a completed run's figures."""
+    if summary.get("status") == OUTCOME_COMPLETED:
+        cached = not_exercised_headline(summary, figures=False)
+        for headline in (invalid_headline(summary), cached):
+            if headline is not None:
+                sys.stderr.write(f"dbsim: {headline}\n")
     sys.stdout.write(f"{summary['bundle']}\n")
 
 
