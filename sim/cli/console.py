@@ -21,8 +21,8 @@ from sim import registry
 from sim.cli.tables import Column, folded
 from sim.core.cache import not_exercised_headline
 from sim.core.metrics import Interval
-from sim.core.result import OUTCOME_COMPLETED
 from sim.core.progress import ProgressMeter
+from sim.core.result import OUTCOME_COMPLETED
 from sim.protocols import Sample
 from sim.registry import Display
 
