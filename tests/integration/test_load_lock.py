@@ -102,6 +102,7 @@ async def _two_loaders_while_held(target: Target, key: str, scenario: Path) -> l
                     "sim.cli",
                     "load",
                     str(scenario),
+                    "--json",
                     cwd=REPO,
                     env=_env(),
                     stdin=asyncio.subprocess.DEVNULL,
