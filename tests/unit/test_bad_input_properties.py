@@ -1476,6 +1476,20 @@ SQL_INTERPOLATION_ALLOWED = {
     ("sim/connect_check.py", "privilege_sql"): "the CHECKS table's own literal predicates",
     ("sim/connect_check.py", "_MYSQL_ME"): "a module constant (CURRENT_USER() as 'user'@'host')",
     ("sim/connect_check.py", "privilege"): "one of the module's constant privilege names",
+    ("sim/check/probe.py", "quoted"): "quote_identifier(dialect, REGISTRY_TABLE) just above",
+    ("sim/check/probe.py", "REGISTRY_TABLE"): "a module constant (dbsim_registry)",
+    ("storage/targets/first_contact.py", "privilege"): (
+        "a privilege name its callers in the module pass as a literal (USAGE, DELETE)"
+    ),
+    ("storage/targets/first_contact.py", "_MY_GRANTEE"): (
+        "a module constant (CURRENT_USER() as 'user'@'host')"
+    ),
+    ("storage/targets/first_contact.py", "view"): (
+        "a v$ view name its callers in the module pass as a literal"
+    ),
+    ("storage/targets/first_contact.py", "view.replace('v$', 'v_$')"): (
+        "the same literal view name, as GRANT spells it"
+    ),
 }
 SQL_WORD = re.compile(
     r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|TRUNCATE|GRANT|EXEC|MERGE|FROM|WHERE|TABLE|INDEX|SCHEMA)\b|search_path"
