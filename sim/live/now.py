@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from sim import registry
 from sim.bundle.figures import device_figures, finite, primary_device
 from sim.bundle.reader import read_rows_if_readable
 from sim.config.scenario import Slo
@@ -45,7 +46,8 @@ def csv_window(bundle: Path) -> dict[str, Any]:
     per-op p99 and device figures, with its phase). Read in a native thread (files)."""
     folder = bundle / "timeseries"
     ops = read_rows_if_readable(folder / "ops.csv")
-    block = read_rows_if_readable(folder / "block.csv")
+    device_source = registry.collector_with_role(registry.ROLE_DEVICE)
+    block = read_rows_if_readable(folder / f"{device_source}.csv") if device_source else []
     lengths = _lengths([*ops, *block])
     builder = WindowBuilder()
     util: dict[str, list[float]] = {}
