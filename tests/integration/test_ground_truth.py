@@ -71,7 +71,7 @@ from sim.analysis.series import BundleSeries
 from sim.errors import ConfigError
 from storage.lab import Lab, system
 from storage.lab.pgcluster import PG_USER, pg_bin
-from tests.integration.test_lab import _free_port, _mounted_under
+from tests.integration.test_lab import _mounted_under
 from tests.integration.test_lab import _require_lab as require_lab
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
@@ -304,16 +304,10 @@ def private_ground_lab(prefix: str, name: str, runs: Path, port: int) -> Iterato
 
 
 @pytest.fixture(scope="module")
-def ground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GroundLab]:
-    """The module's lab with PostgreSQL and the SLOB table loaded; always taken down. The
-    scenarios and bundles are kept in pytest's temporary directory for inspection."""
-    _require_lab()
-    keep = os.environ.get(KEEP_ENV)
-    runs = Path(keep) if keep else tmp_path_factory.mktemp("ground-truth")
-    with private_ground_lab("dbsim-gt-", "ground-truth", runs, _free_port(55442)) as ground:
-        settings = ground.sql("SHOW track_io_timing", "SHOW autovacuum", "SHOW shared_buffers")
-        assert settings == ["on", "off", "16MB"], settings
-        yield ground
+def ground(ground_lab: GroundLab) -> GroundLab:
+    """The session's ground-truth lab (tests/integration/conftest.py), shared with
+    test_lab_iops: built once, always taken down."""
+    return ground_lab
 
 
 # --------------------------------------------------------------------------- bundle figures

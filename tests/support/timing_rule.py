@@ -35,6 +35,7 @@ TIMING_NAMES: dict[str, str] = {
     "set_ceiling": "a device throttled to an IOPS ceiling",
     "private_ground_lab": "the ground-truth lab (a device under a ceiling)",
     "iops_lab": "the ground-truth lab (a device under a ceiling)",
+    "ground_lab": "the ground-truth lab (a device under a ceiling)",
     "array_lab": "the lab array (a QoS policy)",
     "two_volumes": "lab volumes under ceilings",
     "_read_iops": "device read IOPS sampled over seconds",
