@@ -59,8 +59,10 @@ def folded(
     tables = []
     for part, group in enumerate(groups):
         shown = [*range(keys), *group]
-        # A continuation names its table by the title's first words: "block devices (continued)".
-        short = title.split(" (")[0]
+        # A continuation names its table by the title's first words: "block devices (continued)",
+        # "slob on sqlite (continued)" (a title's ": …" is said once, over the first part:
+        # repeated over a narrow part it wrapped into four lines).
+        short = title.split(" (")[0].split(": ")[0]
         heading = title if part == 0 else (f"{short} (continued)" if title else "")
         table = Table(title=heading or None, box=boxes.HEAVY_HEAD if boxed else None)
         if not boxed:
