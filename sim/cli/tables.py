@@ -72,7 +72,8 @@ def folded(
             table.add_column(
                 column.header,
                 justify=column.justify,
-                no_wrap=not column.wraps,
+                # Cells never wrap: min_width holds the longest; a heading wraps at its spaces.
+                no_wrap=False,
                 min_width=None if column.wraps else widths[i],
                 overflow="fold",
             )
