@@ -12,8 +12,10 @@ nfsiostat prints, per report and per mount::
                     1200.000        9900.000           8.250        3 (0.0%)           2.500           2.800           0.100        0 (0.0%)
 
 (``avg queue`` since nfs-utils 2.3, ``errors`` with RPC iostats 1.1; older versions print
-``op/s``.) The figures are those of :mod:`storage.collectors.nfs_rates`, which reproduces
-this arithmetic: the mount's ``ops/s`` and ``rpc bklog`` are ``rpc_sends_s`` and
+``op/s``. An nfsiostat whose Python 2 ``print x,`` (no end of line) became ``print(x),``
+under Python 3 ends a line after every figure and after ``read:``: read as the same report.)
+The figures are those of :mod:`storage.collectors.nfs_rates`, which reproduces this
+arithmetic: the mount's ``ops/s`` and ``rpc bklog`` are ``rpc_sends_s`` and
 ``rpc_bklog`` (entity: the mount point), an op's columns are ``ops_s kB_s kB_per_op retrans
 retrans_pct avg_rtt_ms avg_exe_ms avg_queue_ms errors errors_pct`` (entity
 ``<mount>:<OP>``; an op with no call in the interval has no row, as live). nfsiostat prints
@@ -54,6 +56,7 @@ _CACHE_TEXT = re.compile(
     r"|open operations|dentry revalidates|vfs getdents|nfs_readpage|nfs_readpages|nfs_updatepage"
     r"|nfs_writepage|nfs_writepages|congestion waits)|resulted in|\(\d)"
 )
+_BARE_OP = re.compile(r"^[a-z_]+:$")
 FIRST = "first report of the mount: averages since mounting, not an interval"
 
 
@@ -129,12 +132,14 @@ class _Reader:
         self.seen: dict[str, int] = {}
         self.stamp: datetime | None = None
         self.pending: tuple[int, str] | None = None  # a header waiting for its figures
+        self.partial: list[str] = []  # its figures so far, when they come one per line
 
     def close(self, line: int) -> None:
         """Whatever comes next is not the pending header's figures."""
         if self.pending is not None and self.blocks:
-            _broken(self.source, self.blocks[-1], line, "a header without its figures")
-        self.pending = None
+            why = "figures cut short" if self.partial else "a header without its figures"
+            _broken(self.source, self.blocks[-1], line, why)
+        self.pending, self.partial = None, []
 
     def line(self, number_: int, text: str) -> None:
         mount = _MOUNT.match(text)
@@ -145,6 +150,12 @@ class _Reader:
             self.blocks.append(Block(number_, point, self.seen[point], self.stamp))
             self.stamp = None
             return
+        if self.pending is not None and self.blocks:
+            joined = " ".join([*self.partial, text])
+            if _values(self.pending[1], joined) is not None or _starts(self.pending[1], joined):
+                # A figure awaited, even one that would read as a time (a 10-digit kB/s).
+                self._figure(self.blocks[-1], number_, text)
+                return
         found = clock.parse_stamp(text)
         if found is not None:
             self.close(number_)
@@ -156,14 +167,31 @@ class _Reader:
             return
         words = text.split()
         if words[0] in ("ops/s", "op/s") or words[0].endswith(":"):
+            bare = self.pending is not None and _BARE_OP.match(self.pending[1])
+            if bare and not self.partial and words[0] == "ops/s" and self.pending is not None:
+                # "read:" alone, its column names on the next line (the one-value-a-line
+                # layout): one header.
+                self.pending = (self.pending[0], f"{self.pending[1]} {text}")
+                return
             self.close(number_)
             self.pending = (number_, text)
             return
-        pending, self.pending = self.pending, None
+        self._figure(block, number_, text)
+
+    def _figure(self, block: Block, number_: int, text: str) -> None:
+        pending = self.pending
         if pending is None:
             _broken(self.source, block, number_, "figures without their header line")
             return
-        _figures(self.source, block, number_, pending, text)
+        # Published output where each figure has its own line (and "read:" is apart from its
+        # column names): the figures of one header are the number lines that follow it
+        # (tests/data/nfsiostat/README.md).
+        joined = " ".join([*self.partial, text])
+        if _values(pending[1], joined) is None and _starts(pending[1], joined):
+            self.partial.append(text)
+            return
+        self.pending, self.partial = None, []
+        _figures(self.source, block, number_, pending, joined)
 
 
 def _blocks(source: SourceFile) -> list[Block]:
@@ -226,6 +254,17 @@ HEAD_KEYS = {
     "avg queue (ms)": "avg_queue_ms",
     "errors": "errors",
 }
+
+
+def _starts(head: str, text: str) -> bool:
+    """Whether ``text`` is the first figures of ``head``'s line, some still to come."""
+    keys = [HEAD_KEYS[name] for name in _HEAD.findall(head)]
+    words = _COUNT.sub(lambda m: m.group(1), text).split()
+    if not words or len(words) >= len(keys):
+        return False
+    if len(_COUNT.findall(text)) != sum(k in ("retrans", "errors") for k in keys[: len(words)]):
+        return False
+    return all((value := number(word)) is not None and value >= 0 for word in words)
 
 
 def _values(head: str, text: str) -> dict[str, float] | None:

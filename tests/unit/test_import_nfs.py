@@ -14,8 +14,9 @@ import pytest
 
 from sim.bundle.reader import read_csv_rows, read_summary
 from sim.errors import ConfigError
+from sim.imports import nfsiostat
 from sim.imports.run import run_import
-from sim.imports.source import ImportClock
+from sim.imports.source import Dropped, ImportClock, read_source
 from storage.collectors.nfs import NfsClientCollector
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -151,3 +152,103 @@ def test_nfsiostat_needs_start_and_interval() -> None:
     with pytest.raises(ConfigError) as refused:
         run_import("nfsiostat", [path], Path("/nonexistent"), None)
     assert str(refused.value).startswith(f"{path}:2: --start: nfsiostat prints no time")
+
+
+# Published nfsiostat output (tests/data/nfsiostat/README.md): both print every figure on its
+# own line and "read:" apart from its column names (Python 2's `print x,` turned into Python
+# 3's `print(x),`). Each is one report of one mount: the averages since mounting, which the
+# import drops.
+TECHNOTES = DATA / "nfsiostat/technotes_one_value_per_line.out"
+BHARATHM = DATA / "nfsiostat/bharathm_graphite_one_value_per_line.out"
+BHARATHM_MOUNT = (
+    "/var/vcap/data/kubelet/pods/dd5634a4-b08a-4ea6-9f9b-6a3dcc55f1b9/volume-subpaths/"
+    "pvc-0475f087-b120-4ecb-8f65-aad56b2dfb12/perf23250d2config/0"
+)
+
+
+def blocks_of(path: Path) -> tuple[list[nfsiostat.Block], Dropped]:
+    dropped = Dropped()
+    return nfsiostat._blocks(read_source(path, dropped)), dropped
+
+
+def test_one_value_per_line_technotes_is_read_whole() -> None:
+    blocks, dropped = blocks_of(TECHNOTES)
+    assert dropped.entries == [] and len(blocks) == 1
+    block = blocks[0]
+    assert (block.line, block.mount, block.index, block.broken) == (1, "/foo", 0, False)
+    # Lines 4-5: 262.16, 0.00 under line 3's "op/s rpc bklog".
+    assert block.figures["/foo"] == {"rpc_sends_s": 262.16, "rpc_bklog": 0.0}
+    # Lines 8-13 under "read:" (line 6) and its column names (line 7): 11.557, 356.081,
+    # 30.812, "0 (0.0%)", 5.167, 5.239.
+    assert block.figures["/foo:READ"] == {
+        "ops_s": 11.557,
+        "kB_s": 356.081,
+        "kB_per_op": 30.812,
+        "retrans": 0.0,
+        "retrans_pct": 0.0,
+        "avg_rtt_ms": 5.167,
+        "avg_exe_ms": 5.239,
+    }
+    # Lines 16-21 under "write:" (line 14): 3.620, 105.680, 29.190, "0 (0.0%)", 16.032,
+    # 331.458.
+    write = block.figures["/foo:WRITE"]
+    assert (write["ops_s"], write["kB_s"], write["kB_per_op"]) == (3.62, 105.68, 29.19)
+    assert (write["avg_rtt_ms"], write["avg_exe_ms"]) == (16.032, 331.458)
+
+
+def test_one_value_per_line_bharathm_is_read_whole() -> None:
+    blocks, dropped = blocks_of(BHARATHM)
+    assert dropped.entries == [] and [b.mount for b in blocks] == [BHARATHM_MOUNT]
+    figures = blocks[0].figures
+    # Lines 4-5: 6.72, 0.00.
+    assert figures[BHARATHM_MOUNT] == {"rpc_sends_s": 6.72, "rpc_bklog": 0.0}
+    # Line 8: read ops/s 0.000: no row, as the live collector gives none for an idle op.
+    assert f"{BHARATHM_MOUNT}:READ" not in figures
+    # Lines 16-21: 0.025, 14.823, 587.597, "0 (0.0%)", 13.444, 478.395.
+    write = figures[f"{BHARATHM_MOUNT}:WRITE"]
+    assert (write["ops_s"], write["kB_s"], write["kB_per_op"]) == (0.025, 14.823, 587.597)
+    assert (write["retrans"], write["avg_rtt_ms"], write["avg_exe_ms"]) == (0.0, 13.444, 478.395)
+
+
+@pytest.mark.parametrize("path", [TECHNOTES, BHARATHM], ids=["technotes", "bharathm"])
+def test_a_lone_since_mount_report_is_refused_with_its_line(path: Path) -> None:
+    given = ImportClock(datetime.fromisoformat("2024-01-15T10:00:00"), 5.0)
+    with pytest.raises(ConfigError) as refused:
+        run_import("nfsiostat", [path], Path("/nonexistent"), None, given)
+    assert str(refused.value) == (f"{path}:1: records: no whole record left ({nfsiostat.FIRST})")
+
+
+def test_one_value_per_line_second_report_imports(tmp_path: Path) -> None:
+    # The technotes report twice, as `nfsiostat 5 2` prints two reports: the second
+    # (lines 22-42) is taken for the interval ending 5 s after --start.
+    path = tmp_path / "twice.out"
+    text = TECHNOTES.read_text()
+    path.write_text(text + text)
+    given = ImportClock(datetime.fromisoformat("2024-01-15T10:00:00"), 5.0)
+    done = run_import("nfsiostat", [path], tmp_path / "out", None, given)
+    assert [d["line"] for d in read_summary(done.path)["capture"]["dropped"]] == [1]
+    rows = rows_of(done.path)
+    assert {r["t"] for r in rows.values()} == {5.0}
+    # Lines 25-26: 262.16 0.00; lines 29-34: read 11.557 356.081 30.812 0 (0.0%) 5.167
+    # 5.239.
+    assert (rows["/foo"]["rpc_sends_s"], rows["/foo"]["rpc_bklog"]) == (262.16, 0.0)
+    read = rows["/foo:READ"]
+    assert (read["ops_s"], read["kB_s"], read["kB_per_op"]) == (11.557, 356.081, 30.812)
+    assert (read["avg_rtt_ms"], read["avg_exe_ms"]) == (5.167, 5.239)
+
+
+def test_one_value_per_line_cut_figure_drops_that_report_with_its_line(
+    tmp_path: Path,
+) -> None:
+    # The second copy without line 33 ("5.167", read's avg RTT): read's figures (from line
+    # 29) are five of six when "write:" (line 34 once cut) begins, so the second report of
+    # /foo is dropped, at that line.
+    lines = (TECHNOTES.read_text() * 2).split("\n")
+    assert lines[32].strip() == "5.167"
+    del lines[32]
+    path = tmp_path / "cut.out"
+    path.write_text("\n".join(lines))
+    blocks, dropped = blocks_of(path)
+    assert [b.broken for b in blocks] == [False, True]
+    assert dropped.entries[0]["line"] == 34
+    assert dropped.entries[0]["why"] == "/foo: figures cut short"
