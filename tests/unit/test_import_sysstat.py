@@ -225,3 +225,14 @@ def test_sadf_sysstat_data_files(
     assert summary["timing"]["sessions_started_at"] == started
     t = summary["timing"]["measured_s"]
     figures(row(bundle, "block", "sda", t), **line_figures)
+
+
+def test_sadf_without_disk_figures_is_refused() -> None:
+    # sysstat's own expected output of `sadf -j data-11.6.5 -- -m FAN,IN,TEMP`: one record
+    # (line 14: 09:34:34, "interval": 46) of fans, voltages and temperatures, no "disk".
+    path = DATA / "sadf/sysstat_expected_data-11.6.5_sensors.sadf-j.json"
+    with pytest.raises(ConfigError) as refused:
+        run_import("sadf", [path], Path("/nonexistent"), None)
+    assert str(refused.value) == (
+        f"{path}: disk: no sar -d figures (make the file with: sadf -j SAFILE -- -d -u)"
+    )
