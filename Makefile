@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 # (tests/integration/test_lab_array.py).
 TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio bpftrace prometheus fuse3
 
-.PHONY: run test venv system-packages lint typecheck bench clean
+.PHONY: run test test-servers venv system-packages lint typecheck bench clean
 
 $(BIN)/dbsim: pyproject.toml setup.py storage/targets/native/fileloop.c
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +77,49 @@ test: venv system-packages lint typecheck
 	  [ $$rc = 0 ] || failed=1; \
 	done; \
 	exit $$failed
+
+# Oracle Database Free and SQL Server 2022 for the engine-parametrised tests (issue #28;
+# docs/databases.md, "Oracle and SQL Server in the test suite"). The two database services of
+# docker/compose.yaml, published on 127.0.0.1 by docker/compose.test-servers.yaml, are started
+# and waited for (their healthchecks), prepared (SQL Server's database dbsim, a quota for
+# Oracle's user dbsim), tested and taken down (their volumes stay: Oracle's first start takes
+# minutes). The passwords are docker/.env's, as compose reads them: TEST_SERVERS_ENV names the
+# variables that hold them (..._PASSWORD_ENV), never a value, and nothing here prints one.
+# The SQL Server tests also need Microsoft's ODBC Driver 18 on this host (docs/databases.md).
+# tests/unit/test_test_servers.py checks these names against tests/support/engines.py.
+TEST_SERVERS := oracle sqlserver
+TEST_SERVERS_COMPOSE := docker compose -f docker/compose.yaml -f docker/compose.test-servers.yaml
+TEST_SERVERS_TESTS := tests/integration/test_engines.py tests/contract
+TEST_SERVERS_ENV := \
+  DBSIM_TEST_ORACLE_DSN=127.0.0.1:1521/FREEPDB1 \
+  DBSIM_TEST_ORACLE_USER=dbsim \
+  DBSIM_TEST_ORACLE_PASSWORD_ENV=DBSIM_ORACLE_PASSWORD \
+  DBSIM_TEST_SQLSERVER_HOST=127.0.0.1 \
+  DBSIM_TEST_SQLSERVER_PORT=1433 \
+  DBSIM_TEST_SQLSERVER_DATABASE=dbsim \
+  DBSIM_TEST_SQLSERVER_USER=sa \
+  DBSIM_TEST_SQLSERVER_PASSWORD_ENV=DBSIM_MSSQL_PASSWORD \
+  DBSIM_TEST_SQLSERVER_DRIVER='ODBC Driver 18 for SQL Server'
+
+test-servers:
+	@command -v docker >/dev/null 2>&1 || { echo "make test-servers: no docker command (it needs Docker Engine with Compose v2; docs/databases.md)" >&2; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "make test-servers: no Docker engine answers (docker info failed: start dockerd, or set DOCKER_HOST)" >&2; exit 1; }
+	@[ -f docker/.env ] || { echo "make test-servers: docker/.env is missing (cp docker/.env.example docker/.env; chmod 600; set every value; docs/docker.md)" >&2; exit 1; }
+	@$(MAKE) --no-print-directory venv
+	@set -a; . ./docker/.env; set +a; \
+	down() { $(TEST_SERVERS_COMPOSE) down >/dev/null 2>&1; }; \
+	echo "=== test-servers: starting $(TEST_SERVERS), waiting for their healthchecks"; \
+	$(TEST_SERVERS_COMPOSE) up -d --wait --wait-timeout 900 $(TEST_SERVERS) \
+	  || { echo "make test-servers: $(TEST_SERVERS) did not become healthy (see: $(TEST_SERVERS_COMPOSE) logs)" >&2; down; exit 1; }; \
+	printf 'WHENEVER SQLERROR EXIT FAILURE\nALTER SESSION SET CONTAINER = FREEPDB1;\nALTER USER dbsim QUOTA UNLIMITED ON USERS;\nEXIT\n' \
+	  | $(TEST_SERVERS_COMPOSE) exec -T oracle sqlplus -s -L / as sysdba >/dev/null \
+	  && printf "IF DB_ID('dbsim') IS NULL CREATE DATABASE dbsim;\nGO\n" \
+	  | $(TEST_SERVERS_COMPOSE) exec -T sqlserver bash -c \
+	    'SQLCMDPASSWORD="$$MSSQL_SA_PASSWORD" /opt/mssql-tools18/bin/sqlcmd -C -S localhost -U sa -b -i /dev/stdin -o /dev/null' \
+	  || { echo "make test-servers: preparing the servers failed (Oracle's quota for dbsim, SQL Server's database dbsim)" >&2; down; exit 1; }; \
+	env $(TEST_SERVERS_ENV) $(BIN)/python -m pytest -rs $(TEST_SERVERS_TESTS) $(PYTEST_ARGS); rc=$$?; \
+	echo "=== test-servers: pytest exit $$rc; taking $(TEST_SERVERS) down"; \
+	down; exit $$rc
 
 lint: venv
 	$(BIN)/ruff check sim workloads storage tests
