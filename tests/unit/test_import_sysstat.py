@@ -236,3 +236,36 @@ def test_sadf_without_disk_figures_is_refused() -> None:
     assert str(refused.value) == (
         f"{path}: disk: no sar -d figures (make the file with: sadf -j SAFILE -- -d -u)"
     )
+
+
+def test_iostat_sysstat7_time_lines_and_sectors_pcp_qa(tmp_path: Path) -> None:
+    # RHEL 5's iostat (sysstat 7): "Time: 03:49:57 PM" lines, the date only in line 1
+    # (10/07/2014), and rsec/s wsec/s (sectors) instead of kB.
+    summary, bundle = imported(tmp_path, "iostat", "iostat/pcp_qa_sysstat7_rhel5.log")
+    capture = summary["capture"]
+    # Line 3 opens the since-boot report: dropped, and the capture's start.
+    assert [d["line"] for d in capture["dropped"]] == [3]
+    assert summary["timing"]["sessions_started_at"] == "2014-10-07T15:49:57"
+    # Line 28 (report of line 26, 03:49:59 PM, t = 2 s):
+    # %user 14.62 %nice 0.00 %system 10.88 %iowait 0.00 %steal 0.00 %idle 74.50
+    figures(
+        row(bundle, "host", "somehost.redhat.com", 2.0),
+        cpu_user_pct=14.62 + 0.0,
+        cpu_system_pct=10.88,
+        cpu_iowait_pct=0.0,
+        cpu_idle_pct=74.50,
+    )
+    # Line 31: sda, every column 0.00.
+    figures(row(bundle, "block", "sda", 2.0), iops=0.0, rkB_s=0.0, wkB_s=0.0, util_pct=0.0)
+    # Line 47 (report of line 45, 03:51:01 PM, t = 64 s):
+    # %user 19.09 %nice 0.04 %system 8.10 %iowait 1.06 %steal 0.00 %idle 71.71
+    figures(
+        row(bundle, "host", "somehost.redhat.com", 64.0),
+        cpu_user_pct=19.09 + 0.04,
+        cpu_system_pct=8.10,
+        cpu_iowait_pct=1.06,
+        cpu_idle_pct=71.71,
+    )
+    # The dm-* devices (lines 21-24) are only in the dropped since-boot report.
+    devices = {r["entity"] for r in read_csv_rows(bundle / "timeseries" / "block.csv")}
+    assert "sdb5" in devices and not any(d.startswith("dm-") for d in devices)
