@@ -23,19 +23,16 @@ privileges. What was checked against a real server and what was not: docs/databa
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from sim.core.loops import new_event_loop
+from sim.core.loops import run_opened
 from sim.errors import EXIT_BAD_INPUT, SimError, TargetError
-from sim.protocols import EngineContext, SqlConnection, Target
+from sim.protocols import SqlConnection, Target
 from sim.secrets import redact_known
 from sim.sql import Statement, sqlalchemy_dialect
 
-T = TypeVar("T")
 #: The statement whose answer (1) proves a round trip, per dialect.
 ROUND_TRIP = {"oracle": "SELECT 1 FROM DUAL"}
 ROUND_TRIP_DEFAULT = "SELECT 1"
@@ -386,29 +383,10 @@ async def probe(target: Target) -> ProbeReport:
         await conn.close()
 
 
-def _run_opened(target: Target, work: Callable[[], Awaitable[T]]) -> T:
-    """``work()`` on a loop of its own between the target's open and close."""
-    loop = new_event_loop()
-    executor = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="dbsim-probe")
-
-    async def main() -> T:
-        await target.open(EngineContext(loop, executor))
-        try:
-            return await work()
-        finally:
-            await target.close()
-
-    try:
-        return loop.run_until_complete(main())
-    finally:
-        executor.shutdown(wait=True)
-        loop.close()
-
-
 def connect_check(target: Target) -> ProbeReport:
     """Open ``target``, :func:`probe` it and close it (on a loop of its own; blocking)."""
     try:
-        return _run_opened(target, lambda: probe(target))
+        return run_opened(target, lambda: probe(target), threads=2, thread_name="dbsim-probe")
     except ConnectFailed:
         raise
     except TargetError as exc:  # open() itself failed: the pool, the first connection

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -20,9 +19,9 @@ from rich.progress import (
 from sim.core.cache import check_caches
 from sim.core.loading import WAITING
 from sim.core.loading import load_and_verify as locked_load
-from sim.core.loops import new_event_loop
+from sim.core.loops import run_opened
 from sim.core.progress import ProgressMeter
-from sim.protocols import EngineContext, Target, Workload
+from sim.protocols import Target, Workload
 
 T = TypeVar("T")
 SETUP_THREADS = 4
@@ -31,23 +30,7 @@ PLAIN_PROGRESS_EVERY_S = 5.0
 
 
 def _with_target(target: Target, work: Callable[[], Awaitable[T]]) -> T:
-    loop = new_event_loop()
-    executor = concurrent.futures.ThreadPoolExecutor(
-        SETUP_THREADS, thread_name_prefix="dbsim-setup"
-    )
-
-    async def main() -> T:
-        await target.open(EngineContext(loop, executor))
-        try:
-            return await work()
-        finally:
-            await target.close()
-
-    try:
-        return loop.run_until_complete(main())
-    finally:
-        executor.shutdown(wait=True)
-        loop.close()
+    return run_opened(target, work, threads=SETUP_THREADS, thread_name="dbsim-setup")
 
 
 def connect_and_close(target: Target) -> None:

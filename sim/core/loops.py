@@ -4,11 +4,40 @@ OS thread inside a gevent (Locust) process."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import concurrent.futures
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from sim.core.engine import Engine
+    from sim.protocols import Target
+
+T = TypeVar("T")
+
+
+def run_opened(
+    target: Target, work: Callable[[], Awaitable[T]], *, threads: int, thread_name: str
+) -> T:
+    """``work()`` on an event loop of its own, between ``target``'s open and close, with a
+    pool of ``threads`` for its blocking driver calls (load, verify, drop, the probes).
+    Blocking: for commands that run one such step at a time."""
+    from sim.protocols import EngineContext
+
+    loop = new_event_loop()
+    executor = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix=thread_name)
+
+    async def main() -> T:
+        await target.open(EngineContext(loop, executor))
+        try:
+            return await work()
+        finally:
+            await target.close()
+
+    try:
+        return loop.run_until_complete(main())
+    finally:
+        executor.shutdown(wait=True)
+        loop.close()
 
 
 def run_on_native_thread(
