@@ -46,6 +46,7 @@ from storage.targets.first_contact import ORACLE as FIRST_CONTACT
 from storage.targets.locks import LockUnsupported, lock_id, polled_lock
 from storage.targets.oracle_connect import address as oracle_address
 from storage.targets.oracle_connect import (
+    bind_dict,
     connect_params,
     driver_label,
     dsn_host,
@@ -119,20 +120,6 @@ DBMS_LOCK_X_MODE = 6
 DBMS_LOCK_S_MODE = 4
 DBMS_LOCK_GRANTED = frozenset({0, 4})
 DBMS_LOCK_BUSY = 1
-
-
-def bind_dict(statement: Statement, params: Sequence[Any]) -> dict[str, Any]:
-    """Named binds from positional parameters in ``statement.param_names`` order.
-
-    Surplus trailing parameters are dropped: a workload passes the same arguments to every
-    dialect's version of a statement, and this dialect's may not use them all.
-    """
-    names = statement.param_names
-    if len(params) < len(names):
-        raise TargetError(
-            f"oracle: {statement.name}: {len(params)} parameter(s) for binds {', '.join(names)}"
-        )
-    return dict(zip(names, params, strict=False))
 
 
 class OracleConnection(SqlConnection):

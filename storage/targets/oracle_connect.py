@@ -21,13 +21,17 @@ from __future__ import annotations
 import os
 import re
 import threading
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import oracledb
 
 from sim.errors import ConfigError, TargetError
 from sim.secrets import remember
 from storage.targets.settings import OracleSettings
+
+if TYPE_CHECKING:
+    from sim.protocols import Statement
 
 ORACLEDB_FLOOR = "2.5.0"
 #: ``v$session.program`` of dbsim's sessions.
@@ -149,3 +153,17 @@ def driver_label(s: OracleSettings) -> str:
             client = "not loaded"
         return f"{label} (Oracle Client {client}, sessions in threads)"
     return f"{label} (async)"
+
+
+def bind_dict(statement: Statement, params: Sequence[Any]) -> dict[str, Any]:
+    """Named binds from positional parameters in ``statement.param_names`` order.
+
+    Surplus trailing parameters are dropped: a workload passes the same arguments to every
+    dialect's version of a statement, and this dialect's may not use them all.
+    """
+    names = statement.param_names
+    if len(params) < len(names):
+        raise TargetError(
+            f"oracle: {statement.name}: {len(params)} parameter(s) for binds {', '.join(names)}"
+        )
+    return dict(zip(names, params, strict=False))

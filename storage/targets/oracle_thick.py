@@ -15,17 +15,7 @@ import oracledb
 from sim.errors import TargetError
 from sim.protocols import EngineContext, SqlConnection, Statement
 from storage.collectors.view_counters import dict_rows
-from storage.targets.oracle_connect import error_text
-
-
-def bind_dict(statement: Statement, params: Sequence[Any]) -> dict[str, Any]:
-    """Named binds from positional parameters (as storage.targets.oracle.bind_dict)."""
-    names = statement.param_names
-    if len(params) < len(names):
-        raise TargetError(
-            f"oracle: {statement.name}: {len(params)} parameter(s) for binds {', '.join(names)}"
-        )
-    return dict(zip(names, params, strict=False))
+from storage.targets.oracle_connect import bind_dict, error_text
 
 
 class OracleThickConnection(SqlConnection):
