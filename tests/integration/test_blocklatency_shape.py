@@ -100,6 +100,7 @@ def traced(
             await asyncio.sleep(3 * TICK_MS / 1000)
             ended = time.monotonic()
             ours, iostat = await latency.sample(ended), await block.sample(ended)
+            ours += await _late_samples(latency)
         finally:
             await latency.stop()
             await block.stop()
@@ -108,12 +109,41 @@ def traced(
     ours, iostat, counts, seconds = asyncio.run(drive())
     assert latency.unavailable is None, latency.unavailable
     (rates,) = [s.values for s in iostat if s.entity == name]
-    return {s.entity: dict(s.values) for s in ours}, {
+    entities: dict[str, dict[str, float]] = {}
+    for sample in ours:  # the main sample's figures, plus the counts printed late
+        if sample.entity not in entities:
+            entities[sample.entity] = dict(sample.values)
+            continue
+        figures = entities[sample.entity]
+        for key in COUNT_KEYS:
+            figures[key] = figures.get(key, 0.0) + sample.values.get(key, 0.0)
+    return entities, {
         "iostat_reads": rates["r_s"] * seconds,
         "iostat_writes": rates["w_s"] * seconds,
         "fio": counts,
         "clamped": sum(latency.clamped.values()),
     }
+
+
+#: The collector's figures that count requests (summed over the samples of one fio run).
+COUNT_KEYS = (*SIZE_KEYS, "n")
+#: At most this long for bpftrace to print fio's last requests (a quiet machine: one tick).
+DRAIN_LIMIT_S = 10.0
+
+
+async def _late_samples(latency: BlockLatencyCollector) -> list[Sample]:
+    """Samples after the main one until one counts no request: bpftrace prints each tick's
+    counts some time after the tick, later on a busy machine (beside `stress-ng --cpu 2` the
+    last 3 of 158 reads came after the main sample), and the device has no other I/O."""
+    late: list[Sample] = []
+    deadline = time.monotonic() + DRAIN_LIMIT_S
+    while time.monotonic() < deadline:
+        await asyncio.sleep(3 * TICK_MS / 1000)
+        more = await latency.sample(time.monotonic())
+        if not any(s.values.get(key) for s in more for key in COUNT_KEYS):
+            break
+        late += more
+    return late
 
 
 def sized(figures: dict[str, float]) -> float:
