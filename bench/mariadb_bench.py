@@ -7,8 +7,10 @@ the same time, alternating sysbench → dbsim ``--repeat`` times; medians are re
 
 * sysbench: ``--point-selects=1`` so an event is one statement; ``--threads`` = sessions;
   server-side prepared statements (its default). Client CPU from ``getrusage(RUSAGE_CHILDREN)``.
-* dbsim: the engine with the MySQL target (asyncmy) and a bench-only point-lookup workload
-  (SLOB's read is a range); client CPU from ``getrusage(RUSAGE_SELF)`` over the measured stage.
+* dbsim: the engine with the MySQL target and a bench-only point-lookup workload (SLOB's read
+  is a range), once per ``--runners`` entry (``native``: Connector/C's prepared statements in
+  storage/targets/native/marialoop.c; ``loop``: asyncmy on the event loop); client CPU from
+  ``getrusage(RUSAGE_SELF)`` over the measured stage.
 
 ``--drivers`` also measures the candidate drivers bare (each session on its own connection,
 no engine), at 4 and 8 sessions: asyncmy and aiomysql (a coroutine per session) and pyodbc
@@ -27,7 +29,7 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,6 +39,7 @@ from pydantic import BaseModel
 from sim.protocols import Connection, SqlConnection, Target, Workload, sql_connection
 from sim.sql import Statement
 from storage.targets.mysql import MysqlSettings, MysqlTarget
+from workloads.sqlkit import SqlSession
 
 RESULTS = Path(__file__).parent / "results"
 POINT_SQL = "SELECT c FROM sbtest1 WHERE id = %s"
@@ -46,17 +49,17 @@ class PointParameters(BaseModel):
     rows: int
 
 
-class _PointSession:
-    __slots__ = ("conn", "randint", "rows", "statement")
+class _PointSession(SqlSession):
+    """A SQL session (sqlkit's contract), so either runner deals it: ``next_statement``."""
 
     def __init__(self, conn: SqlConnection, statement: Statement, rows: int, seed: int) -> None:
-        self.conn = conn
+        super().__init__(conn)
         self.statement = statement
         self.rows = rows
         self.randint = random.Random(seed).randint
 
-    def next_transaction(self) -> tuple[str, Awaitable[Any]]:
-        return "point", self.conn.scalar(self.statement, (self.randint(1, self.rows),))
+    def next_statement(self) -> tuple[str, Statement, tuple[int]]:
+        return "point", self.statement, (self.randint(1, self.rows),)
 
 
 class SysbenchPointWorkload(Workload):
@@ -204,6 +207,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=100_000, help="sbtest1 rows")
     parser.add_argument("--duration", type=int, default=10, help="seconds per run")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--runners", default="native,loop", help="dbsim's session runners")
     parser.add_argument("--drivers", action="store_true", help="also the bare drivers, 4 and 8")
     parser.add_argument("--odbc-driver", default="MariaDB Unicode", help="for --drivers")
     return parser.parse_args(argv)
@@ -214,13 +218,17 @@ def main(argv: list[str] | None = None) -> int:
     prepare = subprocess.run(sysbench_command(args, "prepare"), capture_output=True, text=True)
     if prepare.returncode != 0:
         raise SystemExit(f"sysbench prepare failed: {prepare.stderr}{prepare.stdout}")
-    report: dict[str, Any] = {"args": vars(args), "sysbench": [], "dbsim": [], "drivers": {}}
+    runners = args.runners.split(",")
+    report: dict[str, Any] = {"args": vars(args), "sysbench": [], "drivers": {}}
+    report |= {f"dbsim_{runner}": [] for runner in runners}
     try:
         for _ in range(args.repeat):
             report["sysbench"].append(sysbench(args))
-            target = MysqlTarget(MysqlSettings(host=args.host, port=args.port, user=args.user))
-            workload = SysbenchPointWorkload(PointParameters(rows=args.rows), target)
-            report["dbsim"].append(dbsim(args, workload, target))
+            for runner in runners:  # alternating with sysbench in every repeat
+                settings = MysqlSettings(host=args.host, port=args.port, user=args.user)
+                target = MysqlTarget(settings)
+                workload = SysbenchPointWorkload(PointParameters(rows=args.rows), target)
+                report[f"dbsim_{runner}"].append(dbsim(args, workload, target, runner))
             if args.drivers:
                 for sessions in (4, 8):
                     for driver in ("asyncmy", "aiomysql", "pyodbc"):
@@ -233,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run(sysbench_command(args, "cleanup"), capture_output=True, check=False)
     medians = {
         "sysbench": summarise(report["sysbench"]),
-        "dbsim": summarise(report["dbsim"]),
+        **{f"dbsim_{r}": summarise(report[f"dbsim_{r}"]) for r in runners},
         **{name: summarise(runs) for name, runs in report["drivers"].items()},
     }
     report["medians"] = medians
@@ -246,9 +254,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<16} {m['ops_s']:>10,.0f} {m['cpu_us_per_op']:>10.1f} "
             f"{m['user_us_per_op']:>7.1f} {m['sys_us_per_op']:>7.1f}"
         )
-    ratio = medians["dbsim"]["ops_s"] / medians["sysbench"]["ops_s"]
-    cpu = medians["dbsim"]["cpu_us_per_op"] / medians["sysbench"]["cpu_us_per_op"]
-    print(f"dbsim / sysbench: ops/s {ratio:.3f}, CPU per op {cpu:.2f}; {path}")
+    for runner in runners:
+        m = medians[f"dbsim_{runner}"]
+        ratio = m["ops_s"] / medians["sysbench"]["ops_s"]
+        cpu = m["cpu_us_per_op"] / medians["sysbench"]["cpu_us_per_op"]
+        print(f"dbsim ({runner}) / sysbench: ops/s {ratio:.3f}, CPU per op {cpu:.2f}")
+    print(f"measured, medians of {args.repeat} alternating runs: {path}")
     return 0
 
 

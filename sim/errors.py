@@ -28,6 +28,9 @@ EXIT_RUN_FAILED = 3
 #: ``compare``: the runs cannot be compared (a run is invalid, or they differ in more than
 #: the storage): no verdict.
 EXIT_NOT_COMPARABLE = 4
+#: ``replay``: a scale's replay did not reproduce the capture within the documented tolerances
+#: (docs/capture.md): unfaithful, said with its cause before any verdict.
+EXIT_UNFAITHFUL = 5
 
 
 class SimError(Exception):

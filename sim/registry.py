@@ -34,16 +34,18 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "storage.targets",
-    "storage.targets.mysql",
+    "storage.targets.mysql_record",
     "storage.collectors",
     "storage.collectors.database",
     "storage.collectors.ontap",
     "storage.collectors.nfs",
     "storage.collectors.psi",
     "storage.collectors.blocklatency",
+    "storage.collectors.fileops",
     "workloads.slob",
     "workloads.ssb",
     "workloads.eda",
+    "workloads.sql",
 )
 
 
@@ -60,9 +62,41 @@ class TargetEntry:
 
 @dataclass(frozen=True)
 class WorkloadEntry:
+    """A workload as ``sim`` knows it. ``implementation`` is the :class:`Workload` class, or
+    ``"module:Class"`` imported on first use of :attr:`workload_class`, with the class's
+    ``parameters_model`` and ``needs`` given here: validating a scenario then imports no
+    workload's code (the built-ins' numpy and SQLAlchemy, ~0.2 CPU-s of a start)."""
+
     name: str
-    workload_class: type[Workload]
+    implementation: type[Workload] | str
     summary: str
+    parameters_model: type[BaseModel] = None  # type: ignore[assignment]  # set from the class
+    needs: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.implementation, str):
+            if self.parameters_model is None or not self.needs:
+                raise TypeError(
+                    f"workload {self.name}: a class given by name needs parameters_model and needs"
+                )
+            return
+        object.__setattr__(self, "parameters_model", self.implementation.parameters_model)
+        object.__setattr__(self, "needs", self.implementation.needs)
+
+    @property
+    def class_name(self) -> str:
+        """The class's name, without importing it."""
+        impl = self.implementation
+        return impl.rpartition(":")[2] if isinstance(impl, str) else impl.__name__
+
+    @property
+    def workload_class(self) -> type[Workload]:
+        impl = self.implementation
+        if not isinstance(impl, str):
+            return impl
+        module, _, name = impl.partition(":")
+        workload_class: type[Workload] = getattr(importlib.import_module(module), name)
+        return workload_class
 
 
 #: A collector's scope: what its samples observe. ``host``: the machine it runs on (block
@@ -83,6 +117,9 @@ ROLE_DEVICE_LATENCY = "device-latency"
 #: The NFS client's figures per mount and per NFS operation (``ops_s``, ``kB_per_op`` …), as
 #: ``dbsim profile`` reads them.
 ROLE_NFS = "nfs"
+#: The array's own counters (volumes, LUNs), sampled once for the run: the layer the hosts'
+#: devices share, beside them in a distributed run's verdict.
+ROLE_ARRAY = "array"
 
 
 @dataclass(frozen=True)

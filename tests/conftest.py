@@ -24,6 +24,14 @@ def _patched() -> list[str]:
     return [name for name in ("threading", "socket") if monkey.is_module_patched(name)]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """DBSIM_TEST_CPU_DIR=<dir> records each test's CPU-seconds (tests/support/cpu_profile.py);
+    unset, as in CI, nothing is registered."""
+    from tests.support.cpu_profile import register
+
+    register(config)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     if patched := _patched():  # a test module imported sim.locust (or gevent) at its top
         pytest.exit(f"collecting the tests monkey-patched {', '.join(patched)} with gevent", 3)

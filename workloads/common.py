@@ -1,6 +1,6 @@
 """What every SQL workload shares: sizes, DDL per dialect and bind order.
 
-* Sizes: :func:`parse_size_bytes` reads ``"80M"``-style sizes.
+* Sizes: :func:`parse_size_bytes` reads ``"80M"``-style sizes (:mod:`workloads.sizes`).
 * DDL: SQLAlchemy Core tables compiled per dialect (:func:`compile_ddl`,
   :func:`create_statements`, :func:`drop_statement`, :func:`insert_statement`). No
   ``IF [NOT] EXISTS``: Oracle before 23ai and SQL Server before 2016 lack it, so existence is
@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,20 +25,9 @@ from sim.errors import WorkloadError
 from sim.protocols import Target
 from sim.sql import Statement, quote_identifier, sqlalchemy_dialect, to_paramstyle
 
-SIZE_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
-_SIZE = re.compile(r"^\s*(\d+)\s*([KMGT])?B?\s*$", re.IGNORECASE)
-
-
-def parse_size_bytes(value: int | str) -> int:
-    """Bytes from an int or a string like ``"512"``, ``"80M"``, ``"1G"`` (binary units)."""
-    if isinstance(value, int):
-        return value
-    match = _SIZE.match(value)
-    if not match:
-        raise ValueError(f"{value!r} is not a size: use bytes or a number with K, M, G or T")
-    number, unit = int(match.group(1)), match.group(2)
-    return number * SIZE_UNITS[unit.upper()] if unit else number
-
+# Re-exported: their home is workloads.sizes, which the parameter models import.
+from workloads.sizes import SIZE_UNITS as SIZE_UNITS
+from workloads.sizes import parse_size_bytes as parse_size_bytes
 
 # --------------------------------------------------------------------------- DDL and binds
 

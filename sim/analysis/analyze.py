@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.analysis import sections, stats
+from sim.analysis import hosts, sections, stats
 from sim.analysis.sections import as_list, rounded
 from sim.analysis.series import (
     BundleSeries,
@@ -108,6 +108,7 @@ def analyze_series(series: BundleSeries) -> dict[str, Any]:
         ),
         "verdict": run_verdict(series.summary, decide(findings(series, ctx, whole_run=True))),
         "segments": segments(series, ctx),
+        **({"hosts": on_hosts} if (on_hosts := hosts.hosts_section(series, op, devices)) else {}),
     }
 
 
@@ -172,6 +173,9 @@ def series_section(
     host = host_figures(series)
     if host is not None:
         out["host"] = {name: as_list(host[name]) for name in HOST_SERIES if name in host}
+    per_host = hosts.cpu_series(series)
+    if per_host:
+        out["hosts"] = per_host
     return out
 
 
@@ -274,7 +278,8 @@ def findings(
     window: BundleSeries, ctx: RunContext, *, whole_run: bool, step: int | None = None
 ) -> Findings:
     """The verdict's inputs over one window of the run."""
-    device = device_figures(window).get(ctx.device) if ctx.device else None
+    devices = device_figures(window)
+    device = devices.get(ctx.device) if ctx.device else None
     io = sections.io_figures(window, ctx.op, device)
     law = sections.littles_law(window, sessions_per_interval(window))
     host = host_figures(window)
@@ -285,9 +290,6 @@ def findings(
         p99 = _positive(mapping(mapping(window.summary, "operations"), ctx.op).get("p99_us"))
     if p99 is None and ctx.op in window.ops:
         p99 = stats.nan_median(window.ops[ctx.op]["p99_us"])
-    process = (
-        stats.nan_mean(host["process_cpu_pct"]) if host and "process_cpu_pct" in host else None
-    )
     mean_sessions = law.sessions if law else None
     return Findings(
         op=ctx.op,
@@ -306,11 +308,8 @@ def findings(
         collector_coupling=[(c["title"], c["r"], c["n"], c["what"]) for c in others],
         plateau=_plateau(window, ctx, device, law, whole_run, step),
         stepped_plateau=ctx.plateau_from is not None,
-        host_busy_pct=stats.nan_mean(host["cpu_busy_pct"])
-        if host and "cpu_busy_pct" in host
-        else None,
-        process_cpu_pct=process,
-        cpu_share_pct=process / mean_sessions if process is not None and mean_sessions else None,
+        **hosts.client_findings(window, host, mean_sessions),
+        **hosts.storage_findings(window, ctx.op, devices),
         littles_ratio=law.ratio if law else None,
         in_process_db=ctx.in_process_db,
         open_loop=ctx.open_loop,
@@ -372,11 +371,8 @@ def _plateau(
     ratio = law.ratio if law else None
     waiting = ratio is not None and ratio >= SESSIONS_BUSY_RATIO and not ctx.open_loop
     passed = cv <= PLATEAU_CV and waiting
-    busy = "unknown" if ratio is None else f"{100 * ratio:.0f} %"
-    meaning = (
-        f"IOPS varied by {100 * cv:.0f} % (coefficient of variation) with the sessions inside "
-        f"operations {busy} of the time"
-    )
+    busy = sections.sessions_busy(ratio, open_loop=ctx.open_loop)
+    meaning = f"IOPS varied by {100 * cv:.0f} % (coefficient of variation) {busy}"
     return cv, PLATEAU_CV, passed, meaning
 
 

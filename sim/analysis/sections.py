@@ -367,6 +367,10 @@ def littles_law(series: BundleSeries, sessions: FloatArray) -> stats.LittlesLaw 
     return stats.littles_law(counts, means, float(np.sum(series.duration_s)), mean_sessions)
 
 
+#: Little's L / sessions above which a closed loop's figures contradict each other.
+LITTLES_IMPOSSIBLE_RATIO = 1.2
+
+
 def littles_law_section(
     law: stats.LittlesLaw | None, *, varying: bool, open_loop: bool, think: bool
 ) -> dict[str, Any]:
@@ -384,10 +388,13 @@ def littles_law_section(
         note = "the session count is unknown, so the ratio cannot be formed"
     elif open_loop:
         note = (
-            "open loop: sessions wait for their schedule, so a ratio below 1 is expected; "
-            "above 1 the target fell behind the requested rate and requests queued"
+            "open loop: latency counts from each operation's intended start, so L also counts "
+            "operations queued behind their schedule and the ratio is no share of session time; "
+            "below 1 is expected (sessions wait for their schedule), above 1 the sessions fell "
+            "behind the rate asked (a slow target, or a client short of CPU) and operations "
+            "queued"
         )
-    elif ratio > 1.2:
+    elif ratio > LITTLES_IMPOSSIBLE_RATIO:
         note = (
             "more operations in flight than sessions: the latency clock or the session count "
             "is wrong"
@@ -406,3 +413,26 @@ def littles_law_section(
         "ratio": rounded(ratio),
         "note": how + note,
     }
+
+
+def sessions_busy(ratio: float | None, *, open_loop: bool) -> str:
+    """What Little's L / sessions says of the sessions' time, as the verdict's plateau
+    evidence prints it after the IOPS variation: a share of time only in a closed loop, and
+    never above 100 %. An open loop's latency counts from the intended start, so its L also
+    counts the operations queued behind the schedule (docs/report.md, Little's law)."""
+    if ratio is None:
+        return "with the sessions' share of time inside operations unknown (no session count)"
+    figure = f"Little's L / sessions {ratio:.2f}"
+    if open_loop:
+        return (
+            f"in an open loop, whose IOPS follow the rate asked ({figure} is no share of "
+            "session time there: latency counts from the intended start)"
+        )
+    if ratio > LITTLES_IMPOSSIBLE_RATIO:
+        return (
+            f"with {figure}: more operations in flight than sessions, the latency clock or "
+            "the session count is wrong"
+        )
+    if ratio > 1:
+        return f"with the sessions inside operations all the time ({figure})"
+    return f"with the sessions inside operations {100 * ratio:.0f} % of the time"

@@ -15,6 +15,7 @@ they are left out (see :data:`SHORT_INTERVAL_FRACTION`) unless nothing else is l
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -314,7 +315,58 @@ def device_figures(series: BundleSeries) -> dict[str, dict[str, FloatArray]]:
         await_ms[~(np.isfinite(r_s) | np.isfinite(w_s))] = np.nan
         figures["await_ms"] = await_ms
         out[device] = figures
+    total = hosts_sum(series, out)
+    if total is not None:
+        out[HOSTS_SUM] = total
     return out
+
+
+#: A distributed run's devices summed across its hosts (each host's busiest device once).
+HOSTS_SUM = "all hosts (sum)"
+#: The figures that add up across hosts (queues too); awaits are IOPS-weighted means and
+#: %util the busiest host's (a device busy all the time on one host saturates the run there).
+SUMMED = ("r_s", "w_s", "rkB_s", "wkB_s", "iops", "aqu_sz")
+
+
+def hosts_sum(
+    series: BundleSeries, devices: dict[str, dict[str, FloatArray]]
+) -> dict[str, FloatArray] | None:
+    """With workers on two or more hosts (entities ``<host>/<device>``,
+    sim.live.worker_samples), the sum over hosts of each host's busiest device: what the
+    correlation and the I/Os per operation use, since every host's operations are in the
+    merged counts. Its await is the IOPS-weighted mean, its %util the busiest host's. None
+    for a run on one host."""
+    workers = (series.summary.get("distributed") or {}).get("workers") or []
+    hosts = sorted({str(w.get("host")) for w in workers if w.get("host")})
+    if len(hosts) < 2:
+        return None
+    busiest = []
+    for host in hosts:
+        mine = {d: f for d, f in devices.items() if d.startswith(f"{host}/")}
+        name = primary_device(mine)
+        if name is not None:
+            busiest.append(mine[name])
+    if len(busiest) < 2:
+        return None
+    total: dict[str, FloatArray] = {}
+    for key in SUMMED:
+        parts = [f[key] for f in busiest if key in f]
+        if parts:
+            total[key] = np.nansum(parts, axis=0)
+    utils = [f["util_pct"] for f in busiest if "util_pct" in f]
+    if utils:
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an interval no host sampled
+            total["util_pct"] = np.nanmax(utils, axis=0)
+    for key in ("r_await_ms", "w_await_ms", "await_ms"):
+        weight = {"r_await_ms": "r_s", "w_await_ms": "w_s", "await_ms": "iops"}[key]
+        pairs = [(f[key], f[weight]) for f in busiest if key in f and weight in f]
+        if pairs:
+            ios = np.nansum([w for _, w in pairs], axis=0)
+            weighted = np.nansum([a * w for a, w in pairs], axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                total[key] = np.where(ios > 0, weighted / np.where(ios > 0, ios, 1.0), 0.0)
+    return total
 
 
 def primary_device(devices: dict[str, dict[str, FloatArray]]) -> str | None:

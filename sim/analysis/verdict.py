@@ -105,6 +105,13 @@ CACHE_ALL_HIT_PCT = 99.0
 #: (mean 86–91 % over four runs), the hand-offs between the loop thread and its worker
 #: leaving the core idle part of the time. 90 % would split those runs by chance.
 CLIENT_PROCESS_PCT = 80.0
+#: Share of its CFS periods in which a CPU quota (a container's limit) throttled dbsim's
+#: cgroup, from which the client is out of CPU: the quota stopped it at least every other
+#: period. A worker held to 0.1 core under a load needing more was throttled in 89-100 % of
+#: periods per interval (tests/integration/test_netns_verdict.py), an unlimited one in none;
+#: on a host short of CPU for other reasons the group may not even reach its quota, so the
+#: process-CPU gate (80 % of the quota) alone can miss it.
+CLIENT_THROTTLED_PCT = 50.0
 #: Host CPU busy % at which the load generator's host is saturated.
 HOST_BUSY_PCT = 90.0
 #: With the host saturated, the client counts as out of CPU only if dbsim's sessions spent at
@@ -189,6 +196,18 @@ class Findings:
     open_loop: bool = False
     #: Other collectors' figures against latency: (title, best r, intervals, description).
     collector_coupling: list[tuple[str, float | None, int, str]] = field(default_factory=list)
+    #: The most dbsim's process can use, in % of one core: 100, or its cgroup's CPU quota
+    #: when lower (a container's limit). None: one core.
+    cpu_ceiling_pct: float | None = None
+    #: Share of the quota's CFS periods in which the client's cgroup was throttled.
+    throttled_pct: float | None = None
+    #: A run on several hosts (sim.analysis.hosts): the host whose client figures these are
+    #: (the one closest to its CPU ceiling) and how its CPU is said; where storage limited
+    #: (the hosts' device awaits) and the array's own view beside them.
+    client_host: str | None = None
+    client_said: str = ""
+    storage_where: str = ""
+    array_view: str = ""
 
 
 def _ge(value: float | None, threshold: float) -> bool:
@@ -234,7 +253,10 @@ def gates(f: Findings) -> Gates:
     plateau = f.plateau is not None and f.plateau[2]
     correlated = _ge(f.coupling_r, COUPLING_MIN_R) and f.coupling_n >= COUPLING_MIN_POINTS
     all_hits = _ge(f.cache_hit_pct, CACHE_ALL_HIT_PCT)
-    process_full = _ge(f.process_cpu_pct, CLIENT_PROCESS_PCT)
+    ceiling = 100.0 if f.cpu_ceiling_pct is None else min(100.0, f.cpu_ceiling_pct)
+    process_full = _ge(f.process_cpu_pct, CLIENT_PROCESS_PCT * ceiling / 100.0) or _ge(
+        f.throttled_pct, CLIENT_THROTTLED_PCT
+    )
     host_full = _ge(f.host_busy_pct, HOST_BUSY_PCT)
     client_full = process_full or (host_full and _ge(f.cpu_share_pct, CLIENT_CPU_SHARE_PCT))
     # A plateau at low %util is a ceiling only if the sessions wait for that device (reads,
@@ -313,12 +335,23 @@ def evidence(f: Findings, g: Gates) -> list[Check]:
 def _client_checks(f: Findings, g: Gates) -> list[Check]:
     """The client-bound branch's checks: is the load generator out of CPU."""
     cb = "client-bound"
+    ceiling = (
+        f.cpu_ceiling_pct if f.cpu_ceiling_pct is not None and f.cpu_ceiling_pct < 100 else None
+    )
+    where = f"host {f.client_host}, the closest to its CPU ceiling: " if f.client_host else ""
     return [
-        Check("dbsim process CPU % of one core", f.process_cpu_pct, CLIENT_PROCESS_PCT,
-              g.process_full, "the client's interpreter lock makes one core its ceiling",
+        Check("dbsim process CPU % of one core", f.process_cpu_pct,
+              CLIENT_PROCESS_PCT if ceiling is None else CLIENT_PROCESS_PCT * ceiling / 100,
+              g.process_full, where + ("the client's interpreter lock makes one core its "
+              "ceiling" if ceiling is None else f"its cgroup's CPU quota ({ceiling / 100:.2f} "
+              f"core) is its ceiling, {CLIENT_PROCESS_PCT:.0f} % of it counts as out of CPU"),
               cb, "client out of CPU"),
+        *([Check("CPU quota throttled % of periods", f.throttled_pct, CLIENT_THROTTLED_PCT,
+                 _ge(f.throttled_pct, CLIENT_THROTTLED_PCT),
+                 where + "its cgroup's CPU quota stopped dbsim's process in this share of its "
+                 "periods", cb, "client out of CPU")] if f.throttled_pct is not None else []),
         Check("host CPU busy %", f.host_busy_pct, HOST_BUSY_PCT, g.host_full,
-              "the load generator's host, all CPUs (other processes included)",
+              where + "the load generator's host, all CPUs (other processes included)",
               cb, "client out of CPU"),
         Check("dbsim CPU % of session time", f.cpu_share_pct, CLIENT_CPU_SHARE_PCT,
               _ge(f.cpu_share_pct, CLIENT_CPU_SHARE_PCT),
@@ -377,9 +410,11 @@ def _storage_bound(f: Findings, g: Gates) -> str:
     # The device's own latency, whatever figure correlated best: on a LUN whose array queues
     # (QoS, saturation) it is where the array's latency shows to the host.
     waited = f" with {_fmt_us(f.await_ms * 1000)} await" if f.await_ms is not None else ""
+    beside = "; ".join(part for part in (f.array_view, f.storage_where) if part)
     return (
         f"Storage-bound: {op} latency (p99 {_fmt_us(f.p99_us)}) moved with {dev} "
-        f"({why}) while {dev} {how}{waited}, at {_num(per_op, 1)} I/Os per operation."
+        f"({why}) while {dev} {how}{waited}, at {_num(per_op, 1)} I/Os per operation"
+        + (f": {beside}." if beside else ".")
     )
 
 
@@ -387,6 +422,14 @@ def _client_bound(f: Findings, g: Gates) -> str:
     dev, op = f.device or "the device", f.op or "the workload"
     inside = "; SQLite runs inside dbsim, so that includes the database" if f.in_process_db else ""
     who = "dbsim's process" if g.process_full else "the load generator's host"
+    if f.client_host:
+        return (
+            f"Client-bound on host {f.client_host} ({f.client_said}): {who} there ran out of "
+            f"CPU (host {_num(f.host_busy_pct)} % busy, dbsim's process "
+            f"{_num(f.process_cpu_pct)} % of one core) while {dev} was not saturated, so {op} "
+            f"latency (p99 {_fmt_us(f.p99_us)}) tells more about that host's CPU than about "
+            "the storage."
+        )
     return (
         f"Client-bound: {who} ran out of CPU (host {_num(f.host_busy_pct)} % busy, dbsim's "
         f"process {_num(f.process_cpu_pct)} % of one core{inside}) while {dev} was not "

@@ -234,6 +234,9 @@ class BundleWriter:
                 "entity": sample.entity,
             }
             row.update({k: round(v, 4) for k, v in sample.values.items()})
+            if sample.meta.get("host"):  # a distributed run: whose host, and its own clock
+                row["host"] = sample.meta["host"]
+                row["host_t"] = round(sample.t, 3)
             by_source.setdefault(sample.source, []).append(row)
             if interval.measured:
                 # Weighted by the interval's length: a stage boundary closes a short interval,

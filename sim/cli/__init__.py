@@ -1,6 +1,6 @@
 """The ``dbsim`` command line: :mod:`sim.cli.app` (the Typer app and the options every command
-shares), one module per command, and :mod:`sim.cli.entry` (the entry point that registers them
-all and turns every failure into lines and an exit code)."""
+shares), one module per command, and :mod:`sim.cli.entry` (the entry point that registers the
+command a start runs, or all of them for --help, and turns every failure into lines and an exit code)."""
 
 from __future__ import annotations
 

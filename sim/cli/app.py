@@ -1,7 +1,7 @@
 """The ``dbsim`` Typer app and what every command shares: the scenario argument, ``--set``,
 the root ``--debug`` option, the output width for logs and pipes, and the one way an error
 line is printed. Each command lives in its own module of :mod:`sim.cli` and registers itself on
-:data:`app`; :mod:`sim.cli.entry` imports them all.
+:data:`app`; :mod:`sim.cli.entry` imports the one a start runs (all of them for --help).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Annotated, Any
 
 import typer
 
-from sim.config.resolve import parse_value
 from sim.errors import ConfigError
 from sim.secrets import install_log_redaction, redact_known
 
@@ -79,6 +78,10 @@ def run_overrides(
 
 def overrides(sets: list[str] | None, **named: Any) -> list[tuple[str, Any]]:
     """``--set FIELD=VALUE`` pairs, then the named options that were given."""
+    # Imported here: the scenario models are ~80 ms of a start that commands without a
+    # scenario (size, lab, import, profile) need not pay.
+    from sim.config.resolve import parse_value
+
     pairs: list[tuple[str, Any]] = []
     for item in sets or []:
         if "=" not in item:

@@ -249,7 +249,10 @@ def print_summary(out: Console, summary: dict[str, Any]) -> None:
     that an invalid run gets before any figure."""
     import textwrap
 
-    for headline in (invalid_headline(summary), not_exercised_headline(summary)):
+    from sim.report.answer import workload_headline
+
+    said_first = (workload_headline(summary), invalid_headline(summary))
+    for headline in (*said_first, not_exercised_headline(summary)):
         if headline is not None:  # first, whole, wrapped at words to the width
             wrapped = textwrap.fill(headline, width=max(out.width, 40), subsequent_indent="  ")
             out.print(wrapped, style="bold red", highlight=False, markup=False, soft_wrap=True)

@@ -8,32 +8,61 @@ Tracebacks appear only with ``--debug``.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 
-# isort: off
-# Each command module registers its commands on ``app`` when imported, in this order in --help.
-from sim.cli import run, validate, load, report, compare, size, baseline, lab, ui, imports
-from sim.cli import capture, profile, check
-
-# isort: on
 from sim.cli.app import EXIT_SIGINT, app, debug_requested, print_error, print_traceback
+from sim.cli.closed_pipe import guard_stdout
 from sim.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_RUN_FAILED, SimError
 
-COMMAND_MODULES = (
-    run,
-    validate,
-    load,
-    report,
-    compare,
-    size,
-    baseline,
-    lab,
-    ui,
-    imports,
-    capture,
-    profile,
-    check,
-)
+#: Every command and the module of :mod:`sim.cli` that registers it on ``app`` when imported,
+#: in --help order. A start imports only the module of the command it runs: a dbsim start is
+#: ~0.3 CPU-s, most of it imports, and scripts (and the test suite) start dbsim thousands of
+#: times. ``--help``, no command or an unknown one imports them all, so Click lists or
+#: suggests every command. tests/unit/test_cli_entry.py checks this table against the modules.
+COMMAND_MODULES: dict[str, str] = {
+    "run": "run",
+    "validate": "validate",
+    "schema": "validate",
+    "version": "validate",
+    "load": "load",
+    "drop": "load",
+    "report": "report",
+    "runs": "report",
+    "compare": "compare",
+    "size": "size",
+    "baseline": "baseline",
+    "lab": "lab",
+    "ui": "ui",
+    "worker": "ui",
+    "import": "imports",
+    "capture": "capture",
+    "profile": "profile",
+    "check": "check",
+    "sql-from-stats": "sql_from_stats",
+    "replay": "replay",
+}
+_MODULE_ORDER = {name: index for index, name in enumerate(dict.fromkeys(COMMAND_MODULES.values()))}
+
+
+def command_name(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not a root option (``--debug``)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def register_commands(argv: list[str] | None = None) -> None:
+    """Import the module of the command ``argv`` runs, or every command module (``None``, help,
+    an unknown command). Commands keep the table's order whatever was imported before (an
+    earlier in-process call may have registered one command first)."""
+    name = command_name(argv) if argv is not None else None
+    modules = [COMMAND_MODULES[name]] if name in COMMAND_MODULES else list(_MODULE_ORDER)
+    for module in modules:
+        importlib.import_module(f"sim.cli.{module}")
+
+    def order(callback: object) -> int:
+        return _MODULE_ORDER.get(getattr(callback, "__module__", "").rpartition(".")[2], 0)
+
+    app.registered_commands.sort(key=lambda command: order(command.callback))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     # shown escaped, as stderr does, rather than failing mid-output.
     with contextlib.suppress(AttributeError, ValueError):
         sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+    guard_stdout()  # a reader that stops reading (| head) leaves the command its own exit code
+    register_commands(sys.argv[1:] if argv is None else argv)
     try:
         # standalone_mode=False: errors come back to us as exceptions, Exit codes as values.
         code = app(args=argv, standalone_mode=False)

@@ -235,7 +235,7 @@ def exec_argv(command: list[str]) -> list[str]:
 def exec_(
     command: Annotated[list[str], typer.Argument(help="The command and its arguments.")],
 ) -> None:
-    """Run a command inside the lab's cgroups (caches dropped first), e.g.
+    """Run a command inside the lab's cgroups (its files dropped from the page cache first), e.g.
     `dbsim lab exec -- dbsim run tree.yaml` for a file-tree workload on the lab mount."""
     require_root()
     Lab().join(os.getpid())

@@ -28,7 +28,9 @@ def load(
 
     resolved = resolve(scenario, overrides(set_))
     target = build_target(resolved)
-    report = load_and_verify(build_workload(resolved, target), target)
+    workload = build_workload(resolved, target)
+    _refuse_foreign_only(workload, "load")
+    report = load_and_verify(workload, target)
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
     else:
@@ -44,6 +46,7 @@ def drop(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
     resolved = resolve(scenario, overrides(set_))
     target = build_target(resolved)
     workload = build_workload(resolved, target)
+    _refuse_foreign_only(workload, "drop")
     target.check_paths()
     absent = target.data_absent()
     if absent:  # connecting would create the database file only to find it empty
@@ -51,3 +54,17 @@ def drop(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
         return
     dropped = drop_objects(workload, target)
     sys.stdout.write(("dropped: " + ", ".join(dropped) if dropped else "nothing to drop") + "\n")
+
+
+def _refuse_foreign_only(workload: object, command: str) -> None:
+    """A workload that runs on the user's own tables (``sql``): dbsim made nothing to load or
+    drop, so the command refuses with one line (exit 2) and touches nothing."""
+    if getattr(workload, "creates_objects", True):
+        return
+    from sim.errors import ConfigError
+
+    name = getattr(workload, "name", "this workload")
+    raise ConfigError(
+        f"dbsim {command}: the {name} workload runs on your own tables and dbsim creates "
+        f"none, so there is nothing to {command}; run it with: dbsim run SCENARIO"
+    )

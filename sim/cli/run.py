@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from sim.cli.app import (
     EXIT_SIGINT,
@@ -302,6 +301,8 @@ def _stop_on_signals(
 
 def _print_outcome(summary: dict[str, Any], *, quiet: bool, as_json: bool) -> None:
     """The run's summary on stdout: as JSON, as the bundle's path alone, or as tables."""
+    from rich.console import Console
+
     from sim.cli.console import print_run_end, print_summary
 
     if as_json:

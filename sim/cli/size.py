@@ -5,20 +5,23 @@ Importing this module registers the command on :data:`sim.cli.app`. The workload
 run bundle (the measured window's block-device means of the busiest device, or ``--device``)
 or from the command line. Exit 0 when it fits, 1 when it does not, 4 when there is no verdict
 (the binding figure lies outside every published point and ``--allow-extrapolation`` was not
-given), 2 for bad input.
+given), 2 for bad input. A verdict on an estimate or an untested interpolation exits as any
+verdict and carries a ``caveat:`` line (its certainty: :mod:`storage.envelopes.certainty`).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import shutil
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from sim.cli.app import app
+from sim.cli.app import app, output_width
 from sim.errors import EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_SLO_MISSED, ConfigError
 
 if TYPE_CHECKING:
@@ -259,15 +262,35 @@ def _list(found: dict[str, Envelope], as_json: bool) -> None:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
     width = max(len(r["name"]) for r in rows)
+    columns = output_width(sys.stdout) or shutil.get_terminal_size().columns
     for r in rows:
         env = found[r["name"]]
-        shown = "".join(
-            f"{'':<{width}}  page: {describe_page(env.seeds[p['seed']])}\n" for p in r["pages"]
+        lines = [
+            r["title"],
+            f"source: {', '.join(r['seeds'])} (storage/envelopes/data/{r['data']})",
+            *(f"page: {describe_page(env.seeds[p['seed']])}" for p in r["pages"]),
+        ]
+        sys.stdout.write(_folded(r["name"], width, lines, columns))
+
+
+def _folded(name: str, width: int, lines: list[str], columns: int) -> str:
+    """An envelope's lines beside its name, each folded to ``columns`` under the name's column
+    (a page's address is never broken: a line holding only it may be longer)."""
+    indent = " " * (width + 2)
+    out = []
+    for index, line in enumerate(lines):
+        first = f"{name:<{width}}  " if index == 0 else indent
+        out.extend(
+            textwrap.wrap(
+                line,
+                max(columns, len(indent) + 20),
+                initial_indent=first,
+                subsequent_indent=indent,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
         )
-        sys.stdout.write(
-            f"{r['name']:<{width}}  {r['title']}\n{'':<{width}}  source: "
-            f"{', '.join(r['seeds'])} (storage/envelopes/data/{r['data']})\n{shown}"
-        )
+    return "\n".join(out) + "\n"
 
 
 def _seeds(env: Envelope) -> list[str]:
@@ -282,8 +305,14 @@ def _certainty_lines(answer: SizingAnswer) -> list[str]:
     from storage.envelopes.units import fmt
 
     limit = answer.binding.limit
+    said = [f"caveat: {answer.certainty_caveat}"] if answer.certainty_caveat else []
+    if limit.basis == "published" and answer.certainty == "estimate":
+        assumed = [f.message for f in (*limit.flags, *answer.flags) if f.kind == "estimate"]
+        return [f"figure: published, applied where the page does not say — {assumed[0]}", *said]
     if limit.basis == "published":
-        return ["figure: published (a stored point of the page, unchanged)"]
+        return ["figure: published (a stored point of the page, unchanged)", *said]
+    if limit.basis == "derived":
+        return [f"figure: derived — {limit.derivation}", *said]
     if limit.basis == "outside":
         held = "held from the nearest published point, not extrapolated"
         if answer.fits is None:
@@ -304,7 +333,7 @@ def _certainty_lines(answer: SizingAnswer) -> list[str]:
             f"  at that band the ceiling is {fmt(low)} to {fmt(high)} {limit.unit}"
             + (" (the rule never overshot here)" if band.conservative else "")
         )
-    return lines
+    return [*lines, *said]
 
 
 def _conditions(env: Envelope) -> str:
@@ -348,7 +377,11 @@ def render(answer: SizingAnswer) -> str:
         f"{answer.verdict_text()}: the {kind} limit binds — {binding.label}: "
         f"{binding.describe()}; utilisation {pct(answer.utilisation_pct)}, headroom "
         f"{pct(answer.headroom_pct)}"
-        + (f" (the workload {growth(answer.binding.utilisation)})" if answer.fits else ""),
+        + (
+            f" (the workload {growth(answer.binding.utilisation)})"
+            if answer.fits and not answer.at_limit
+            else ""
+        ),
         *_unit_lines(answer),
         *_certainty_lines(answer),
         *(

@@ -22,6 +22,7 @@ from sim.config.scenario import (
     MAX_VALUES,
     CollectorSettings,
     ScenarioBase,
+    Slo,
     StrictModel,
 )
 from sim.errors import ConfigError, ScenarioError
@@ -78,13 +79,13 @@ def scenario_model() -> type[ScenarioBase]:
     workload_models = []
     for entry in registry.workloads().values():
         spec = create_model(
-            f"{entry.workload_class.__name__}Spec",
+            f"{entry.class_name}Spec",
             __base__=StrictModel,
             __doc__=entry.summary,
             name=(Literal[entry.name], ...),  # type: ignore[arg-type]
             parameters=(
-                entry.workload_class.parameters_model,
-                Field(default_factory=entry.workload_class.parameters_model),
+                entry.parameters_model,
+                Field(default_factory=entry.parameters_model),
             ),
         )
         workload_models.append(spec)
@@ -273,7 +274,23 @@ def validate(data: dict[str, Any]) -> ScenarioBase:
     problems = combination_problems(scenario) + path_problems(scenario)
     if problems:
         raise ScenarioError(problems)
-    return scenario
+    return _with_workload_slos(scenario)
+
+
+def _with_workload_slos(scenario: ScenarioBase) -> ScenarioBase:
+    """The scenario's SLOs plus those its workload's parameters declare (the ``sql``
+    workload's per-statement ``slo:``), judged like any other."""
+    declared = getattr(scenario.workload.parameters, "declared_slos", None)  # type: ignore[attr-defined]
+    if declared is None or not declared():
+        return scenario
+    try:
+        extra = [Slo.model_validate(slo) for slo in declared()]
+    except ValidationError as exc:
+        raise ScenarioError(error_lines(exc)) from None
+    # A scenario written back from a bundle holds them already: added once.
+    have = {(slo.name, slo.op) for slo in scenario.slos}
+    extra = [slo for slo in extra if (slo.name, slo.op) not in have]
+    return scenario.model_copy(update={"slos": [*scenario.slos, *extra]})
 
 
 def _is_secret_key(key: str) -> bool:
@@ -372,7 +389,7 @@ def combination_problems(scenario: ScenarioBase) -> list[str]:
 
     target, workload = scenario.target, scenario.workload  # type: ignore[attr-defined]
     problems = []
-    needs = registry.workloads()[workload.name].workload_class.needs
+    needs = registry.workloads()[workload.name].needs
     dialect = target.sql_dialect() if hasattr(target, "sql_dialect") else None
     if not runs_on(needs, target.kind, dialect):
         problems.append(

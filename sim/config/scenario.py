@@ -288,6 +288,12 @@ class Load(StrictModel):
         "through the device I/Os per operation measured by a closed-loop calibration stage "
         "before the warm-up (docs/validation.md).",
     )
+    iops_control: Literal["closed", "open"] = Field(
+        default="closed",
+        description="closed: the ops/s rate of a stage asked in rate_iops follows the device "
+        "I/Os per operation measured every interval, holding the IOPS asked; open: the "
+        "calibration's rate for the whole run (docs/validation.md).",
+    )
     calibration_s: float = Field(
         default=DEFAULT_CALIBRATION_S,
         gt=0,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import random
 import time
 from dataclasses import dataclass
@@ -28,12 +29,15 @@ YIELD_EVERY_MASK = 63  # yield to the loop at least every 64 transactions
 
 @dataclass
 class OpenLoopPace:
-    """An open-loop session's place in its schedule: the stage epoch it was planned for, its
-    period and its next due time (ns, ``perf_counter_ns``)."""
+    """An open-loop session's place in its schedule: the stage epoch and rate epoch it was
+    planned for, its period and its next due time (ns, ``perf_counter_ns``), and the future
+    its wait for that time sleeps on (a rate change wakes it)."""
 
     epoch: int = -1
+    rate_epoch: int = -1
     period_ns: int = 0
     next_due_ns: int = 0
+    sleeper: asyncio.Future[None] | None = None
 
 
 class CoroutineSessions:
@@ -48,6 +52,9 @@ class CoroutineSessions:
     _stopping: bool
     _stage: Stage
     _stage_epoch: int
+    _rate_epoch: int
+    _paces: list[OpenLoopPace]
+    _threaded: Any
     _stage_started_ns: int
     _measuring: bool
     _active_changed: asyncio.Event | None
@@ -67,6 +74,33 @@ class CoroutineSessions:
         period_ns = int(1e9 / (stage.rate_ops_s * share))
         return period_ns, self._stage_started_ns + period_ns * index // stage.sessions
 
+    def set_rate(self, rate_ops_s: float) -> None:
+        """Change the current stage's open-loop rate while it runs (the device-IOPS controller,
+        sim.run.iops_control; on the loop's thread). Each session keeps its place: the wait
+        left to its next due time is scaled by the new period over the old, so a change
+        neither bursts a backlog nor skips operations; waiting sessions are woken to replan."""
+        self._stage = dataclasses.replace(self._stage, rate_ops_s=rate_ops_s)
+        self._rate_epoch += 1  # after the stage: a session seeing the new epoch sees its rate
+        for pace in self._paces:
+            if pace.sleeper is not None and not pace.sleeper.done():
+                pace.sleeper.set_result(None)
+        if self._threaded is not None:
+            self._threaded.wake()
+
+    def repace(self, index: int, pace: Any) -> None:
+        """Bring session ``index``'s schedule (an :class:`OpenLoopPace` or a session thread's
+        pacer) up to the current stage and rate."""
+        if pace.epoch != self._stage_epoch:
+            pace.epoch, pace.rate_epoch = self._stage_epoch, self._rate_epoch
+            pace.period_ns, pace.next_due_ns = self.schedule(index, self._stage)
+        elif pace.rate_epoch != self._rate_epoch:
+            pace.rate_epoch = self._rate_epoch
+            period_ns, _ = self.schedule(index, self._stage)
+            left_ns = pace.next_due_ns - time.perf_counter_ns()
+            if left_ns > 0:  # behind schedule, the due time stands: the backlog is the target's
+                pace.next_due_ns += left_ns * period_ns // pace.period_ns - left_ns
+            pace.period_ns = period_ns
+
     async def _session(self, index: int, session: Any) -> None:
         record = self.recorder.record
         record_error = self.recorder.record_error
@@ -75,6 +109,8 @@ class CoroutineSessions:
         loops_limit = self.load.loops_per_session
         think = self.load.think
         pace = OpenLoopPace() if self.load.mode == "open" else None
+        if pace is not None:
+            self._paces.append(pace)
         loops = 0
         issued = 0  # transactions this session has started, warm-up included
         while not self._stopping:
@@ -84,7 +120,7 @@ class CoroutineSessions:
                 await self._active_changed.wait()
                 continue
             if pace is not None and stage.rate_ops_s is not None:  # None: calibration
-                due_start_ns = await self._open_loop_start(index, stage, pace)
+                due_start_ns = await self._open_loop_start(index, pace)
                 if due_start_ns is None:
                     continue
                 start_ns = due_start_ns
@@ -146,18 +182,20 @@ class CoroutineSessions:
             )
             return
 
-    async def _open_loop_start(self, index: int, stage: Stage, pace: OpenLoopPace) -> int | None:
+    async def _open_loop_start(self, index: int, pace: OpenLoopPace) -> int | None:
         """When the session's next transaction counts as started (ns), after waiting for its
         due time; None when a stop or a new stage cut the wait short (the caller looks again)."""
-        if pace.epoch != self._stage_epoch:
-            pace.epoch = self._stage_epoch
-            pace.period_ns, pace.next_due_ns = self.schedule(index, stage)
+        self.repace(index, pace)
         delay_ns = pace.next_due_ns - time.perf_counter_ns()
         if delay_ns > 0:
             # On schedule: the timer may wake us up to a millisecond late; that is the
             # client's slop, not the target's, so time from the actual start.
-            await asyncio.sleep(delay_ns / 1e9)
-            if self._stopping or pace.epoch != self._stage_epoch:
+            await _pace_sleep(pace, delay_ns / 1e9)
+            if (
+                self._stopping
+                or pace.epoch != self._stage_epoch
+                or pace.rate_epoch != self._rate_epoch
+            ):
                 return None
             start_ns = time.perf_counter_ns()
         else:
@@ -176,3 +214,21 @@ class CoroutineSessions:
         self.result.loops_completed[index] = loops
         self._issued[index] = issued
         return loops
+
+
+async def _pace_sleep(pace: OpenLoopPace, seconds: float) -> None:
+    """``asyncio.sleep(seconds)`` that :meth:`CoroutineSessions.set_rate` can end early (the
+    same future and timer asyncio.sleep makes, kept where set_rate finds it)."""
+    loop = asyncio.get_running_loop()
+    pace.sleeper = future = loop.create_future()
+    handle = loop.call_later(seconds, _wake, future)
+    try:
+        await future
+    finally:
+        handle.cancel()
+        pace.sleeper = None
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

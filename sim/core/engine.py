@@ -35,7 +35,7 @@ from sim.core.loading import LoadReports, load_and_verify
 from sim.core.metrics import IntervalRecorder
 from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_INTERRUPTED, RunResult
 from sim.core.sampler import CollectorSampler
-from sim.core.session_native import run_native
+from sim.core.session_native import run_native, run_native_group
 from sim.core.session_threads import RUNNER_LOOP, RUNNER_NATIVE, ThreadedSessions, choose_runner
 from sim.core.stages import PHASE_CALIBRATE, Stage, plan_stages
 from sim.core.ticker import IntervalTicker
@@ -120,6 +120,8 @@ class Engine(CoroutineSessions, IntervalTicker):
         # Set by the stage runner; read by sessions on every transaction.
         self._stage: Stage = self.stages[0]
         self._stage_epoch = 0
+        self._rate_epoch = 0  # bumped by set_rate (a rate changed within a stage)
+        self._paces: list[Any] = []  # coroutine sessions' open-loop schedules (set_rate)
         self._stage_started = 0.0
         self._stage_started_ns = 0
         self._measuring = False
@@ -400,12 +402,13 @@ class Engine(CoroutineSessions, IntervalTicker):
     def _start_sessions(self, sessions: list[Any]) -> list[asyncio.Task[None]]:
         """One task per session: a coroutine on this loop, or a thread of its own when every
         session makes blocking calls and ``load.session_runner`` allows it."""
-        runner, self.result.session_runner_why = choose_runner(self.load, sessions)
+        runner, self.result.session_runner_why = choose_runner(self.load, sessions, self.target)
         self.result.session_runner = runner
         if runner != RUNNER_LOOP:
             assert self._loop is not None
             native = run_native if runner == RUNNER_NATIVE else None
-            self._threaded = ThreadedSessions(self, sessions, native=native)
+            group = run_native_group if runner == RUNNER_NATIVE else None
+            self._threaded = ThreadedSessions(self, sessions, native=native, native_group=group)
             self.recorder.attach(self._threaded.recorders)
             return self._threaded.start(self._loop)
         return [

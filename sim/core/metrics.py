@@ -47,6 +47,68 @@ def histogram_snapshot(source: HdrHistogram) -> HdrHistogram:
     return copy
 
 
+def _counts(histogram: HdrHistogram) -> np.ndarray[Any, np.dtype[np.int64]]:
+    return np.ctypeslib.as_array(histogram.counts)[: histogram.counts_len].astype(np.int64)
+
+
+def percentile_values(histogram: HdrHistogram, percentiles: Iterable[float]) -> dict[float, int]:
+    """hdrh's ``get_percentile_to_value_dict``, the same values, from the counts with numpy.
+
+    hdrh walks every bucket up to the largest percentile's in Python (and its mean walks them
+    with an iterator object per step): ~0.5 s of CPU for one operation's run totals with an
+    outlier recorded, paid by every summary a run writes. Here the walk is a cumulative sum
+    and a search; the value of the bucket found is hdrh's own (highest equivalent, or the
+    lowest for percentile 0), so every figure is the one hdrh gives
+    (tests/unit/test_metrics_fast.py compares them)."""
+    total = int(histogram.get_total_count())
+    out: dict[float, int] = {}
+    if not total:
+        return out
+    cumulative = np.cumsum(_counts(histogram))
+    for percentile in sorted(set(percentiles)):
+        if percentile > 100:
+            break
+        target = max(int(min(percentile, 100.0) * total / 100 + 0.5), 1)
+        index = int(np.searchsorted(cumulative, target, side="left"))
+        if index >= cumulative.size:
+            break
+        value = histogram.get_value_from_index(index)
+        out[percentile] = (
+            histogram.get_highest_equivalent_value(value)
+            if percentile
+            else histogram.get_lowest_equivalent_value(value)
+        )
+    return out
+
+
+def recorded_values(histogram: HdrHistogram) -> list[tuple[int, int]]:
+    """``(value, count)`` of every recorded bucket in order, as hdrh's recorded iterator gives
+    them (``value_iterated_to``: the bucket's highest equivalent value), without its walk."""
+    counts = _counts(histogram)
+    return [
+        (
+            histogram.get_highest_equivalent_value(histogram.get_value_from_index(int(index))),
+            int(counts[index]),
+        )
+        for index in np.flatnonzero(counts)
+    ]
+
+
+def mean_value(histogram: HdrHistogram) -> float:
+    """hdrh's ``get_mean_value`` (each recorded bucket at its median equivalent value, weighted
+    by its count), over the recorded buckets only."""
+    total = int(histogram.get_total_count())
+    if not total:
+        return 0.0
+    counts = _counts(histogram)
+    weighted = sum(
+        int(counts[index])
+        * histogram._hdr_median_equiv_value(histogram.get_value_from_index(int(index)))
+        for index in np.flatnonzero(counts)
+    )
+    return float(weighted) / total
+
+
 @dataclass
 class OpStats:
     """One operation's figures for one interval (or for the whole measured window)."""
@@ -75,16 +137,20 @@ class OpStats:
         for cls, n in other.errors.items():
             self.errors[cls] = self.errors.get(cls, 0) + n
 
+    def mean_us(self) -> float:
+        """The mean latency (µs) as hdrh works it out (:func:`mean_value`)."""
+        return mean_value(self.histogram)
+
     def percentiles_us(self) -> dict[str, float]:
         if self.exact is not None:
             return self.exact
         if self.count == 0:
             return {}
-        values = self.histogram.get_percentile_to_value_dict(list(REPORTED_PERCENTILES))
+        values = percentile_values(self.histogram, REPORTED_PERCENTILES)
         out: dict[str, float] = {f"p{_pct_name(p)}_us": int(v) for p, v in values.items()}
         out["max_us"] = int(self.histogram.get_max_value())
         out["min_us"] = int(self.histogram.get_min_value())
-        out["mean_us"] = round(float(self.histogram.get_mean_value()), 1)
+        out["mean_us"] = round(mean_value(self.histogram), 1)
         return out
 
     def row(self) -> dict[str, Any]:

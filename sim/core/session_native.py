@@ -12,13 +12,19 @@ the engine's generation cell changing (a stage boundary or a stop: ``ThreadedSes
 and ``wake`` bump it), or an open-loop start that lies beyond the batch's deadline (then the
 thread sleeps on the engine's condition, which a stop wakes). So stops, stage boundaries and
 lab steps are seen within one operation, and nothing is recorded in a phase more than one
-batch from the one it ran in.
+batch from the one it ran in; a batch during which the measured stage began ran in the
+warm-up and is neither recorded nor counted as measured (``loops_per_session`` stays exact).
+The same runner drives MariaDB/MySQL sessions over Connector/C and, a thread per session,
+PostgreSQL sessions over libpq (storage.targets.pgloop_session); by default PostgreSQL
+sessions share threads instead (:func:`run_native_group`: each thread runs several sessions'
+batches together, one statement in flight on each connection, as pgbench's threads do).
 """
 
 from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,55 +44,134 @@ BATCH_NS = 50_000_000
 NATIVE_SLEEP_NS = 2_000_000
 
 
+class _Member:
+    """One session's side of a batch: its stage, pacing, arrays, counts and recorder."""
+
+    def __init__(self, threaded: ThreadedSessions, index: int, program: Any) -> None:
+        engine = threaded.engine
+        self.threaded, self.engine, self.index, self.program = threaded, engine, index, program
+        self.recorder = threaded.recorders[index]
+        self.loops_limit = engine.load.loops_per_session
+        self.pacer = Pacer(threaded, index) if engine.load.mode == "open" else None
+        self.tally = Tally(index)
+        self.latency = np.zeros(BATCH_OPS, dtype=np.int64)
+        self.errors = np.zeros(BATCH_OPS, dtype=np.int32)
+        self.args = np.zeros(BATCH_OPS, dtype=np.int64)
+        self.codes: np.ndarray = self.errors  # the batch's, set by plan()
+        self.paced: Pacer | None = None
+        self.count = self.period_ns = self.due_ns = 0
+
+    def plan(self) -> int:
+        """0 when a batch is dealt (codes, count, pacing set), else PARKED, or how many ns
+        until the next intended start (the thread sleeps on the engine's condition first)."""
+        engine = self.engine
+        stage = engine._stage
+        if self.index >= stage.sessions:  # parked: this stage runs fewer sessions
+            return PARKED
+        count = BATCH_OPS
+        if self.loops_limit is not None and engine._measuring:
+            count = max(min(count, self.loops_limit - self.tally.loops), 1)
+        self.period_ns = self.due_ns = 0
+        # A stage without a rate (the calibration) runs closed loop in an open-loop run.
+        paced = self.pacer if stage.rate_ops_s is not None else None
+        if paced is not None:
+            paced.refresh(stage)
+            delay_ns = paced.next_due_ns - time.perf_counter_ns()
+            if delay_ns > NATIVE_SLEEP_NS:
+                return delay_ns
+            self.period_ns, self.due_ns = paced.period_ns, paced.next_due_ns
+        self.paced = paced
+        self.codes = self.program.deck.ahead(count)
+        self.count = min(count, len(self.codes))
+        return 0
+
+    def finish(self, done: int, due_ns: int, was_measuring: bool) -> bool:
+        """Fold the batch that ran ``done`` operations; True when the session's loops are
+        done (it returns)."""
+        if self.paced is not None:
+            self.paced.next_due_ns = due_ns
+        if not done:
+            return False
+        engine, tally, codes = self.engine, self.tally, self.codes
+        self.program.advance(codes, done)
+        tally.issued += done
+        engine._stage_ops[self.index] += done
+        with self.recorder.lock:  # the batch and the phase it counts in, together (held())
+            if engine._measuring and not was_measuring:
+                # The measured stage began during this batch, which ran in the warm-up: it is
+                # neither recorded nor counted (loops_per_session stays exact).
+                return False
+            lat, err, arg = self.latency[:done], self.errors[:done], self.args[:done]
+            fold(self.recorder, self.program, codes[:done], lat, err, arg)
+            measuring = tally.book(engine, done)
+        return bool(measuring and self.loops_limit is not None and tally.loops >= self.loops_limit)
+
+
+#: plan(): the session is parked (its stage runs fewer sessions).
+PARKED = -1
+
+
 def run_native(threaded: ThreadedSessions, index: int, program: Any) -> None:
     """Session ``index`` until the run stops or its loops are done."""
     engine = threaded.engine
-    recorder = threaded.recorders[index]
-    perf_ns = time.perf_counter_ns
-    loops_limit = engine.load.loops_per_session
-    pacer = Pacer(threaded, index) if engine.load.mode == "open" else None
-    tally = Tally(index)
-    latency = np.zeros(BATCH_OPS, dtype=np.int64)
-    errors = np.zeros(BATCH_OPS, dtype=np.int32)
-    args = np.zeros(BATCH_OPS, dtype=np.int64)
+    member = _Member(threaded, index, program)
     generation = threaded.generation
     while not engine._stopping:
         seen = int(generation[0])  # before the stage: a change after it ends the batch
-        stage = engine._stage
-        if index >= stage.sessions:  # parked: this stage runs fewer sessions
+        wait = member.plan()
+        if wait == PARKED:
             threaded._park(index)
             continue
-        count = BATCH_OPS
-        if loops_limit is not None and engine._measuring:
-            count = max(min(count, loops_limit - tally.loops), 1)
-        period_ns = due_ns = 0
-        # A stage without a rate (the calibration) runs closed loop in an open-loop run.
-        paced = pacer if stage.rate_ops_s is not None else None
-        if paced is not None:
-            paced.refresh(stage)
-            delay_ns = paced.next_due_ns - perf_ns()
-            if delay_ns > NATIVE_SLEEP_NS:
-                threaded._sleep((delay_ns - NATIVE_SLEEP_NS) / 1e9)
-                continue
-            period_ns, due_ns = paced.period_ns, paced.next_due_ns
-        codes = program.deck.ahead(count)
-        deadline_ns = perf_ns() + BATCH_NS
-        done, due_ns = program.run(
-            codes, latency, errors, args, generation, seen, count, deadline_ns,
-            paced is not None, period_ns, due_ns,
-        )  # fmt: skip
-        if paced is not None:
-            paced.next_due_ns = due_ns
-        if not done:
+        if wait:
+            threaded._sleep((wait - NATIVE_SLEEP_NS) / 1e9)
             continue
-        program.advance(codes, done)
-        tally.issued += done
-        engine._stage_ops[index] += done
-        with recorder.lock:  # the batch and the phase it counts in, together (see held())
-            fold(recorder, program, codes[:done], latency[:done], errors[:done], args[:done])
-            measuring = tally.book(engine, done)
-        if measuring and loops_limit is not None and tally.loops >= loops_limit:
+        was_measuring = engine._measuring  # after `seen`: a boundary since ends the batch
+        done, due_ns = program.run(
+            member.codes, member.latency, member.errors, member.args, generation, seen,
+            member.count, time.perf_counter_ns() + BATCH_NS, member.paced is not None,
+            member.period_ns, member.due_ns,
+        )  # fmt: skip
+        if member.finish(done, due_ns, was_measuring):
             return
+
+
+def run_native_group(
+    threaded: ThreadedSessions, members: list[tuple[int, Any]], settle: Callable[[int], None]
+) -> None:
+    """Several sessions on this thread, each with one statement in flight on its own
+    connection (their programs' ``run_group`` runs their batches together, as pgbench's
+    threads multiplex their connections); ``settle(index)`` as each session's loops end."""
+    engine = threaded.engine
+    generation = threaded.generation
+    group = [_Member(threaded, index, program) for index, program in members]
+    runner = members[0][1].run_group
+    # A member's lost connection: every member's is checked and the lost ones reconnected
+    # together, so one restart is found by all of them at once (not each at its next batch).
+    reconnect = members[0][1].reconnect_group
+    while group and not engine._stopping:
+        if not reconnect([m.program for m in group]):
+            break  # the run stops
+        seen = int(generation[0])
+        ready, waits = [], []
+        for member in group:
+            wait = member.plan()
+            if wait == 0:
+                ready.append(member)
+            elif wait != PARKED:
+                waits.append(wait)
+        if not ready:
+            if waits:
+                threaded._sleep((min(waits) - NATIVE_SLEEP_NS) / 1e9)
+            else:
+                threaded._park(min(m.index for m in group))
+            continue
+        was_measuring = engine._measuring
+        outcomes = runner([m.program for m in ready], ready, generation, seen,
+                          time.perf_counter_ns() + BATCH_NS)  # fmt: skip
+        for member, (done, due_ns) in zip(ready, outcomes, strict=True):
+            if member.finish(done, due_ns, was_measuring):
+                group.remove(member)
+                settle(member.index)
 
 
 def fold(
@@ -136,4 +221,12 @@ def _append(recorder: ThreadRecorder, name: str, values: np.ndarray) -> None:
     raw.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
 
 
-__all__ = ["BATCH_NS", "BATCH_OPS", "NATIVE_SLEEP_NS", "fold", "run_native"]
+__all__ = [
+    "BATCH_NS",
+    "BATCH_OPS",
+    "NATIVE_SLEEP_NS",
+    "PARKED",
+    "fold",
+    "run_native",
+    "run_native_group",
+]

@@ -41,13 +41,22 @@ log = logging.getLogger(__name__)
 
 #: Runs session ``index`` of the ThreadedSessions with its native program to the end.
 NativeRunner = Callable[["ThreadedSessions", int, Any], None]
+#: Runs several sessions ((index, program) pairs) on one thread; the callable settles each.
+NativeGroupRunner = Callable[
+    ["ThreadedSessions", list[tuple[int, Any]], Callable[[int], None]], None
+]
 
 RUNNER_NATIVE = "native"
 RUNNER_THREADS = "threads"
 RUNNER_LOOP = "event loop"
+#: The target kinds whose SQL sessions may run in a native loop
+#: (storage.targets.pgloop_session.BACKENDS; tests/unit/test_start_imports.py holds them equal).
+NATIVE_SQL_KINDS = ("postgres", "mysql")
 #: What the summary says of each runner.
 RUNNER_DESCRIPTIONS = {
-    RUNNER_NATIVE: "one OS thread per session, batches of operations in the native file loop",
+    RUNNER_NATIVE: "OS threads, batches of operations in a native loop (file system calls "
+    "and MariaDB Connector/C: a thread per session; libpq: up to 4 PostgreSQL sessions per "
+    "thread, one statement in flight each)",
     RUNNER_THREADS: "one OS thread per session, blocking calls made in place",
     RUNNER_LOOP: "coroutines on the engine's event loop (blocking calls through its pool)",
 }
@@ -112,13 +121,19 @@ class ThreadedSessions:
     """
 
     def __init__(
-        self, engine: Engine, sessions: list[Any], native: NativeRunner | None = None
+        self,
+        engine: Engine,
+        sessions: list[Any],
+        native: NativeRunner | None = None,
+        native_group: NativeGroupRunner | None = None,
     ) -> None:
         self.engine = engine
         self.sessions = sessions
         #: Runs a session's operations in batches in the native file loop (the engine hands
         #: over sim.core.session_native.run_native when that runner was chosen), or None.
         self.native = native
+        #: Runs several PostgreSQL sessions' batches on one thread (run_native_group), or None.
+        self.native_group = native_group
         self.recorders = [ThreadRecorder() for _ in sessions]
         # Bumped at every stage change and stop: a native batch ends at the first operation
         # after it changes (the loop reads it with the GIL released, so a plain int64 cell).
@@ -133,18 +148,68 @@ class ThreadedSessions:
     def start(self, loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[None]]:
         """Start every session's thread; one task per session resolves when it returns."""
         tasks = []
-        for index, session in enumerate(self.sessions):
+        for _ in self.sessions:
             done: asyncio.Future[None] = loop.create_future()
             self._finished.append(done)
-            thread = threading.Thread(
-                target=self._run, args=(index, session, loop, done), name=f"dbsim-session-{index}"
-            )
+            tasks.append(asyncio.ensure_future(self._wait(done)))
+        for members in self._groups():
+            target: Callable[..., None]
+            if len(members) == 1:
+                index = members[0][0]
+                name, target = f"dbsim-session-{index}", self._run
+                args: tuple[Any, ...] = (index, self.sessions[index], loop, self._finished[index])
+            else:
+                name, target, args = (
+                    f"dbsim-sessions-{members[0][0]}",
+                    self._run_group,
+                    (members, loop),
+                )
+            thread = threading.Thread(target=target, args=args, name=name)
             thread.daemon = True  # a call hung on a dead server must not keep the process
             self._threads.append(thread)
-            tasks.append(asyncio.ensure_future(self._wait(done)))
         for thread in self._threads:
             thread.start()
         return tasks
+
+    def _groups(self) -> list[list[tuple[int, Any]]]:
+        """The sessions each thread runs: one each, or, for PostgreSQL sessions in the native
+        loop, several whose programs run their batches together (``run_group``; the sessions
+        dealt round-robin, so a stage running fewer of them still spreads them over threads).
+        A session with no such program runs alone (in Python, its thread logs why)."""
+        alone: list[list[tuple[int, Any]]] = [[(i, None)] for i in range(len(self.sessions))]
+        if (
+            self.native is None
+            or self.native_group is None
+            or any(getattr(s, "native_program", None) is not None for s in self.sessions)
+        ):
+            return alone
+        from storage.targets.pgloop_session import sessions_per_thread
+
+        size = sessions_per_thread()
+        if size <= 1:
+            return alone
+        programs = [(i, self._native_program(i, s)) for i, s in enumerate(self.sessions)]
+        # A program runs in a group when it can run its batches together and reconnect
+        # together (run_native_group calls both: PgProgram today).
+        grouped = [(i, p) for i, p in programs if _groupable(p)]
+        n_threads = -(-len(grouped) // size)
+        groups = [grouped[k::n_threads] for k in range(n_threads)]
+        singles = [[(i, None)] for i, p in programs if (i, p) not in grouped]
+        return [g for g in groups if g] + singles
+
+    def _run_group(self, members: list[tuple[int, Any]], loop: asyncio.AbstractEventLoop) -> None:
+        assert self.native_group is not None
+
+        def settle(index: int, exc: BaseException | None = None) -> None:
+            loop.call_soon_threadsafe(_settle, self._finished[index], exc)
+
+        failure: BaseException | None = None
+        try:
+            self.native_group(self, members, settle)
+        except BaseException as exc:  # a bug in a session: the engine must still finish
+            failure = exc
+        for index, _ in members:
+            settle(index, failure)
 
     @staticmethod
     async def _wait(done: asyncio.Future[None]) -> None:
@@ -216,6 +281,10 @@ class ThreadedSessions:
     def _native_program(self, index: int, session: Any) -> Any:
         """The session's native loop, or None (then it runs in Python, and the log says why)."""
         try:
+            if getattr(session, "native_program", None) is None:
+                from storage.targets.pgloop_session import native_program
+
+                return native_program(self, index, session)
             return session.native_program()
         except Exception as exc:  # unsupported here, or its tree refused: Python reports it
             log.warning("session %d runs in Python, not the native loop: %s", index, exc)
@@ -271,19 +340,19 @@ class Pacer:
     """A session's open-loop schedule: the intended start of its next operation, taken
     afresh from the engine at every stage change."""
 
-    __slots__ = ("engine", "epoch", "index", "next_due_ns", "period_ns", "sessions")
+    __slots__ = ("engine", "epoch", "index", "next_due_ns", "period_ns", "rate_epoch", "sessions")
 
     def __init__(self, sessions: ThreadedSessions, index: int) -> None:
         self.sessions = sessions
         self.engine = sessions.engine
         self.index = index
-        self.epoch = -1
+        self.epoch = self.rate_epoch = -1
         self.next_due_ns = self.period_ns = 0
 
     def refresh(self, stage: Any) -> None:
-        if self.epoch != self.engine._stage_epoch:
-            self.epoch = self.engine._stage_epoch
-            self.period_ns, self.next_due_ns = self.engine.schedule(self.index, stage)
+        """Up to the engine's current stage and rate (``stage``: the one the caller read;
+        the rate may have changed since, see Engine.set_rate)."""
+        self.engine.repace(self.index, self)
 
     def start(self, stage: Any) -> int | None:
         """The next operation's start (ns) once it is due; None if woken before it was."""
@@ -296,6 +365,7 @@ class Pacer:
             if (
                 engine._stopping
                 or self.epoch != engine._stage_epoch
+                or self.rate_epoch != engine._rate_epoch
                 or perf_ns() < self.next_due_ns
             ):
                 return None
@@ -337,12 +407,30 @@ def _settle(done: asyncio.Future[None], exc: BaseException | None) -> None:
         done.set_exception(exc)
 
 
-def choose_runner(load: Any, sessions: list[Any]) -> tuple[str, str]:
+def choose_runner(load: Any, sessions: list[Any], target: Any = None) -> tuple[str, str]:
     """(runner, why) for these sessions under ``load.session_runner`` (auto, native, threads,
     loop): native when the extension is built, every session has a native loop and no think
     time is paced between operations; else threads when every session offers blocking calls;
-    else the event loop."""
+    else the event loop. PostgreSQL and MariaDB/MySQL SQL sessions: native in the libpq or
+    Connector/C loop when it can deal their statements (storage.targets.pgloop_session), else
+    the event loop, saying why."""
     wanted = load.session_runner
+    # Asked only for the kinds it has a loop for: its module imports asyncpg and asyncmy
+    # (~40 ms of every other run's start); its answer for any other kind is None.
+    if wanted in ("auto", "native") and getattr(target, "kind", None) in NATIVE_SQL_KINDS:
+        from storage.targets.pgloop_session import unavailable as pg_unavailable
+
+        why_not_pg = pg_unavailable(load, sessions, target)
+        if why_not_pg == "":
+            library = "MariaDB Connector/C" if getattr(target, "kind", None) == "mysql" else "libpq"
+            return (
+                RUNNER_NATIVE,
+                f"native loop: {library} extension built, statements prepared in it",
+            )
+        if why_not_pg is not None and not all(map(offers_blocking_calls, sessions)):
+            if wanted == "native":
+                log.warning("load.session_runner native: %s; sessions run on asyncpg", why_not_pg)
+            return RUNNER_LOOP, f"native loop unavailable: {why_not_pg}"
     blocking = bool(sessions) and all(map(offers_blocking_calls, sessions))
     if wanted == "loop":
         return RUNNER_LOOP, "load.session_runner loop"
@@ -400,3 +488,7 @@ __all__ = [
     "native_unavailable",
     "offers_blocking_calls",
 ]
+
+
+def _groupable(program: object) -> bool:
+    return all(callable(getattr(program, name, None)) for name in ("run_group", "reconnect_group"))

@@ -160,6 +160,11 @@ class RunExporter(Collector):
         events.progress.add_listener(self.on_progress)
         events.collector_error.add_listener(self.on_collector_error)
 
+    def start(self, info: Mapping[str, str], sessions: int | None) -> None:
+        """Start exporting a run fed from elsewhere (a distributed run's merged intervals,
+        sim.locust.merge): from zero, as :meth:`attach`."""
+        self.snapshot = Snapshot(info=dict(info), state="setup", sessions=sessions)
+
     def on_interval(self, interval: Interval, samples: list[Sample]) -> None:
         old = self.snapshot
         ops = dict(old.ops)
@@ -294,6 +299,9 @@ def op_metrics(snap: Snapshot) -> Iterator[Metric]:
 def storage_metrics(samples: tuple[Sample, ...]) -> Iterator[Metric]:
     """The latest interval's collector figures, one gauge per collector and key."""
     families: dict[str, GaugeMetricFamily] = {}
+    # A distributed run's host-local figures carry their host (sim.live.worker_samples): a
+    # ``host`` label then, on every storage family ("" for a view of a shared system).
+    hosts = any(s.meta.get("host") for s in samples)
     for sample in sorted(samples, key=lambda s: (s.source, s.entity)):
         entry = registry.collector(sample.source)
         shown = entry.display if entry is not None else None
@@ -307,6 +315,8 @@ def storage_metrics(samples: tuple[Sample, ...]) -> Iterator[Metric]:
                     f"(timeseries/{sample.source}.csv column {key}"
                     + (f", × {factor:g} to base units)" if factor != 1 else ")")
                 )
-                family = families[name] = GaugeMetricFamily(name, doc, labels=["collector", label])
-            family.add_metric([sample.source, sample.entity], float(value) * factor)
+                labels = ["collector", label, *(["host"] if hosts else [])]
+                family = families[name] = GaugeMetricFamily(name, doc, labels=labels)
+            where = [str(sample.meta.get("host") or "")] if hosts else []
+            family.add_metric([sample.source, sample.entity, *where], float(value) * factor)
     yield from families.values()

@@ -9,6 +9,9 @@ whose buckets differ by release:
   ``<512us <1ms … <32ms >=32ms``; ``(up to 2 sec)``: as 11.2's detail;
 * the RAC report's ``Wait Event Histogram (Global)``: ``<1us … <512ms <1s >=1s``.
 
+The text report cuts each heading to its column's five characters (12.2: ``<128u <256u <512u
+>=512`` and ``<512 <1ms … <32ms >=32m``); :func:`completed_labels` gives them back their unit.
+
 Oracle's units: ``s`` is 1024 ms (the reports say so), ``m`` 64 × 1024 ms; a bucket ``<N``
 holds the waits shorter than N and at least as long as the previous bucket's bound; the
 first column of a table holds every wait below its bound, the last every wait at or above
@@ -45,6 +48,9 @@ TARGETS: tuple[tuple[Fraction, Fraction, str], ...] = (
 )
 _UNIT_MS = {"us": Fraction(1, 1000), "ms": Fraction(1), "s": Fraction(1024), "m": Fraction(65536)}
 _LABEL = re.compile(r"^(?P<op><=|>=|<|>)(?P<num>\d+)(?:/(?P<den>\d+))?(?P<unit>us|ms|s|m)$")
+_CUT = re.compile(r"^(?P<op><=|>=|<|>)(?P<num>\d+(?:/\d+)?)(?P<unit>us|ms|s|m|u)?$")
+#: The unit below each, for a first heading printed without one (``<512`` before ``<1ms``).
+_SMALLER = {"ms": "us", "s": "ms", "m": "s"}
 #: The tables whose absence of an event means the event had no waits at all.
 MAIN_TITLES = ("wait event histogram", "wait event histogram (global)")
 
@@ -60,12 +66,36 @@ def label_bound(label: str) -> tuple[str, Fraction] | None:
     return (">" if match["op"].startswith(">") else "<"), value
 
 
+def completed_labels(header: list[str]) -> list[str]:
+    """The headings with the units the text report's five-character columns cut off: ``u``
+    is ``us``; a last heading ``>=N`` with the number of the bound before it takes that
+    bound's unit (``<32ms >=32m`` is 32 ms, not minutes; ``<512u >=512``); a first heading
+    without a unit takes the unit below the next heading's (``<512 <1ms``: µs). Whole
+    headings (HTML, 11.2) come back as they are."""
+    labels = ["".join(heading.split()) for heading in header]
+    cut = [_CUT.match(label) for label in labels]
+    units = [(m["unit"] if m["unit"] != "u" else "us") if m and m["unit"] else None for m in cut]
+    for index, match in enumerate(cut):
+        if match is None:
+            continue
+        before = next((i for i in range(index - 1, -1, -1) if cut[i] is not None), None)
+        after = next((i for i in range(index + 1, len(cut)) if cut[i] is not None), None)
+        if match["op"].startswith(">") and before is not None:
+            if cut[before]["num"] == match["num"] and units[before]:  # type: ignore[index]
+                units[index] = units[before]
+        elif units[index] is None and before is None and after is not None:
+            units[index] = _SMALLER.get(units[after] or "")
+        if units[index] is not None:
+            labels[index] = f"{match['op']}{match['num']}{units[index]}"
+    return labels
+
+
 def intervals(table: Table) -> list[tuple[int, Interval]] | None:
     """The table's bucket columns as (column, [low, high)) cutting [0, ∞), or None when the
     headings are not a histogram's (a section printed with no table has the next one's)."""
     columns: list[tuple[int, Interval]] = []
     low = Fraction(0)
-    for index, heading in enumerate(table.header):
+    for index, heading in enumerate(completed_labels(table.header)):
         bound = label_bound(heading)
         if bound is None:
             continue

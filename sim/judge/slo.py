@@ -38,6 +38,7 @@ from hdrh.histogram import HdrHistogram
 from sim import registry
 from sim.bundle.figures import RATES, device_figures, finite, primary_device
 from sim.config.scenario import DEVICE_LATENCY_LIMITS, LATENCY_LIMITS, Slo
+from sim.core.metrics import percentile_values
 from sim.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SLO_MISSED
 
 ALL_OPS = "*"
@@ -177,8 +178,9 @@ class WindowBuilder:
                 "errors": self.errors.get(op, 0.0),
                 "ops_s": count / seconds if seconds > 0 else None,
             }
+            values = percentile_values(hist, PERCENTILES.values()) if hist else {}
             for name, pct in PERCENTILES.items():
-                figures[name] = float(hist.get_value_at_percentile(pct)) if hist else None
+                figures[name] = float(values.get(pct, 0)) if hist else None
             ops[op] = figures
         devices: dict[str, dict[str, float | None]] = {}
         for dev, sums in sorted(self.device_sums.items()):
@@ -351,7 +353,9 @@ def format_value(limit_name: str, value: float | None) -> str:
     if limit_name == "error_pct_max":
         return f"{value:.2f} %"
     if limit_name == "await_ms_max" or limit_name in DEVICE_LATENCY_LIMITS:
-        return f"{value:.2f} ms"
+        # In ms as iostat and the compare tables write it, in µs where two decimals would
+        # lose it (a 1 µs limit printed "≤ 0.00 ms").
+        return f"{value:.2f} ms" if value >= 0.01 else f"{value * 1000:,.1f} µs"
     return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
 
 

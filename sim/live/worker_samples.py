@@ -39,12 +39,15 @@ def merge_samples(by_worker: Iterable[tuple[int, str, Sequence[Sample]]]) -> lis
                 entity = f"{host}/{entity}"
             key = (sample.source, entity)
             if owner == index:
+                # A host-local view says whose host it is (the time series' and /metrics'
+                # ``host`` label); its ``t`` stays that worker's own interval end.
+                meta = sample.meta if shared else {**sample.meta, "host": host}
                 merged[key] = Sample(
                     sample.source,
                     entity,
                     dict(sample.values),
                     sample.t,
-                    sample.meta,
+                    meta,
                     sample.gap,
                     sample.detail,
                 )

@@ -29,6 +29,7 @@ import gevent
 from gevent.monkey import get_original
 from locust.env import Environment
 
+from sim import registry
 from sim.config.scenario import ScenarioBase
 from sim.core.engine import Engine
 from sim.core.loops import run_on_native_thread
@@ -44,7 +45,8 @@ from sim.locust.packets import (
     packet_wall,
 )
 from sim.locust.stats import feed
-from sim.protocols import Sample
+from sim.protocols import Collector, Sample
+from sim.registry import COLLECTOR_SCOPE_SHARED
 from sim.run.finish import finish_summary
 from sim.run.runner import (
     PreparedRun,
@@ -75,10 +77,13 @@ def build_engine(
     skip_load: bool = False,
     verify_only: bool = False,
     load_only: bool = False,
+    shared_collectors: bool = True,
 ) -> Engine:
     """An engine for ``scenario`` without a bundle (a worker's): what ``prepare_run`` builds,
     minus the bundle directory, which is the master's. ``load_only``: the elected loader's
-    job (sim.locust.loading), which samples no collector."""
+    job (sim.locust.loading), which samples no collector; ``shared_collectors`` False: leave
+    out the collectors of a system every worker reaches (scope ``shared``: the array's
+    counters, a database server's statistics), which the master has one worker sample."""
     target = build_target(scenario)
     workload = build_workload(scenario, target)
     settings = scenario.collectors
@@ -88,7 +93,9 @@ def build_engine(
         workload,
         target,
         scenario.load,
-        collector_factory=None if load_only else lambda t: build_collectors(settings, t, options),
+        collector_factory=None
+        if load_only
+        else lambda t: _own_collectors(build_collectors(settings, t, options), shared_collectors),
         interval_s=settings.interval_s,
         collector_timeout_s=settings.timeout_s,
         skip_load=skip_load,
@@ -100,6 +107,18 @@ def build_engine(
     if any(stage.lab for stage in engine.stages):
         attach_lab(engine)
     return engine
+
+
+def _own_collectors(collectors: list[Collector], shared: bool) -> list[Collector]:
+    """``collectors``, without those of shared scope unless this worker samples them."""
+    if shared:
+        return collectors
+    return [c for c in collectors if not _is_shared(c.source)]
+
+
+def _is_shared(source: str) -> bool:
+    entry = registry.collector(source)
+    return entry is not None and entry.scope == COLLECTOR_SCOPE_SHARED
 
 
 class EngineHost:
@@ -152,11 +171,13 @@ class EngineHost:
         skip_load: bool = False,
         verify_only: bool = False,
         load_only: bool = False,
+        shared_collectors: bool = True,
     ) -> None:
         """Prepare and start a run (returns at once; the work happens in a greenlet).
         ``skip_load``: use the data as loaded (``dbsim run --skip-load``); ``verify_only``:
         another worker loaded it; ``load_only``: load and verify it for the others (a worker
-        only, see build_engine)."""
+        only, see build_engine); ``shared_collectors`` False: this worker leaves the
+        shared-scope collectors to the one the master elected (a worker only)."""
         if self.active:
             raise RuntimeError("a run is already active in this process")
         self.run_id = run_id
@@ -167,7 +188,12 @@ class EngineHost:
         self.packets = self.fed_operations = 0
         self._queue.clear()
         self._stop_reason = None
-        modes = {"skip_load": skip_load, "verify_only": verify_only, "load_only": load_only}
+        modes = {
+            "skip_load": skip_load,
+            "verify_only": verify_only,
+            "load_only": load_only,
+            "shared_collectors": shared_collectors,
+        }
         self._greenlet = gevent.spawn(self._run, scenario, modes)
 
     def stop(self, reason: str, *, early: bool = False) -> None:

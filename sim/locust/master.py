@@ -26,6 +26,14 @@ from sim.config.scenario import ScenarioBase
 from sim.core.loading import elect_loaders
 from sim.core.metrics import OpStats
 from sim.errors import SimError
+from sim.live.clock import (
+    FIRST_PROBE_GAP_S,
+    FIRST_PROBES,
+    MSG_CLOCK,
+    MSG_CLOCK_REPLY,
+    PROBE_EVERY_S,
+    probe_from_reply,
+)
 from sim.locust.loading import LoadPhase
 from sim.locust.merge import RunMerger
 from sim.locust.roles import (
@@ -70,10 +78,13 @@ class MasterController(Controller):
         self.merger: RunMerger | None = None
         self.load_phase: LoadPhase | None = None
         self._awaiting: gevent.Greenlet | None = None
+        #: Told each run's merger as it starts (the master's /metrics, sim.locust.exposition).
+        self.run_listeners: list[Callable[[RunMerger], None]] = []
         runner = environment.runner
         assert runner is not None
         runner.register_message(MSG_FINAL, self._final)
         runner.register_message(MSG_LOADED, self._loaded)
+        runner.register_message(MSG_CLOCK_REPLY, self._clock_reply)
         events = environment.events
         events.spawning_complete.add_listener(self._spawned)
         events.worker_report.add_listener(self._report)
@@ -154,6 +165,9 @@ class MasterController(Controller):
             log.error("cannot start: %s", exc)
             stop_runner(self.environment)
             return
+        gevent.spawn(self._probe_clocks, self.merger)
+        for listener in self.run_listeners:
+            listener(self.merger)
         loaders = [] if self.skip_load else elect_loaders(index, scope)
         self.load_phase = None
         if not loaders:
@@ -177,7 +191,8 @@ class MasterController(Controller):
         if merger.finished or merger.stopped_by is not None:
             return  # stopped while loading: nothing to start
         total = sum(w.sessions for w in merger.workers.values())
-        for worker in sorted(merger.workers.values(), key=lambda w: w.index):
+        ordered = sorted(merger.workers.values(), key=lambda w: w.index)
+        for worker in ordered:
             runner.send_message(
                 MSG_START,
                 {
@@ -186,6 +201,10 @@ class MasterController(Controller):
                     "users_total": total,
                     "skip_load": self.skip_load,
                     "verify_only": verify_only,
+                    # The array's counters (collectors of shared scope) are sampled once for
+                    # the run, by the lowest-numbered worker: one set of REST requests to the
+                    # array, not one per worker (sim.live.worker_samples keeps one view).
+                    "shared_collectors": worker is ordered[0],
                 },
                 client_id=worker.client_id,
             )
@@ -195,6 +214,27 @@ class MasterController(Controller):
         merger = self._merger_for(msg.data.get("run"))
         if phase is not None and merger is not None and phase.merger is merger:
             phase.on_loaded(msg.node_id, msg.data.get("final") or {})
+
+    def _probe_clocks(self, merger: RunMerger) -> None:
+        """Clock probes to every worker of the run (sim.live.clock): a few at the start,
+        then one every PROBE_EVERY_S until the run has finished."""
+        runner = self.environment.runner
+        assert runner is not None
+        sent = 0
+        while not merger.finished:
+            for worker in merger.workers.values():
+                if worker.lost is None and worker.final is None:
+                    data = {"run": merger.run_id, "n": sent, "t1": time.time()}
+                    runner.send_message(MSG_CLOCK, data, client_id=worker.client_id)
+            sent += 1
+            gevent.sleep(FIRST_PROBE_GAP_S if sent < FIRST_PROBES else PROBE_EVERY_S)
+
+    def _clock_reply(self, environment: Environment, msg: Any, **_: Any) -> None:
+        t4 = time.time()
+        merger = self._merger_for(msg.data.get("run"))
+        probe = probe_from_reply(msg.data, t4)
+        if merger is not None and probe is not None:
+            merger.clock_probe(msg.node_id, probe)
 
     def _merger_for(self, run_id: Any) -> RunMerger | None:
         merger = self.merger
@@ -291,6 +331,9 @@ class MasterController(Controller):
                     "host": w.host,
                     "sessions": w.sessions,
                     "intervals": w.received,
+                    # Wall clock of its engine's time 0, on the master's clock (sim.live.clock).
+                    "intervals_start": w.clock.to_master(w.wall0) if w.wall0 else None,
+                    "clock_offset_s": w.clock.offset if w.clock.probes else None,
                     "state": "lost" if w.lost else ("finished" if w.final else "running"),
                 }
                 for w in sorted(merger.workers.values(), key=lambda w: w.index)

@@ -38,6 +38,9 @@ from sim.config.resolve import resolved_dict
 from sim.config.scenario import ScenarioBase
 from sim.core.metrics import Interval, OpStats
 from sim.core.validity import failure_line
+from sim.live.clock import ClockEstimate, Probe
+from sim.live.clock import messages as clock_messages
+from sim.live.lateness import Lateness
 from sim.live.worker_samples import merge_samples
 from sim.locust.packets import Packet, decode_ops, packet_ops, packet_samples
 from sim.locust.summary import STATUS_COMPLETED, STATUS_FAILED, distributed_extra, run_status
@@ -72,6 +75,10 @@ class WorkerRun:
     final: dict[str, Any] | None = None
     lost: str | None = None
     last_seen: float = field(default_factory=time.monotonic)
+    #: This worker's clock offset from the master's (sim.live.clock).
+    clock: ClockEstimate = field(default_factory=ClockEstimate)
+    #: Wall clock of its engine's time 0, on its own clock (from its first packet).
+    wall0: float | None = None
 
     def done_before(self, index: int) -> bool:
         """Whether this worker will never send interval ``index``."""
@@ -108,8 +115,10 @@ class RunMerger:
         #: The scenario as sent to the workers and written into the bundle.
         self.scenario: dict[str, Any] = resolved_dict(scenario)
         self.run_id = run_id
+        # Locust names a worker "<its host name>_<uuid>": its host until a packet says it.
         self.workers = {
-            cid: WorkerRun(cid, index, sessions) for cid, (index, sessions) in workers.items()
+            cid: WorkerRun(cid, index, sessions, host=cid.rpartition("_")[0])
+            for cid, (index, sessions) in workers.items()
         }
         self.on_finished = on_finished
         self.on_bundle_failure = on_bundle_failure
@@ -123,7 +132,11 @@ class RunMerger:
         self.totals: dict[str, OpStats] = {}
         #: Seconds of measured intervals merged so far (the master's view of the window).
         self.measured_s = 0.0
-        self.latest_samples: list[Sample] = []
+        #: The workers in the merge's order, those interval ``next_index`` waits for (a
+        #: packet costs O(1)) and their latest samples merged, made when asked (None: stale).
+        self._ordered = sorted(self.workers.values(), key=lambda w: w.index)
+        self._missing: set[str] = set(self.workers)
+        self._latest: list[Sample] | None = []
         self.stopped_by: str | None = None
         #: What the run's loaders did (sim.locust.loading), for the summary; None: no loaders.
         self.loading: dict[str, Any] | None = None
@@ -132,14 +145,30 @@ class RunMerger:
         # Decoding a packet's HDR histograms (base64, zlib) costs tens of ms per worker and
         # interval: off the hub too, or a loaded master's hub blocks (seen in CI).
         self._decoder = ThreadPool(1)
+        #: How far the merge trails the run (sim.live.lateness): a master short of CPU says so.
+        self.lateness = Lateness()
+        self._lost_seen = 0
         output = self.scenario.get("output") or {}
         self._writer: BundleWriter = self._pool.apply(self._create_writer, (output,))
         self.bundle = self._writer.path
         self._watcher = gevent.spawn(self._watch)
+        #: Told each merged interval (interval, samples) and each state, on the hub (the
+        #: master's /metrics, sim.locust.exposition).
+        self.interval_listeners: list[Callable[[Interval, list[Sample]], None]] = []
+        self.state_listeners: list[Callable[[str], None]] = []
 
     @property
     def finished(self) -> bool:
         return self.summary is not None
+
+    @property
+    def latest_samples(self) -> list[Sample]:
+        """Every worker's latest storage samples merged (the live Storage table): merged when
+        asked after a packet changed them, not at every packet (N packets an interval, each
+        re-merging N workers' samples, made the master's CPU grow as N², bench/README.md)."""
+        if self._latest is None:
+            self._latest = merge_samples((w.index, w.host, w.latest_samples) for w in self._ordered)
+        return self._latest
 
     def _create_writer(self, output: dict[str, Any]) -> BundleWriter:
         name = output.get("name") or self.scenario.get("name") or "scenario"
@@ -178,6 +207,8 @@ class RunMerger:
             return
         worker.last_seen = time.monotonic()
         worker.host = str(packet.get("host", worker.host))
+        if worker.wall0 is None and packet.get("wall0"):
+            worker.wall0 = float(packet["wall0"])
         worker.received += 1
         worker.last_interval = max(worker.last_interval, int(packet["i"]))
         worker.latest_samples = packet_samples(packet)
@@ -186,10 +217,17 @@ class RunMerger:
             return
         packet[DECODED] = self._decoder.apply(packet_ops, (packet,))
         worker.pending[int(packet["i"])] = packet
-        self.latest_samples = merge_samples(
-            (w.index, w.host, w.latest_samples) for w in self.workers.values()
-        )
-        self._merge_ready()
+        self._latest = None
+        if int(packet["i"]) == self.next_index:
+            self._missing.discard(client_id)
+            if not self._missing:
+                self._merge_ready()
+
+    def clock_probe(self, client_id: str, probe: Probe) -> None:
+        """A clock probe of ``client_id`` answered (sim.live.clock)."""
+        worker = self.workers.get(client_id)
+        if worker is not None and not self.finished:
+            worker.clock.add(probe)
 
     def on_final(self, client_id: str, final: dict[str, Any]) -> None:
         worker = self.workers.get(client_id)
@@ -218,6 +256,8 @@ class RunMerger:
         if state != self.state:
             self.state = state
             self._write(self._writer.on_state, state)
+            for listener in self.state_listeners:
+                listener(state)
 
     def stop_requested(self, reason: str) -> None:
         """The run is being stopped: wait at most FINAL_WAIT_S for the final reports."""
@@ -228,16 +268,19 @@ class RunMerger:
     # ------------------------------------------------------------------ merging
 
     def _merge_ready(self) -> None:
+        """Merge every interval from ``next_index`` on that no worker will still send a part
+        of; remember which workers the first one not ready waits for (a packet of theirs is
+        all :meth:`on_packet` checks; a loss or a final report comes here again)."""
         while True:
             index = self.next_index
-            parts: list[tuple[WorkerRun, Packet]] = []
-            for worker in sorted(self.workers.values(), key=lambda w: w.index):
-                if index in worker.pending:
-                    parts.append((worker, worker.pending.pop(index)))
-                elif not worker.done_before(index):
-                    for w, packet in parts:  # not yet: put back what was taken
-                        w.pending[index] = packet
-                    return
+            self._missing = {
+                w.client_id
+                for w in self._ordered
+                if index not in w.pending and not w.done_before(index)
+            }
+            if self._missing:
+                return
+            parts = [(w, w.pending.pop(index)) for w in self._ordered if index in w.pending]
             if not parts:
                 return
             self._merge(index, parts)
@@ -264,9 +307,18 @@ class RunMerger:
             self.measured_s += interval.t_end - interval.t_start
         samples = merge_samples((w.index, w.host, packet_samples(p)) for w, p in parts)
         if interval.phase != self.state:
-            self.state = interval.phase
-            self._write(self._writer.on_state, interval.phase)
+            self.set_state(interval.phase)
         self._write(self._writer.on_interval, interval, samples)
+        for listener in self.interval_listeners:
+            listener(interval, samples)
+        lost = sum(w.lost is not None for w in self.workers.values())
+        rebase, self._lost_seen = lost != self._lost_seen, lost
+        late = self.lateness.on_merge(
+            index, interval.t_end, time.monotonic(), len(self.workers), rebase=rebase
+        )
+        if late is not None:
+            log.warning(late)
+            self._write(self._writer.add_message, late)
 
     # ------------------------------------------------------------------ losses and the end
 
@@ -316,6 +368,10 @@ class RunMerger:
         self._check_worker_totals(workers)
         status = run_status([w.final for w in workers], self.stopped_by)
         extra = distributed_extra(self, workers)
+        for row in extra["distributed"]["workers"]:
+            for note in clock_messages(row["index"], row["clock"]):
+                log.warning(note)
+                self._write(self._writer.add_message, note)
         totals = self.totals
         extra["errors"] = self._judge_errors([w.final for w in workers if w.final is not None])
         if status == STATUS_COMPLETED and extra["errors"]["invalid"]:
@@ -323,6 +379,9 @@ class RunMerger:
             extra["error"] = failure_line(extra["errors"])
             extra["reason"] = "measure: invalid run"
         measured_s = extra["timing"]["measured_s"]
+        behind = self.lateness.closing()
+        if behind is not None:
+            self._write(self._writer.add_message, behind)
 
         def finish() -> dict[str, Any]:
             self._writer.on_state("finished")
@@ -351,6 +410,8 @@ class RunMerger:
         summary["finished_at"] = iso(time.time())
         self.summary = summary
         self.state = "finished"
+        for listener in self.state_listeners:
+            listener("finished")
         self._pool.kill()
         self._decoder.kill()
         if self.on_finished is not None:

@@ -24,6 +24,7 @@ import json
 import logging
 import signal
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +39,8 @@ from sim.config.resolve import validate
 from sim.config.scenario import ScenarioBase
 from sim.core.metrics import OpStats
 from sim.errors import SimError
+from sim.live.clock import MSG_CLOCK, MSG_CLOCK_REPLY
+from sim.live.clock import reply as clock_reply
 from sim.live.phase import describe
 from sim.locust.form import scenario_from_options, share_scenario
 from sim.locust.host import ROLE_LOCAL, ROLE_WORKER, EngineHost
@@ -205,6 +208,7 @@ class WorkerController(Controller):
         runner.register_message(MSG_START, self._start)
         runner.register_message(MSG_STOP, self._stop)
         runner.register_message(MSG_LOAD, self._load)
+        runner.register_message(MSG_CLOCK, self._clock)
         events = environment.events
         events.report_to_master.add_listener(self._report)
         events.test_stopping.add_listener(lambda **_: self.host.stop("stopped by the master"))
@@ -239,6 +243,8 @@ class WorkerController(Controller):
             self.run_id,
             skip_load=bool(data.get("skip_load")),
             verify_only=bool(data.get("verify_only")),
+            # Absent (a master before it elected one): every worker samples them, as then.
+            shared_collectors=bool(data.get("shared_collectors", True)),
         )
 
     def _load(self, environment: Environment, msg: Any, **_: Any) -> None:
@@ -293,6 +299,13 @@ class WorkerController(Controller):
         sys.stderr.write(WORKER_REPORT_PREFIX + json.dumps(line, sort_keys=True) + "\n")
         sys.stderr.flush()
         self._send_final(final)
+
+    def _clock(self, environment: Environment, msg: Any, **_: Any) -> None:
+        """A clock probe (sim.live.clock): answered at once with this host's clock."""
+        received = time.time()
+        runner = self.environment.runner
+        assert runner is not None
+        runner.send_message(MSG_CLOCK_REPLY, clock_reply(msg.data, received, time.time()))
 
     def _send_final(self, final: dict[str, Any]) -> None:
         runner = self.environment.runner

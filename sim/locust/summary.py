@@ -93,7 +93,21 @@ def loading_section(merger: RunMerger, finals: Sequence[dict[str, Any]]) -> dict
     return section
 
 
-def _worker_row(worker: WorkerRun) -> dict[str, Any]:
+def clock_row(worker: WorkerRun, interval_s: float) -> dict[str, Any]:
+    """``distributed.workers[].clock``: the offset measured (sim.live.clock) and the
+    worker's wall-clock figures on its own clock and corrected to the master's."""
+    section = worker.clock.section(interval_s)
+    final = worker.final or {}
+    walls = {
+        "intervals_start": worker.wall0,
+        "sessions_started": final.get("sessions_started_wall"),
+    }
+    section["own_clock"] = {k: v for k, v in walls.items() if v}
+    section["master_clock"] = {k: worker.clock.to_master(v) for k, v in walls.items() if v}
+    return section
+
+
+def _worker_row(worker: WorkerRun, interval_s: float) -> dict[str, Any]:
     final = worker.final or {}
     return {
         "index": worker.index,
@@ -110,7 +124,21 @@ def _worker_row(worker: WorkerRun) -> dict[str, Any]:
             name: {"count": s.count, "errors": s.error_count}
             for name, s in sorted(worker.measured.items())
         },
+        "clock": clock_row(worker, interval_s),
     }
+
+
+def _interval_s(merger: RunMerger) -> float:
+    return float((merger.scenario.get("collectors") or {}).get("interval_s") or 1.0)
+
+
+def _sessions_started(workers: Sequence[WorkerRun]) -> list[float]:
+    """Each worker's sessions' start on the master's clock (its offset measured, removed)."""
+    return [
+        w.clock.to_master(float(w.final["sessions_started_wall"]))
+        for w in workers
+        if w.final is not None and w.final.get("sessions_started_wall")
+    ]
 
 
 def distributed_extra(merger: RunMerger, workers: Sequence[WorkerRun]) -> dict[str, Any]:
@@ -124,7 +152,7 @@ def distributed_extra(merger: RunMerger, workers: Sequence[WorkerRun]) -> dict[s
     for final in finals:
         for source, n in (final.get("collector_errors") or {}).items():
             collector_errors[source] = collector_errors.get(source, 0) + int(n)
-    started = [f["sessions_started_wall"] for f in finals if f.get("sessions_started_wall")]
+    started = _sessions_started(workers)
     stats = merger.environment.stats
     facts = RunFacts(
         reason=merger.stopped_by or _first(finals, "reason", ""),
@@ -153,7 +181,7 @@ def distributed_extra(merger: RunMerger, workers: Sequence[WorkerRun]) -> dict[s
     return facts.summary_fields(
         distributed={
             "run_id": merger.run_id,
-            "workers": [_worker_row(w) for w in workers],
+            "workers": [_worker_row(w, _interval_s(merger)) for w in workers],
             "lost": [
                 {
                     "index": w.index,

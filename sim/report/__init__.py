@@ -24,6 +24,7 @@ from typing import Any
 from sim.bundle.files import atomic_write
 from sim.errors import ConfigError, SimError
 from sim.report import charts, findings, sections
+from sim.report import hosts as report_hosts
 from sim.report.collector_charts import bundle_collector_panels
 from sim.report.data import (
     load_analysis_file,
@@ -202,6 +203,7 @@ def _section_builders(run: _Run) -> list[tuple[str, str, Callable[[], str]]]:
     return [
         ("verdict", "Verdict", lambda: sections.verdict(analysis)),
         ("operations", "Operations", lambda: sections.operations(summary, run.ops)),
+        ("hosts", "Hosts", lambda: report_hosts.hosts(analysis)),
         ("score", "Score", lambda: _score_section(summary)),
         ("timeseries", "Time series", lambda: _timeseries_section(run)),
         ("curve", "Latency vs load", lambda: _curve_section(run)),

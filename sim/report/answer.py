@@ -30,7 +30,7 @@ DELIVERED_SHARE = 0.9
 #: The verdict's call → the limiting layer, as the sentence says it.
 LAYERS = {
     "storage-bound": "the limiting layer is the storage ({device})",
-    "client-bound": "the limiting layer is the client (dbsim's CPU), not the storage",
+    "client-bound": "the limiting layer is the client (dbsim's CPU{host}), not the storage",
     "database-bound": "the limiting layer is the database (CPU, locks, commits): storage was "
     "nearly idle",
     "inconclusive": "no single limiting layer stands out (verdict inconclusive)",
@@ -174,6 +174,12 @@ def _device(summary: Mapping[str, Any], analysis: Mapping[str, Any]) -> str | No
     return primary_device(_mapping(_mapping(summary.get("storage")).get(device_source())))
 
 
+def _limiting_host(analysis: Mapping[str, Any]) -> str | None:
+    """A run on several hosts: the host the verdict's client figures are from."""
+    host = _mapping(analysis.get("hosts")).get("limiting")
+    return str(host) if host else None
+
+
 def _call(analysis: Mapping[str, Any]) -> str | None:
     call = _mapping(analysis.get("verdict")).get("call")
     return str(call) if call else None
@@ -192,7 +198,7 @@ def build_answer(summary: Mapping[str, Any], analysis: Mapping[str, Any] | None)
     return Answer(
         slo_state=state,
         slos=rows,
-        sentence=_sentence(summary, rows, state, op, device, iops, call),
+        sentence=_sentence(summary, rows, state, op, device, iops, call, _limiting_host(analysis)),
         caveats=caveats(summary, device),
         call=call,
         op=op,
@@ -216,6 +222,7 @@ def _sentence(
     device: str | None,
     iops: float | None,
     call: str | None,
+    host: str | None = None,
 ) -> str:
     """ "read p99 5.90 ms at 4,239 IOPS on vda (mean over the measured window); the limiting
     layer is … — SLO read p99 ≤ 5.00 ms missed by 18.0 %"."""
@@ -229,7 +236,9 @@ def _sentence(
         rate = f" at {ops_s:,.0f} ops/s" if ops_s is not None else ""
         where = f"{rate}, with no block device measured"
     layer = (
-        LAYERS.get(call, f"verdict {call}").format(device=device or "the device")
+        LAYERS.get(call, f"verdict {call}").format(
+            device=device or "the device", host=f" on host {host}" if host else ""
+        )
         if call
         else "no analysis, so no limiting layer is named"
     )
@@ -246,11 +255,22 @@ def _sentence(
     return text + "."
 
 
+def workload_headline(summary: Mapping[str, Any]) -> str | None:
+    """What the workload's load report says must be read before any figure (the ``sql``
+    workload with ``commit: true``: it changed the user's tables), or None."""
+    load = _mapping(_mapping(summary.get("workload")).get("load"))
+    headline = load.get("headline")
+    return str(headline) if headline else None
+
+
 def caveats(summary: Mapping[str, Any], device: str | None) -> list[str]:
     """What limits what the figures mean, worst first."""
     from sim.core.cache import not_exercised_headline
 
     out: list[str] = []
+    said_first = workload_headline(summary)
+    if said_first is not None:
+        out.append(said_first)
     status = str(summary.get("status") or "unknown")
     errors = _mapping(summary.get("errors"))
     if errors.get("invalid"):

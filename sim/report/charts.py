@@ -235,7 +235,28 @@ def _device_panels(series: Mapping[str, Any], names: Sequence[str]) -> list[Pane
 
 
 def _host_panels(series: Mapping[str, Any]) -> list[Panel]:
-    """Host CPU busy and dbsim's own CPU, when the host collector gave any value."""
+    """Host CPU busy and dbsim's own CPU, when the host collector gave any value: one pair
+    of lines per worker host in a run on several hosts."""
+    per_host = series.get("hosts") or {}
+    if per_host:
+        # One panel per figure, one line per host named alone (a legend of four long names
+        # leaves some out); colours as the device panels give them after the hosts' sum.
+        ordered = sorted(per_host.items())
+        return [
+            Panel(
+                title,
+                [
+                    Series(host, figures.get(key, []), PALETTE[(i + 3) % len(PALETTE)])
+                    for i, (host, figures) in enumerate(ordered)
+                ],
+                y_format=fmt_pct,
+                y_max=100,
+            )
+            for title, key in (
+                ("Host CPU busy, per host", "cpu_busy_pct"),
+                ("dbsim process CPU per host (% of one CPU)", "process_cpu_pct"),
+            )
+        ]
     host = series.get("host") or {}
     if not any(finite(v) is not None for values in host.values() for v in values):
         return []

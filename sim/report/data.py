@@ -180,13 +180,15 @@ def latency_buckets(encoded: str, per_decade: int = 5) -> list[tuple[float, floa
     trimmed to the buckets between the first and the last one holding operations."""
     from hdrh.histogram import HdrHistogram
 
+    from sim.core.metrics import recorded_values
+
     histogram = HdrHistogram.decode(encoded)
     edges = log_buckets(per_decade)
     counts = [0] * (len(edges) - 1)
-    for item in histogram.get_recorded_iterator():
-        value = max(float(item.value_iterated_to), edges[0])
+    for value_us, count in recorded_values(histogram):
+        value = max(float(value_us), edges[0])
         slot = min(int(math.log10(value / edges[0]) * per_decade + 1e-9), len(counts) - 1)
-        counts[slot] += int(item.count_added_in_this_iter_step)
+        counts[slot] += count
     used = [i for i, c in enumerate(counts) if c]
     if not used:
         return []

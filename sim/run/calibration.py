@@ -17,9 +17,17 @@ cache — cannot convert IOPS into a rate: the run fails (exit 3, ``status: fail
 says why) rather than offering an unbounded rate. A run asked in IOPS without a block device
 under the data is refused before any session starts (exit 2).
 
+From then on the stages asked in IOPS run open loop in their sessions but closed loop on
+the delivered device IOPS (``load.iops_control: closed``, the default; sim.run.iops_control):
+every collector interval the device I/Os per operation are measured again and the stage's
+ops/s rate is set from them, so the run holds the IOPS asked while that cost drifts;
+``iops_control: open`` keeps the calibration's rate for the whole run (the behaviour before).
+
 As the run goes on, each stage asked in IOPS records in its stage log entry the device IOPS
-delivered on the calibration device (``delivered_iops``), and a console line says requested
-against delivered. The run's last interval closes only once the sessions have drained (their
+delivered on the calibration device (``delivered_iops``), its tolerance and whether it held
+(``iops_tolerance``, ``iops_held``; ``iops_unmet`` when the target was too slow), and a
+console line says requested against delivered; the summary's ``calibration.control`` holds,
+per interval, the IOPS asked and delivered, the cost per operation and the rate set. The run's last interval closes only once the sessions have drained (their
 operations in flight finish, none is issued): it is left out of the last stage's figure when
 it ends past the stage's time, since its rate is diluted by the drain.
 """
@@ -33,11 +41,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sim import registry
-from sim.analysis.stats import t975
 from sim.bundle.figures import finite, primary_device
 from sim.config.scenario import ScenarioBase
 from sim.core.stages import PHASE_CALIBRATE, Stage, calibrated
 from sim.errors import ConfigError, SimError
+from sim.run.iops_control import (
+    COLUMNS,
+    GAIN,
+    MAKEUP_INTERVALS,
+    MAKEUP_SHARE,
+    Controller,
+    judge_stage,
+)
 
 if TYPE_CHECKING:
     from sim.core.engine import Engine
@@ -116,6 +131,10 @@ def ratio_interval(ios: Sequence[float], ops: Sequence[float]) -> tuple[float, f
     """The ratio estimator ``sum(ios) / sum(ops)`` and the half-width of its 95 % interval:
     ``t(0.975, n-1) * s_d / (sqrt(n) * mean(ops))``, ``s_d`` the standard deviation of the
     residuals ``ios - ratio * ops`` (Cochran, Sampling Techniques, 6.3)."""
+    # Imported here: check_calibration serves validate, which needs no analysis (numpy's
+    # typing and every analysis module: ~10 ms CPU of its start).
+    from sim.analysis.stats import t975
+
     n = len(ios)
     ratio = sum(ios) / sum(ops)
     residuals = [y - ratio * x for y, x in zip(ios, ops, strict=True)]
@@ -153,7 +172,13 @@ def delivered_line(entry: Mapping[str, Any], device: str) -> str:
         return f"{text}, no device figures on {device}"
     rate = finite(entry.get("rate_ops_s"))
     offered = f"; {_rate(rate)} ops/s offered" if rate is not None else ""
-    return f"{text}, {got:,.0f} delivered on {device} ({100 * got / asked:.0f} %){offered}"
+    held = ""
+    if entry.get("iops_tolerance") is not None:
+        word = "held" if entry.get("iops_held") else "NOT held"
+        held = f"; {word} (±{100 * entry['iops_tolerance']:.0f} %)"
+        if entry.get("iops_unmet"):
+            held += ": target too slow"
+    return f"{text}, {got:,.0f} delivered on {device} ({100 * got / asked:.0f} %){offered}{held}"
 
 
 def _rate(ops_s: float) -> str:
@@ -202,6 +227,10 @@ class Calibration:
         #: intervals: (device I/Os, seconds, interval start, interval end).
         self._entry: dict[str, Any] | None = None
         self._parts: list[tuple[float, float, float, float]] = []
+        #: The closed loop on the delivered IOPS (from the calibration on), and the rate in
+        #: force per stage (phase, step).
+        self.controller: Controller | None = None
+        self._rates: dict[tuple[str, int | None], float] = {}
 
     def on_interval(self, interval: Interval, samples: list[Sample]) -> None:
         iops = {
@@ -225,6 +254,36 @@ class Calibration:
         if entry is not None and device in iops and samples:
             part = (iops[device] * seconds, seconds, interval.t_start, interval.t_end)
             self._parts.append(part)
+        if entry is not None and samples and self.controller is not None:
+            self._control(interval, entry, iops.get(str(device)), seconds)
+
+    def _control(
+        self, interval: Interval, entry: dict[str, Any], delivered: float | None, seconds: float
+    ) -> None:
+        """One step of the closed loop: measure the interval's cost per operation, then set
+        the rate of the stage now running (the interval may be the one a boundary closed)."""
+        assert self.controller is not None
+        key = (interval.phase, interval.step)
+        offered = self._rates.get(key, float(entry.get("rate_ops_s") or 0.0))
+        ops = sum(st.count + st.error_count for st in interval.ops.values())
+        self.controller.update(
+            float(entry["rate_iops"]),
+            offered,
+            delivered,
+            ops / seconds if seconds > 0 else 0.0,
+            (interval.t_end, interval.phase, interval.step),
+            sessions=int(entry.get("sessions") or 1),
+            seconds=seconds,
+        )
+        stage = self.engine._stage  # the stage running now: its rate follows the estimate
+        if self.controller.closed and stage.rate_iops is not None:
+            rate = self.controller.rate(stage.rate_iops, (stage.phase, stage.step))
+            self.controller.rows[-1][8] = round(rate, 3)  # the rate set: the running stage's
+            self._set_rate(stage.phase, stage.step, rate)
+
+    def _set_rate(self, phase: str, step: int | None, rate: float) -> None:
+        self._rates[(phase, step)] = rate
+        self.engine.set_rate(rate)
 
     def _within_the_stage(self, entry: dict[str, Any]) -> list[tuple[float, float, float, float]]:
         """The entry's sampled intervals without one that ends past the stage's time: the
@@ -251,18 +310,55 @@ class Calibration:
         parts = self._within_the_stage(entry)
         io, seconds = sum(p[0] for p in parts), sum(p[1] for p in parts)
         entry["delivered_iops"] = round(io / seconds, 1) if seconds > 0 else None
+        if self.controller is not None:
+            # The rates set within the stage's time (not after the run's drain, see above).
+            end = float(entry["t"]) + float(entry.get("duration_s") or 0.0)
+            end += DRAIN_FRACTION * self.engine.interval_s
+            rows = [
+                r
+                for r in self.controller.rows
+                if (r[1], r[2]) == (entry["phase"], entry["step"]) and r[0] <= end
+            ]
+            if rows:
+                entry["rate_ops_s_range"] = [min(r[8] for r in rows), max(r[8] for r in rows)]
+            judge_stage(entry, sum(bool(r[9]) for r in rows), len(rows))
         line = delivered_line(entry, self.section["device"])
         self.engine.events.notice.fire(message=line, warning=False)
         self._entry = None
 
     def on_stage(self, stage: Stage, log: dict[str, Any]) -> None:
-        if stage.rate_iops is not None and self.section:
-            log["io_per_op"] = self.section["io_per_op"]
-            log["calibration_device"] = self.section["device"]
+        """A stage asked in IOPS starts at ``asked / cost`` ops/s, the cost as estimated now
+        (the calibration's before the loop has run): ``io_per_op`` in its log entry."""
+        if stage.rate_iops is None or not self.section:
+            return
+        log["calibration_device"] = self.section["device"]
+        control = self.controller
+        log["io_per_op"] = round(control.io_per_op, 4) if control else self.section["io_per_op"]
+        if control is not None and control.closed:
+            rate = control.rate(stage.rate_iops)
+            log["rate_ops_s"] = round(rate, 3)
+            self._set_rate(stage.phase, stage.step, rate)
 
     def on_finished(self, result: Any) -> None:
         self._close_entry()
-        result.calibration = self.section or {"error": result.error}
+        section = self.section or {"error": result.error}
+        if self.controller is not None:
+            section["control"] = {
+                "mode": "closed" if self.controller.closed else "open",
+                "law": (
+                    "each interval: cost per op c = S_D / S_R, forgetting sums of device IOPS "
+                    "and ops/s (gain g; step clamped x2, within x20 of the calibration's); rate "
+                    "= (IOPS asked + stage shortfall / 3 intervals, within ±25 %) / c"
+                    if self.controller.closed
+                    else "open: the calibration's rate for the whole run"
+                ),
+                "gain": GAIN,
+                "makeup_intervals": MAKEUP_INTERVALS,
+                "makeup_share": MAKEUP_SHARE,
+                "columns": list(COLUMNS),
+                "rows": self.controller.rows,
+            }
+        result.calibration = section
 
     def on_calibrated(self, stages: list[Stage]) -> list[Stage]:
         """The stages with ops/s rates from the measured device I/Os per operation."""
@@ -279,6 +375,10 @@ class Calibration:
         )
         self.section["line"] = conversion_line(self.section, asked)
         self.engine.events.notice.fire(message=self.section["line"], warning=False)
+        closed = self.engine.load.iops_control == "closed"
+        self.controller = Controller(
+            self.section["io_per_op"], closed=closed, interval_s=self.engine.interval_s
+        )
         return calibrated(stages, self.section["io_per_op"])
 
     def needs_device(

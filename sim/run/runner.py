@@ -10,27 +10,25 @@ from __future__ import annotations
 import shutil
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from sim import registry
-from sim.bundle.files import new_bundle_dir
-from sim.bundle.writer import BundleWriter
 from sim.config.resolve import resolved_dict
 from sim.config.scenario import CollectorSettings, ScenarioBase
 from sim.core.cache import check_caches
-from sim.core.engine import Engine
 from sim.core.stages import Stage
 from sim.dialects import needs_text, runs_on
 from sim.errors import ConfigError, OutputDirectoryError, ScenarioError
 from sim.judge.slo import unknown_operations
-from sim.judge.sweep import attach as attach_sweep
 from sim.protocols import Collector, Target, Workload
-from sim.run.calibration import attach as attach_calibration
 from sim.run.calibration import check_calibration
-from sim.run.finish import fold_bundle_failure
 from sim.secrets import SecretRef, resolve_secret
+
+if TYPE_CHECKING:
+    from sim.bundle.writer import BundleWriter
+    from sim.core.engine import Engine
 
 
 @dataclass
@@ -57,7 +55,7 @@ def build_target(scenario: ScenarioBase) -> Target:
 def build_workload(scenario: ScenarioBase, target: Target) -> Workload:
     spec = scenario.workload  # type: ignore[attr-defined]
     entry = registry.workload(spec.name)
-    needs = entry.workload_class.needs
+    needs = entry.needs
     if not runs_on(needs, target.kind, getattr(target, "dialect", None)):
         raise ConfigError(
             f"workload.name: {spec.name} does not run on a {target.kind} target "
@@ -98,6 +96,15 @@ def build_collectors(
 
 def prepare_run(scenario: ScenarioBase, *, skip_load: bool = False) -> PreparedRun:
     """Validate the combination, create the bundle directory and wire the engine's events."""
+    # Imported here: build_target/build_workload/check_before_run serve load, drop, check and
+    # validate too, which run no engine (~20 ms CPU of their start).
+    from sim.bundle.files import new_bundle_dir
+    from sim.bundle.writer import BundleWriter
+    from sim.core.engine import Engine
+    from sim.judge.sweep import attach as attach_sweep
+    from sim.run.calibration import attach as attach_calibration
+    from sim.run.finish import fold_bundle_failure
+
     target = build_target(scenario)
     workload = build_workload(scenario, target)
     check_slo_operations(scenario, workload)

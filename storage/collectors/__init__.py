@@ -185,6 +185,8 @@ register_collector(
                 Figure("cpu_steal_pct", "steal %"),
                 Figure("cpu_idle_pct", "idle %"),
                 Figure("process_cpu_pct", "dbsim process CPU % (of one CPU)"),
+                Figure("cpu_limit_cores", "CPU quota (cores, its cgroup's)", digits=2),
+                Figure("cpu_throttled_pct", "throttled % (of its quota's periods)"),
                 Figure("cpus", "CPUs"),
                 Figure("samples", "samples"),
             ),

@@ -9,9 +9,10 @@ in the block layer, before that queue, so they are the larger of the two under q
 
 Latencies are counted in buckets of 1/8 of a power of two of nanoseconds (the script divides
 by two until the value is below 16: the exponent and the remaining 8..15 name the bucket), so
-a quantile is known to ±6 % of its value. bpftrace prints and clears the counts every
-``TICK_MS``; an interval's figures are the ticks printed before its close, so its edges are
-off by up to one tick.
+a quantile is known to ±6 % of its value. bpftrace prints and clears the counts when the
+collector asks, at each interval's close (``blocklatency_reader.py``); the collector waits for
+that print (:data:`PRINT_WAIT_S` at most: counts printed later go to the next interval), so
+an interval's edges are off by the moment bpftrace takes to print, under a millisecond here.
 
 Figures per interval: ``mean_ms`` (to compare with iostat's await, which is a mean too),
 ``p50_ms``, ``p95_ms``, ``p99_ms`` and ``n`` (the requests completed), and the request shape
@@ -20,7 +21,7 @@ iostat's means cannot give (the program and its arithmetic: ``blocklatency_scrip
 by size), ``seq_pct`` (the share of them that started where the previous one on the device
 in the same direction ended), ``inflight_mean`` and ``inflight_max`` (requests in flight on
 the device: the mean at each issue, itself included; the max the highest of the kernel's
-``inflight`` counts read at each print)
+``inflight`` counts read every 100 ms)
 for each device (the names ``/proc/diskstats`` uses: all its requests, discards and flushes
 included) and for its reads and its writes apart (entities ``<device>:read``,
 ``<device>:write``). An entity without requests in an interval has no sample for it, so the
@@ -36,12 +37,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import shutil
-import signal
 import subprocess
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -58,16 +56,12 @@ from sim.registry import (
     register_collector,
 )
 from storage.collectors import BlockOptions
+from storage.collectors.blocklatency_reader import INFLIGHT_MS, BpftraceReader
 from storage.collectors.blocklatency_script import (
-    READY,
-    TICK,
-    TICK_MS,
     RequestCounts,
-    Tick,
     bpftrace_script,
     entity_figures,
     kernel_dev,
-    parse_tick,
     tick_entities,
 )
 from storage.devices import DeviceResolver
@@ -75,8 +69,9 @@ from storage.devices import DeviceResolver
 SOURCE = "blocklatency"
 TRACEFS = Path("/sys/kernel/tracing")
 SYS_CLASS_BLOCK = Path("/sys/class/block")
-#: The sampler allows ``stop`` 2 s.
-STOP_WAIT_S = 1.5
+#: How long a sample waits for bpftrace's print (a print takes under a millisecond here; the
+#: sampler allows a sample 2 s by default).
+PRINT_WAIT_S = 0.5
 FALLBACK = "iostat mean await used"
 #: What the bundle says instead of the request shape where eBPF could not be used.
 MEANS_ONLY = "block: no request-size distribution (iostat means only)"
@@ -101,106 +96,9 @@ def ebpf_unavailable(tracefs: Path = TRACEFS) -> str | None:
             return f"tracefs is not mounted at {tracefs} and mounting it failed: {why}"
         if not (tracefs / "events" / "block" / "block_rq_issue").exists():
             return f"the kernel offers no block:block_rq_issue tracepoint under {tracefs}"
+    if not (tracefs / "events" / "signal" / "signal_generate").exists():
+        return f"the kernel offers no signal:signal_generate tracepoint under {tracefs}"
     return None
-
-
-def _die_with_parent() -> None:
-    # The child must not outlive dbsim killed without a chance to stop it (SIGKILL, OOM):
-    # PR_SET_PDEATHSIG (1) sends it SIGTERM when its parent goes.
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
-
-
-def kernel_inflight(files: Mapping[int, Path]) -> dict[int, int]:
-    """Per device the kernel's count of requests issued to the driver and not completed
-    (``inflight``: reads and writes); a device whose file cannot be read is left out."""
-    counts = {}
-    for dev, path in files.items():
-        try:
-            reads, writes = path.read_text().split()
-            counts[dev] = int(reads) + int(writes)
-        except (OSError, ValueError):
-            continue
-    return counts
-
-
-class BpftraceReader:
-    """One bpftrace process and the thread reading its output: each tick's lines kept apart
-    with the kernel's in-flight counts read as it ended (``inflight_files``: kernel dev_t ->
-    its ``/sys/class/block/<name>/inflight``), handed over by :meth:`take`. ``failure`` says
-    why it ended early, if it did."""
-
-    def __init__(
-        self, script: str, inflight_files: Mapping[int, Path], command: str = "bpftrace"
-    ) -> None:
-        # Its own session: the terminal's Ctrl-C reaches dbsim, whose stop() ends it in order.
-        self.process = subprocess.Popen(
-            [command, "-e", script],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,  # only a prctl call before exec
-        )
-        self.ready = threading.Event()
-        self.failure: str | None = None
-        self._lock = threading.Lock()
-        self._ticks: list[tuple[list[str], dict[int, int]]] = []
-        self._inflight_files = dict(inflight_files)
-        self._stopping = False
-        self._thread = threading.Thread(target=self._read, name="blocklatency", daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        building: list[str] = []
-        for line in self.process.stdout:
-            line = line.rstrip("\n")
-            if line == READY:
-                self.ready.set()
-            elif line == TICK:
-                inflight = kernel_inflight(self._inflight_files)
-                with self._lock:
-                    self._ticks.append((building, inflight))
-                building = []
-            elif line:
-                building.append(line)
-        code = self.process.wait()
-        if not self._stopping:
-            assert self.process.stderr is not None
-            errors = [ln.strip() for ln in self.process.stderr if "ERROR" in ln]
-            # bpftrace warns about RLIMIT_MEMLOCK on kernels that no longer use it: not why.
-            errors = [e for e in errors if "RLIMIT_MEMLOCK" not in e] or errors
-            self.failure = f"bpftrace exited ({code}): {errors[-1] if errors else 'no message'}"
-        self.ready.set()
-
-    def take(self) -> list[Tick]:
-        """The ticks completed since the last call, each parsed apart (the peak in flight
-        is the highest tick's mean)."""
-        with self._lock:
-            ticks, self._ticks = self._ticks, []
-        parsed = []
-        for lines, inflight in ticks:
-            tick = parse_tick(lines)
-            tick.kernel_inflight = inflight
-            parsed.append(tick)
-        return parsed
-
-    def stop(self) -> None:
-        """End the process (SIGTERM, then SIGKILL) and reap it and the reading thread."""
-        self._stopping = True
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(STOP_WAIT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._thread.join(STOP_WAIT_S)
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
 
 
 # --------------------------------------------------------------------------- the collector
@@ -233,7 +131,8 @@ class BlockLatencyCollector(Collector):
             inflight = {
                 dev: self.sys_class_block / name / "inflight" for dev, name in self.names.items()
             }
-            self._reader = BpftraceReader(bpftrace_script(sorted(self.names)), inflight)
+            script = bpftrace_script(sorted(self.names), os.getpid())
+            self._reader = BpftraceReader(script, inflight)
         except OSError as exc:
             self.unavailable = f"cannot start bpftrace: {exc}"
         # Not waiting for bpftrace to attach (about a second): that overlaps the run's
@@ -243,6 +142,8 @@ class BlockLatencyCollector(Collector):
         reader = self._reader
         if reader is None:
             return []
+        if reader.ready.is_set() and reader.failure is None:
+            await _print_now(reader)
         ticks = reader.take()
         if reader.failure is not None and self.unavailable is None:
             self.unavailable = reader.failure
@@ -279,8 +180,10 @@ class BlockLatencyCollector(Collector):
             "request_shape": "requests issued per size bucket (KiB, powers of two to 1,024), "
             "the share starting where the previous one in the same direction ended, and the "
             "requests in flight (mean: at each issue; max: the kernel's inflight count read "
-            f"every {TICK_MS} ms)",
-            "load": f"one bpftrace process: two tracepoints, counts printed every {TICK_MS} ms",
+            f"every {INFLIGHT_MS} ms)",
+            "load": "one bpftrace process: two block tracepoints, counts printed at each "
+            "interval's close (asked by a signal, seen on signal:signal_generate); the "
+            f"kernel's inflight files read every {INFLIGHT_MS} ms",
             "inflight_clamped": {
                 name: self.clamped.get(dev, 0) for dev, name in sorted(self.names.items())
             },
@@ -299,6 +202,24 @@ class BlockLatencyCollector(Collector):
             why = f"device latency percentiles unavailable: {self.unavailable}; {FALLBACK}"
             return {"unavailable": self.unavailable}, [why]
         return {}, []
+
+
+async def _print_now(reader: BpftraceReader) -> None:
+    """Have bpftrace print its counts and wait for the print, :data:`PRINT_WAIT_S` at most."""
+    loop = asyncio.get_running_loop()
+    printed: asyncio.Future[None] = loop.create_future()
+
+    def done() -> None:
+        if not printed.done():
+            printed.set_result(None)
+
+    def wake() -> None:  # called from the reading thread, maybe after the loop closed
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(done)
+
+    reader.request_print(wake)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(printed, PRINT_WAIT_S)
 
 
 def request_shape_captured(collectors: Sequence[Mapping[str, Any]]) -> bool:

@@ -1,7 +1,8 @@
 """The ``blocklatency`` collector's bpftrace program and the arithmetic on what it prints.
 
 Per device (kernel dev_t) and direction (read, write, other: flushes, discards) the program
-counts, and prints and clears every ``TICK_MS``:
+counts, and prints and clears when the collector asks (:data:`PRINT_SIGNAL` sent by the
+collector's process: ``blocklatency_reader.py``):
 
 - ``@lat[dev, dir, e, m]``: completed requests by latency bucket (issue to completion; the
   nanoseconds halved ``e`` times until below 16 leave ``m`` in 8..15);
@@ -35,18 +36,21 @@ in flight over the interval's count), unbiased over many intervals.
 The single highest count at an issue cannot be kept this way (``L`` of a slow request counts
 every request that came and went while it waited). ``inflight_max`` is therefore the
 kernel's own count instead: ``/sys/class/block/<dev>/inflight`` (reads plus writes issued to
-the driver and not completed), read by the collector at each tick and kept per tick in
-:attr:`Tick.kernel_inflight`; the interval's highest reading.
+the driver and not completed), read by the collector every 100 ms and at each print, and
+kept per print in :attr:`Tick.kernel_inflight`; the interval's highest reading.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import signal
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-TICK_MS = 100
+#: What the collector sends bpftrace to have it print: a signal bpftrace ignores, seen by the
+#: program on the kernel's ``signal:signal_generate`` tracepoint.
+PRINT_SIGNAL = signal.SIGWINCH
 READY = "blocklatency-ready"
 TICK = "blocklatency-tick"
 #: Upper bounds (KiB) of the request-size buckets; a last bucket holds what is above 1 MiB.
@@ -67,38 +71,52 @@ def kernel_dev(major: int, minor: int) -> int:
     return (major << 20) | minor
 
 
-def bpftrace_script(devs: Sequence[int]) -> str:
-    """The program for the devices numbered ``devs`` (kernel dev_t)."""
-    only = " || ".join(f"args->dev == {dev}" for dev in devs) or "0"
+def bpftrace_script(devs: Sequence[int], requester: int) -> str:
+    """The program for the devices numbered ``devs`` (kernel dev_t), printing when process
+    ``requester`` sends :data:`PRINT_SIGNAL`."""
+    only = " || ".join(f"$dev == {dev}" for dev in devs) or "0"
+    # Each probe names ``args`` once (``$a = args``) and reads its fields from that, and the
+    # device filter is an ``if`` rather than a predicate: bpftrace 0.17 rereads the kernel's
+    # list of events (/sys/kernel/tracing/available_events) about 20 times for every
+    # ``args->`` it compiles, which was most of its start's CPU (0.38 CPU-s with 29 of them,
+    # 0.16 with 8, 0.14 with 3).
     # @end holds the next sector plus one, so that a device without a previous request (the
     # map's zero) never matches sector 0.
     return f"""
 BEGIN {{ printf("{READY}\\n"); }}
-tracepoint:block:block_rq_issue /{only}/ {{
-  $dir = 0;
-  if (strncmp(args->rwbs, "R", 1) == 0 || strncmp(args->rwbs, "FR", 2) == 0) {{ $dir = 1; }}
-  else if (strncmp(args->rwbs, "W", 1) == 0 || strncmp(args->rwbs, "FW", 2) == 0) {{ $dir = 2; }}
-  @issued[args->dev]++;
-  @start[args->dev, args->sector] = (nsecs, @issued[args->dev], $dir);
-  if (args->bytes > 0) {{
-    $b = 0; $top = (uint64)4096; $bytes = (uint64)args->bytes;
-    while ($b < 9 && $bytes > $top) {{ $top = $top * 2; $b = $b + 1; }}
-    @size[args->dev, $dir, $b] = count();
-    if (@end[args->dev, $dir] == args->sector + 1) {{ @seq[args->dev, $dir] = count(); }}
-    @end[args->dev, $dir] = args->sector + args->nr_sector + 1;
+tracepoint:block:block_rq_issue {{
+  $a = args; $dev = $a->dev;
+  if ({only}) {{
+    $sector = $a->sector; $rwbs = $a->rwbs;
+    $bytes = (uint64)$a->bytes; $nr_sector = $a->nr_sector;
+    $dir = 0;
+    if (strncmp($rwbs, "R", 1) == 0 || strncmp($rwbs, "FR", 2) == 0) {{ $dir = 1; }}
+    else if (strncmp($rwbs, "W", 1) == 0 || strncmp($rwbs, "FW", 2) == 0) {{ $dir = 2; }}
+    @issued[$dev]++;
+    @start[$dev, $sector] = (nsecs, @issued[$dev], $dir);
+    if ($bytes > 0) {{
+      $b = 0; $top = (uint64)4096;
+      while ($b < 9 && $bytes > $top) {{ $top = $top * 2; $b = $b + 1; }}
+      @size[$dev, $dir, $b] = count();
+      if (@end[$dev, $dir] == $sector + 1) {{ @seq[$dev, $dir] = count(); }}
+      @end[$dev, $dir] = $sector + $nr_sector + 1;
+    }}
   }}
 }}
-tracepoint:block:block_rq_complete /@start[args->dev, args->sector].0/ {{
-  $req = @start[args->dev, args->sector];
-  delete(@start[args->dev, args->sector]);
-  $e = 0; $m = nsecs - $req.0;
-  while ($m >= 16) {{ $m = $m >> 1; $e = $e + 1; }}
-  @lat[args->dev, $req.2, $e, $m] = count();
-  $depth = (int64)@issued[args->dev] - (int64)$req.1 + 1;
-  if ($depth < 1) {{ $depth = 1; @clamped[args->dev] = count(); }}
-  @depth[args->dev, $req.2] = sum($depth);
+tracepoint:block:block_rq_complete {{
+  $a = args; $dev = $a->dev; $sector = $a->sector;
+  $req = @start[$dev, $sector];
+  if ($req.0) {{
+    delete(@start[$dev, $sector]);
+    $e = 0; $m = nsecs - $req.0;
+    while ($m >= 16) {{ $m = $m >> 1; $e = $e + 1; }}
+    @lat[$dev, $req.2, $e, $m] = count();
+    $depth = (int64)@issued[$dev] - (int64)$req.1 + 1;
+    if ($depth < 1) {{ $depth = 1; @clamped[$dev] = count(); }}
+    @depth[$dev, $req.2] = sum($depth);
+  }}
 }}
-interval:ms:{TICK_MS} {{
+tracepoint:signal:signal_generate /pid == {requester} && args->sig == {int(PRINT_SIGNAL)}/ {{
   print(@lat); print(@size); print(@seq); print(@depth); print(@clamped);
   clear(@lat); clear(@size); clear(@seq); clear(@depth); clear(@clamped);
   printf("{TICK}\\n");
@@ -157,9 +175,9 @@ class LatencyHistogram:
 
 @dataclass
 class RequestCounts:
-    """An entity's counts over one tick or more: completions by latency, issues with data
+    """An entity's counts over one print or more: completions by latency, issues with data
     by size and how many of them were sequential, the in-flight sum over the completions
-    and the highest of the kernel's in-flight counts read at the ticks."""
+    and the highest of the kernel's in-flight counts read meanwhile."""
 
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
     sizes: list[int] = field(default_factory=lambda: [0] * len(SIZE_KEYS))
@@ -187,8 +205,9 @@ class RequestCounts:
 @dataclass
 class Tick:
     """What one print of the program holds: per device and direction the counts, and per
-    device the in-flight counts clamped to 1; and the kernel's count of requests in flight
-    per device, read when the print ended (the collector's reader adds it)."""
+    device the in-flight counts clamped to 1; and the highest of the kernel's counts of
+    requests in flight per device read since the print before (the collector's reader adds
+    it)."""
 
     counts: dict[int, dict[str, RequestCounts]] = field(default_factory=dict)
     clamped: dict[int, int] = field(default_factory=dict)
@@ -269,7 +288,7 @@ def latency_figures(hist: LatencyHistogram) -> dict[str, float]:
 def shape_figures(counts: RequestCounts) -> dict[str, float]:
     """An entity's request shape: issues by size (every bucket, zeros included: a count the
     program made), the sequential share of them, and the requests in flight (at issue: the
-    mean over the completions; the highest of the kernel's counts at the ticks). A figure
+    mean over the completions; the highest of the kernel's counts read meanwhile). A figure
     without requests to be computed from is left out."""
     values = {key: float(count) for key, count in zip(SIZE_KEYS, counts.sizes, strict=True)}
     if counts.issued_with_data:

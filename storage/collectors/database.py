@@ -9,7 +9,7 @@ summary uses (:func:`physical_reads_per_op`, :func:`cache_warning`) is in
 Which collectors sample a target's statistics is its dialect record's ``stats_collectors``
 hook (:mod:`sim.dialects`), the one place that says it: PostgreSQL's is
 :func:`postgres_stats_collectors` (:class:`PostgresStatsCollector`, here), MariaDB/MySQL's is
-``storage.targets.mysql``'s InnoDB collector, Oracle's and SQL Server's are
+``storage.targets.mysql_record``'s InnoDB collector, Oracle's and SQL Server's are
 :func:`storage.collectors.oracle_stats.oracle_stats_collectors` and
 :func:`storage.collectors.sqlserver_stats.sqlserver_stats_collectors` (their system views'
 counters, storage.collectors.view_counters).

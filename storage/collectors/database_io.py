@@ -108,14 +108,17 @@ def innodb_vocabulary(rates: Mapping[str, float]) -> dict[str, float]:
 
 # --------------------------------------------------------------------------- live captures
 
-#: Live captures: client sessions running a statement, and those waiting on I/O, other than
-#: the collector's own (counts at the interval's end). Without pg_read_all_stats the state and
-#: wait event of other roles' sessions read as NULL, so the capture checks that grant first.
+#: Live captures: client sessions of the captured database running a statement, and those
+#: waiting on I/O, other than the collector's own (counts at the interval's end) — the
+#: database's, as its reads and commits are (another database's sessions on the same server
+#: were counted here too). Without pg_read_all_stats the state and wait event of other roles'
+#: sessions read as NULL, so the capture checks that grant first.
 PG_ACTIVITY_SQL = """SELECT count(*) FILTER (WHERE state = 'active')::float8 AS active_sessions,
        count(*) FILTER (WHERE state = 'active' AND wait_event_type = 'IO')::float8
          AS io_wait_sessions
   FROM pg_stat_activity
- WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"""
+ WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+   AND datname = current_database()"""
 PG_SEES_ALL_SQL = (
     "SELECT current_user::text || CASE WHEN pg_has_role(current_user, 'pg_read_all_stats', "
     "'USAGE') THEN '' ELSE ' lacks pg_read_all_stats' END"

@@ -9,7 +9,9 @@ see :func:`cpu_break`) is a reset; a malformed ``cpu`` line is unreadable (see t
 Values per interval: ``cpu_user_pct``, ``cpu_system_pct``, ``cpu_iowait_pct``,
 ``cpu_idle_pct``, ``cpu_busy_pct`` (100 − idle − iowait) of the whole host (all CPUs, as
 ``mpstat`` or ``vmstat`` show them), and ``process_cpu_pct``: dbsim's CPU time over the interval
-as a percentage of one CPU (200 = two cores busy), with ``cpus`` for scale.
+as a percentage of one CPU (200 = two cores busy), with ``cpus`` for scale. When this
+process's cgroup has a CPU quota (a container's CPU limit), ``cpu_limit_cores`` and
+``cpu_throttled_pct`` too (:mod:`storage.collectors.cpu_quota`): the client's real ceiling.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, ClassVar
 
 from sim.errors import CollectorError
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Collector, Sample, gap_sample
+from storage.collectors.cpu_quota import QuotaReading, read_quota, throttled_pct
 
 PROC_STAT = Path("/proc/stat")
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest",
@@ -132,6 +135,7 @@ class HostCpuCollector(Collector):
         self._reading: CpuReading | None = None
         self._process = 0.0
         self._now = 0.0
+        self._quota: QuotaReading | None = None
 
     @staticmethod
     def _process_cpu_s() -> float:
@@ -145,6 +149,7 @@ class HostCpuCollector(Collector):
             raise CollectorError(f"collector host: {self.proc_stat}: {exc}") from exc
         self._process = self._process_cpu_s()
         self._now = now
+        self._quota = read_quota()
 
     async def sample(self, now: float) -> list[Sample]:
         if self._reading is None:
@@ -169,7 +174,17 @@ class HostCpuCollector(Collector):
         values = cpu_percentages(prev.ticks, reading.ticks)
         values["process_cpu_pct"] = 100.0 * (process - prev_process) / elapsed
         values["cpus"] = float(os.cpu_count() or 1)
+        self._quota_figures(values)
         return [Sample(source=self.source, entity=entity, values=values, t=now)]
+
+    def _quota_figures(self, values: dict[str, float]) -> None:
+        """The cgroup's CPU quota and the share of its periods throttled, when it has one."""
+        prev, self._quota = self._quota, read_quota()
+        if self._quota is None:
+            return
+        values["cpu_limit_cores"] = self._quota.limit_cores
+        if prev is not None and (share := throttled_pct(prev, self._quota)) is not None:
+            values["cpu_throttled_pct"] = share
 
     def describe(self) -> dict[str, Any]:
         return {

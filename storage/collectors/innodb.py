@@ -1,6 +1,6 @@
 """The ``db`` collector of MariaDB and MySQL: InnoDB's status counters as rates per second.
 
-MariaDB/MySQL's dialect record names it (``storage.targets.mysql``'s ``stats_collectors``);
+MariaDB/MySQL's dialect record names it (``storage.targets.mysql_record``'s ``stats_collectors``);
 it reads ``information_schema.GLOBAL_STATUS``, which any account may read, plus
 performance_schema's file waits where that schema is on. A live capture's collector
 (``capture``) also counts the sessions running a statement (``active_sessions``) from the

@@ -23,7 +23,8 @@ The numbers and their C types are in :mod:`storage.collectors.mountstats_format`
 Isolation: a line that does not start with white space starts a new section, so one broken
 section cannot swallow the next. Each section is parsed on its own; a malformed one (a number
 that is not one, does not fit its C type, a field count that is not the kernel's, a line cut
-short at the end of the file, a per-op line before its header, a required line missing) is
+short at the end of the file, a per-op line before its header, a required line missing, a
+per-op list that ends before the kernel's does: :mod:`storage.collectors.mountstats_ops`) is
 returned as :class:`Unreadable` with the line, and every other mount keeps its exact figures.
 """
 
@@ -46,6 +47,7 @@ from storage.collectors.mountstats_format import (
     OpCounters,
     Xprt,
 )
+from storage.collectors.mountstats_ops import op_list_problem
 
 __all__ = [
     "BYTE_NAMES", "EVENT_NAMES", "KERNEL_LONG_BITS", "MOUNTSTATS", "NFS_FSTYPES", "OP_FIELDS",
@@ -134,17 +136,24 @@ class MountstatsFile(Mapping[str, MountStats]):
     """One reading: the readable mounts by mount point (a mapping), the sections that were
     not (:attr:`unreadable`, by mount point) and the broken headers naming no mount point
     (:attr:`orphans`). A mount point listed twice keeps its last section, the mount on top,
-    which hides the others (nfs-utils does the same), whether or not that one is readable."""
+    which hides the others (nfs-utils does the same), whether or not that one is readable.
+    :attr:`order` lists the mount points, readable or not, in the order of the file (the
+    kernel's: the order the mounts were made); :attr:`cut` is the section the file ends inside
+    of (no newline at its end: the read was cut), or None."""
 
     def __init__(
         self,
         mounts: dict[str, MountStats],
         unreadable: dict[str, Unreadable],
         orphans: tuple[Unreadable, ...],
+        order: tuple[str, ...] = (),
+        cut: Unreadable | None = None,
     ) -> None:
         self.mounts = mounts
         self.unreadable = unreadable
         self.orphans = orphans
+        self.order = order or tuple(dict.fromkeys([*mounts, *unreadable]))
+        self.cut = cut
 
     def __getitem__(self, key: str) -> MountStats:
         return self.mounts[key]
@@ -197,9 +206,14 @@ def _parse_section(
         lineno, line = lines[-1]
         return Unreadable(mount, lineno, line, f"the section ends here with {missing}")
     rpc = section.rpc
+    assert rpc is not None  # missing() says so otherwise
+    problem = op_list_problem(rpc["pv"], section.ops)
+    if problem is not None:
+        lineno, line = lines[-1]
+        return Unreadable(mount, lineno, line, f"the per-op list ends here: {problem}")
     return MountStats(
         device, mount, fstype, statvers, section.options, section.age_s, section.events,
-        section.bytes, rpc["vers"] if rpc else None, rpc["pv"] if rpc else None,
+        section.bytes, rpc["vers"], rpc["pv"],
         tuple(section.xprts), section.ops, section.lines, long_bits,
     )  # fmt: skip
 
@@ -229,9 +243,13 @@ def parse_mountstats(text: str, long_bits: int = KERNEL_LONG_BITS) -> Mountstats
             sections.append([(lineno, line)])
     mounts: dict[str, MountStats] = {}
     unreadable: dict[str, Unreadable] = {}
+    order: dict[str, None] = {}
+    cut_section: Unreadable | None = None
     for lines in sections:
         parsed = _parse_section(lines, cut, long_bits)
         key = parsed.mount_point
+        if isinstance(parsed, Unreadable) and parsed.lineno == cut:
+            cut_section = parsed
         if isinstance(parsed, MountStats) and not parsed.is_nfs and len(lines) > 1:
             # Only NFS prints lines under its header: these belong to a mount whose own
             # header was lost; the mount above them is fine.
@@ -243,11 +261,13 @@ def parse_mountstats(text: str, long_bits: int = KERNEL_LONG_BITS) -> Mountstats
             continue
         mounts.pop(key, None)
         unreadable.pop(key, None)
+        order.pop(key, None)
+        order[key] = None
         if isinstance(parsed, Unreadable):
             unreadable[key] = parsed
         else:
             mounts[key] = parsed
-    return MountstatsFile(mounts, unreadable, tuple(orphans))
+    return MountstatsFile(mounts, unreadable, tuple(orphans), tuple(order), cut_section)
 
 
 def read_mountstats(path: Path = MOUNTSTATS, long_bits: int = KERNEL_LONG_BITS) -> MountstatsFile:

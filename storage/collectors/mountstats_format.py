@@ -285,6 +285,8 @@ class NfsSection:
                 return f"no '{key}:' line"
         if self.rpc is None:
             return "no 'RPC iostats version' line"
+        if not self.xprts:  # a mount has a transport for as long as it is mounted
+            return "no 'xprt:' line"
         if not self.in_ops:
             return "no 'per-op statistics' header"
         return None if self.ops else "no per-op lines"

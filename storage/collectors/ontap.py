@@ -37,6 +37,7 @@ from sim.field_errors import error_lines
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Collector, Sample, Target, gap_sample
 from sim.registry import (
     COLLECTOR_SCOPE_SHARED,
+    ROLE_ARRAY,
     CollectorEntry,
     Display,
     Figure,
@@ -494,5 +495,6 @@ register_collector(
             Figure("total_iops", "IOPS"),
         ),
         ios_figure="total_iops",
+        role=ROLE_ARRAY,
     )
 )

@@ -9,8 +9,9 @@ the total rate is linear in f::
 
     1/T(f) = 1/T(f1) + (f - f1) / (f2 - f1) * (1/T(f2) - 1/T(f1))
 
-and the per-direction rates are ``read = f T``, ``write = (1 - f) T``. Within 0.05 points
-of a published mix the published figures are used as they are. This is what a system
+and the per-direction rates are ``read = f T``, ``write = (1 - f) T``. At a published mix
+(:func:`same_point`: within 0.05 points of it, or within its printed pair's own distance from
+it) the published figures are used as they are. This is what a system
 whose busy time per read and per write is fixed gives (T = 1 / (f s_r + (1 - f) s_w)); fitted
 piecewise it passes through every published point exactly, it lies between the two
 neighbouring totals (monotonic), and since 1/T is linear T is convex, so it lies *below* the
@@ -73,15 +74,19 @@ DATA_DIR = Path(__file__).parent / "data"
 WIDE_MIX_GAP = 0.25  # wider segments than the seeds' 25-point steps are flagged as estimates
 # A mix within 0.05 points of a published one is that one: published rows are themselves
 # rounded (172.000 / 229.300 is 75.01 % read), and a workload of 250.000 + 83.333 IOPS means
-# 75 %.
+# 75 %. A point whose printed pair lies further from its column's mix than that (2.284 / 3.048
+# is 74.93 % under "75 %") widens its own tolerance to that distance: a workload asked at the
+# page's own figures is that point (see same_point).
 MIX_SNAP = 5e-4
 _EPS = 1e-9
 
 FlagKind = Literal["estimate", "out_of_range", "note"]
 LimitKind = Literal["iops", "throughput"]
-# published: a stored point (or a rule the seed states); interpolated: between published
-# points by a stated rule; outside: no published point brackets it (held, not extrapolated).
-Basis = Literal["published", "interpolated", "outside"]
+# published: a stored point (or a rule the seed states); derived: computed from published
+# figures by arithmetic the page implies but does not print (Extreme's 128 MiBps per TiB =
+# 25.600 MiBps / 200 TiB); interpolated: between published points by a stated rule; outside:
+# no published point brackets it (held, not extrapolated).
+Basis = Literal["published", "derived", "interpolated", "outside"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,7 @@ class Limit:
     rules: tuple[str, ...] = ()  # the interpolation rules an interpolated figure went through
     band: Band | None = None  # their leave-one-out error on this envelope's tables
     latency: tuple[str, ...] = ()  # the latency published at the points it rests on
+    derivation: str | None = None  # how a derived figure follows from the page's figures
 
     @property
     def unit(self) -> str:
@@ -187,7 +193,7 @@ class Envelope:
             return to_ops(value, table.unit, table.block_size_kib)
 
         for point in points:
-            if abs(point.fraction - fraction) < MIX_SNAP:
+            if same_point(point, fraction):
                 return self._published(table, point, fraction)
         below = [p for p in points if p.fraction < fraction]
         above = [p for p in points if p.fraction > fraction]
@@ -390,13 +396,28 @@ class Envelope:
         )
 
 
+def same_point(point: Point, fraction: float) -> bool:
+    """Whether read share ``fraction`` is the published ``point``'s mix: within
+    :data:`MIX_SNAP` (0.05 points) of its column's nominal mix, or within the distance of the
+    point's own printed pair from it, whichever is larger (the page's rounding; at most 0.086
+    points on the stored tables, against 10 or more points between two columns)."""
+    radius = max(MIX_SNAP, abs(point.printed_fraction - point.fraction))
+    return abs(fraction - point.fraction) <= radius + _EPS
+
+
 def _latency(points: list[Point]) -> tuple[str, ...]:
-    """``90 % read: 0.38 ms`` for each point that publishes its latency."""
+    """``90 % read: 0.38 ms`` for each point that publishes its latency, with where the page's
+    curve started when it prints that too (``at the peak; the curve started at 139,989 IOPS``)."""
     found = []
     for point in points:
         shown = f"{point.latency_ms:g} ms" if point.latency_ms else point.latency_text
-        if shown:
-            found.append(f"{point.read_pct:g} % read: {shown}")
+        if not shown:
+            continue
+        text = f"{point.read_pct:g} % read: {shown}"
+        if point.start_iops is not None:
+            at = f" at {point.start_latency_us:g} µs" if point.start_latency_us else ""
+            text += f" at the peak (the curve started at {fmt(point.start_iops)} IOPS{at})"
+        found.append(text)
     return tuple(found)
 
 

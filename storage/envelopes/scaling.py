@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from sim.errors import ConfigError
 from storage.envelopes.model import Basis, Envelope, Flag, Limit
+from storage.envelopes.provenance import line_of
 from storage.envelopes.schema import CapacityPoint, CapacityRule, Level
 from storage.envelopes.uncertainty import Band
 from storage.envelopes.units import capacity_tib, fmt, fmt_capacity, from_tib, kib, to_mibps
@@ -127,27 +128,25 @@ def _per_tib_limits(
     level = resolve_level(env, level_name)
     assert level is not None
     shown = fmt_capacity(capacity, capacity_unit(env))
+    # A rate the page states is published; one it only implies (Extreme: a pool example) is
+    # derived, and says how.
     how = f"{level.mibps_per_tib:g} MiBps per TiB" + (
-        f", from {level.derived}" if level.derived else ""
+        f" = {level.derived}" if level.derived else ", as stated"
     )
+    basis: Basis = "derived" if level.derived else "published"
     limit = Limit(
         kind="throughput",
-        label=f"{level.level} throughput at {shown} ({how})",
+        label=f"{basis} {level.level} throughput at {shown} ({how})",
         value=level.mibps_per_tib * capacity,
         read=None,
         write=None,
         sources=(level.source.cite(), rule.source.cite()),
         scales_with="capacity",
+        basis=basis,
+        derivation=_derivation(level),
     )
-    flags: list[Flag] = []
-    if level.level.lower() != env.spec.service_level.lower():
-        flags.append(
-            Flag(
-                "estimate",
-                f"no {level.level} table is published: the {env.spec.service_level} "
-                f"tables are used as its ceiling",
-            )
-        )
+    borrowed = borrowed_tables(env, level.level)
+    flags: list[Flag] = [borrowed] if borrowed else []
     tested = capacity_tib(rule.tested.value, rule.tested.unit)
     if capacity > tested + _EPS:
         flags.append(
@@ -161,17 +160,46 @@ def _per_tib_limits(
     return [limit], flags
 
 
+def borrowed_tables(env: Envelope, level_name: str | None) -> Flag | None:
+    """The estimate a level without tables of its own rests on (Premium read against the
+    Extreme tables), or None at the level the tables were measured at."""
+    level = resolve_level(env, level_name)
+    if level is None or level.level.lower() == env.spec.service_level.lower():
+        return None
+    return Flag(
+        "estimate",
+        f"no {level.level} table is published: the {env.spec.service_level} tables are used "
+        f"as its ceiling",
+    )
+
+
+def _derivation(level: Level) -> str | None:
+    """``128 MiBps per TiB = 25,600 MiBps / 200 TiB …: the page gives a pool example (seed
+    002_….txt, line 139), not the rate`` for a derived level; None for a stated one."""
+    if not level.derived:
+        return None
+    source = level.source
+    line = line_of(source.seed, " › ".join([*source.within, source.section]), source.quotes[0])
+    where = f"seed {source.seed}" + (f", line {line}" if line else "")
+    return (
+        f"{level.mibps_per_tib:g} MiBps per TiB = {level.derived}: the page gives this "
+        f"{level.level} pool example ({where}), not a rate per TiB"
+    )
+
+
 def _stated_caps(env: Envelope) -> list[Limit]:
     """The envelope's 'up to' caps, each flagged as the estimate it is."""
     limits = []
     for cap in env.spec.caps:
         value = cap.value if cap.kind == "iops" else to_mibps(cap.value, cap.unit)
+        unstated = ", ".join(cap.unstated) or "nothing"
         flag = Flag(
             "estimate",
-            f"{cap.label}: an 'up to' figure of one mixed run, with no mix or request size "
-            f"stated, applied to any workload",
+            f"{cap.label}: an 'up to' figure of one mixed run; the page leaves unstated "
+            f"{unstated}: applied to any workload",
         )
-        limits.append(Limit(cap.kind, cap.label, value, None, None, (cap.source.cite(),), (flag,)))
+        label = f"{cap.label}; not stated: {unstated}" if cap.unstated else cap.label
+        limits.append(Limit(cap.kind, label, value, None, None, (cap.source.cite(),), (flag,)))
     return limits
 
 
@@ -410,6 +438,7 @@ def pool_requirement(env: Envelope, demand_iops: float, demand_mibps: float) -> 
 
 __all__ = [
     "Setting",
+    "borrowed_tables",
     "capacity_limits",
     "capacity_unit",
     "default_capacity",

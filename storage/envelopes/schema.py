@@ -137,6 +137,10 @@ class Point(_Strict):
     total: float | None = Field(default=None, gt=0)
     latency_ms: float | None = Field(default=None, gt=0)
     latency_text: str | None = None
+    #: Where the page's curve started (its first, lowest load step), when it prints it: the
+    #: peak above is the figure sized against; the start is shown beside its latency.
+    start_iops: float | None = Field(default=None, gt=0)
+    start_latency_us: float | None = Field(default=None, gt=0)
     printed: dict[str, str] = {}
     source: Source | None = None
 
@@ -151,12 +155,23 @@ class Point(_Strict):
             raise ValueError("a 0 % read point cannot have reads")
         if split and (self.read or 0) + (self.write or 0) <= 0:
             raise ValueError("read + write must be positive")
+        if self.start_iops is not None and self.start_iops >= self.sum:
+            raise ValueError("a curve's start must lie below its peak")
         return self
 
     @property
     def fraction(self) -> float:
         """The read share as a fraction of operations."""
         return self.read_pct / 100.0
+
+    @property
+    def printed_fraction(self) -> float:
+        """The read share the printed pair itself gives (``read / (read + write)``): off the
+        column's nominal mix by the page's rounding (2.284 / 3.048 is 74.93 %, printed under
+        75 %); the nominal mix for a point published as a total."""
+        if self.total is not None:
+            return self.fraction
+        return (self.read or 0.0) / self.sum
 
     @property
     def sum(self) -> float:
@@ -284,6 +299,9 @@ class Cap(_Strict):
     value: float = Field(gt=0)
     unit: TableUnit
     label: str
+    #: What the page leaves unstated about this 'up to' figure (the mix, the request size …):
+    #: said with the figure wherever it is shown.
+    unstated: list[str] = []
     source: Source
     printed: dict[str, str] = {}
 

@@ -9,16 +9,13 @@ MiB/s). The binding limit is the one with the highest utilisation; ``headroom_pc
 share of that limit left unused (negative when the workload does not fit) and ``growth_pct``
 how much the workload could grow before reaching it.
 
-The verdict rests on the binding limit, and says how certain it is (``certainty``):
-
-* ``published``: the binding figure is a published point (or a rule the seed states);
-* ``interpolated``: between published points, and the verdict holds across the rule's
-  leave-one-out band on this envelope's tables (:mod:`storage.envelopes.uncertainty`);
-* ``within_uncertainty``: interpolated, and the demand lies inside that band: "fits, within
-  the interpolation's uncertainty" (or does not fit, within it);
-* ``untested``: interpolated, but this envelope's tables give no case to test the rule;
-* ``outside``: no published point brackets the figure. Without ``allow_extrapolation`` there
-  is no verdict (``verdict == "no_verdict"``, ``fits`` is None), whatever the utilisation.
+The verdict rests on the binding limit, and says how certain it is (``certainty``): one word,
+the weakest of its inputs (:mod:`storage.envelopes.certainty`): ``published``, ``derived``,
+``interpolated``, ``within_uncertainty``, ``estimate``, ``untested`` or ``outside``. Outside
+the published points there is no verdict without ``allow_extrapolation`` (``verdict ==
+"no_verdict"``, ``fits`` is None), whatever the utilisation. A demand equal to its limit
+(within :data:`~storage.envelopes.certainty.AT_LIMIT_REL`) is at it: utilisation exactly 100 %,
+headroom 0, and it fits ("at the published limit" on a published point).
 """
 
 from __future__ import annotations
@@ -28,20 +25,26 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sim.errors import ConfigError
+from storage.envelopes.certainty import (
+    AT_LIMIT,
+    AT_LIMIT_REL,
+    caveat,
+    certainty_of,
+    verdict_suffix,
+)
 from storage.envelopes.model import Envelope, Flag, Limit
 from storage.envelopes.pages import pages_json
 from storage.envelopes.scaling import (
     Setting,
+    borrowed_tables,
     capacity_limits,
     capacity_unit,
     default_capacity,
     levels,
-    pool_requirement,
     resolve_level,
-    round_capacity,
-    smallest_points_capacity,
 )
-from storage.envelopes.units import KIB, capacity_tib, fmt, fmt_capacity
+from storage.envelopes.smallest import smallest_capacity
+from storage.envelopes.units import KIB, fmt, fmt_capacity
 
 SIZE_RATIO_FLAG = 2.0  # read and write sizes further apart than this are flagged
 
@@ -173,8 +176,11 @@ class Check:
 
     @property
     def utilisation(self) -> float:
-        """Demand over limit (1.0 = exactly at the limit)."""
-        return self.demand / self.limit.value if self.limit.value > 0 else math.inf
+        """Demand over limit (1.0 = exactly at the limit, within AT_LIMIT_REL)."""
+        if self.limit.value <= 0:
+            return math.inf
+        ratio = self.demand / self.limit.value
+        return 1.0 if abs(ratio - 1.0) <= AT_LIMIT_REL else ratio
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -190,6 +196,7 @@ class Check:
             "scales_with": self.limit.scales_with,
             "basis": self.limit.basis,
             "band": self.limit.band.to_dict() if self.limit.band else None,
+            "derivation": self.limit.derivation,
             "latency": list(self.limit.latency),
             "sources": list(self.limit.sources),
             "flags": [{"kind": f.kind, "message": f.message} for f in self.limit.flags],
@@ -214,6 +221,17 @@ class SizingAnswer:
     flags: list[Flag] = field(default_factory=list)
     certainty: str = "published"
     extrapolated: bool = False
+    smallest_capacity_basis: str | None = None  # "computed" when a capacity was computed
+
+    @property
+    def at_limit(self) -> bool:
+        """The demand equals the binding limit (utilisation exactly 100 %)."""
+        return self.binding.utilisation == 1.0
+
+    @property
+    def certainty_caveat(self) -> str | None:
+        """The caveat a verdict on an estimate or an untested interpolation carries."""
+        return caveat(self.certainty, self.fits)
 
     @property
     def verdict(self) -> str:
@@ -228,13 +246,11 @@ class SizingAnswer:
         if self.fits is None:
             return "NO VERDICT (outside the published points)"
         text = "FITS" if self.fits else "DOES NOT FIT"
-        if self.certainty == "within_uncertainty":
-            text += ", within the interpolation's uncertainty"
-        elif self.certainty == "untested":
-            text += " (on an interpolation its page cannot test)"
-        elif self.extrapolated:
-            text += " (extrapolated: --allow-extrapolation)"
-        return text
+        if self.at_limit and self.binding.limit.sources == ("command line",):
+            text += ", at the provisioned limit"  # --pool-iops / --pool-mibps: the user's
+        elif self.at_limit:
+            text += f", {AT_LIMIT[self.certainty]}"
+        return text + verdict_suffix(self.certainty, self.extrapolated)
 
     @property
     def utilisation_pct(self) -> float:
@@ -284,8 +300,11 @@ class SizingAnswer:
             "fits": self.fits,
             "verdict": self.verdict,
             "certainty": self.certainty,
+            "certainty_caveat": self.certainty_caveat,
+            "at_limit": self.at_limit,
             "extrapolated": self.extrapolated,
             "basis": self.binding.limit.basis,
+            "derivation": self.binding.limit.derivation,
             "band": band.to_dict() if (band := self.binding.limit.band) else None,
             "binding": self.binding.limit.kind,
             "binding_label": self.binding.limit.label,
@@ -300,6 +319,7 @@ class SizingAnswer:
             "limits": [c.to_dict() for c in self.checks],
             "smallest_capacity_tib": self.smallest_capacity_tib,
             "smallest_capacity": self.smallest_capacity,
+            "smallest_capacity_basis": self.smallest_capacity_basis,
             "smallest_service_level": self.smallest_level,
             "smallest_service_level_text": self.smallest_level_text,
             "flags": [{"kind": f.kind, "message": f.message} for f in self.flags],
@@ -313,6 +333,9 @@ def evaluate(env: Envelope, workload: Workload, setting: Setting) -> tuple[list[
     flags."""
     fraction, block = workload.read_fraction, workload.block_kib
     limits = env.table_limits(fraction, block)
+    borrowed = borrowed_tables(env, setting.level)
+    if borrowed is not None:  # Premium read against the Extreme tables: each says so
+        limits = [replace(limit, flags=(*limit.flags, borrowed)) for limit in limits]
     extra, flags = capacity_limits(env, fraction, block, setting)
     checks = [
         Check(limit, workload.total_iops if limit.kind == "iops" else workload.total_mibps)
@@ -343,12 +366,12 @@ def size(
     setting = Setting(capacity_tib, level.level if level else None, pool_iops, pool_mibps)
     checks, flags = evaluate(env, workload, setting)
     binding = max(checks, key=lambda c: c.utilisation)
-    certainty = _certainty(binding)
+    certainty = certainty_of(binding.limit, binding.demand, _reading_flags(workload))
     fits: bool | None = binding.utilisation <= 1.0
     if certainty == "outside" and not allow_extrapolation:
         fits = None
     capacity = capacity_tib if capacity_tib is not None else default_capacity(env)
-    smallest_tib, smallest_text = _smallest_capacity(env, workload, checks, setting)
+    smallest_tib, smallest_text = smallest_capacity(env, workload, checks, setting)
     level_name, level_text = _smallest_level(env, workload, setting, capacity)
     return SizingAnswer(
         envelope=env,
@@ -365,23 +388,8 @@ def size(
         flags=_answer_flags(env, workload, checks, binding, flags),
         certainty=certainty,
         extrapolated=certainty == "outside",
+        smallest_capacity_basis="computed" if smallest_tib is not None else None,
     )
-
-
-def _certainty(binding: Check) -> str:
-    """How certain the verdict on ``binding`` is (see the module docstring)."""
-    limit = binding.limit
-    if limit.basis != "interpolated":
-        return limit.basis
-    if limit.band is None or not limit.band.tested:
-        return "untested"
-    lowest, highest = (
-        limit.band.lowest_ceiling(limit.value),
-        limit.band.highest_ceiling(limit.value),
-    )
-    if lowest < binding.demand <= highest:
-        return "within_uncertainty"
-    return "interpolated"
 
 
 def _answer_flags(
@@ -390,6 +398,25 @@ def _answer_flags(
     # The binding limit's flags, and every out-of-range flag: nothing is extrapolated silently.
     found = [*flags, *binding.limit.flags]
     found += [f for c in checks for f in c.limit.flags if f.kind == "out_of_range"]
+    found += _reading_flags(workload)
+    cap = env.spec.capacity.volume_limit
+    if cap is not None and workload.total_mibps > cap.gibps * KIB:
+        found.append(
+            Flag(
+                "note",
+                f"{fmt(workload.total_mibps, 1)} MiB/s is above the {cap.gibps:g} GiBps "
+                f"single-volume limit stated for manual QoS ({cap.large_volume_gibps:g} GiBps "
+                f"for large volumes; {cap.source.seed}), although seed 000's measurements "
+                f"exceed it",
+            )
+        )
+    return list(dict.fromkeys(found))
+
+
+def _reading_flags(workload: Workload) -> list[Flag]:
+    """The estimates in how the workload is read: at a mean size between read and write
+    sizes far apart, or at a --block-size its numbers contradict."""
+    found: list[Flag] = []
     read, write = workload.size_kib("read"), workload.size_kib("write")
     if (
         workload.op_unit == "IOPS"
@@ -414,53 +441,7 @@ def _answer_flags(
                 f"{workload.block_kib:.1f} KiB",
             )
         )
-    cap = env.spec.capacity.volume_limit
-    if cap is not None and workload.total_mibps > cap.gibps * KIB:
-        found.append(
-            Flag(
-                "note",
-                f"{fmt(workload.total_mibps, 1)} MiB/s is above the {cap.gibps:g} GiBps "
-                f"single-volume limit stated for manual QoS ({cap.large_volume_gibps:g} GiBps "
-                f"for large volumes; {cap.source.seed}), although seed 000's measurements "
-                f"exceed it",
-            )
-        )
-    return list(dict.fromkeys(found))
-
-
-def _smallest_capacity(
-    env: Envelope, workload: Workload, checks: list[Check], setting: Setting
-) -> tuple[float | None, str]:
-    rule = env.spec.capacity
-    fixed_over = [c for c in checks if c.limit.scales_with == "none" and c.utilisation > 1]
-    if rule.kind == "none":
-        return None, "not modelled: the seed gives no capacity rule for this envelope"
-    if fixed_over:
-        worst = max(fixed_over, key=lambda c: c.utilisation)
-        return None, f"none: the {worst.limit.label} binds whatever the capacity"
-    if rule.kind == "independent":
-        return None, pool_requirement(env, workload.total_iops, workload.total_mibps)
-    if rule.kind == "per_tib":
-        level = resolve_level(env, setting.level)
-        assert level is not None and rule.tested is not None
-        rounded, text = round_capacity(workload.total_mibps / level.mibps_per_tib, env)
-        text += f" at {level.level}"
-        tested = capacity_tib(rule.tested.value, rule.tested.unit)
-        if rounded > tested:
-            text += (
-                f" (above the tested {fmt_capacity(tested, 'TiB')}: the tables stay the ceiling)"
-            )
-        return rounded, text
-    needed = smallest_points_capacity(env, workload.total_iops, workload.total_mibps)
-    if math.isinf(needed):
-        return None, "none: above the largest published volume size"
-    rounded, text = round_capacity(needed, env)
-    sizes = sorted(capacity_tib(p.capacity.value, p.capacity.unit) for p in rule.points)
-    if rounded < sizes[0]:
-        text += " (out of range: below the smallest published size, proportional)"
-    elif rounded not in sizes:
-        text += " (estimate: linear between published sizes)"
-    return rounded, text
+    return found
 
 
 def _smallest_level(

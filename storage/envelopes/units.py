@@ -134,6 +134,10 @@ def pct(value: float) -> str:
         return "under 0.1 %"
     if 99.9 < value < 100:
         return "over 99.9 %"
+    if 100 < value < 100.1:  # over the limit, if by little: never printed as "100.0 %"
+        return "just over 100 %"
+    if -0.1 < value < 0:  # a headroom just below zero: never "-0.0 %"
+        return "just under 0 %"
     if abs(value) >= 1000:
         return f"{value:,.0f} %"
     return f"{value:.1f} %"

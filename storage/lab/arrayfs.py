@@ -13,6 +13,7 @@ to ``counters.json`` there four times a second, and once more on exit. See docs/
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import stat
@@ -169,6 +170,19 @@ def _detach(pidfile: Path) -> None:
     pidfile.write_text(f"{os.getpid()}\n")
 
 
+#: The array stands for a storage system with processors of its own: its process (and the
+#: threads FUSE starts after this) runs ahead of the host's other work, so a load generator or
+#: another tenant on the host's two CPUs does not slow the "array" below its policy. Measured
+#: at nice 0 beside `stress-ng --cpu 2` and another test: a 500-IOPS policy delivered 449.6.
+ARRAY_NICE = -10
+
+
+def _run_ahead() -> None:
+    """Raise the array's CPU priority (root only; an unprivileged lab keeps its own)."""
+    with contextlib.suppress(PermissionError):
+        os.setpriority(os.PRIO_PROCESS, 0, ARRAY_NICE)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backing", type=Path, required=True)
@@ -180,6 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.pidfile is not None:
         _detach(args.pidfile)
+    _run_ahead()
     import mfusepy  # here: importing it loads libfuse, which only the array's process needs
 
     fs = ArrayFs(args.backing, args.dir)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import ConfigError, SimError, TargetError
-from storage.lab import array, cgroups, checks, identity, system, volumes
+from storage.lab import array, cgroups, checks, identity, pagecache, system, volumes
 from storage.lab.outcome import Outcome
 from storage.lab.pgcluster import PG_USER, Cluster, cache_cap_settings, launcher, make_server_dir
 from storage.lab.status import describe
@@ -158,7 +158,7 @@ class Lab:
             if postgres:
                 self._start_postgres(state, pg_port)
             else:
-                system.drop_caches()
+                pagecache.drop_lab_caches(state)
         except (SimError, OSError) as exc:
             problems = self.down()  # what is found not to be the lab's is left, not undone
             note = "; undone" if not problems else "; could not undo: " + "; ".join(problems)
@@ -309,8 +309,9 @@ class Lab:
                 make_server_dir(path)
                 record["tablespace_dir"] = str(path)
                 self._save(state)
-        # Dropped now, so what the server reads from here on is charged to the lab's groups.
-        system.drop_caches()
+        # The lab's files dropped from the cache now, so what the server reads from here on
+        # comes from the lab's devices and is charged to the lab's groups.
+        pagecache.drop_lab_caches(state)
         cluster.start(self._task_files(state))
 
     def _stop_postgres(self, state: dict[str, Any]) -> None:
@@ -388,10 +389,10 @@ class Lab:
 
     def join(self, pid: int, drop_caches: bool = True) -> None:
         """Put process ``pid`` (e.g. dbsim itself for a file-tree workload) into the lab's
-        groups, after dropping the caches unless told not to."""
+        groups, after dropping the lab's files from the page cache unless told not to."""
         state = self._require_up()
         if drop_caches:
-            system.drop_caches()
+            pagecache.drop_lab_caches(state)
         for procs in self._task_files(state):
             cgroups.write(procs, str(pid))
 
@@ -406,9 +407,10 @@ class Lab:
         return launcher(self._task_files(self._require_up()), argv)
 
     def drop_caches(self) -> None:
-        """``sync; echo 3 > /proc/sys/vm/drop_caches`` (root only)."""
-        require_root()
-        system.drop_caches()
+        """Drop the lab's own files and devices from the page cache (root only): the next
+        reads of them come from the lab's devices. Nobody else's cache is touched
+        (:mod:`storage.lab.pagecache`)."""
+        pagecache.drop_lab_caches(self._require_up())
 
     def cold_cache(self) -> None:
         """Start the next run from the devices: sync, then ``memory.force_empty`` empties the

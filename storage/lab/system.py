@@ -1,4 +1,4 @@
-"""System calls of the lab: commands, loop devices, mounts, sizes, the page cache.
+"""System calls of the lab: commands, loop devices, mounts, sizes, reading an image in.
 
 Every command runs with a timeout and its output captured, so a failure becomes one line
 (the command and the last line it printed) instead of a traceback or a hang.
@@ -20,7 +20,6 @@ from storage.lab.limits import shown
 
 COMMAND_TIMEOUT_S = 120.0
 REQUIRED_TOOLS = ("losetup", "mkfs.ext4", "mount", "umount", "setpriv")
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 # At most 20 digits either side of the point: a longer number is refused before it is
 # converted (5,000 digits made float() infinite and int() raise OverflowError).
@@ -164,16 +163,6 @@ def mounted_source(mount_point: Path) -> str | None:
 def mount(device: str, mount_point: Path) -> None:
     """Mount ext4 ``device`` at ``mount_point``."""
     run(["mount", "-t", "ext4", device, str(mount_point)], "mount")
-
-
-def drop_caches() -> None:
-    """``sync; echo 3 > /proc/sys/vm/drop_caches``: pages cached before the I/O processes
-    start would be charged to another cgroup and served without touching the device."""
-    os.sync()
-    try:
-        DROP_CACHES.write_text("3\n")
-    except OSError as exc:
-        raise TargetError(f"lab: cannot drop caches ({DROP_CACHES}): {exc.strerror}") from exc
 
 
 def free_bytes(path: Path) -> int | None:

@@ -12,8 +12,8 @@ a kind is used.
 | oracle    | storage.targets.oracle     | python-oracledb async thin mode          |
 | sqlserver | storage.targets.odbc       | pyodbc, a thread per session             |
 | odbc      | storage.targets.odbc       | pyodbc with any ODBC driver and dialect  |
-| mysql     | storage.targets.mysql      | asyncmy, on the engine loop (registers   |
-|           |                            | itself: listed in sim.registry)          |
+| mysql     | storage.targets.mysql      | asyncmy, on the engine loop (registered  |
+|           |                            | by storage.targets.mysql_record)         |
 | filetree  | storage.targets.filetree   | the native file loop (fileloop.c) on a   |
 |           |                            | thread per session, else os calls there  |
 """
@@ -28,8 +28,8 @@ from pydantic import BaseModel
 from sim.errors import ConfigError
 from sim.protocols import Target
 from sim.registry import TargetEntry, register_target
-from storage.targets.oracle import ORACLE_DIALECT
-from storage.targets.postgres import POSTGRES_DIALECT
+from storage.targets.oracle_record import ORACLE_DIALECT
+from storage.targets.postgres_record import POSTGRES_DIALECT
 from storage.targets.settings import (
     FileTreeSettings,
     OdbcSettings,

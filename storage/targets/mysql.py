@@ -1,20 +1,15 @@
 """MariaDB and MySQL through asyncmy, on the engine's event loop (``kind: mysql``).
 
-Everything the kind needs lives here: its settings, its dialect record (InnoDB's page facts,
-the ownership marker as a table comment), the target and its connections; the record names
-the ``db`` collector of InnoDB's statistics (storage.collectors.innodb). It registers itself;
-sim.registry lists this module once.
+The target and its connections live here; the kind's settings and dialect record (InnoDB's
+page facts, the ownership marker as a table comment, the ``db`` collector) live in
+storage.targets.mysql_record, which registers the kind without importing the driver and
+imports this module when a mysql target is built.
 
 Driver: asyncmy (Cython, asyncio-native; docs/databases.md has the measurements against
 aiomysql). Transactions: autocommit off, so a statement's work is committed by ``commit()``
 as on the other SQL targets. DDL commits implicitly in MySQL; the ownership registry records
 a table's identity right after its CREATE, so a failure in between leaves a table that
 carries dbsim's token and is rebuilt by the next load.
-
-InnoDB keeps at least two records on every 16 KiB page (a record may take at most about half
-a page, 8,126 bytes), so no row size keeps one row per page: SLOB-like rows are padded to
-~7 KiB so that exactly two share each page (``min_rows_per_page = 2``; ``dbsim verify`` checks
-it from InnoDB's own page counts).
 """
 
 from __future__ import annotations
@@ -23,16 +18,13 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
-
-from pydantic import BaseModel, Field
+from typing import Any, ClassVar
 
 from sim.config.scenario import MAX_SESSIONS
-from sim.dialects import PageFit, ServerCache, SqlDialect
-from sim.errors import ConfigError, TargetError
+from sim.errors import TargetError
 from sim.protocols import (
-    Collector,
     EngineContext,
     LoadLock,
     SqlConnection,
@@ -40,17 +32,10 @@ from sim.protocols import (
     Target,
     WaitCallback,
 )
-from sim.registry import TargetEntry, register_target
-from sim.secrets import SecretRef, redact, resolve_secret
-from storage.collectors.innodb import InnodbStatsCollector
-from storage.targets.first_contact import MYSQL as FIRST_CONTACT
+from sim.secrets import redact, resolve_secret
 from storage.targets.locks import polled_lock
-from storage.targets.settings import _Settings
+from storage.targets.mysql_record import MysqlSettings
 
-INNODB_PAGE_BYTES = 16384
-#: A SLOB row padded to this share of a page: above a third (three never fit) and below the
-#: half InnoDB allows a record, so exactly two rows share each page.
-ROW_SHARE_OF_PAGE = 7 / 16
 #: Connections are opened lazily (min 0): sessions plus loader, verifier, collector, spares.
 POOL_MAX = MAX_SESSIONS + 8
 try:
@@ -67,56 +52,18 @@ else:
 DISCONNECT_CODES = frozenset({2002, 2003, 2006, 2013, 2055, 1927, 1053})
 
 
-def mysql_page_fit(row_bytes: int, page_bytes: int) -> PageFit:
-    """A padding column, filled by the loader, that brings the row to ~7/16 of a page."""
-    pad = max(int(page_bytes * ROW_SHARE_OF_PAGE) - row_bytes, 0)
-    return PageFit(
-        table_kwargs={"mysql_engine": "InnoDB", "mysql_charset": "latin1"},
-        pad_column="pad",
-        pad_chars=pad,
-    )
+@dataclass(frozen=True)
+class ConnectionRoom:
+    """How many connections the server could still take from dbsim when it connected (the
+    native loop's choice reads ``free``: storage.targets.pgloop_session.unavailable)."""
 
+    max_connections: int
+    in_use: int
 
-def mysql_stats_collectors(target: Target, options: dict[str, Any]) -> list[Collector]:
-    """InnoDB's counters (``options["capture"]``: a live capture's, sim.capture)."""
-    return [InnodbStatsCollector(target, capture=bool(options.get("capture")))]
-
-
-MYSQL_DIALECT = SqlDialect(
-    name="mysql",
-    sqlalchemy_module="sqlalchemy.dialects.mysql",
-    sqlglot="mysql",
-    max_identifier_chars=64,
-    marker="table_option",
-    page_bytes=INNODB_PAGE_BYTES,
-    one_row_per_page=mysql_page_fit,
-    min_rows_per_page=2,
-    refresh_page_counts="ANALYZE TABLE {table}",
-    stats_collectors=mysql_stats_collectors,
-    cache=ServerCache(
-        "innodb_buffer_pool_size",
-        "SELECT @@innodb_buffer_pool_size",
-        direct_query="SELECT @@innodb_flush_method IN ('O_DIRECT', 'O_DIRECT_NO_FSYNC')",
-    ),
-    cache_recipe=(
-        "innodb_buffer_pool_size = {cap_mb}M with innodb_flush_method = O_DIRECT "
-        "(InnoDB then reads its files past the host's page cache)"
-    ),
-    first_contact=FIRST_CONTACT,
-)
-
-
-class MysqlSettings(SecretRef, _Settings):
-    """MariaDB or MySQL through asyncmy."""
-
-    kind: Literal["mysql"] = "mysql"
-    sql_dialect_of_kind: ClassVar[str | None] = "mysql"
-    host: str = "127.0.0.1"
-    port: int = Field(default=3306, ge=1, le=65535)
-    database: str = "test"
-    user: str = "root"
-    connect_timeout_s: float = Field(default=10.0, gt=0)
-    data_directory: Path | None = None
+    @property
+    def free(self) -> int:
+        # The connection that measured this goes back to the pool (+1).
+        return max(self.max_connections - self.in_use + 1, 0)
 
 
 class MysqlConnection(SqlConnection):
@@ -226,6 +173,7 @@ class MysqlTarget(Target):
         self.server_version: str | None = None
         self.buffer_pool_bytes: int | None = None
         self.server_data_directory: Path | None = None
+        self.connection_room: ConnectionRoom | None = None
 
     def _where(self) -> str:
         s = self.settings
@@ -254,8 +202,12 @@ class MysqlTarget(Target):
                 charset="utf8mb4",
             )
             async with self._pool.acquire() as conn, conn.cursor() as cur:
-                await cur.execute("SELECT VERSION(), @@innodb_buffer_pool_size, @@datadir")
-                version, pool_bytes, datadir = await cur.fetchone()
+                await cur.execute(
+                    "SELECT VERSION(), @@innodb_buffer_pool_size, @@datadir, @@max_connections, "
+                    "(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+                    "WHERE VARIABLE_NAME = 'THREADS_CONNECTED')"
+                )
+                version, pool_bytes, datadir, max_connections, in_use = await cur.fetchone()
                 await conn.rollback()
         except DRIVER_ERRORS as exc:
             await self.close()
@@ -263,6 +215,8 @@ class MysqlTarget(Target):
         self.server_version = str(version)
         self.buffer_pool_bytes = int(pool_bytes)
         self.server_data_directory = Path(str(datadir)) if datadir else None
+        if max_connections is not None and in_use is not None:
+            self.connection_room = ConnectionRoom(int(max_connections), int(in_use))
 
     async def connect(self) -> MysqlConnection:
         if self._pool is None:
@@ -351,15 +305,3 @@ class MysqlTarget(Target):
             "innodb_buffer_pool_bytes": self.buffer_pool_bytes,
             "data_directory": str(data_directory) if data_directory else None,
         }
-
-
-def _build(settings: BaseModel) -> Target:
-    if MISSING_DRIVER is not None:
-        raise ConfigError(MISSING_DRIVER)
-    assert isinstance(settings, MysqlSettings)
-    return MysqlTarget(settings)
-
-
-register_target(
-    TargetEntry("mysql", MysqlSettings, _build, "MariaDB/MySQL via asyncmy", MYSQL_DIALECT)
-)

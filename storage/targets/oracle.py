@@ -28,7 +28,6 @@ from typing import Any, ClassVar
 import oracledb
 
 from sim.config.scenario import MAX_SESSIONS
-from sim.dialects import PageFit, ServerCache, SqlDialect
 from sim.errors import TargetError
 from sim.protocols import (
     EngineContext,
@@ -40,9 +39,7 @@ from sim.protocols import (
     no_load_lock,
 )
 from sim.secrets import redact, resolve_secret
-from storage.collectors.oracle_stats import oracle_stats_collectors
 from storage.collectors.view_counters import dict_rows
-from storage.targets.first_contact import ORACLE as FIRST_CONTACT
 from storage.targets.locks import LockUnsupported, lock_id, polled_lock
 from storage.targets.oracle_connect import address as oracle_address
 from storage.targets.oracle_connect import (
@@ -58,52 +55,6 @@ from storage.targets.oracle_thick import OracleThickConnection
 from storage.targets.settings import OracleSettings
 
 log = logging.getLogger(__name__)
-
-# A block takes new rows only while less than (100 - PCTFREE) % of it is used, so with 99 the
-# first ~2.5 KB row closes the block to inserts: one row per block during the load.
-ORACLE_PCTFREE = 99
-
-
-def oracle_page_fit(row_bytes: int, page_bytes: int) -> PageFit:
-    """PCTFREE 99 for the load, then MINIMIZE RECORDS_PER_BLOCK: it records the highest
-    rows-per-block now in the table (1) as a hard limit, so no later insert can put two rows
-    in a block even where PCTFREE alone would let it. It scans the loaded blocks to find that
-    number, hence it runs after the data."""
-    return PageFit(
-        create_suffix=f"\n PCTFREE {ORACLE_PCTFREE}",
-        after_load=(("MinimizeRecordsPerBlock", "ALTER TABLE {table} MINIMIZE RECORDS_PER_BLOCK"),),
-    )
-
-
-#: Oracle takes 30-byte names before 12.2 (and on a database whose COMPATIBLE is below 12.2),
-#: 128 from 12.2 on; dbsim keeps to 30 so one scenario runs on every version. Unquoted names
-#: are stored upper-cased; DROP TABLE adds PURGE, so the space is freed now rather than parked
-#: in the recycle bin.
-ORACLE_DIALECT = SqlDialect(
-    name="oracle",
-    sqlalchemy_module="sqlalchemy.dialects.oracle",
-    sqlglot="oracle",
-    max_identifier_chars=30,
-    folds_unquoted="upper",
-    drop_suffix="PURGE",
-    one_row_per_page=oracle_page_fit,
-    # The buffer cache as the SGA holds it now (ASMM resizes it; db_cache_size is a floor).
-    cache=ServerCache(
-        "the SGA's buffer cache",
-        "SELECT current_size FROM v$sga_dynamic_components WHERE component = 'DEFAULT buffer cache'",
-        direct_query=(
-            "SELECT CASE WHEN upper(value) IN ('SETALL', 'DIRECTIO') THEN 1 ELSE 0 END "
-            "FROM v$parameter WHERE name = 'filesystemio_options'"
-        ),
-    ),
-    cache_recipe=(
-        "db_cache_size = {cap_mb}M with a fixed SGA (sga_target = 0, so automatic memory "
-        "management cannot grow the buffer cache) and filesystemio_options = setall "
-        "(direct, asynchronous I/O past the host's page cache)"
-    ),
-    first_contact=FIRST_CONTACT,
-    stats_collectors=oracle_stats_collectors,
-)
 
 # Every session holds its connection for the whole run and all connect before any starts, so
 # the pool must never make one wait for another: room for the most sessions a scenario allows

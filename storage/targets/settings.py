@@ -58,6 +58,13 @@ class SqliteSettings(_Settings):
     journal_mode: Literal["wal", "delete", "truncate"] = "wal"
     synchronous: Literal["off", "normal", "full"] = "normal"
     busy_timeout_ms: int = Field(default=30_000, ge=0)
+    wal_limit_bytes: int = Field(
+        default=64 * 2**20,
+        ge=0,
+        description="Bound on the write-ahead log (journal_mode wal): past it, the committing "
+        "session runs wal_checkpoint(RESTART). 0: SQLite's own behaviour, under which readers "
+        "that never pause let the log grow without end.",
+    )
     keep: bool = Field(default=False, description="Keep a temporary database after the run.")
 
 

@@ -12,6 +12,7 @@ import shutil
 import sqlite3
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -69,10 +70,52 @@ SQLITE_DIALECT = SqlDialect(
 )
 
 
+#: How often a committing session looks at the WAL's size (one stat, not one per commit).
+WAL_CHECK_S = 0.25
+
+
+class WalBound:
+    """Keeps a WAL-mode database's write-ahead log near ``limit_bytes``.
+
+    SQLite's automatic checkpoint is PASSIVE: it copies frames no reader still needs, but the
+    log only starts again from its beginning when no reader is using it. With sessions reading
+    all the time (SLOB's closed loop, four sessions), some reader always is: the log grew by
+    25-100 MB/s here without end (1.35 GB in 14 s on one netns test host, until its 2 GiB
+    disk was full and the updates failed with "database or disk is full"). A database's log
+    is bounded (Oracle's redo logs are a fixed ring, PostgreSQL's max_wal_size), so the session
+    that commits and finds the log past the bound runs ``wal_checkpoint(RESTART)``: it waits
+    for the readers of the old log (the busy timeout), copies it back, and the next writer
+    starts the log again; ``journal_size_limit`` then cuts the file back to the bound. Writers
+    wait while it runs: the stall is the run's, measured like any other."""
+
+    def __init__(self, wal: Path, limit_bytes: int, check_every_s: float = WAL_CHECK_S) -> None:
+        self.wal, self.limit_bytes, self.check_every_s = wal, limit_bytes, check_every_s
+        self.restarts = 0
+        self._next_check = 0.0
+
+    def after_commit(self, raw: sqlite3.Connection) -> None:
+        now = time.monotonic()
+        if now < self._next_check:
+            return
+        self._next_check = now + self.check_every_s
+        try:
+            size = os.stat(self.wal, follow_symlinks=False).st_size
+        except FileNotFoundError:
+            return
+        if size > self.limit_bytes:
+            # (busy, frames in the log, frames copied back); busy: a reader still needed the
+            # log when the busy timeout ran out, and the next check tries again.
+            busy = raw.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()[0]
+            self.restarts += not busy
+
+
 class SqliteConnection(SqlConnection):
-    def __init__(self, raw: sqlite3.Connection, context: EngineContext) -> None:
+    def __init__(
+        self, raw: sqlite3.Connection, context: EngineContext, wal: WalBound | None = None
+    ) -> None:
         self._raw = raw
         self._run = context.run_blocking
+        self._wal = wal
         # One call at a time on the driver's connection, close included: when a run is
         # stopped mid-statement the coroutine is cancelled but its thread runs on, and closing
         # the connection under it from another pool thread crashes the driver (seen: SIGSEGV
@@ -104,8 +147,13 @@ class SqliteConnection(SqlConnection):
 
     def _execute_committed(self, sql: str, params: Sequence[Any]) -> int:
         rows = self._raw.execute(sql, params).rowcount
-        self._raw.commit()
+        self._commit()
         return rows
+
+    def _commit(self) -> None:
+        self._raw.commit()
+        if self._wal is not None:
+            self._wal.after_commit(self._raw)
 
     async def scalar(self, statement: Statement, params: Sequence[Any] = ()) -> Any:
         return await self._call(statement.name, self._scalar, statement.sql, params)
@@ -120,7 +168,7 @@ class SqliteConnection(SqlConnection):
         await self._call(statement.name, self._raw.executemany, statement.sql, rows)
 
     async def commit(self) -> None:
-        await self._call("commit", self._raw.commit)
+        await self._call("commit", self._commit)
 
     async def rollback(self) -> None:
         await self._call("rollback", self._raw.rollback)
@@ -139,6 +187,7 @@ class SqliteTarget(Target):
         self._tempdir: Path | None = None
         self.path: Path | None = settings.path
         self._context: EngineContext | None = None
+        self._wal: WalBound | None = None
 
     async def open(self, context: EngineContext) -> None:
         self._context = context
@@ -178,6 +227,8 @@ class SqliteTarget(Target):
         raw.execute(f"PRAGMA cache_size = -{int(self.settings.cache_size_kib)}")
         raw.execute(f"PRAGMA busy_timeout = {int(self.settings.busy_timeout_ms)}")
         raw.execute(f"PRAGMA synchronous = {self.settings.synchronous.upper()}")
+        if self.settings.wal_limit_bytes:
+            raw.execute(f"PRAGMA journal_size_limit = {int(self.settings.wal_limit_bytes)}")
         mode = raw.execute(f"PRAGMA journal_mode = {self.settings.journal_mode.upper()}").fetchone()
         if mode and str(mode[0]).lower() != self.settings.journal_mode:
             raise TargetError(
@@ -191,7 +242,16 @@ class SqliteTarget(Target):
             raw = await self._context.run_blocking(self._connect_blocking)
         except sqlite3.Error as exc:
             raise TargetError(f"sqlite: cannot open {self.path}: {exc}") from exc
-        return SqliteConnection(raw, self._context)
+        return SqliteConnection(raw, self._context, self._wal_bound())
+
+    def _wal_bound(self) -> WalBound | None:
+        """One bound per database, shared by its sessions (they share one log)."""
+        limit = self.settings.wal_limit_bytes
+        if not limit or self.settings.journal_mode != "wal" or self.path is None:
+            return None
+        if self._wal is None:
+            self._wal = WalBound(self.path.with_name(self.path.name + "-wal"), limit)
+        return self._wal
 
     async def close(self) -> None:
         if self._tempdir is not None and not self.settings.keep:

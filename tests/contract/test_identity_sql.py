@@ -17,7 +17,7 @@ from workloads.ownership import STATEMENTS, TableRegistry
 PARAMSTYLE = {dialect: target_for(dialect).paramstyle for dialect in dialect_names()}
 #: How dbsim writes its token onto a table after the CREATE, where sqlglot keeps the statement
 #: as an unparsed command.
-MARK_STATEMENTS = {"CommentOnTable", "AlterTableComment"}
+MARK_STATEMENTS = {"CommentOnTable"}
 #: Where each dialect lists every schema object by name, whatever its kind.
 EVERY_OBJECT = {
     "sqlite": "sqlite_master",

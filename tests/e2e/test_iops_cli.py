@@ -83,9 +83,10 @@ def test_workers_are_refused(dbsim: Dbsim, tmp_path: Path) -> None:
 
 
 @pytest.mark.root
-# Serial phase: the verdict needs the data to stay in the page cache for the whole run, and the
-# labs of parallel tests drop every cache of the host (echo 3 > drop_caches): once the device
-# delivered 140 % of the asked IOPS beside them and the run was judged, not refused.
+# Timing phase: the verdict needs the data to stay in the page cache for the whole run; when
+# the labs of parallel tests still dropped every cache of the host (echo 3 > drop_caches), the
+# device once delivered 140 % of the asked IOPS beside them and the run was judged, not refused.
+# A lab now drops only its own files' pages (storage/lab/pagecache.py).
 @pytest.mark.timing
 def test_a_cached_data_set_fails_the_run_instead_of_an_unbounded_rate(
     dbsim: Dbsim, tmp_path: Path

@@ -17,7 +17,8 @@ analysis and report. A signal there either still stops the run (``interrupted``,
 finds it complete (``completed``, exit 0); both are fine, a half-written bundle is not.
 
 Two cases run at a time (each child mostly waits on its phases) so the module takes about
-35 s on two idle cores (about 55 s with other test suites running beside it).
+35 s on two idle cores (about 55 s with other test suites running beside it). The same cases
+against PostgreSQL and MariaDB on the native session runner: test_signal_sweep_native.py.
 """
 
 from __future__ import annotations
@@ -179,7 +180,11 @@ def _wait_for(proc: subprocess.Popen[str], out: Path, wanted: str, outcome: Outc
     return time.monotonic()
 
 
-def run_case(case: Case, base: Path) -> Outcome:
+def run_case(
+    case: Case, base: Path, scenario: tuple[str, ...] = (), extra: tuple[str, ...] | None = None
+) -> Outcome:
+    """One case: ``dbsim run`` (the embedded scenario, or ``scenario``'s file and options)
+    with the phase's arguments (or ``extra`` instead), the signal sent at its moment."""
     cwd, tmp, out = base / "cwd", base / "tmp", base / "out"
     cwd.mkdir(parents=True)
     tmp.mkdir()
@@ -187,7 +192,8 @@ def run_case(case: Case, base: Path) -> Outcome:
     plan = PLANS[case.phase]
     runner = Dbsim(cwd, clean_environment(tmp))
     try:
-        proc = runner.start("run", *BASE_ARGS, "-o", out, *plan.extra)
+        arguments = plan.extra if extra is None else extra
+        proc = runner.start("run", *scenario, *BASE_ARGS, "-o", out, *arguments)
         seen = _wait_for(proc, out, plan.wait_for, outcome)
         if outcome.problem is None:
             time.sleep(max(seen + case.offset_s - time.monotonic(), 0.0))

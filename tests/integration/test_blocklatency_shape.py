@@ -21,7 +21,7 @@ import pytest
 from sim.protocols import Sample
 from storage.collectors.block import BlockDeviceCollector
 from storage.collectors.blocklatency import BlockLatencyCollector
-from storage.collectors.blocklatency_script import SIZE_KEYS, TICK_MS
+from storage.collectors.blocklatency_script import SIZE_KEYS
 from storage.lab import cgroups
 
 pytestmark = [
@@ -80,7 +80,7 @@ def traced(
     device: Device, options: list[str], cgroup_procs: Path | None = None
 ) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
     """Run fio with ``options`` under the collector and the block collector, sampled once
-    just before and once after it (three ticks later, so its last requests are printed): the
+    just before and once after it (each sample has bpftrace print and waits for it): the
     collector's figures by entity, and what to hold them against: iostat's read and write
     counts over the same seconds, fio's counts and the collector's clamped in-flight counts."""
     name, numbers = device
@@ -92,12 +92,10 @@ def traced(
         try:
             assert latency._reader is not None
             assert await asyncio.to_thread(latency._reader.ready.wait, 20.0), latency.unavailable
-            await asyncio.sleep(2 * TICK_MS / 1000)
             await latency.sample(time.monotonic())  # drop what came before fio
             started = time.monotonic()
             await block.start(started)
             counts = await asyncio.to_thread(fio, name, *options, cgroup_procs=cgroup_procs)
-            await asyncio.sleep(3 * TICK_MS / 1000)
             ended = time.monotonic()
             ours, iostat = await latency.sample(ended), await block.sample(ended)
             ours += await _late_samples(latency)
@@ -127,18 +125,20 @@ def traced(
 
 #: The collector's figures that count requests (summed over the samples of one fio run).
 COUNT_KEYS = (*SIZE_KEYS, "n")
-#: At most this long for bpftrace to print fio's last requests (a quiet machine: one tick).
+#: At most this long for bpftrace to print fio's last requests (a quiet machine: the main
+#: sample's own print).
 DRAIN_LIMIT_S = 10.0
 
 
 async def _late_samples(latency: BlockLatencyCollector) -> list[Sample]:
-    """Samples after the main one until one counts no request: bpftrace prints each tick's
-    counts some time after the tick, later on a busy machine (beside `stress-ng --cpu 2` the
-    last 3 of 158 reads came after the main sample), and the device has no other I/O."""
+    """Samples after the main one until one counts no request: a sample waits for the print
+    it asks for 0.5 s at most (PRINT_WAIT_S), and a print later than that (a busy machine)
+    goes to the next sample; the device has no other I/O. (With a print every 100 ms instead
+    of on request, beside `stress-ng --cpu 2` the last 3 of 158 reads came after the main
+    sample.)"""
     late: list[Sample] = []
     deadline = time.monotonic() + DRAIN_LIMIT_S
     while time.monotonic() < deadline:
-        await asyncio.sleep(3 * TICK_MS / 1000)
         more = await latency.sample(time.monotonic())
         if not any(s.values.get(key) for s in more for key in COUNT_KEYS):
             break

@@ -40,6 +40,7 @@ PG = ["-h", "127.0.0.1", "-U", "postgres"]
 REL_TOL = 0.02
 PGBENCH_RATE = 100
 PGBENCH_SECONDS = 20
+SLEEP_S = 3
 
 
 def _need(*tools: str) -> None:
@@ -238,11 +239,19 @@ def test_capture_of_pgbench_counts_its_commits_and_changes_nothing(
     )  # fmt: skip
     try:
         _wait_for_intervals(capture, out, 2)
+        # A statement that surely runs across two of the capture's 1 s readings: pgbench's own
+        # are ~0.05 ms of server time each (7 per transaction at 100 tps: ~4 % of a session
+        # busy), so a reading at an interval's end finds none running about half the time.
+        sleeper = subprocess.Popen(
+            ["psql", *PG, "-d", scratch_db, "-AtXqc", f"SELECT pg_sleep({SLEEP_S})"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
         bench = subprocess.run(
             ["pgbench", *PG, "-n", f"--rate={PGBENCH_RATE}", "-T", str(PGBENCH_SECONDS),
              "-c", "4", "-j", "2", scratch_db],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
+        sleeper.wait(timeout=60)
         time.sleep(3)  # the server publishes a backend's counts about once a second
         capture.send_signal(signal.SIGINT)
         done = dbsim.finish(capture, timeout=60)
@@ -259,7 +268,10 @@ def test_capture_of_pgbench_counts_its_commits_and_changes_nothing(
     # The same count over pgbench's own run is its tps.
     seconds = processed / tps
     assert commits / seconds == pytest.approx(tps, rel=0.03)
-    assert max(float(row["active_sessions"]) for row in rows) >= 1  # pgbench's, not ours
+    # The sleeping session is seen running; the capture's own session never is: the readings
+    # before any client came (the two waited for) count none.
+    assert max(float(row["active_sessions"]) for row in rows) >= 1
+    assert [float(row["active_sessions"]) for row in rows[:2]] == [0.0, 0.0]
     assert psql(scratch_db, CATALOGUE) == before
 
 

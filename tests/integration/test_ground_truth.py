@@ -73,6 +73,7 @@ from storage.lab import Lab, system
 from storage.lab.pgcluster import PG_USER, pg_bin
 from tests.integration.test_lab import _mounted_under
 from tests.integration.test_lab import _require_lab as require_lab
+from tests.support.ramdisk import mount_ram, unmount_ram
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
 
@@ -229,6 +230,8 @@ def private_ground_lab(prefix: str, name: str, runs: Path, port: int) -> Iterato
     # /var/tmp, not pytest's tmp_path: postgres must be able to search every parent directory.
     base = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
     base.chmod(0o755)
+    # The images in memory, off the host's disk (tests/support/ramdisk.py).
+    ram = mount_ram(base / "images", LAB_SIZE)
     lab = Lab(base / "state", base / "images", name=f"{prefix}{os.getpid()}")
     timings: dict[str, float] = {}
     try:
@@ -297,6 +300,7 @@ def private_ground_lab(prefix: str, name: str, runs: Path, port: int) -> Iterato
             subprocess.run(["umount", mount_point], check=False)
         for loop in system.loops_for(base / "images" / f"{lab.name}.img"):
             subprocess.run(["losetup", "--detach", loop], check=False)
+        unmount_ram(base / "images", ram)
         if not _mounted_under(base):
             shutil.rmtree(base, ignore_errors=True)
         if problems:

@@ -53,6 +53,7 @@ from tests.integration.test_ground_truth import (
 )
 from tests.integration.test_lab import _free_port, _mounted_under
 from tests.integration.test_lab_array import _require_array
+from tests.support.ramdisk import mount_ram, unmount_ram
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
 
@@ -135,6 +136,8 @@ def ground() -> Iterator[ArrayGround]:
     _require_array()
     base = Path(tempfile.mkdtemp(prefix="dbsim-gt-array-", dir="/var/tmp"))
     base.chmod(0o755)  # postgres must be able to search every parent directory
+    # The images in memory, off the host's disk (tests/support/ramdisk.py).
+    ram = mount_ram(base / "images", 2 << 30)
     lab = Lab(base / "state", base / "images", name=f"dbsim-gt-array-{os.getpid()}")
     try:
         status = lab.up(
@@ -153,6 +156,7 @@ def ground() -> Iterator[ArrayGround]:
         problems: list[str] = []
         with contextlib.suppress(Exception):
             problems = lab.down()
+        unmount_ram(base / "images", ram)
         if not _mounted_under(base):
             shutil.rmtree(base, ignore_errors=True)
         assert not problems, problems

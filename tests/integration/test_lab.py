@@ -37,6 +37,7 @@ from sim.errors import ConfigError
 from storage.collectors.block import BlockDeviceCollector
 from storage.devices import DeviceResolver
 from storage.lab import Lab, apply_step_ceiling, cgroups, system
+from tests.support.ramdisk import mount_ram, unmount_ram
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
@@ -102,6 +103,8 @@ def lab_env() -> Iterator[tuple[Lab, Path]]:
     # /var/tmp, not pytest's tmp_path: postgres must be able to search every parent directory.
     base = Path(tempfile.mkdtemp(prefix="dbsim-lab-test-", dir="/var/tmp"))
     base.chmod(0o755)
+    # The images in memory, off the host's disk (tests/support/ramdisk.py).
+    ram = mount_ram(base / "images", 1 << 30)
     lab = Lab(base / "state", base / "images", name=f"dbsim-lab-test-{os.getpid()}")
     try:
         yield lab, base / "mnt"
@@ -113,6 +116,7 @@ def lab_env() -> Iterator[tuple[Lab, Path]]:
             subprocess.run(["umount", mount_point], check=False)
         for loop in system.loops_for(base / "images" / f"{lab.name}.img"):
             subprocess.run(["losetup", "--detach", loop], check=False)
+        unmount_ram(base / "images", ram)
         if not _mounted_under(base):
             shutil.rmtree(base, ignore_errors=True)
 

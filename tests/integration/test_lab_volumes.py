@@ -33,6 +33,7 @@ from storage.lab.pgcluster import PG_USER, pg_bin
 from storage.lab.status import postgres_target
 from tests.integration.test_lab import _free_port, _mounted_under
 from tests.integration.test_lab import _require_lab as require_lab
+from tests.support.ramdisk import mount_ram, unmount_ram
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
 
@@ -59,6 +60,8 @@ def two_volumes() -> Iterator[tuple[Lab, dict[str, Any], Path]]:
     # /var/tmp, not pytest's tmp_path: postgres must be able to search every parent directory.
     base = Path(tempfile.mkdtemp(prefix="dbsim-lab-vol-", dir="/var/tmp"))
     base.chmod(0o755)
+    # The images in memory, off the host's disk (tests/support/ramdisk.py).
+    ram = mount_ram(base / "images", len(CEILINGS) * 512 * MiB)
     lab = Lab(base / "state", base / "images", name=f"dbsim-lab-vol-{os.getpid()}")
     specs = [parse_volume(f"{name}:read-iops={iops}") for name, iops in CEILINGS.items()]
     try:
@@ -67,7 +70,7 @@ def two_volumes() -> Iterator[tuple[Lab, dict[str, Any], Path]]:
             base / "mnt",
             memory_limit_bytes=MEMORY_LIMIT,
             postgres=True,
-            pg_port=_free_port(55442),
+            pg_port=_free_port(55444),  # its own: the ground-truth lab (55442) may start beside it
             volumes=specs,
         )
         (base / "runs").mkdir()
@@ -84,12 +87,13 @@ def two_volumes() -> Iterator[tuple[Lab, dict[str, Any], Path]]:
         for name in CEILINGS:
             for loop in system.loops_for(base / "images" / f"{lab.name}-{name}.img"):
                 subprocess.run(["losetup", "--detach", loop], check=False)
+        unmount_ram(base / "images", ram)
         if not _mounted_under(base):
             shutil.rmtree(base, ignore_errors=True)
 
 
 def _assert_nothing_left(lab: Lab, status: dict[str, Any], base: Path) -> None:
-    assert not _mounted_under(base)
+    assert _mounted_under(base) == [str(base / "images")]  # the test's own tmpfs, no more
     for volume in status["volumes"]:
         assert not system.loops_for(Path(volume["image"])), volume
         assert not Path(volume["image"]).exists(), volume

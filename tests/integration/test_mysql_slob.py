@@ -28,12 +28,9 @@ from sim.core.engine import Engine  # noqa: E402
 from sim.errors import OwnershipError  # noqa: E402
 from sim.protocols import EngineContext, Target  # noqa: E402
 from storage.collectors.database import auto_db  # noqa: E402
-from storage.targets.mysql import (  # noqa: E402
-    INNODB_PAGE_BYTES,
-    InnodbStatsCollector,
-    MysqlSettings,
-    MysqlTarget,
-)
+from storage.collectors.innodb import InnodbStatsCollector  # noqa: E402
+from storage.targets.mysql import MysqlTarget  # noqa: E402
+from storage.targets.mysql_record import INNODB_PAGE_BYTES, MysqlSettings  # noqa: E402
 from workloads.slob.parameters import SlobParameters  # noqa: E402
 from workloads.slob.workload import SlobWorkload  # noqa: E402
 from workloads.ssb.parameters import SsbParameters  # noqa: E402
@@ -218,6 +215,42 @@ def test_a_foreign_table_with_dbsims_name_is_refused_and_kept(prefix: str) -> No
         assert sql(f"SELECT precious FROM `{prefix}_2`") == [("keep me",)]
     finally:
         sql(f"DROP TABLE IF EXISTS `{prefix}_2`")
+
+
+def test_a_load_stopped_right_after_create_table_is_taken_back(prefix: str) -> None:
+    # MariaDB commits a CREATE TABLE at once. The token used to follow in an ALTER TABLE …
+    # COMMENT: a SIGINT 85 ms into a load (the native signal sweep) landed between the two and
+    # left a table dbsim refused as not its own ("lacks the dbsim marker"). Now the token is
+    # in the CREATE: the load is stopped here right after it, and the next load takes it back.
+    from sim.protocols import connect_sql
+    from sim.sql import Statement
+    from workloads.identity import marked_create
+    from workloads.ownership import TableRegistry
+
+    table = f"{prefix}_1_cf1"
+    tables = TableRegistry("slob", "mysql", MysqlTarget.paramstyle)
+
+    async def stopped_after_create() -> None:
+        t = target()
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        await t.open(EngineContext(asyncio.get_running_loop(), pool))
+        conn = await connect_sql(t)
+        try:
+            await tables.ensure(conn)
+            assert await tables.begin_load(conn, table, {"scale": 1})
+            token = str((await tables.recorded(conn, table) or {})["token"])
+            create = Statement("CreateTable", f"CREATE TABLE `{table}` (custid INT)", ())
+            await conn.execute(marked_create("mysql", create, token))  # and here it stops
+        finally:
+            await conn.close()
+            await t.close()
+            pool.shutdown()
+
+    asyncio.run(stopped_after_create())
+    assert sql("SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+               "DATABASE() AND TABLE_NAME = %s", table)[0][0].startswith("dbsim:")  # fmt: skip
+    load_and_verify(*slob(prefix))  # no OwnershipError: the stale copy is dbsim's, rebuilt
+    assert sql(f"SELECT COUNT(*) FROM `{table}`") == [(SLOB_ROWS,)]
 
 
 def test_a_table_recreated_outside_dbsim_is_refused(prefix: str) -> None:

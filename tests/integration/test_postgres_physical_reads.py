@@ -2,18 +2,25 @@
 
 A SLOB-like read counts WORK_UNIT−1 rows of a random key range; the rows live one per block
 in scattered blocks, so when the data is far larger than the database cache (shared_buffers,
-128 MB here) nearly every row is a cache miss: PostgreSQL's ``heap_blks_read`` +
-``idx_blks_read`` for the table, divided by the read statements, must be WORK_UNIT−1 within
-15 %. The figures come from the ``db`` collector's samples of the measured window (warm-up
-excluded) and its pure :func:`physical_reads_per_op`, as a run's summary would compute them.
+128 MB here) nearly every row is a cache miss. The figures come from the ``db`` collector's
+samples of the measured window (warm-up excluded) and its pure :func:`physical_reads_per_op`,
+as a run's summary would compute them: the table's ``heap_blks_read`` + ``idx_blks_read``
+divided by the read statements.
 
-Sizing: with shared_buffers holding B blocks of a table of N blocks, a uniformly random block
-is cached with probability about B/N, so the ratio settles near (WORK_UNIT−1)·(1−B/N) (index
-blocks stay cached). 1.5 GiB (196,608 rows) puts that at 0.92, 7 points inside the bound;
-1 GiB would sit at 0.875, too close to it to pass reliably. "Physical" here means what
-PostgreSQL reads with a system call: on this host the kernel's page cache serves most of them.
-The table is loaded with COPY (about 20-25 s here), used once and dropped. Run with ``-s`` to
-see the figures.
+The bound is derived from the two things that move the figure, both measured in the test:
+- the cache: with shared_buffers holding B blocks of a table of N blocks, a uniformly random
+  block is cached with probability at most B/N, so the ratio to WORK_UNIT−1 is at least
+  1 − B/N (0.92 at 1.5 GiB; 1 GiB would put it at 0.875) and at most 1;
+- PostgreSQL's statistics are late: a backend sends its table counters at the end of a
+  transaction at most once a second (PGSTAT_MIN_INTERVAL, src/backend/utils/activity/pgstat.c),
+  so a sample at either edge of the window misses up to 1 s of each session's reads, plus the
+  statement in flight. The window's count is off by at most L/W, L = 1 s + the slowest
+  statement, W the measured window: 8 s gave 0.79-0.80 beside other work (CI, seven parallel
+  workers), 12.5 % of it this lag; 24 s keeps it under ~5 %.
+
+"Physical" here means what PostgreSQL reads with a system call: on this host the kernel's
+page cache serves most of them. The table is loaded with COPY (about 20-25 s here), used once
+and dropped. Run with ``-s`` to see the figures.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import pytest
 
 from sim.config.scenario import Load
 from sim.core.engine import Engine
-from sim.protocols import EngineContext, Sample
+from sim.protocols import EngineContext, Sample, Statement
 from storage.collectors.database import PostgresStatsCollector, physical_reads_per_op
 from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings
@@ -43,10 +50,11 @@ T = TypeVar("T")
 HOST, PORT, DATABASE = "127.0.0.1", 5432, "test"
 SCALE = "1536M"
 WORK_UNIT = 64
-TOLERANCE = 0.15
 SESSIONS = 4
 WARMUP_S = 3.0
-MEASURE_S = 8.0
+MEASURE_S = 24.0
+#: PGSTAT_MIN_INTERVAL: a backend's counters reach the shared statistics at most once a second.
+STATS_LAG_S = 1.0
 
 
 def _require_server() -> None:
@@ -77,6 +85,7 @@ async def _run(prefix: str) -> dict[str, Any]:
         skip_load=True,
     )
     measured: list[Sample] = []
+    cache: dict[str, float] = {}
 
     def on_interval(interval: Any, samples: list[Sample]) -> None:
         if interval.phase == "measure":
@@ -87,6 +96,7 @@ async def _run(prefix: str) -> dict[str, Any]:
     try:
         report = await _opened(target, lambda: slob.load(lambda *_: None))
         load_s = time.perf_counter() - started
+        cache.update(await _opened(target, lambda: _cache_and_table(target, prefix)))
         result = await engine.run()
     finally:
         dropped = await _opened(target, slob.drop)
@@ -97,7 +107,33 @@ async def _run(prefix: str) -> dict[str, Any]:
         "reads": engine.recorder.totals.get("read"),
         "measured": measured,
         "dropped": dropped,
+        "cache": cache,
     }
+
+
+async def _cache_and_table(target: PostgresTarget, prefix: str) -> dict[str, float]:
+    """shared_buffers and the table's size, both in blocks."""
+    conn = await target.connect()
+    try:
+        # shared_buffers' setting is in blocks (pg_settings' unit: 8kB).
+        buffers = await conn.scalar(
+            Statement(
+                "buffers",
+                "SELECT setting::bigint FROM pg_settings WHERE name = 'shared_buffers'",
+                (),
+            )
+        )
+        table = await conn.scalar(
+            Statement(
+                "table",
+                "SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint",
+                (),
+            ),
+            (f"{prefix}_1_cf1",),
+        )
+    finally:
+        await conn.close()
+    return {"buffer_blocks": float(buffers), "table_blocks": float(table)}
 
 
 # Alone (make test's serial phase): the ratio is of misses in the server's buffer cache, which
@@ -118,11 +154,16 @@ def test_reads_per_statement_match_work_unit_on_data_larger_than_the_cache() -> 
     db = [s for s in out["measured"] if s.meta.get("kind") == "database"]
     hit = sum(s.values["cache_hit_pct"] for s in db) / len(db)
     expected = WORK_UNIT - 1
+    cached = out["cache"]["buffer_blocks"] / out["cache"]["table_blocks"]
+    lag = (STATS_LAG_S + reads.percentiles_us()["max_us"] / 1e6) / result.measured_s
+    low, high = 1 - cached - lag, 1 + lag
     print(
         f"\nSLOB method on PostgreSQL: scale {SCALE} ({out['report']['rows_per_schema']:,} rows), "
         f"loaded by COPY in {out['load_s']:.1f} s; {reads.count:,} reads in "
         f"{result.measured_s:.1f} s measured ({reads.count / result.measured_s:,.0f}/s); "
         f"{ratio:.2f} blocks read per read statement (WORK_UNIT-1 = {expected}, "
-        f"ratio {ratio / expected:.3f}); database cache hit {hit:.1f} %"
+        f"ratio {ratio / expected:.3f}); database cache hit {hit:.1f} %; bound "
+        f"{low:.3f}-{high:.3f} (shared_buffers {cached:.3f} of the table, statistics lag "
+        f"{lag:.3f} of the window)"
     )
-    assert abs(ratio / expected - 1) <= TOLERANCE
+    assert low <= ratio / expected <= high

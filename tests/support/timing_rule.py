@@ -82,6 +82,8 @@ EXEMPT: dict[str, str] = {
     "tests/unit/test_score_words.py": "score sentences from points the test builds",
     "tests/unit/test_timing_rule.py": "the rule's own tests (synthetic sources)",
     "tests/e2e/test_iops_cli.py": "refusals of load.rate_iops (exit 2) and a run's bookkeeping",
+    "tests/unit/test_replay_db.py": "replay causes and parameters from shapes the test builds",
+    "tests/unit/test_replay_day.py": "the day shape judged on series and fio logs the test writes",
 }
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -52,6 +52,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim import registry
+from sim.cli.entry import register_commands
 from sim.config.resolve import json_schema, shape_problems, validate
 from sim.dialects import dialects
 from sim.errors import ScenarioError, WorkloadError
@@ -879,7 +880,7 @@ def other_command(draw: st.DrawFn) -> Case:
 
 @functools.cache
 def _command_names() -> frozenset[str]:
-    import sim.cli.entry  # noqa: F401  (registers every command on the app)
+    register_commands()  # every command on the app
     from sim.cli.app import app
 
     return frozenset(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
@@ -913,6 +914,8 @@ class InProcessCli:
         # Typer rebuilds the whole click command tree from the signatures on every call (~90 %
         # of an in-process call); build it once and reuse it: the same objects parse the same
         # way (click makes a fresh context per call).
+        # Every command registered first: the tree is built once, with all of them.
+        register_commands()
         build = typer.main.get_command
         built: dict[int, Any] = {}
 
@@ -1486,6 +1489,9 @@ SQL_INTERPOLATION_ALLOWED = {
     ),
     ("storage/targets/first_contact.py", "view"): (
         "a v$ view name its callers in the module pass as a literal"
+    ),
+    ("sim/sqlstats/postgres.py", "grantee"): (
+        "quote_identifier('postgres', role) just above, or a fixed phrase (a refusal's text)"
     ),
     ("storage/targets/first_contact.py", "view.replace('v$', 'v_$')"): (
         "the same literal view name, as GRANT spells it"

@@ -24,9 +24,9 @@ from sim.core.cache import (
 from sim.core.metrics import OpStats
 from sim.dialects import SqlDialect
 from storage.targets.filetree import FileTreeTarget
-from storage.targets.mysql import MYSQL_DIALECT
-from storage.targets.oracle import ORACLE_DIALECT
-from storage.targets.postgres import POSTGRES_DIALECT
+from storage.targets.mysql_record import MYSQL_DIALECT
+from storage.targets.oracle_record import ORACLE_DIALECT
+from storage.targets.postgres_record import POSTGRES_DIALECT
 from storage.targets.settings import FileTreeSettings, SqliteSettings
 from storage.targets.sqlite import SQLITE_DIALECT, SqliteTarget
 from workloads.eda.parameters import EdaParameters

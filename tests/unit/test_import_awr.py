@@ -19,6 +19,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "awr"
 ELAPSED_11204 = 60.22 * 60  # awr_11204_1.txt line 16: "Elapsed: 60.22 (mins)"
 ELAPSED_122 = 21.82 * 60  # awr_122.html line 65: "Elapsed: 21.82 (mins)"
 ELAPSED_19C = 117.66 * 60  # awr_19c.html: "Elapsed: 117.66 (mins)"
+ELAPSED_122_TEXT = 60.25 * 60  # awr_122_bpsc.txt line 20: "Elapsed: 60.25 (mins)"
 
 
 def unpacked(tmp_path: Path, name: str) -> Path:
@@ -140,6 +141,60 @@ def test_html_19c_after_sqlplus_prompts(tmp_path: Path) -> None:
     log = figures_of(parsed, "DVK:wait:log file parallel write")
     assert sum(log.values()) == pytest.approx(100.0, abs=0.3)  # shares rounded to 0.1
     assert parsed.means_only[0].startswith("db: one value per 117.66-min AWR snapshot")
+
+
+def test_text_122_rates_and_waits_from_instance_activity_and_wait_events(
+    tmp_path: Path,
+) -> None:
+    parsed, dropped = parse(unpacked(tmp_path, "awr_122_bpsc.txt"))
+    db = figures_of(parsed, "bpsc")
+    assert db["phys_read_req_s"] == pytest.approx(366_729 / ELAPSED_122_TEXT)  # line 1967
+    assert db["phys_read_kB_s"] == pytest.approx(3_072_229_376 / 1024 / ELAPSED_122_TEXT)  # 1968
+    assert db["phys_write_req_s"] == pytest.approx(45_219 / ELAPSED_122_TEXT)  # line 1979
+    assert db["phys_write_kB_s"] == pytest.approx(900_505_600 / 1024 / ELAPSED_122_TEXT)  # 1980
+    assert db["log_write_kB_s"] == pytest.approx(528_179_268 / 1024 / ELAPSED_122_TEXT)  # 1778
+    assert db["commits_s"] == pytest.approx(74_563 / ELAPSED_122_TEXT)  # line 1782
+    # Foreground line 248: db file sequential read 360,121 waits of 109.72us; background
+    # line 305: 3,188 of 159.25us. Scattered: lines 256 (1,025 of 391.14us), 317 (55 of
+    # 223.49us). Background line 296: log file parallel write 103,636 of 386.73us.
+    assert db["single_block_read_s"] == pytest.approx((360_121 + 3_188) / ELAPSED_122_TEXT)
+    mean = (360_121 * 0.10972 + 3_188 * 0.15925) / (360_121 + 3_188)
+    assert db["single_block_read_ms"] == pytest.approx(mean)
+    assert db["multi_block_read_s"] == pytest.approx((1_025 + 55) / ELAPSED_122_TEXT)
+    mean = (1_025 * 0.39114 + 55 * 0.22349) / (1_025 + 55)
+    assert db["multi_block_read_ms"] == pytest.approx(mean)
+    assert db["log_write_req_s"] == pytest.approx(103_636 / ELAPSED_122_TEXT)
+    assert db["log_write_ms"] == pytest.approx(0.38673)
+    assert dropped.count == 0
+    assert parsed.started is not None and parsed.started.isoformat() == "2023-02-04T19:00:39"
+    assert parsed.rows[0][0].isoformat() == "2023-02-04T20:00:54"  # line 19: End Snap
+
+
+def test_text_122_histogram_headings_cut_to_five_characters(tmp_path: Path) -> None:
+    """12.2's text report prints '<512 <1ms … <32ms >=32m' (up to 32 ms) and '<128u <256u
+    <512u >=512' (the main table): '<512' is 512 µs and '>=32m' 32 ms, not minutes."""
+    parsed, _ = parse(unpacked(tmp_path, "awr_122_bpsc.txt"))
+    # Line 559 (up to 32 ms): <512 99.6 <1ms .3 <2ms .1 <4ms .1 <8ms .0 <16ms .0 <32ms .0
+    # >=32m .0; line 600 (up to 2 sec): <32ms 100.0 <64ms .0, the rest empty (truly 0).
+    seq = figures_of(parsed, "bpsc:wait:db file sequential read")
+    assert seq["le_1ms_pct"] == pytest.approx(99.6 + 0.3)
+    assert [seq[f"le_{n}ms_pct"] for n in (2, 4, 8, 16, 32, 64, 128, 1024)] == [
+        0.1, 0.1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    ]  # fmt: skip
+    assert seq["gt_1024ms_pct"] == 0.0
+    # Line 558: <512 89.2 <1ms 9.4 <2ms 1.0 <4ms .3, <8ms empty, <16ms .1 <32ms .1, >=32m
+    # empty; in no (up to 2 sec) row: nothing from 32 ms on.
+    scattered = figures_of(parsed, "bpsc:wait:db file scattered read")
+    assert scattered["le_1ms_pct"] == pytest.approx(89.2 + 9.4)
+    assert [scattered[f"le_{n}ms_pct"] for n in (2, 4, 8, 16, 32, 64)] == [
+        1.0, 0.3, 0.0, 0.1, 0.1, 0.0,
+    ]  # fmt: skip
+    assert scattered["gt_1024ms_pct"] == 0.0
+    # Line 569: <512 92.8 <1ms 5.7 <2ms 1.3 <4ms .2 <8ms .0 <16ms .0 <32ms .0; line 412
+    # (the main table) agrees: <512u 92.8, >=512 7.2.
+    log = figures_of(parsed, "bpsc:wait:log file parallel write")
+    assert log["le_1ms_pct"] == pytest.approx(92.8 + 5.7)
+    assert (log["le_2ms_pct"], log["le_4ms_pct"], log["le_8ms_pct"]) == (1.3, 0.2, 0.0)
 
 
 def test_two_instances_of_one_interval_import_together(tmp_path: Path) -> None:

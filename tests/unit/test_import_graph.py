@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from sim import registry
@@ -117,6 +118,7 @@ class _Imports(ast.NodeVisitor):
             self._add(candidate if candidate in self.known else source)
 
 
+@cache  # one parse of the ~360 modules for the module's six rules (1.5 CPU-s each); read-only
 def import_graph() -> dict[str, Module]:
     paths = [p for package in PACKAGES for p in sorted((REPO / package).rglob("*.py"))]
     modules = {module_name(p): Module(module_name(p), p) for p in paths}
@@ -203,9 +205,10 @@ def test_every_published_interface_exists() -> None:
 
 #: What sim.core may import besides its own modules (rule 3).
 CORE_MAY_IMPORT = PUBLISHED
-#: The one plugin module the core reads: whether the optional native file loop was built, a
-#: fact of this installation that decides how sessions run (sim.core.session_threads).
-CORE_READS_PLUGIN = frozenset({"storage.targets.fileloop"})
+#: The plugin modules the core reads: whether the optional native loops were built (files;
+#: PostgreSQL over libpq, with its sessions' programs), facts of this installation that decide
+#: how sessions run (sim.core.session_threads).
+CORE_READS_PLUGIN = frozenset({"storage.targets.fileloop", "storage.targets.pgloop_session"})
 
 
 def test_core_imports_nothing_above_it() -> None:

@@ -220,6 +220,4 @@ def test_no_row_of_blanks_in_the_storage_table() -> None:
 def test_a_margin_of_millions_of_percent_is_said_as_a_ratio(bundle: Path) -> None:
     window = csv_window(bundle)
     (line,) = slo_lines([Slo(await_ms_max=0.001)], window, {}, running=True)
-    assert (
-        line["text"] == "SLO MISSED so far: vda await ≤ 0.00 ms: 3.50 ms (3,500 times the target)"
-    )
+    assert line["text"] == "SLO MISSED so far: vda await ≤ 1.0 µs: 3.50 ms (3,500 times the target)"

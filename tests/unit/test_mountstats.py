@@ -20,10 +20,12 @@ from sim.errors import CollectorError
 from sim.protocols import GAP_RESET, Connection, EngineContext, Target
 from storage.collectors.mountstats import (
     EVENT_NAMES,
+    MountstatsFile,
     OpCounters,
     parse_mountstats,
     read_mountstats,
 )
+from storage.collectors.mountstats_ops import NFS3_OPS
 from storage.collectors.nfs import NfsClientCollector, auto_nfs
 from storage.collectors.nfs_advice import ADVICE, option_warnings, read_tunables
 from storage.collectors.nfs_rates import (
@@ -39,7 +41,7 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "mountstats"
 SEED = Path(__file__).resolve().parents[3] / "shared" / "seeds" / "002_26a53d12d47323af.txt"
 
 
-def snap(stem: str, which: str) -> dict[str, Any]:
+def snap(stem: str, which: str) -> MountstatsFile:
     return read_mountstats(DATA / f"{stem}.{which}")
 
 
@@ -124,9 +126,15 @@ def nfs_section(
     events: str = " ".join(["0"] * 27),
     before_rpc: str = "",
     after_rpc: str = "",
-    ops: str = "\t        READ: 1 1 0 100 100 0 1 1 0\n",
+    ops: str = "",
+    read: str = "1 1 0 100 100 0 1 1 0",
 ) -> str:
-    """A whole NFS section for /m, as the kernel prints it, with the given parts."""
+    """A whole NFS section for /m, as the kernel prints it, with the given parts: ``ops``
+    after NFSv3's 22 (READ's numbers ``read``, the others none), which every kernel lists."""
+    fields = 9 if rpc == "1.1" else 8
+    for name in reversed(NFS3_OPS):
+        numbers = (read if name == "READ" else "0 " * 9).split()[:fields]
+        ops = f"\t{name:>12}: {' '.join(numbers)}\n" + ops
     return (
         f"device s:/e mounted on /m with fstype nfs statvers={statvers}\n"
         "\topts:\trw,vers=3\n\tage:\t10\n"
@@ -145,10 +153,10 @@ def test_statvers_12_names_readahead() -> None:
 
 
 def test_malformed_counter_names_the_line() -> None:
-    reading = parse_mountstats(nfs_section(ops="\t        READ: 1 1 0 x 0 0 0 0 0\n"))
+    reading = parse_mountstats(nfs_section(read="1 1 0 x 0 0 0 0 0"))
     assert "/m" not in reading
     assert reading.unreadable["/m"].detail == (
-        "line 9: READ: 'x' is not a number the kernel prints: '\\t        READ: 1 1 0 x 0 0 0 0 0'"
+        "line 15: READ: 'x' is not a number the kernel prints: '\\t        READ: 1 1 0 x 0 0 0 0 0'"
     )
 
 
@@ -156,11 +164,11 @@ def test_unknown_lines_are_kept_not_fatal() -> None:
     text = nfs_section(
         before_rpc="\tsunrpc-id:\t2a\n",
         after_rpc="\tremoteports_offset: 0 0\n",
-        ops="\t          23: 4 4 0 400 400 0 4 4 0\n",
+        ops="\t          22: 4 4 0 400 400 0 4 4 0\n",
     )
     m = parse_mountstats(text)["/m"]
     assert m.lines["sunrpc-id"] == "2a" and m.lines["remoteports_offset"] == "0 0"
-    assert m.ops["23"].ops == 4  # a procedure without a name is printed by number
+    assert m.ops["22"].ops == 4  # a procedure without a name is printed by number
 
 
 # ----------------------------------------------------------------------------------- arithmetic

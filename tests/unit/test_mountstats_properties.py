@@ -260,11 +260,15 @@ KINDS = (
 
 
 @st.composite
-def mutated(draw: st.DrawFn, base: Base) -> tuple[str, str]:
-    """(target mount, the later reading with that mount's section mutated)."""
+def mutated(
+    draw: st.DrawFn, base: Base, text: str | None = None, kinds: tuple[str, ...] = KINDS
+) -> tuple[str, str]:
+    """(target mount, ``text`` — the later reading by default — with that mount's section
+    mutated by one of ``kinds``)."""
+    text = base.after if text is None else text
     target = draw(st.sampled_from(base.mounts))
-    lines = section_of(base.after, target).split("\n")[:-1]
-    kind = draw(st.sampled_from(KINDS))
+    lines = section_of(text, target).split("\n")[:-1]
+    kind = draw(st.sampled_from(kinds))
     if kind == "number":
         spots = [(i, m.span()) for i, line in enumerate(lines) for m in re.finditer(r"\d+", line)]
         i, (a, b) = draw(st.sampled_from(spots))
@@ -293,7 +297,7 @@ def mutated(draw: st.DrawFn, base: Base) -> tuple[str, str]:
     else:
         k = draw(st.integers(1, len(lines) - 1))
         lines = [*lines[:k], lines[k][: draw(st.integers(0, len(lines[k])))]]
-    return target, with_section(base.after, target, "".join(f"{line}\n" for line in lines))
+    return target, with_section(text, target, "".join(f"{line}\n" for line in lines))
 
 
 @settings(

@@ -27,6 +27,7 @@ import pytest
 from sim.errors import CollectorError
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Sample
 from storage.collectors.mountstats import kernel_long_bits, parse_mountstats, read_mountstats
+from storage.collectors.mountstats_ops import NFS4_CORE
 from storage.collectors.nfs import NfsClientCollector
 from storage.collectors.nfs_rates import CounterReset, op_rates
 from tests.integration.test_nfsiostat_agreement import (
@@ -117,6 +118,28 @@ def advance_line(section: str, key: str, deltas: tuple[int, ...], skip: int = 0)
     return re.sub(rf"(?m)^(\t{key}:\s+)(.+?) ?$", moved, section, count=1)
 
 
+def kernel_listed(text: str) -> str:
+    """``text`` with every NFSv4 mount's per-op list completed to the 32 ops every kernel
+    prints (:data:`~storage.collectors.mountstats_ops.NFS4_CORE`), the missing ones as lines of
+    zeros (no calls) in kernel order, the published lines unchanged. procfs_26231's authors cut
+    its list down to four ops (public/README.md), which the parser refuses as a cut reading;
+    this is that reading as the kernel would have printed it."""
+
+    def complete(section: str) -> str:
+        head, sep, ops = section.partition("\tper-op statistics\n")
+        if not sep or "p/v: 100003/4 " not in head:
+            return section
+        lines = {line.split(":")[0].strip(): line for line in ops.splitlines()}
+        fields = len(next(iter(lines.values())).split(":")[1].split())
+        listed = [lines.pop(op, f"\t{op:>12}: {' '.join(['0'] * fields)}") for op in NFS4_CORE]
+        return head + sep + "".join(f"{line}\n" for line in [*listed, *lines.values()])
+
+    return "".join(complete(section) for section in sections(text))
+
+
+PROCFS = kernel_listed((PUBLIC / "procfs_26231.mountstats").read_text())
+
+
 class Pair:
     """A collector started on ``before`` at t=0, then sampled on each later text."""
 
@@ -176,8 +199,14 @@ def physically_possible(before: str, after: str, mount: str, interval_s: float) 
 
 
 def test_public_samples_parse_as_the_kernel_printed_them() -> None:
-    procfs = read_mountstats(PUBLIC / "procfs_26231.mountstats", 64)
-    assert (procfs.unreadable, procfs.orphans) == ({}, ())
+    published = read_mountstats(PUBLIC / "procfs_26231.mountstats", 64)
+    assert PROCFS_MOUNT not in published and published.orphans == ()
+    assert published.unreadable[PROCFS_MOUNT].reason == (
+        "the per-op list ends here: every kernel lists NFSv4's first 32 ops; 28 missing: "
+        "COMMIT, OPEN, OPEN_CONFIRM and 25 more (a cut read?)"
+    )  # its authors cut the list down to four ops
+    procfs = parse_mountstats(PROCFS, 64)
+    assert (procfs.unreadable, procfs.orphans, len(procfs[PROCFS_MOUNT].ops)) == ({}, (), 32)
     access = procfs[PROCFS_MOUNT].ops["ACCESS"]
     # Printed 18446743919241604546 with %llu; as the s64 the kernel holds: minus 2**64.
     assert access.queue_ms == 18446743919241604546 - U64 == -154_467_947_070
@@ -211,7 +240,7 @@ def test_since_mount_averages_agree_with_nfs_utils_except_a_negative_queue(
         assert mine["ops_s"] == int(ops)
         for key, value in (("avg_queue_ms", queue), ("avg_rtt_ms", rtt), ("avg_exe_ms", execute)):
             assert abs(mine[key] - float(value)) <= 5e-7, (op, key)
-    procfs = (PUBLIC / "procfs_26231.mountstats").read_text()
+    procfs = PROCFS
     access = parse_mountstats(procfs, 64)[PROCFS_MOUNT].ops["ACCESS"]
     printed = mountstats_rpc(procfs, None, PROCFS_MOUNT, tmp_path)
     # nfs-utils: 18446743919241604546 / 2927395007 = 6301419478.796564 ms of queue per call.
@@ -229,7 +258,7 @@ def test_since_mount_averages_agree_with_nfs_utils_except_a_negative_queue(
 def test_a_signed_queue_that_goes_down_is_a_reset_not_a_wrap(tmp_path: Path) -> None:
     """The issue's first figure: ACCESS completes 370 calls while its queue total goes down
     4995 ms. A modulo-2**64 rule gives (2**64 - 4995) / 370 ms; nfs-utils -13.5 ms."""
-    before = (PUBLIC / "procfs_26231.mountstats").read_text()
+    before = PROCFS
 
     def later(section: str) -> str:
         # ACCESS: 370 ops and transmissions, 179 and 123 bytes each, queue -4995 ms,
@@ -417,12 +446,13 @@ def test_unreadable_keeps_the_baseline_and_a_missing_op_is_unreadable(tmp_path: 
     assert (
         gap.gap == GAP_UNREADABLE and "cut short (no newline at the end of the file)" in gap.detail
     )
-    # The last line whole but the ops after it missing: against the previous reading, a cut.
+    # The last line whole but the ops after it missing: against the kernel's list, a cut.
     whole_lines = after[: after.index("\t       WRITE:")]
     (gap,) = pair.sample(whole_lines, 7.0).values()
-    assert (gap.gap, gap.detail) == (
-        GAP_UNREADABLE, "op WRITE of the previous reading is missing (a cut read?)",
-    )  # fmt: skip
+    assert gap.gap == GAP_UNREADABLE and gap.detail.startswith(
+        "line 27: the per-op list ends here: the kernel lists NFSv3's 22 ops; 15 missing: "
+        "WRITE, CREATE, MKDIR and 12 more (a cut read?): '\\t        READ: 28800017 "
+    )
     # Readable again: the figures span the time since the last good reading (10 s).
     samples = pair.sample(after, 10.0)
     assert samples[f"{mount}:READ"].values["ops_s"] == pytest.approx(8000.0)  # 80000 / 10
@@ -465,7 +495,10 @@ def test_unreadable_at_start_takes_the_first_readable_reading_as_baseline(tmp_pa
     broken = edit(MIXED_BEFORE, "/scratch", lambda s: s.replace("\tbytes:\t", "\tbytes:\t-"))
     pair = Pair(tmp_path, "/scratch", broken)  # starts: the mount is there, only unreadable
     assert "unreadable: line " in pair.collector.describe()["error"]
-    assert pair.sample(MIXED_BEFORE, 5.0) == {}  # the baseline, no figures yet
+    (gap,) = pair.sample(MIXED_BEFORE, 5.0).values()  # the baseline, no figures yet: a gap
+    assert (gap.entity, gap.gap) == ("/scratch", GAP_UNREADABLE)
+    assert gap.detail.startswith("no whole reading before (line ")
+    assert gap.detail.endswith("): this reading is the baseline")
     read = pair.sample(MIXED_AFTER, 15.0)["/scratch:READ"].values
     assert read["ops_s"] == pytest.approx(10.0)  # 100 READ in the 10 s since the baseline
     assert pair.collector.describe()["fstype"] == "nfs"

@@ -157,6 +157,7 @@ def test_flex_custom_50_50_at_8k() -> None:
     pool = size(env, numbers(45_000, 45_000, 8), pool_iops=90_000)
     assert pool.fits and pool.binding.limit.scales_with == "pool"
     assert pool.utilisation_pct == pytest.approx(100)
+    assert pool.verdict_text() == "FITS, at the provisioned limit"  # the user's, not the page's
     with pytest.raises(ConfigError, match="above the maximum"):
         size(env, numbers(1, 1, 8), pool_iops=200_000)
 

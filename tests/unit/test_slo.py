@@ -263,3 +263,14 @@ def test_verdict_lines_say_met_or_missed_in_a_dbas_units() -> None:
     assert verdict_line(star).startswith("SLO met [throughput]: all operations ops/s ≥ 10.0")
     [absent] = judge({"op": "scan", "p99_us_max": 1})
     assert "not measured" in verdict_line(absent) and "no operation 'scan'" in verdict_line(absent)
+
+
+def test_a_device_latency_under_ten_microseconds_is_written_in_microseconds() -> None:
+    # A 1 µs device limit was printed "≤ 0.00 ms"; from 10 µs on, ms as iostat writes them.
+    from sim.judge.slo import format_value
+
+    assert format_value("device_p99_ms_max", 0.001) == "1.0 µs"
+    assert format_value("await_ms_max", 0.0045) == "4.5 µs"
+    assert format_value("await_ms_max", 0.06) == "0.06 ms"
+    assert format_value("await_ms_max", 1.0) == "1.00 ms"
+    assert format_value("await_ms_max", 12.345) == "12.35 ms"

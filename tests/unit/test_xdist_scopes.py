@@ -1,9 +1,20 @@
 """make test's parallel work units (tests/support/xdist_scopes.py): a module is one unit,
-the docs blocks one unit per page, in the page's order."""
+the docs blocks one unit per page, in the page's order; in the timing phase the ground-truth
+lab's modules one unit, the other device modules each their own, the longest handed out first."""
 
 from __future__ import annotations
 
-from tests.support.xdist_scopes import scope_of
+from collections import OrderedDict
+from pathlib import Path
+
+from tests.support.xdist_scopes import (
+    DEVICE_MODULES,
+    GROUND_LAB_MODULES,
+    GROUND_LAB_UNIT,
+    LONGEST_FIRST,
+    longest_first,
+    scope_of,
+)
 
 
 def test_a_docs_block_goes_with_its_page_and_other_tests_with_their_module() -> None:
@@ -20,3 +31,37 @@ def test_a_docs_block_goes_with_its_page_and_other_tests_with_their_module() -> 
     assert (
         scope_of("tests/unit/test_x.py::TestGroup::test_y[1]") == "tests/unit/test_x.py::TestGroup"
     )
+
+
+def test_in_the_timing_phase_the_device_modules_are_one_unit_and_the_others_their_own() -> None:
+    truth, iops = "tests/integration/test_ground_truth.py", "tests/integration/test_lab_iops.py"
+    assert scope_of(f"{truth}::test_x", timing_phase=True) == GROUND_LAB_UNIT
+    assert scope_of(f"{iops}::test_y[1]", timing_phase=True) == GROUND_LAB_UNIT
+    # The replays judge their pacing at 5 % and, beside another device test, missed it (CI 5).
+    replay, cache = "tests/integration/test_replay_fio.py", "tests/e2e/test_cache_cli.py"
+    assert scope_of(f"{replay}::test_x", timing_phase=True) == GROUND_LAB_UNIT
+    assert scope_of(f"{cache}::test_y[1]", timing_phase=True) == GROUND_LAB_UNIT
+    pacing = "tests/integration/test_engine_pacing.py"
+    assert scope_of(f"{pacing}::test_z", timing_phase=True) == pacing
+    # The parallel phase keeps every module its own unit (the device modules' other tests).
+    assert scope_of(f"{truth}::test_x") == truth
+
+
+def test_the_timing_phase_hands_out_the_longest_units_first() -> None:
+    queue: OrderedDict[str, dict[str, bool]] = OrderedDict(
+        (scope, {}) for scope in ["tests/a.py", "tests/b.py", *LONGEST_FIRST]
+    )
+    longest_first(queue)
+    assert list(queue) == [*LONGEST_FIRST, "tests/a.py", "tests/b.py"]
+    queue.popitem(last=False)  # the first handed out; the rest keep their order
+    longest_first(queue)
+    assert list(queue) == [*LONGEST_FIRST[1:], "tests/a.py", "tests/b.py"]
+
+
+def test_every_device_module_exists_and_holds_timing_tests() -> None:
+    root = Path(__file__).resolve().parents[2]
+    for module in sorted(DEVICE_MODULES):
+        path = root / module
+        assert path.is_file(), module
+        assert "mark.timing" in path.read_text(), f"{module}: no timing test"
+    assert GROUND_LAB_MODULES <= DEVICE_MODULES

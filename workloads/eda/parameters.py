@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from workloads.common import parse_size_bytes
+from workloads.sizes import parse_size_bytes
 
 Component = Literal["EDA_FRONTEND", "EDA_BACKEND", "EDA_BLENDED"]
 FRONTEND: Component = "EDA_FRONTEND"

@@ -355,7 +355,7 @@ class EdaWorkload(Workload):
                     session_ops=list(entry["session_ops"]),
                     requested_ops_s=requested,
                     op_counts={n: int(s.count) for n, s in ops.items()},
-                    op_mean_us={n: float(s.histogram.get_mean_value()) for n, s in ops.items()},
+                    op_mean_us={n: s.mean_us() for n, s in ops.items()},
                     bytes_per_op=self.mean_bytes_per_op(),
                 )
             )

@@ -1,5 +1,5 @@
 -- MariaDB/MySQL: information_schema.TABLES of the current database (base tables, views,
--- system versioned tables, sequences …). Marker: the table comment (ALTER TABLE … COMMENT =
+-- system versioned tables, sequences …). Marker: the table comment (CREATE TABLE … COMMENT =
 -- 'dbsim:<token>'), which is also the identity: InnoDB rebuilds a table for DDL dbsim runs
 -- itself (SSB's unique index on a NOT NULL key becomes the clustered index), giving it a new
 -- TABLE_ID and CREATE_TIME, so no catalogue id survives a load. A table re-created outside

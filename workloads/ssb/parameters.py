@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from workloads.common import parse_size_bytes
 from workloads.naming import TABLE_PREFIX_HELP, TABLE_PREFIX_PATTERN, index_of, numbered
+from workloads.sizes import parse_size_bytes
 
 #: The original sizes its tables for one row per 8 KB page (SQL Server's page size).
 PAGE_BYTES = 8192

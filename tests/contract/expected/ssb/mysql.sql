@@ -4,13 +4,7 @@ CREATE TABLE dbsim_registry (
 	workload VARCHAR(32) NOT NULL, 
 	fingerprint TEXT NOT NULL, 
 	PRIMARY KEY (name)
-);
-
--- AlterTableComment binds=-
-ALTER TABLE dbsim_registry COMMENT = 'dbsim:00000000000000000000000000000000';
-
--- AlterTableComment binds=-
-ALTER TABLE user_1 COMMENT = 'dbsim:00000000000000000000000000000000';
+) COMMENT = 'dbsim:00000000000000000000000000000000';
 
 -- object_identity binds=tname
 SELECT CONCAT(CASE t.TABLE_TYPE WHEN 'BASE TABLE' THEN 'table' ELSE LOWER(t.TABLE_TYPE) END,

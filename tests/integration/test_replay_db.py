@@ -1,0 +1,212 @@
+"""``dbsim replay CAPTURE --on SCENARIO.yaml``: a pgbench production replayed as a SLOB-like
+workload on another PostgreSQL, on another device (issue #29 step 2).
+
+Production: ``pgbench -S --rate`` (point lookups, paced) on a throwaway PostgreSQL whose data
+sits on lab A's loop device (16 MB shared_buffers, a 128 MiB memory group against ~300 MiB of
+pgbench data, so lookups reach the device), captured by ``dbsim capture --path`` on its data
+directory. The replay: a scenario whose target is lab B's PostgreSQL (its own loop device, the
+ground-truth lab's SLOB table of 80,000 one-row blocks), at 1x and 2x. Each scale's figures are
+recomputed here from replay.json's two captures against the documented tolerances.
+
+Measured here (three runs, 1x and 2x): read IOPS -0.4 to +1.9 %, read share +0.18 to +0.24
+points. The capture's writes (0.4-0.55/s, the file system's own: pgbench -S writes
+nothing) are 4-6 in its window: not judged, nor their mean size (Poisson's interval ±125-153 %;
+sim.replay.fidelity), said on the console. What stays unfaithful is the mean read size: 9.1-
+9.6 KiB captured (the kernel's read-ahead among the lookups, 6-7 % of the reads above one
+block) against the database's 8 KiB blocks (-12 to -16 %): the scans of cf2 that would make
+it are served by the caches (0.04-0.45 device requests a scan, measured), and the replay names
+it ("the workload cannot reach the read size"). So each scale must be faithful in every other
+figure, and the exit code is 5 exactly when one is not.
+
+Wall time here: two labs up and loaded (~35 s), pgbench's initialisation, a 12 s capture,
+then three runs of ~20 s (calibration, 1x, 2x): 91 s at a load average of 0.7-5.6, 102 and
+105 s at 16-20. A production with writes is replayed by bench/replay_db.py instead: its writes
+reach the device a write-back delay (35 s here) after they are made, which every run then
+waits for (~5 minutes in all).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sim.replay import dbjob, fidelity
+from storage.lab import Lab, system
+from tests.e2e.conftest import Dbsim, clean_environment, read_summary, single_bundle
+from tests.integration.test_ground_truth import GroundLab, _require_lab, private_ground_lab
+from tests.integration.test_lab import _free_port, _mounted_under
+from tests.support.ramdisk import mount_ram, unmount_ram
+
+pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
+
+GiB, MiB = 1 << 30, 1 << 20
+PGBENCH_SCALE = 20  # ~300 MiB of accounts and index against lab A's 128 MiB memory group
+RATE_TPS = 150
+PRODUCTION_S = 12
+SCALE_S = 8
+
+
+@contextlib.contextmanager
+def production_lab(port: int) -> Iterator[tuple[dict[str, Any], str]]:
+    """Lab A: a loop device with a throwaway PostgreSQL in a 128 MiB memory group; its status
+    and the cluster's password. Always taken down."""
+    base = Path(tempfile.mkdtemp(prefix="dbsim-rpa-", dir="/var/tmp"))
+    base.chmod(0o755)  # postgres must search every parent directory
+    # The images in memory, off the host's disk (tests/support/ramdisk.py).
+    ram = mount_ram(base / "images", 2 * GiB)
+    lab = Lab(base / "state", base / "images", name=f"dbsim-rpa-{os.getpid()}")
+    try:
+        status = lab.up(
+            2 * GiB, base / "mnt", memory_limit_bytes=128 * MiB, postgres=True, pg_port=port
+        )
+        yield status, Path(status["postgres"]["password_file"]).read_text().strip()
+    finally:
+        with contextlib.suppress(Exception):
+            lab.down()
+        for mount_point in _mounted_under(base):
+            subprocess.run(["umount", mount_point], check=False)
+        for loop in system.loops_for(base / "images" / f"{lab.name}.img"):
+            subprocess.run(["losetup", "--detach", loop], check=False)
+        unmount_ram(base / "images", ram)
+        if not _mounted_under(base):
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _pgbench(port: int, password: str, *args: str) -> None:
+    env = {**os.environ, "PGPASSWORD": password}
+    argv = ["pgbench", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", *args, "postgres"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+
+def _capture(dbsim: Dbsim, data_dir: str, out: Path, port: int, password: str) -> Path:
+    capture = dbsim.start(
+        "capture", "--path", data_dir, "--interval", "1", "-o", out, "--name", "prod"
+    )  # fmt: skip
+    try:
+        for _ in range(1200):  # its first interval written: the tracer runs
+            assert capture.poll() is None, capture.communicate()
+            found = list(out.glob("*/summary.json"))
+            if found and int(read_summary(found[0].parent).get("intervals_written") or 0) >= 1:
+                break
+            time.sleep(0.05)
+        _pgbench(port, password, "-S", f"--rate={RATE_TPS}", "-T", str(PRODUCTION_S), "-c", "4")
+        time.sleep(2)
+        capture.send_signal(signal.SIGTERM)
+        done = dbsim.finish(capture, timeout=60)
+    finally:
+        dbsim.cleanup()
+    assert done.rc == 143, done.describe()
+    return single_bundle(out)
+
+
+def _check_scale(production: dict[str, Any], entry: dict[str, Any]) -> None:
+    """The documented tolerances recomputed from the two captures' figures. The figures SLOB's
+    mix can make must hold: the read IOPS (the run's closed loop on the delivered IOPS; in
+    three runs here -0.3 to +1.6 %) and the read share. A figure out of its tolerance must be one
+    replay.json lists as failed, and the cause must name why."""
+    scale, got, fid = entry["scale"], entry["replay"], entry["fidelity"]
+    ok: dict[str, bool] = {}
+    unjudged = set()
+    for figure, key in (("read IOPS", "read_iops"), ("write IOPS", "write_iops")):
+        want = production[key] * scale
+        if want > 0:  # the larger of ±5 % and the two counts' Poisson interval
+            poisson = fidelity.poisson_tolerance(
+                production[key] * production["window"]["seconds"],
+                want * got["window"]["seconds"],
+            )
+            if poisson is None or poisson >= fidelity.NOT_JUDGED_HALF_WIDTH:
+                unjudged.add(key.split("_")[0])  # not judged, nor its mean size: said
+                continue  # (tests/unit/test_replay_fidelity.py)
+            ok[figure] = abs(got[key] - want) <= max(fidelity.IOPS_TOL, poisson) * want
+    diff = abs(got["read_pct"] - production["read_pct"])
+    ok["read share"] = diff <= fidelity.READ_SHARE_POINTS
+    for figure, key in (("read size", "read_kib"), ("write size", "write_kib")):
+        if key.split("_")[0] in unjudged:
+            continue
+        if production[key] and got[key] is not None:  # judged as sim.replay.fidelity judges
+            ok[figure] = abs(got[key] - production[key]) <= fidelity.SIZE_TOL * production[key]
+    print(f"{scale:g}x", ok, fid["cause"])
+    assert ok["read IOPS"] and ok["read share"], (scale, got, production)
+    assert sorted(f for f, held in ok.items() if not held) == sorted(fid["failed"])
+    # Faithful where the product is: only the figures SLOB's mix cannot make on this target
+    # may miss, each named (the read size: its scans are cached here, docs/capture.md).
+    assert set(fid["failed"]) <= {"read size", "write IOPS"}, fid
+    assert fid["faithful"] == (not fid["failed"]) == (entry["verdict"] is not None)
+    if "write IOPS" in fid["failed"]:
+        assert str(fid["cause"]).startswith("the workload cannot reach the write share")
+    if "read size" in fid["failed"]:  # scans that did not make it, or could not, named
+        cause = str(fid["cause"])
+        assert "the workload cannot reach the read size" in cause or "mean read size is" in cause
+    if "write size" in fid["failed"]:
+        assert "the database's mean write size is " in fid["cause"]
+
+
+def test_a_pgbench_production_replayed_on_another_postgresql(tmp_path: Path) -> None:
+    _require_lab()
+    for tool in ("pgbench", "bpftrace"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"!!! NOT RUN: {tool} is missing")
+    dbsim = Dbsim(tmp_path, clean_environment(tmp_path))
+    port_a = _free_port(55466)  # its own: the array twin (55462) may start beside it
+    with production_lab(port_a) as (status, password):
+        _pgbench(port_a, password, "-i", "-s", str(PGBENCH_SCALE), "-I", "dtGvp", "-q")
+        _pgbench_checkpoint(port_a, password)
+        bundle = _capture(
+            dbsim, status["postgres"]["data_dir"], tmp_path / "captures", port_a, password
+        )
+    port_b = _free_port(55472)
+    with private_ground_lab("dbsim-rpb-", "replay-target", tmp_path / "b", port_b) as lab_b:
+        scenario = _target_scenario(lab_b)
+        done = dbsim(
+            "replay", bundle, "--on", scenario, "--scale", "1,2", "--duration", str(SCALE_S),
+            "-o", tmp_path / "replays", timeout=600,
+        )  # fmt: skip
+    print(done.stdout)
+    written = list((tmp_path / "replays").glob("*/replay.json"))
+    assert written, done.describe()
+    assert all(len(line) <= 80 for line in done.stdout.splitlines()[:-1])
+    doc = json.loads(written[0].read_text())
+    production = doc["capture"]["shape"]
+    assert production["read_iops"] > 0  # the lookups reached lab A's device
+    assert [s["scale"] for s in doc["scales"]] == [1.0, 2.0]
+    for entry in doc["scales"]:
+        # pgbench -S writes nothing of its own (the file system's 0.2 %): no write-back to wait
+        # for (a production with writes: bench/replay_db.py, docs/capture.md).
+        assert entry["slob"]["warmup_s"] == dbjob.SHORT_WARMUP_S
+        assert entry["slob"]["rate_iops"] == pytest.approx(
+            entry["scale"] * (production["read_iops"] + production["write_iops"])
+        )
+        _check_scale(production, entry)
+        unjudged = [c for c in entry["fidelity"]["checks"] if c["tolerance"] == "not judged"]
+        for check in unjudged:  # never a silent pass: the console says it
+            assert check["note"].split(" (")[0] in done.stdout.replace("\n    ", " ")
+    faithful = all(s["fidelity"]["faithful"] for s in doc["scales"])
+    assert done.rc == (0 if faithful else 5), done.describe()
+
+
+def _pgbench_checkpoint(port: int, password: str) -> None:
+    """Initialisation's writes on the device now, not during the capture."""
+    env = {**os.environ, "PGPASSWORD": password}
+    subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-c", "CHECKPOINT"],
+        env=env, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def _target_scenario(lab: GroundLab) -> Path:
+    """Lab B's scenario, no ceiling, its cache emptied: the SLOB table on its loop device."""
+    lab.lab.set_ceiling(read_iops=0)
+    lab.cold_cache()
+    return lab.write_scenario("replay-target", {"sessions": 8, "duration_s": SCALE_S})

@@ -1,0 +1,110 @@
+"""What a dbsim start does not import (issue #25: the suite starts dbsim thousands of times,
+and a start's CPU is mostly imports): each probe runs in a fresh interpreter and lists the
+modules it must not have loaded. The workloads register their classes by name
+(sim.registry.WorkloadEntry), so reading a scenario imports only their parameter models."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim import registry
+
+REPO = Path(__file__).resolve().parents[2]
+#: The workloads' code and the libraries only it needs.
+HEAVY = (
+    "numpy",
+    "sqlalchemy",
+    "workloads.common",
+    "workloads.slob.workload",
+    "workloads.ssb.workload",
+    "workloads.eda.workload",
+    "workloads.sql.workload",
+)
+
+
+def _loaded_after(*argv: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
+    """Which of ``modules`` ``dbsim ARGV`` (run in a fresh interpreter) loaded."""
+    probe = (
+        "import sys\nfrom sim.cli.entry import main\n"
+        f"code = main({list(argv)!r})\n"
+        f"print(sorted(m for m in {modules!r} if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    return [m.strip("' ") for m in done.stdout.strip().splitlines()[-1].strip("[]").split(",") if m]
+
+
+def test_a_scenario_refused_by_its_fields_imports_no_workload(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nworkload:\n  name: slob\nload:\n  sessions: -1\n")
+    assert _loaded_after("run", str(bad), modules=(*HEAVY, "rich")) == []
+
+
+def test_the_schema_imports_no_workload() -> None:
+    assert _loaded_after("schema") == []
+
+
+def test_a_file_tree_scenario_imports_no_sql_workload() -> None:
+    loaded = _loaded_after("validate", str(REPO / "examples" / "eda-blended.yaml"))
+    assert "workloads.eda.workload" in loaded  # validate builds the workload it checks
+    assert not {"sqlalchemy", "workloads.common", "workloads.slob.workload"} & set(loaded)
+
+
+@pytest.mark.parametrize("name", sorted(registry.workloads()))
+def test_an_entry_by_name_says_what_its_class_says(name: str) -> None:
+    entry = registry.workloads()[name]
+    cls = entry.workload_class
+    assert (entry.class_name, entry.parameters_model, entry.needs) == (
+        cls.__name__,
+        cls.parameters_model,
+        cls.needs,
+    )
+
+
+def test_an_entry_by_name_without_its_model_is_refused() -> None:
+    with pytest.raises(TypeError, match="parameters_model and needs"):
+        registry.WorkloadEntry("x", "workloads.slob.workload:SlobWorkload", "x")
+
+
+def test_choosing_a_sqlite_runs_runner_leaves_the_native_sql_loops_out() -> None:
+    probe = (
+        "import sys\n"
+        "from sim.config.resolve import resolve\n"
+        "from sim.core.session_threads import choose_runner\n"
+        "from sim.run.runner import build_target\n"
+        "scenario = resolve(None, [])\n"
+        "choose_runner(scenario.load, [], build_target(scenario))\n"
+        "print(sorted(m for m in ('storage.targets.pgloop_session', 'asyncpg', 'asyncmy')"
+        " if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr[-2000:]
+
+
+def test_the_kinds_asked_for_a_native_loop_are_the_loops_backends() -> None:
+    from sim.core.session_threads import NATIVE_SQL_KINDS
+    from storage.targets.pgloop_session import BACKENDS
+
+    assert set(NATIVE_SQL_KINDS) == set(BACKENDS)
+
+
+def test_the_native_sql_loops_module_leaves_asyncmy_out_until_an_error_is_classed() -> None:
+    probe = (
+        "import sys\n"
+        "import storage.targets.pgloop_session\n"
+        "from storage.targets import marialoop\n"
+        "before = 'asyncmy' in sys.modules\n"
+        "print(before, marialoop.error_class(1146), marialoop.error_class(2013))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    # 1146 (no such table) is a ProgrammingError by asyncmy's table, read when first asked.
+    assert done.stdout.split() == ["False", "ProgrammingError", "OperationalError"], done.stderr
