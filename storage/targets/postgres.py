@@ -25,18 +25,10 @@ from typing import Any, ClassVar
 import asyncpg
 
 from sim.config.scenario import MAX_SESSIONS
-from sim.dialects import SqlDialect
 from sim.errors import ConfigError, TargetError
 from sim.protocols import EngineContext, LoadLock, SqlConnection, Statement, Target, WaitCallback
 from sim.secrets import redact, resolve_secret
-from storage.collectors.database import postgres_stats_collectors
-from storage.targets.first_contact import POSTGRES as FIRST_CONTACT
 from storage.targets.locks import lock_id, polled_lock
-from storage.targets.postgres_record import (
-    POSTGRES_CACHE,
-    POSTGRES_CACHE_RECIPE,
-    postgres_page_fit,
-)
 from storage.targets.postgres_room import ConnectionRoom, connection_room
 from storage.targets.postgres_schema import check_schema
 from storage.targets.postgres_tablespace import TablespacePlacement, tablespace_placement
@@ -49,19 +41,6 @@ _DISCONNECTS: tuple[type[BaseException], ...] = (
     ConnectionError,
     OSError,
     TimeoutError,
-)
-
-#: Names longer than 63 bytes are cut by the server (NAMEDATALEN - 1), so they are refused.
-POSTGRES_DIALECT = SqlDialect(
-    name="postgres",
-    sqlalchemy_module="sqlalchemy.dialects.postgresql",
-    sqlglot="postgres",
-    max_identifier_chars=63,
-    one_row_per_page=postgres_page_fit,
-    stats_collectors=postgres_stats_collectors,
-    cache=POSTGRES_CACHE,
-    cache_recipe=POSTGRES_CACHE_RECIPE,
-    first_contact=FIRST_CONTACT,
 )
 
 APPLICATION_NAME = "dbsim"
@@ -170,9 +149,13 @@ class PostgresConnection(SqlConnection):
         if prepared is None:
             prepared = await self._prepare(statement)
         try:
-            return [row[0] for row in await prepared.fetch(*params)]
+            if self._bind_execute is None:
+                return [row[0] for row in await prepared.fetch(*params)]
+            # As scalar's fast path, row limit 0: every row (the sql workload's queries).
+            records = await self._bind_execute(prepared._state, params, "", 0, False, None)
         except DRIVER_ERRORS as exc:
             raise self._failed(statement, exc) from exc
+        return [row[0] for row in records]
 
     async def rows(
         self, statement: Statement, params: Sequence[Any] = ()
@@ -360,6 +343,18 @@ class PostgresTarget(Target):
         self._held += 1
         try:
             conn = await self._pool.acquire(timeout=self.settings.connect_timeout_s)
+        except asyncpg.TooManyConnectionsError as exc:
+            # The room read at open() was taken by other clients since (or was never read):
+            # the server's own refusal, worded as dbsim's with the figures it had.
+            self._held -= 1
+            figures = (
+                f"when dbsim connected, {room.describe()}"
+                if room is not None
+                else "lower load.sessions or raise max_connections"
+            )
+            raise TargetError(
+                f"postgres: connection {self._held + 1} refused by the server ({exc}); {figures}"
+            ) from exc
         except DRIVER_ERRORS as exc:
             self._held -= 1
             raise self._error("cannot open a session connection", exc) from exc
