@@ -11,7 +11,6 @@ the storage underneath once per interval.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextlib
 from abc import ABC, abstractmethod
@@ -19,12 +18,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel
 
 from sim.errors import TargetError
 from sim.sql import Statement
+
+if TYPE_CHECKING:
+    import asyncio  # annotations only: reading a scenario or a bundle needs no event loop
 
 # --------------------------------------------------------------------------- engine context
 

@@ -14,11 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-from sqlalchemy import Index, MetaData, Table, insert
-from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
-from sqlalchemy.sql.elements import ClauseElement
+from typing import TYPE_CHECKING, Any
 
 from sim.dialects import dialect as dialect_record
 from sim.errors import WorkloadError
@@ -28,6 +24,12 @@ from sim.sql import Statement, quote_identifier, sqlalchemy_dialect, to_paramsty
 # Re-exported: their home is workloads.sizes, which the parameter models import.
 from workloads.sizes import SIZE_UNITS as SIZE_UNITS
 from workloads.sizes import parse_size_bytes as parse_size_bytes
+
+# SQLAlchemy (~90 ms of a start) is imported by the functions that compile DDL, so building a
+# workload to check it (`dbsim validate`, a refused run) does not load it (issue #25).
+if TYPE_CHECKING:
+    from sqlalchemy import Index, Table
+    from sqlalchemy.sql.elements import ClauseElement
 
 # --------------------------------------------------------------------------- DDL and binds
 
@@ -59,6 +61,8 @@ def index_statement(index: Index, dialect: str) -> Statement:
     """CREATE INDEX, in its table's tablespace when the table has one (PostgreSQL through
     SQLAlchemy's ``postgresql_tablespace``; Oracle, which SQLAlchemy gives no index option,
     with a ``TABLESPACE`` clause appended)."""
+    from sqlalchemy.schema import CreateIndex  # here: see the TYPE_CHECKING imports above
+
     tablespace = index.table.info.get(TABLESPACE_KEY) if index.table is not None else None
     if tablespace and dialect == "postgres":
         index.dialect_options["postgresql"]["tablespace"] = tablespace
@@ -77,6 +81,8 @@ def compile_ddl(element: ClauseElement, dialect: str) -> Statement:
 
 def create_statements(table: Table, dialect: str) -> list[Statement]:
     """CREATE TABLE, then CREATE INDEX for each index (by name): load data in between."""
+    from sqlalchemy.schema import CreateTable  # here: see the TYPE_CHECKING imports above
+
     return [compile_ddl(CreateTable(table), dialect)] + [
         index_statement(index, dialect)
         for index in sorted(table.indexes, key=lambda i: i.name or "")
@@ -86,6 +92,9 @@ def create_statements(table: Table, dialect: str) -> list[Statement]:
 def drop_statement(name: str, dialect: str) -> Statement:
     """``DROP TABLE name`` (its indexes go with it) plus the dialect's ``drop_suffix``;
     check that it exists first."""
+    from sqlalchemy import MetaData, Table  # here: see the TYPE_CHECKING imports above
+    from sqlalchemy.schema import DropTable
+
     drop = compile_ddl(DropTable(Table(name, MetaData())), dialect)
     suffix = dialect_record(dialect).drop_suffix
     return Statement(drop.name, f"{drop.sql} {suffix}", ()) if suffix else drop
@@ -94,6 +103,8 @@ def drop_statement(name: str, dialect: str) -> Statement:
 def insert_statement(table: Table, dialect: str, paramstyle: str) -> Statement:
     """INSERT of every column the loader supplies (all but server-filled ones, those with a
     server default), binds in the driver's paramstyle, in column order."""
+    from sqlalchemy import insert  # here: see the TYPE_CHECKING imports above
+
     named_dialect = type(sqlalchemy_dialect(dialect))(paramstyle="named")  # type: ignore[call-arg]
     supplied = [c.name for c in table.columns if c.server_default is None]
     if len(supplied) == len(table.columns):

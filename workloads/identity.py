@@ -9,15 +9,15 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy import Column, MetaData, String, Table, Text
-from sqlalchemy.schema import CreateTable
+from typing import TYPE_CHECKING, Any
 
 from sim.dialects import dialect as dialect_record
 from sim.errors import WorkloadError
 from sim.sql import Statement, quote_identifier
 from workloads.common import compile_ddl
+
+if TYPE_CHECKING:
+    from sqlalchemy import Table
 
 #: Named anew when ownership became identity-checked: the registry of an older dbsim
 #: (dbsim_objects) is never read, so it is not adopted and does not block the new one.
@@ -77,6 +77,9 @@ def describe(found: Sequence[CatalogObject]) -> str:
 
 def registry_table() -> Table:
     """Objects dbsim created: the only ones it will ever write to or drop."""
+    # Imported here: building a workload to check it (dbsim validate) needs no SQLAlchemy.
+    from sqlalchemy import Column, MetaData, String, Table, Text
+
     # Oracle would make Text a CLOB (fetched as a LOB locator) and SQL Server the deprecated
     # TEXT type; a record is a short JSON object, so a bounded VARCHAR serves both.
     fingerprint = Text().with_variant(String(FINGERPRINT_CHARS), "oracle", "mssql")
@@ -91,6 +94,8 @@ def registry_table() -> Table:
 
 def create_registry_statement(dialect: str) -> Statement:
     """Plain CREATE TABLE of the registry: :meth:`TableRegistry.ensure` checks first."""
+    from sqlalchemy.schema import CreateTable  # here: see registry_table
+
     return compile_ddl(CreateTable(registry_table()), dialect)
 
 

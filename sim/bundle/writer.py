@@ -36,16 +36,19 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from sim import __version__
 from sim.bundle.files import AppendCsv, AppendFile, atomic_write, iso, os_reason
-from sim.core.metrics import Interval, OpStats
 from sim.errors import OutputDirectoryError
 from sim.protocols import GAP_RESET, GAP_UNREADABLE, Sample
 from sim.safeio import strict_json
+
+if TYPE_CHECKING:
+    # Annotations only: writing an imported capture needs no numpy (dbsim import, issue #25).
+    from sim.core.metrics import Interval, OpStats
 
 SCHEMA_VERSION = 1
 #: Shortest time between two rewrites of summary.json in one state while running.

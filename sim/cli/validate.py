@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,9 +20,10 @@ from sim.cli.app import (
     app,
     run_overrides,
 )
-from sim.config.resolve import json_schema, resolve, resolved_dict
 from sim.errors import ConfigError
-from sim.protocols import Target
+
+if TYPE_CHECKING:
+    from sim.protocols import Target  # an annotation: `dbsim version` needs no asyncio
 
 
 @app.command()
@@ -46,11 +47,15 @@ def validate(
     it as it would run (after environment and --set overrides). With --connect: the server
     answers a round trip, the login is accepted and the user holds the privileges dbsim needs
     (each check a line on stderr); exit 2 naming host, port and the driver's message if not."""
+    # Imported here: `dbsim version` shares this module and needs neither (issue #25); the
+    # runner only once the scenario resolved (a refused one needs none of it).
     import yaml
 
-    from sim.run.runner import check_before_run
+    from sim.config.resolve import resolve, resolved_dict
 
     resolved = resolve(scenario, run_overrides(set_, duration, sessions, warmup, output))
+    from sim.run.runner import check_before_run
+
     target = check_before_run(resolved)
     if connect:
         _connect(target)
@@ -72,6 +77,8 @@ def schema(
 
         sys.stdout.write(render_markdown())
         return
+    from sim.config.resolve import json_schema  # here: see validate
+
     sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
 
 

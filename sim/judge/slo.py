@@ -31,15 +31,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from hdrh.histogram import HdrHistogram
+from typing import TYPE_CHECKING, Any
 
 from sim import registry
 from sim.bundle.figures import RATES, device_figures, finite, primary_device
 from sim.config.scenario import DEVICE_LATENCY_LIMITS, LATENCY_LIMITS, Slo
-from sim.core.metrics import percentile_values
 from sim.errors import EXIT_OK, EXIT_RUN_FAILED, EXIT_SLO_MISSED
+
+if TYPE_CHECKING:
+    from hdrh.histogram import HdrHistogram
 
 ALL_OPS = "*"
 #: Latency limit → the figure it bounds.
@@ -169,6 +169,10 @@ class WindowBuilder:
 
     def window(self, label: str, seconds: float) -> Window:
         """The accumulated figures over ``seconds`` of measured time."""
+        # Imported here: `dbsim validate` and a refused run check SLO operation names through
+        # this module (unknown_operations) and need no numpy (issue #25).
+        from sim.core.metrics import percentile_values
+
         ops: dict[str, dict[str, float | None]] = {}
         for op in sorted(set(self.counts) | set(self.histograms)):
             hist = self.histograms.get(op)

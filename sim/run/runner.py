@@ -17,7 +17,6 @@ from pydantic import BaseModel
 from sim import registry
 from sim.config.resolve import resolved_dict
 from sim.config.scenario import CollectorSettings, ScenarioBase
-from sim.core.cache import check_caches
 from sim.core.stages import Stage
 from sim.dialects import needs_text, runs_on
 from sim.errors import ConfigError, OutputDirectoryError, ScenarioError
@@ -190,6 +189,9 @@ def _cache_check(
     engine: Engine, workload: Workload
 ) -> Callable[[Target], Awaitable[dict[str, Any]]]:
     """The engine's pre-load hook: the data against the caches, its warning as a notice."""
+    # Imported here: the cache check needs numpy (sim.core.metrics), which validate, load,
+    # drop and check, also served by this module, do not (issue #25).
+    from sim.core.cache import check_caches
 
     async def check(target: Target) -> dict[str, Any]:
         section = await check_caches(target, workload)

@@ -39,10 +39,45 @@ def _loaded_after(*argv: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
     return [m.strip("' ") for m in done.stdout.strip().splitlines()[-1].strip("[]").split(",") if m]
 
 
-def test_a_scenario_refused_by_its_fields_imports_no_workload(tmp_path: Path) -> None:
+#: What a start that runs nothing must not load: numpy, SQLAlchemy, the drivers, Locust and gevent,
+#: the engine (validate without --connect builds the target and the workload unopened).
+RUN_MACHINERY = (
+    "numpy",
+    "sqlalchemy",
+    "asyncpg",
+    "asyncmy",
+    "oracledb",
+    "pyodbc",
+    "locust",
+    "gevent",
+    "sim.core.engine",
+    "sim.core.metrics",
+)
+
+
+@pytest.mark.parametrize("example", ["quickstart.yaml", "eda-blended.yaml"])
+def test_validate_imports_no_run_machinery(example: str) -> None:
+    loaded = _loaded_after("validate", str(REPO / "examples" / example), modules=RUN_MACHINERY)
+    assert loaded == []
+
+
+def test_version_imports_no_scenario_machinery() -> None:
+    modules = (*RUN_MACHINERY, "asyncio", "yaml", "sim.config.resolve", "sim.run.runner")
+    assert _loaded_after("version", modules=modules) == []
+
+
+def test_an_import_writes_its_capture_without_numpy(tmp_path: Path) -> None:
+    iostat = REPO / "tests" / "data" / "iostat" / "iostatplot_object1_indented.out"
+    argv = ("import", "iostat", str(iostat), "-o", str(tmp_path))
+    assert _loaded_after(*argv, modules=RUN_MACHINERY) == []
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_a_scenario_refused_by_its_fields_imports_no_workload(tmp_path: Path, command: str) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nworkload:\n  name: slob\nload:\n  sessions: -1\n")
-    assert _loaded_after("run", str(bad), modules=(*HEAVY, "rich")) == []
+    modules = (*HEAVY, *RUN_MACHINERY, "rich", "sim.run.runner")
+    assert _loaded_after(command, str(bad), modules=modules) == []
 
 
 def test_the_schema_imports_no_workload() -> None:

@@ -13,16 +13,18 @@ it; an after-load statement such as Oracle's MINIMIZE RECORDS_PER_BLOCK relies o
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text
-from sqlalchemy.schema import CreateTable
+from typing import TYPE_CHECKING, Any
 
 from sim.dialects import PageFit
 from sim.dialects import dialect as dialect_record
 from sim.sql import Statement, quote_identifier
 from workloads.common import compile_ddl, index_statement, tablespace_kwargs
 from workloads.naming import index_of
+
+# SQLAlchemy is imported by the functions that build and compile the tables: a SLOB workload
+# is built without it to be checked (dbsim validate, a refused run; issue #25).
+if TYPE_CHECKING:
+    from sqlalchemy import Table
 
 PAGE_FIT_KEY = "dbsim_page_fit"
 
@@ -49,6 +51,8 @@ def slob_table(
 ) -> Table:
     """The SLOB-like table ``name`` for ``dialect``, with its one-row-per-block mechanism,
     in ``tablespace`` with its index when one is given."""
+    from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text  # see above
+
     fit = page_fit(dialect, block_size_bytes)
     columns: list[Column[Any]] = [Column("custid", Integer, nullable=False)]
     columns += [Column(c, String(TEXT_WIDTH)) for c in TEXT_COLUMNS]
@@ -76,6 +80,8 @@ def create_statements(table: Table, dialect: str) -> list[Statement]:
     """The table first, then what the loader runs once the rows are in (the dialect's
     after-load statements, e.g. Oracle's records-per-block limit, which reads the loaded
     blocks; then the indexes)."""
+    from sqlalchemy.schema import CreateTable  # here: see the TYPE_CHECKING import above
+
     fit: PageFit = table.info[PAGE_FIT_KEY]
     create = compile_ddl(CreateTable(table), dialect)
     if fit.create_suffix:

@@ -13,11 +13,9 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
 from pydantic import BaseModel
-from sqlalchemy import Table
 
 from sim.dialects import dialect as dialect_record
 from sim.errors import WorkloadError
@@ -34,6 +32,10 @@ from workloads.slob.schema import (
     slob_table,
 )
 from workloads.sqlkit import Batch, PlannedTable, SqlSession, SqlWorkload
+
+if TYPE_CHECKING:
+    # Annotations only: the workload is built without SQLAlchemy to be checked (issue #25).
+    from sqlalchemy import Table
 
 SQL_DIR = Path(__file__).parent / "sql"
 WORKLOAD_NAME = "slob"
@@ -157,6 +159,8 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
     def row_batches(
         self, planned: PlannedTable, table: Table, insert: Statement
     ) -> Iterator[Batch]:
+        import numpy as np  # here: only loading needs it, not a workload built to be checked
+
         schema, rows = planned.number, planned.rows
         # A different permutation per schema, so neighbouring keys live in scattered blocks.
         keys = np.random.default_rng(self.p.load_seed * 1_000_003 + schema).permutation(rows) + 1

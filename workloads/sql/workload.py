@@ -12,10 +12,9 @@ import random
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
-from sqlalchemy import Table
 
 from sim.errors import ConfigError, ScenarioError, TargetError, WorkloadError
 from sim.protocols import Connection, SqlConnection, Target, connect_sql, sql_connection
@@ -26,6 +25,10 @@ from workloads.sql.parameters import Generator, SqlParameters, SqlStatement
 from workloads.sql.safety import READ, UNCERTAIN, WRITE, read_statement
 from workloads.sql.session import Plan, SqlUserSession, Step
 from workloads.sqlkit import Batch, PlannedTable, SqlWorkload
+
+if TYPE_CHECKING:
+    # Annotations only: the workload is built without SQLAlchemy to be checked (issue #25).
+    from sqlalchemy import Table
 
 FIELD = "workload.parameters.statements"
 MAX_FILE_BYTES = 64 * 2**20

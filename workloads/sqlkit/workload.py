@@ -23,10 +23,9 @@ from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel
-from sqlalchemy import Table
 
 from sim.dialects import NEEDS_SQL, dialect_of
 from sim.errors import WorkloadError
@@ -43,6 +42,10 @@ from workloads.common import (
 from workloads.naming import like_prefix, number_of, owned_pattern
 from workloads.ownership import TableRegistry
 from workloads.tablespace import drop_tablespace, ensure_tablespace
+
+if TYPE_CHECKING:
+    # Annotations only: a workload is built without SQLAlchemy (dbsim validate, issue #25).
+    from sqlalchemy import Table
 
 ParamsT = TypeVar("ParamsT", bound=BaseModel)
 #: Rows inserted and committed together, each row's values in the INSERT's bind order.
