@@ -76,7 +76,10 @@ SERIAL_MARKS := timing
 # tests/**/__pycache__, where the workers read them (pytest checks each against its source);
 # it runs beside mypy, one CPU each. Its own exit is not judged: a collection error fails
 # the phases.
-test: venv system-packages lint
+# system-packages comes before venv: the venv's install builds the native session loops
+# (setup.py) only against the client libraries' headers present then (libpq-dev, libmariadb-dev);
+# on a fresh machine the other order built no MariaDB loop and its tests failed.
+test: system-packages venv lint
 	$(BIN)/python -m compileall -q -j 0 sim workloads storage tests bench >/dev/null
 	@env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest --collect-only -q -p no:cacheprovider >/dev/null 2>&1 & warm=$$!; \
 	$(MAKE) --no-print-directory typecheck; rc=$$?; wait $$warm; exit $$rc
