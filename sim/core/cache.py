@@ -25,12 +25,15 @@ import logging
 import os
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sim.core.metrics import OpStats
 from sim.dialects import dialect_of
 from sim.protocols import Target, Workload, connect_sql
 from sim.sql import Statement
+
+if TYPE_CHECKING:
+    # An annotation: dbsim check, drop and the console's headline need no numpy (issue #25).
+    from sim.core.metrics import OpStats
 
 log = logging.getLogger(__name__)
 

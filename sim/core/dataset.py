@@ -3,18 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    TaskProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sim.core.cache import check_caches
 from sim.core.loading import WAITING
@@ -22,6 +11,10 @@ from sim.core.loading import load_and_verify as locked_load
 from sim.core.loops import run_opened
 from sim.core.progress import ProgressMeter
 from sim.protocols import Target, Workload
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 T = TypeVar("T")
 SETUP_THREADS = 4
@@ -48,21 +41,36 @@ def check_loaded(workload: Workload, target: Target) -> dict[str, Any]:
     return _with_target(target, workload.check_loaded)
 
 
+def _progress_bar(console: Console) -> Progress:
+    """The load's bar on ``console``; not on a pipe or a file: there the bar draws nothing but
+    a stray blank line, which came before the one error line of a target that cannot be
+    opened; plain lines instead."""
+    from rich.progress import (  # here: see load_and_verify
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TaskProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    columns: list[ProgressColumn] = [TextColumn("{task.description}"), BarColumn()]
+    columns += [MofNCompleteColumn(), TaskProgressColumn(), TextColumn("{task.fields[rate]}")]
+    columns.append(TimeRemainingColumn())
+    return Progress(*columns, console=console, transient=True, disable=not console.is_terminal)
+
+
 def load_and_verify(workload: Workload, target: Target) -> dict[str, Any]:
     """Build the data if needed (idempotent) with a progress bar on stderr, then verify it,
     under the target's load lock (a run or another ``dbsim load`` loading the same data is
     waited for, and said so on stderr)."""
+    from rich.console import Console  # here: only the load draws; drop needs no rich (#25)
+
     console = Console(stderr=True)
     meter = ProgressMeter()
     printed: dict[str, float] = {}
-    # Not on a pipe or a file: there the bar draws nothing but a stray blank line, which
-    # came before the one error line of a target that cannot be opened; plain lines instead.
-    columns: list[ProgressColumn] = [TextColumn("{task.description}"), BarColumn()]
-    columns += [MofNCompleteColumn(), TaskProgressColumn(), TextColumn("{task.fields[rate]}")]
-    columns.append(TimeRemainingColumn())
-    with Progress(
-        *columns, console=console, transient=True, disable=not console.is_terminal
-    ) as bar:
+    with _progress_bar(console) as bar:
         tasks: dict[str, Any] = {}
 
         def on_state(state: str, detail: str) -> None:

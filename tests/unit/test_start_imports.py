@@ -72,6 +72,15 @@ def test_an_import_writes_its_capture_without_numpy(tmp_path: Path) -> None:
     assert _loaded_after(*argv, modules=RUN_MACHINERY) == []
 
 
+def test_drop_imports_neither_numpy_nor_the_load_progress(tmp_path: Path) -> None:
+    scenario = tmp_path / "drop.yaml"
+    scenario.write_text(
+        f"name: d\ntarget:\n  kind: sqlite\n  path: {tmp_path / 'absent.db'}\n"
+        "workload:\n  name: slob\n"
+    )
+    assert _loaded_after("drop", str(scenario), modules=(*RUN_MACHINERY, "rich")) == []
+
+
 @pytest.mark.parametrize("command", ["run", "validate"])
 def test_a_scenario_refused_by_its_fields_imports_no_workload(tmp_path: Path, command: str) -> None:
     bad = tmp_path / "bad.yaml"
