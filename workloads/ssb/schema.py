@@ -17,12 +17,13 @@ characters, about 7.4 KB a row, with a unique index on the key. Two such rows do
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import Column, Index, Integer, MetaData, String, Table
+from typing import TYPE_CHECKING, Any
 
 from workloads.common import tablespace_kwargs
 from workloads.naming import index_of
+
+if TYPE_CHECKING:
+    from sqlalchemy import Table
 
 KEY_COLUMN = "custid"
 TEXT_COLUMNS = tuple(f"c{i}" for i in range(1, 21))
@@ -40,6 +41,9 @@ def index_name(table_name: str) -> str:
 
 def ssb_table(name: str, dialect: str, tablespace: str | None = None) -> Table:
     """The table ``name`` with its unique index on ``custid`` (both in ``tablespace``)."""
+    # Imported here: an SSB workload is built without SQLAlchemy to be checked (issue #25).
+    from sqlalchemy import Column, Index, Integer, MetaData, String, Table
+
     columns: list[Column[Any]] = [Column(KEY_COLUMN, Integer, nullable=False)]
     columns += [Column(c, String(TEXT_WIDTH)) for c in TEXT_COLUMNS]
     kwargs: dict[str, Any] = {}

@@ -17,11 +17,9 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
 from pydantic import BaseModel
-from sqlalchemy import Table
 
 from sim.dialects import dialect as dialect_record
 from sim.errors import WorkloadError
@@ -32,6 +30,12 @@ from workloads.naming import numbered
 from workloads.sqlkit import Batch, PlannedTable, SqlSession, SqlWorkload
 from workloads.ssb.parameters import PAGE_BYTES, SsbParameters
 from workloads.ssb.schema import ALL_COLUMNS, TEXT_COLUMNS, TEXT_WIDTH, index_name, ssb_table
+
+if TYPE_CHECKING:
+    # Annotations only: the workload is built without numpy or SQLAlchemy to be checked
+    # (dbsim validate, issue #25); loading imports numpy in random_text and row_batches.
+    import numpy as np
+    from sqlalchemy import Table
 
 SQL_DIR = Path(__file__).parent / "sql"
 WORKLOAD_NAME = "ssb"
@@ -77,6 +81,8 @@ def table_for_session(index: int, tables: int) -> int:
 
 def random_text(rng: np.random.Generator, length: int) -> str:
     """``length`` random alphanumerics."""
+    import numpy as np  # here: see the TYPE_CHECKING imports above
+
     letters = np.frombuffer(ALPHABET.encode("ascii"), dtype=np.uint8)
     return letters[rng.integers(0, len(letters), size=length)].tobytes().decode("ascii")
 
@@ -143,6 +149,8 @@ class SsbWorkload(SqlWorkload[SsbParameters]):
     def row_batches(
         self, planned: PlannedTable, table: Table, insert: Statement
     ) -> Iterator[Batch]:
+        import numpy as np  # here: see the TYPE_CHECKING imports above
+
         rows = planned.rows
         rng = np.random.default_rng((self.p.load_seed, planned.number))
         pool = random_text(rng, LOAD_POOL_CHARS)
