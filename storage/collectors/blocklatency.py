@@ -35,7 +35,6 @@ tells a capture's summary whether to say so, in the words of :data:`MEANS_ONLY`)
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shutil
@@ -166,6 +165,8 @@ class BlockLatencyCollector(Collector):
     async def stop(self) -> None:
         reader, self._reader = self._reader, None
         if reader is not None:
+            import asyncio  # here: see _print_now
+
             await asyncio.to_thread(reader.stop)
             if reader.failure is not None and self.unavailable is None:
                 self.unavailable = reader.failure
@@ -206,6 +207,10 @@ class BlockLatencyCollector(Collector):
 
 async def _print_now(reader: BpftraceReader) -> None:
     """Have bpftrace print its counts and wait for the print, :data:`PRINT_WAIT_S` at most."""
+    # Imported here: the registry imports every collector to read a scenario, which needs no
+    # event loop (dbsim validate, report, import; issue #25).
+    import asyncio
+
     loop = asyncio.get_running_loop()
     printed: asyncio.Future[None] = loop.create_future()
 

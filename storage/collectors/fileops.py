@@ -23,7 +23,6 @@ second, ``read_kib`` and ``write_kib`` (bytes returned per call), ``ops_s`` (all
 
 from __future__ import annotations
 
-import asyncio
 import os
 import platform
 from pathlib import Path
@@ -132,6 +131,10 @@ class FileOpsCollector(Collector):
         reader = self._reader
         if reader is None:
             return False
+        # Imported here: the registry imports every collector to read a scenario, which needs
+        # no event loop (dbsim validate, report, import; issue #25).
+        import asyncio
+
         ok = await asyncio.to_thread(reader.ready.wait, timeout_s)
         return bool(ok) and reader.failure is None
 
@@ -162,6 +165,8 @@ class FileOpsCollector(Collector):
     async def stop(self) -> None:
         reader, self._reader = self._reader, None
         if reader is not None:
+            import asyncio  # here: see wait_ready
+
             await asyncio.to_thread(reader.stop)
             if reader.failure is not None and self.unavailable is None:
                 self.unavailable = reader.failure

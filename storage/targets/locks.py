@@ -19,7 +19,6 @@ lock's ``how``; a distributed run still loads once, because its master elects th
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import fcntl
@@ -71,6 +70,10 @@ async def polled_lock(
     owns the resource behind the lock and closes it afterwards, which also drops a lock
     acquired by a try that was cancelled before it could report success.
     """
+    # Imported here: the registry imports this module (through the SQLite target) for every
+    # scenario read, which needs no event loop (dbsim validate, schema; issue #25).
+    import asyncio
+
     started = time.monotonic()
     told = False
     try:

@@ -64,6 +64,13 @@ def test_validate_imports_no_run_machinery(example: str, tmp_path: Path) -> None
     assert _loaded_after("validate", str(scenario), modules=RUN_MACHINERY) == []
 
 
+def test_reading_a_sqlite_scenario_needs_no_event_loop_or_tls() -> None:
+    # The registry imports every target and collector module: those import asyncio, ssl and
+    # http.client in the functions that use them (the EDA workload's sessions do need asyncio).
+    scenario = str(REPO / "examples" / "quickstart.yaml")
+    assert _loaded_after("validate", scenario, modules=("asyncio", "ssl", "http.client")) == []
+
+
 def test_version_imports_no_scenario_machinery() -> None:
     modules = (*RUN_MACHINERY, "asyncio", "yaml", "sim.config.resolve", "sim.run.runner")
     assert _loaded_after("version", modules=modules) == []
