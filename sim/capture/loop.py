@@ -35,7 +35,7 @@ from sim.capture.own import OwnUsage
 from sim.capture.plan import CapturePlan
 from sim.capture.summary import CaptureFacts, bundle_bytes, final_extra
 from sim.capture.watch import WatchedTarget
-from sim.core.metrics import Interval
+from sim.core.intervals import Interval  # not sim.core.metrics: a capture needs no numpy
 from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_INTERRUPTED
 from sim.core.sampler import CollectorSampler
 from sim.core.ticker import MIN_INTERVAL_FRACTION

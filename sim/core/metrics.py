@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from sim.core.intervals import Interval  # its home; imported from here too
+
 LOWEST_TRACKABLE_US = 1
 HIGHEST_TRACKABLE_US = 3_600_000_000  # one hour
 SIGNIFICANT_DIGITS = 3
@@ -201,37 +203,6 @@ def exact_percentiles(values: np.ndarray[Any, np.dtype[np.int64]]) -> dict[str, 
 
 def _pct_name(p: float) -> str:
     return str(int(p)) if float(p).is_integer() else str(p).replace(".", "_")
-
-
-@dataclass
-class Interval:
-    """The operations completed during one interval of the run."""
-
-    index: int  # sequential number of the interval in the run (0, 1, 2 …)
-    t_start: float  # engine clock, seconds since run start
-    t_end: float
-    phase: str  # "warmup", "measure", or "measure" with a step index
-    step: int | None
-    ops: dict[str, OpStats]
-
-    @property
-    def measured(self) -> bool:
-        return self.phase == "measure"
-
-    def rows(self) -> Iterable[dict[str, Any]]:
-        seconds = max(self.t_end - self.t_start, 1e-9)
-        for name in sorted(self.ops):
-            stats = self.ops[name]
-            row = {
-                "t": round(self.t_end, 3),
-                "interval": self.index,
-                "phase": self.phase,
-                "step": "" if self.step is None else self.step,
-                "op": name,
-                "ops_s": round(stats.count / seconds, 2),
-            }
-            row.update(stats.row())
-            yield row
 
 
 class IntervalRecorder:

@@ -5,12 +5,15 @@ instant, and the interval handed to the listeners in order."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.core.events import EngineEvents
-from sim.core.metrics import Interval, IntervalRecorder
 from sim.core.sampler import CollectorSampler
 from sim.core.stages import Stage
+
+if TYPE_CHECKING:
+    # Annotations only: a capture reads MIN_INTERVAL_FRACTION here and needs no numpy (#25).
+    from sim.core.metrics import Interval, IntervalRecorder
 
 MIN_INTERVAL_FRACTION = 0.05  # shorter leftovers are merged into the next interval
 

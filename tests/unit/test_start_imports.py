@@ -82,6 +82,15 @@ def test_an_import_writes_its_capture_without_numpy(tmp_path: Path) -> None:
     assert _loaded_after(*argv, modules=RUN_MACHINERY) == []
 
 
+def test_the_capture_loop_imports_no_numpy() -> None:
+    # dbsim capture writes intervals without operations (sim.core.intervals), no histograms.
+    probe = "import sys\nimport sim.capture.loop\nprint('numpy' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert done.stdout.split() == ["False"], done.stderr[-2000:]
+
+
 def test_drop_imports_neither_numpy_nor_the_load_progress(tmp_path: Path) -> None:
     scenario = tmp_path / "drop.yaml"
     scenario.write_text(
