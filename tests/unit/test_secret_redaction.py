@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import sim.cli.validate
+import sim.config.resolve
 import sim.secrets
 from sim.cli import main
 from sim.errors import TargetError
@@ -96,7 +96,7 @@ def test_debug_traceback_masks_the_chained_driver_exception(
         except RuntimeError as exc:
             raise TargetError(redact(f"cannot connect: {exc}", [secret])) from exc
 
-    monkeypatch.setattr(sim.cli.validate, "resolve", connect)
+    monkeypatch.setattr(sim.config.resolve, "resolve", connect)  # validate imports it per call
     assert main(["--debug", "validate"]) == TargetError.exit_code
     err = capsys.readouterr().err
     assert "Traceback" in err and "RuntimeError: [driver] cannot connect" in err, err
@@ -110,7 +110,7 @@ def test_an_untranslated_driver_exception_is_masked_in_the_error_line(
     def connect(*_: object, **__: object) -> None:
         raise RuntimeError(f"login failed for connection string PWD={secret};")
 
-    monkeypatch.setattr(sim.cli.validate, "resolve", connect)
+    monkeypatch.setattr(sim.config.resolve, "resolve", connect)  # validate imports it per call
     assert main(["validate"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("error: unexpected RuntimeError: login failed"), err
