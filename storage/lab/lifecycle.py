@@ -406,6 +406,10 @@ class Lab:
         """``argv`` wrapped by the launcher that joins the lab's groups before exec'ing."""
         return launcher(self._task_files(self._require_up()), argv)
 
+    def sync(self) -> None:
+        """Write back the dirty pages of the lab's own file systems, not the host's."""
+        pagecache.sync_lab_files(self._require_up())
+
     def drop_caches(self) -> None:
         """Drop the lab's own files and devices from the page cache (root only): the next
         reads of them come from the lab's devices. Nobody else's cache is touched
@@ -413,13 +417,14 @@ class Lab:
         pagecache.drop_lab_caches(self._require_up())
 
     def cold_cache(self) -> None:
-        """Start the next run from the devices: sync, then ``memory.force_empty`` empties the
+        """Start the next run from the devices: the lab's own file systems synced (not the
+        host's: :mod:`storage.lab.pagecache`), then ``memory.force_empty`` empties the
         lab's own page cache (the files on its volumes), and the volumes' images are read
         through so they sit in the host's page cache (the loop driver charges them to the
         root memory group): below a ceiling a volume then answers at memory speed, whatever
         the host's disk is doing. Other users' caches are left alone."""
         state = self._require_up()
-        os.sync()
+        pagecache.sync_lab_files(state)
         cgroups.write(Path(state["cgroups"]["memory"]) / "memory.force_empty", "0")
         for record in state["volumes"]:
             system.read_data_extents(Path(record["image"]))

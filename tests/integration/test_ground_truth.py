@@ -191,7 +191,9 @@ class GroundLab:
         return done
 
     def cold_cache(self) -> None:
-        """Start a run from the device: sync, then ``memory.force_empty`` on the lab's memory
+        """Start a run from the device: the lab's own file systems synced (a host-wide
+        ``sync`` made every other test's ext4 commit its journal, counted as that test's
+        writes: storage/lab/pagecache.py), then ``memory.force_empty`` on the lab's memory
         group empties the lab's own page cache (the database files as ext4 caches them).
 
         Unlike ``lab.drop_caches()`` (global) this leaves other users' caches alone, and the
@@ -201,7 +203,7 @@ class GroundLab:
         answers at memory speed, whatever the shared host disk is doing: with the backing
         file on that disk, a busy neighbour held the 2000-IOPS step to 899 and 1727 read
         IOPS (device await 8.5 and 4.6 ms), so the ceiling was not the limit."""
-        os.sync()
+        self.lab.sync()
         memory = Path(self.status["cgroups"]["memory"])
         (memory / "memory.force_empty").write_text("0\n")
         system.read_data_extents(Path(self.status["image"]))
