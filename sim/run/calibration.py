@@ -314,14 +314,16 @@ class Calibration:
             # The rates set within the stage's time (not after the run's drain, see above).
             end = float(entry["t"]) + float(entry.get("duration_s") or 0.0)
             end += DRAIN_FRACTION * self.engine.interval_s
-            rows = [
-                r
-                for r in self.controller.rows
+            kept = [
+                i
+                for i, r in enumerate(self.controller.rows)
                 if (r[1], r[2]) == (entry["phase"], entry["step"]) and r[0] <= end
             ]
+            rows = [self.controller.rows[i] for i in kept]
+            owed = sum(self.controller.owed[i] for i in kept)
             if rows:
                 entry["rate_ops_s_range"] = [min(r[8] for r in rows), max(r[8] for r in rows)]
-            judge_stage(entry, sum(bool(r[9]) for r in rows), len(rows))
+            judge_stage(entry, sum(bool(r[9]) for r in rows), len(rows), owed)
         line = delivered_line(entry, self.section["device"])
         self.engine.events.notice.fire(message=line, warning=False)
         self._entry = None

@@ -59,6 +59,41 @@ def test_a_target_too_slow_does_not_wind_the_rate_up() -> None:
     assert entry["iops_unmet"].startswith("target too slow: 100 of 1,000 IOPS asked delivered")
 
 
+def test_a_stall_of_the_sessions_is_caught_up_by_their_schedule_not_made_up_twice() -> None:
+    # CI's failing warming stage: the generator's host did not run it for 0.3 s. 400 IOPS at 2
+    # I/Os per op (200 ops/s): a 0.4 s interval completes 20 ops/s (behind, adds nothing),
+    # then the open-loop schedule runs its 72 late operations within 0.1 s (920 ops/s, 1,840
+    # IOPS). That catch-up repays the stall; counted as a surplus, the make-up took 144 I/Os
+    # back at 48 IOPS less for three intervals (176 ops/s), and the stage ended ~7 % short.
+    control = Controller(2.0)
+    for _ in range(5):
+        control.update(400, 200, 400, 200, WHERE)
+    control.update(400, 200, 40, 20, WHERE, sessions=2, seconds=0.4)
+    assert control.rows[-1][-1]  # behind
+    rate = control.update(400, 200, 1840, 920, WHERE, sessions=2, seconds=0.1)
+    assert rate == pytest.approx(200, rel=0.01)
+    # A shortfall the schedule does not owe is still made up: 360 delivered at 200 ops/s.
+    assert control.update(400, 200, 360, 200, WHERE) > 200 * 1.05
+
+
+@pytest.mark.timing  # names delivered_iops, the stage's figure; arithmetic only, instant
+def test_operations_never_run_by_a_stages_end_name_it_unmet() -> None:
+    # 400 IOPS for 4 s (tolerance 5.4 %), 345 delivered with 3 of 40 intervals behind: the
+    # sessions' host stopped for 0.6 s at the stage's end, and 220 device I/Os of operations
+    # offered were never run (55 IOPS). 345 + 55 is what the loop asked: the host's, said.
+    entry = {"phase": "measure", "rate_iops": 400.0, "delivered_iops": 345.0}
+    entry.update(duration_s=4.0, io_per_op=2.0)
+    judge_stage(entry, behind=3, intervals=40, owed=220.0)
+    assert entry["iops_held"] is False and entry["iops_not_run"] == 55.0
+    assert entry["iops_unmet"].startswith("target too slow: 345 of 400 IOPS asked delivered")
+    assert entry["iops_unmet"].endswith(", 55 IOPS of them not run by the stage's end")
+    # A shortfall they do not account for is the loop's own: not held, and not excused.
+    entry = {"phase": "measure", "rate_iops": 400.0, "delivered_iops": 345.0}
+    entry.update(duration_s=4.0, io_per_op=2.0)
+    judge_stage(entry, behind=3, intervals=40, owed=40.0)
+    assert entry["iops_held"] is False and "iops_unmet" not in entry
+
+
 def test_one_burst_moves_the_cost_by_at_most_the_step_clamp() -> None:
     control = Controller(2.0)
     control.update(200, 100, 200, 100, WHERE)
@@ -149,9 +184,15 @@ def test_a_warming_cost_is_held_closed_loop_and_missed_open_loop() -> None:
     print(f"\nclosed {closed['delivered_iops']} open {opened['delivered_iops']} of 400 asked")
     # The stage's own tolerance (Poisson on 1,600 I/Os, 4.9 %, and an operation at each
     # edge): the closed loop lags a cost halving over 30 intervals by ~3 % while it falls
-    # (sim.run.iops_control), ~2 % over the stage.
-    assert closed["iops_held"], closed
-    assert abs(closed["delivered_iops"] - 400) <= closed["iops_tolerance"] * 400
+    # (sim.run.iops_control), ~2 % over the stage. What the loop sets is the schedule; the
+    # fake's calls are timed waits, and a host too busy to wake its sessions (beside
+    # stress-ng --cpu 2 --iomix 2: 15-19 of 40 intervals behind, 279-377 IOPS delivered)
+    # leaves operations of it never run. The stage then says so (iops_unmet), and what its
+    # schedule offered, delivered plus the IOPS of those operations, is held all the same.
+    offered = closed["delivered_iops"] + closed["iops_not_run"]
+    print(f"closed: {closed['iops_not_run']} IOPS not run, {closed.get('iops_unmet')}")
+    assert closed["iops_held"] or closed["iops_unmet"], closed
+    assert abs(offered - 400) <= closed["iops_tolerance"] * 400, closed
     assert opened["delivered_iops"] < 400 * (1 - 2 * closed["iops_tolerance"]), opened
     assert "iops_held" in opened and not opened["iops_held"]
     rows = control["control"]["rows"]
