@@ -210,8 +210,10 @@ def _execute_run(
     from sim.cli.console import LiveConsole
     from sim.core.loops import new_event_loop
     from sim.run.finish import finish_summary
+    from sim.run.preload import run_machinery
     from sim.run.runner import prepare_run
 
+    run_machinery()  # before any session: a first import mid-run stalls them (sim.run.preload)
     not_yet_there = _missing_directories(Path(scenario.output.directory))
     loop = new_event_loop()
     asyncio.set_event_loop(loop)

@@ -48,6 +48,7 @@ from sim.locust.stats import feed
 from sim.protocols import Collector, Sample
 from sim.registry import COLLECTOR_SCOPE_SHARED
 from sim.run.finish import finish_summary
+from sim.run.preload import run_machinery
 from sim.run.runner import (
     PreparedRun,
     attach_lab,
@@ -84,6 +85,7 @@ def build_engine(
     job (sim.locust.loading), which samples no collector; ``shared_collectors`` False: leave
     out the collectors of a system every worker reaches (scope ``shared``: the array's
     counters, a database server's statistics), which the master has one worker sample."""
+    run_machinery()  # off the hub, before any session (sim.run.preload)
     target = build_target(scenario)
     workload = build_workload(scenario, target)
     settings = scenario.collectors
