@@ -57,9 +57,13 @@ def error_lines(exc: ValidationError) -> list[str]:
         if kind == "union_tag_invalid":
             field = "kind" if loc and loc[-1] == "target" else "name"
             ctx = err.get("ctx", {})
+            # pydantic lists the tags in the union's order, which is the plugins' import order
+            # (a process that imported SSB's modules first said 'ssb', 'slob'): sorted, as the
+            # registry's own "known:" lists are.
+            known = ", ".join(sorted(str(ctx.get("expected_tags", "")).split(", ")))
             lines.append(
                 f"{_path(loc)}.{field}: unknown {field} {short_value(ctx.get('tag'))} "
-                f"(known: {ctx.get('expected_tags', '')})"
+                f"(known: {known})"
             )
             continue
         if kind == "union_tag_not_found":
