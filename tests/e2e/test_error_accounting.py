@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import secrets
 import threading
 from collections.abc import Iterator
@@ -212,8 +213,15 @@ def test_a_partial_failure_within_the_budget_completes_with_the_errors_shown(
     assert result.rc == 0, result.describe()
     assert summary["status"] == "completed"
     share = _update_share(summary)
-    # The share the lock predicts (≈ 9.9 %), within what 3 s of random keys can vary by.
-    assert abs(share - expected_share()) < 4.0, (share, expected_share())
+    # The share the lock predicts (≈ 9.9 %), within what the run's updates can vary by: each
+    # hits a locked key with that probability, so the share of n updates has a binomial
+    # spread, 3.3 standard deviations of it allowed. n is the host's: quiet ~1,000 updates in
+    # the 3 s (±3 points); a CI host beside other load made 32 (one error: 3.1 %, ±17 points).
+    update = summary["errors"]["operations"]["update"]
+    n = update["completed"] + update["errors"]
+    p = expected_share() / 100
+    allowed = 100 * 3.3 * math.sqrt(p * (1 - p) / n)
+    assert abs(share - expected_share()) <= allowed, (share, expected_share(), n)
     assert summary["errors"]["invalid"] is False
     assert summary["errors"]["budget_pct"] == 40
     assert "errors (measured window)" in result.stdout
