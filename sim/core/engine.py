@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from sim.config.scenario import Load
+from sim.core.connecting import connect_all
 from sim.core.coroutine_sessions import CoroutineSessions
 from sim.core.events import EngineEvents
 from sim.core.loading import LoadReports, load_and_verify
@@ -39,7 +40,7 @@ from sim.core.session_native import run_native, run_native_group
 from sim.core.session_threads import RUNNER_LOOP, RUNNER_NATIVE, ThreadedSessions, choose_runner
 from sim.core.stages import PHASE_CALIBRATE, Stage, plan_stages
 from sim.core.ticker import IntervalTicker
-from sim.errors import SimError, TargetError
+from sim.errors import SimError
 from sim.protocols import Collector, Connection, EngineContext, Target, Workload
 from sim.secrets import redact_known
 
@@ -214,7 +215,9 @@ class Engine(CoroutineSessions, IntervalTicker):
             await self._prepare_data()
             if not self.load_only:
                 self._set_state("connecting", f"{self.max_sessions} sessions")
-                self._connections = await self._unless_stopped(self._connect_all(self.max_sessions))
+                self._connections = await self._unless_stopped(
+                    connect_all(self.target, self.max_sessions)
+                )
                 await self._run_sessions(self._connections)
             if self.result.outcome != OUTCOME_INTERRUPTED:
                 self.result.outcome = OUTCOME_COMPLETED
@@ -303,22 +306,6 @@ class Engine(CoroutineSessions, IntervalTicker):
 
     def _progress(self, what: str, done: int, total: int) -> None:
         self.events.progress.fire(what=what, done=done, total=total)
-
-    async def _connect_all(self, count: int) -> list[Connection]:
-        results = await asyncio.gather(
-            *(self.target.connect() for _ in range(count)), return_exceptions=True
-        )
-        connections = [r for r in results if isinstance(r, Connection)]
-        failures = [r for r in results if isinstance(r, BaseException)]
-        if failures:
-            await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
-            first = failures[0]
-            if isinstance(first, SimError):
-                raise first
-            raise TargetError(
-                f"{len(failures)} of {count} sessions could not connect: {first}"
-            ) from first
-        return connections
 
     async def _run_sessions(self, connections: list[Connection]) -> None:
         assert self._stop_event is not None

@@ -14,6 +14,7 @@ carries dbsim's token and is rebuilt by the next load.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -38,6 +39,8 @@ from storage.targets.mysql_record import MysqlSettings
 
 #: Connections are opened lazily (min 0): sessions plus loader, verifier, collector, spares.
 POOL_MAX = MAX_SESSIONS + 8
+#: How long ``close()`` waits for held connections before terminating them (as postgres.py).
+CLOSE_TIMEOUT_S = 10.0
 try:
     import asyncmy
     from asyncmy import errors as mysql_errors
@@ -228,10 +231,15 @@ class MysqlTarget(Target):
         return MysqlConnection(conn, self._pool.release, self._secrets)
 
     async def close(self) -> None:
+        """Close the pool; connections still held after ``CLOSE_TIMEOUT_S`` (one never given
+        back) are terminated: asyncmy's ``wait_closed`` would wait for them forever (#33)."""
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
-            await pool.wait_closed()
+            try:
+                await asyncio.wait_for(pool.wait_closed(), CLOSE_TIMEOUT_S)
+            except TimeoutError:
+                pool.terminate()
 
     def load_lock(
         self, key: str, *, shared: bool = False, on_wait: WaitCallback | None = None
