@@ -62,14 +62,9 @@ def drop_lab_caches(state: Mapping[str, Any]) -> int:
             dropped += drop_tree(Path(record["mount_point"]), record["dev"])
         if record.get("loop") and record.get("dev"):
             flush_device(record["loop"], record["dev"])
-    pg = state.get("postgres") or {}
-    root_id = pg.get("root_id")  # the cluster's directory beside named volumes, the lab's own
-    if (
-        pg.get("remove_root")
-        and root_id
-        and identity.check(Path(pg["root"]), root_id, "dir") is None
-    ):
-        dropped += drop_tree(Path(pg["root"]), root_id["dev"])
+    pg_root = _own_postgres_root(state)
+    if pg_root is not None:
+        dropped += drop_tree(*pg_root)
     return dropped
 
 
@@ -81,6 +76,15 @@ def sync_lab_files(state: Mapping[str, Any]) -> int:
     for record in state.get("volumes", []):
         if record.get("mounted") and record.get("dev"):
             synced += syncfs(Path(record["mount_point"]), record["dev"])
+    pg_root = _own_postgres_root(state)
+    if pg_root is not None:
+        synced += syncfs(*pg_root)
+    return synced
+
+
+def _own_postgres_root(state: Mapping[str, Any]) -> tuple[Path, str] | None:
+    """The PostgreSQL directory the lab made beside named volumes and its device, when it is
+    still the one recorded (identity checked); None otherwise."""
     pg = state.get("postgres") or {}
     root_id = pg.get("root_id")
     if (
@@ -88,8 +92,8 @@ def sync_lab_files(state: Mapping[str, Any]) -> int:
         and root_id
         and identity.check(Path(pg["root"]), root_id, "dir") is None
     ):
-        synced += syncfs(Path(pg["root"]), root_id["dev"])
-    return synced
+        return Path(pg["root"]), root_id["dev"]
+    return None
 
 
 def syncfs(top: Path, dev: str) -> bool:
