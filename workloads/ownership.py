@@ -204,7 +204,10 @@ class TableRegistry:
         if await self.registry_present(conn):
             return
         token = new_token()
+        begin = getattr(conn, "begin", None)  # CREATE and its mark in one (see create_table)
         try:
+            if begin is not None:
+                await begin()
             await conn.execute(
                 marked_create(self.dialect, create_registry_statement(self.dialect), token)
             )
@@ -275,6 +278,13 @@ class TableRegistry:
         if record is None or record.get("state") != STATE_LOADING:
             raise WorkloadError(f"{name}: create_table() without begin_load()")
         token = str(record.get("token"))
+        # One transaction where the connection has explicit ones (PostgreSQL: autocommit per
+        # statement otherwise): a stop between the CREATE and the COMMENT ON that marks it (a
+        # SIGINT in the native signal sweep's load phase) left a table without the token, which
+        # dbsim then refused to drop as not its own. Rolled back whole, there is none.
+        begin = getattr(conn, "begin", None)
+        if begin is not None:
+            await begin()
         await conn.execute(marked_create(self.dialect, create, token))
         for statement in mark_statements(self.dialect, name, token):
             await conn.execute(statement)

@@ -280,3 +280,52 @@ def test_close_does_not_wait_forever_for_a_connection_never_given_back(
 
     with_open(target, leak)  # returns: the held connection was terminated
     assert target.describe()["host"] == HOST
+
+
+def test_a_load_stopped_between_create_and_its_mark_leaves_no_table() -> None:
+    # PostgreSQL commits each statement on its own unless a transaction is opened: the token's
+    # COMMENT ON TABLE came after a committed CREATE TABLE, and a SIGINT of the native signal
+    # sweep's load phase landed between them and left a table dbsim refused to drop ("lacks the
+    # dbsim marker"). Now both are one transaction: stopped right before the COMMENT (the
+    # wrapper cancels there, as a stop does), nothing stays, and the next load runs.
+    from sim.protocols import connect_sql
+    from workloads.ownership import TableRegistry
+
+    prefix = f"pk{RUN}"
+    table = f"{prefix}_1_cf1"
+    tables = TableRegistry("slob", "postgres", PostgresTarget.paramstyle)
+
+    class StoppedBeforeTheMark:
+        def __init__(self, conn: Any) -> None:
+            self._conn = conn
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._conn, name)
+
+        async def execute(self, statement: Statement, params: Any = ()) -> int:
+            if statement.name == "CommentOnTable":
+                raise asyncio.CancelledError  # the stop, between the CREATE and its mark
+            return int(await self._conn.execute(statement, params))
+
+    async def stopped() -> None:
+        target = _target()
+        with concurrent.futures.ThreadPoolExecutor(1) as executor:
+            await target.open(EngineContext(asyncio.get_running_loop(), executor))
+            conn = await connect_sql(target)
+            try:
+                await tables.ensure(conn)
+                assert await tables.begin_load(conn, table, {"scale": 1})
+                create = Statement("CreateTable", f'CREATE TABLE "{table}" (custid INT)', ())
+                with pytest.raises(asyncio.CancelledError):
+                    await tables.create_table(StoppedBeforeTheMark(conn), table, create)  # type: ignore[arg-type]
+            finally:
+                await conn.close()
+                await target.close()
+
+    try:
+        asyncio.run(stopped())
+        assert sql("SELECT to_regclass($1)::text", table) == [(None,)]  # taken back whole
+        load_and_verify(*workload(prefix))  # no OwnershipError: nothing foreign was left
+        assert sql(f'SELECT count(*) FROM "{table}"') == [(ROWS,)]
+    finally:
+        drop_objects(*workload(prefix))
