@@ -102,14 +102,25 @@ def scale_lines(entry: dict[str, Any]) -> list[str]:
     return lines + _fidelity(entry) + _latency(entry)
 
 
+def _day_key(fid: dict[str, Any]) -> tuple[str, str]:
+    """The figures' key suffix and printed unit of a day shape (fio's IOPS, a tree's calls)."""
+    unit = fid.get("unit", "IOPS")
+    return ("calls_s" if unit == "calls/s" else "iops"), unit
+
+
 def day_lines(entry: dict[str, Any]) -> list[str]:
     """The day shape of one scale: the steps around the burst, then the judgement."""
     fid, day = entry["fidelity"], entry["day"]
+    key, unit = _day_key(fid)
+    asked_of = day.get("asked", "the step's captured IOPS")
+    delivered_of = day.get(
+        "delivered",
+        "the replay's own capture over the window fio ran the step in, on fio's own clock",
+    )
     out = _wrap(
         f"Day shape at {entry['scale']:g}x: {day['steps']} steps of {day['step_s']:g} s, "
         f"each {day['compress'] * day['step_s']:g} captured seconds (derived); asked = "
-        f"the step's captured IOPS x {entry['scale']:g}, delivered = the replay's own "
-        "capture over the window fio ran the step in, on fio's own clock (measured).",
+        f"{asked_of} x {entry['scale']:g}, delivered = {delivered_of} (measured).",
         "  ",
     )
     peak = fid["peak"]["asked_step"]
@@ -117,21 +128,17 @@ def day_lines(entry: dict[str, Any]) -> list[str]:
     for row in fid["steps"]:
         if abs(row["step"] - peak) > 3:
             continue
-        got = row["delivered_iops"]
-        off = (
-            "-"
-            if got is None or not row["asked_iops"]
-            else f"{100 * (got / row['asked_iops'] - 1):+.1f} %"
-        )
+        got, want = row[f"delivered_{key}"], row[f"asked_{key}"]
+        off = "-" if got is None or not want else f"{100 * (got / want - 1):+.1f} %"
         span = f"{row['captured_t'][0]:.0f}-{row['captured_t'][1]:.0f}"
         mark = " <- burst" if row["step"] == peak else ""
         out.append(
-            f"  {row['step']:>5}  {span:>17}{_n(row['asked_iops'], 4):>11}{_n(got, 4):>11}{off:>10}{mark}"
+            f"  {row['step']:>5}  {span:>17}{_n(want, 4):>11}{_n(got, 4):>11}{off:>10}{mark}"
         )
-    total = fid["total"]
+    total, n = fid["total"], max(1, len(fid["steps"]))
     out += _wrap(
-        f"  all steps: {_n(total['delivered_iops'] / max(1, len(fid['steps'])), 4)} IOPS "
-        f"delivered per step of {_n(total['asked_iops'] / max(1, len(fid['steps'])), 4)} asked "
+        f"  all steps: {_n(total[f'delivered_{key}'] / n, 4)} {unit} "
+        f"delivered per step of {_n(total[f'asked_{key}'] / n, 4)} asked "
         f"(±5 %); the burst within one step and 10 % of its height",
         "    ",
     )
@@ -145,20 +152,27 @@ def day_lines(entry: dict[str, Any]) -> list[str]:
     return out
 
 
+def day_answer(doc: dict[str, Any]) -> str:
+    """The answer of a replay whose scales are all day shapes."""
+    said = "; ".join(_day_answer(entry) for entry in doc["scales"])
+    return f"Answer: {said} - the day shape judges fidelity, no SLO."
+
+
 def _day_answer(entry: dict[str, Any]) -> str:
     peak = entry["fidelity"]["peak"]
+    key, unit = _day_key(entry["fidelity"])
     kept = "kept" if entry["fidelity"]["faithful"] else "did not keep"
     return (
         f"at {entry['scale']:g}x the day shape {kept} its burst (step {peak['asked_step']}: "
-        f"{_n(peak['asked_iops'])} IOPS asked, {_n(peak['delivered_at_asked_step'])} delivered)"
+        f"{_n(peak[f'asked_{key}'])} {unit} asked, {_n(peak['delivered_at_asked_step'])} "
+        "delivered)"
     )
 
 
 def answer(doc: dict[str, Any]) -> str:
     parts = []
     if all("day" in entry for entry in doc["scales"]):
-        said = "; ".join(_day_answer(entry) for entry in doc["scales"])
-        return f"Answer: {said} - the day shape judges fidelity, no SLO."
+        return day_answer(doc)
     for entry in doc["scales"]:
         scale = f"{entry['scale']:g}x"
         if not entry["fidelity"]["faithful"]:
@@ -208,7 +222,7 @@ def lines(doc: dict[str, Any]) -> list[str]:
     if doc.get("files"):  # file production replayed as an EDA mix deck
         from sim.replay.fileconsole import file_lines
 
-        return file_lines(doc, _wrap, _n, _latency)
+        return file_lines(doc, _wrap, _n, _latency, (day_lines, day_answer))
     cap = doc["capture"]
     out = _wrap(f"Production ({cap['origin']} {cap['kind']} {cap['bundle']}):", "  ")
     out += _wrap(

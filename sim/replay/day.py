@@ -22,6 +22,10 @@ second of job set-up when busy) at every step, and fio's ``thinktime`` or trace 
 cannot hold a rate curve. Judged: the busiest step of the replay must be the captured
 burst's step or its neighbour (within one compressed interval), at the burst's height within
 10 %, and all the steps' I/O together within ±5 % of the asked.
+
+The cutting (:func:`step_means`) and the judging (:func:`judge_steps`, its figures and words
+given by :class:`Words`) are shared with a file tree's day shape (:mod:`sim.replay.fileday`:
+calls per second, its windows from ``dbsim run``'s stage log).
 """
 
 from __future__ import annotations
@@ -59,26 +63,40 @@ def step_seconds(span_s: float, compress: float, asked: float | None) -> float:
     return max(MIN_STEP_S, math.ceil(span_s / compress / MAX_STEPS))
 
 
-def steps_of(profile: dict[str, Any], compress: float, step_s: float) -> list[Step]:
-    series = device_series(profile)
+def step_means(
+    series: dict[str, Any], keys: tuple[str, ...], compress: float, step_s: float
+) -> list[tuple[int, float, float, dict[str, float]]]:
+    """The curve ``series`` (rows of ``t``, ``interval_s`` and the ``keys``' rates) cut into
+    steps of ``compress × step_s`` captured seconds from its first row's start: per step its
+    index, the captured span it stands for and each key's mean rate over the rows whose
+    middle falls in it. The day shapes of fio (:func:`steps_of`) and of a file tree
+    (:mod:`sim.replay.fileday`) both cut their curves here."""
     chunk = step_s * compress
     t0 = float(series["t"][0]) - float(series["interval_s"][0])
     groups: dict[int, list[int]] = {}
     for i, (t, length) in enumerate(zip(series["t"], series["interval_s"], strict=True)):
         groups.setdefault(int((float(t) - float(length) / 2 - t0) // chunk), []).append(i)
-    steps = []
+    out = []
     for k in range(max(groups) + 1):
         picked = groups.get(k, [])
         seconds = sum(float(series["interval_s"][i]) for i in picked)
+        means = {
+            key: sum(float(series[key][i] or 0) * float(series["interval_s"][i]) for i in picked)
+            / seconds
+            if seconds
+            else 0.0
+            for key in keys
+        }
+        out.append((k, t0 + k * chunk, t0 + (k + 1) * chunk, means))
+    return out
 
-        def rate(key: str, picked: list[int] = picked, seconds: float = seconds) -> float:
-            total = sum(float(series[key][i] or 0) * float(series["interval_s"][i]) for i in picked)
-            return total / seconds if seconds else 0.0
 
-        steps.append(
-            Step(k, t0 + k * chunk, t0 + (k + 1) * chunk, rate("read_iops"), rate("write_iops"))
-        )
-    return steps
+def steps_of(profile: dict[str, Any], compress: float, step_s: float) -> list[Step]:
+    keys = ("read_iops", "write_iops")
+    return [
+        Step(k, first, last, means["read_iops"], means["write_iops"])
+        for k, first, last, means in step_means(device_series(profile), keys, compress, step_s)
+    ]
 
 
 def day_text(
@@ -150,35 +168,56 @@ def _inside(a: float, b: float, window: tuple[float, float]) -> bool:
     return a >= window[0] - EPS_S and b <= window[1] + EPS_S
 
 
+@dataclass(frozen=True)
+class Words:
+    """What a day shape's judgement says of its figures and of where its windows came from:
+    fio's device IOPS and its logs, or a file tree's calls and ``dbsim run``'s stages."""
+
+    key: str  # the figures' key suffix in replay.json: asked_<key>, delivered_<key>
+    unit: str  # as printed
+    runner: str  # what ran the steps and kept their windows
+    clock: str  # where the windows come from, in a few words
+    what: str  # the schedule's explanation, in replay.json
+
+
+FIO_WORDS = Words(
+    "iops", "IOPS", "fio", "fio's own clock",
+    "each step's window from fio's own IOPS logs on the monotonic clock (first sample less "
+    "one averaging period; plus fio's runtime of the job); the origin is the median of the "
+    "steps' starts less their places",
+)  # fmt: skip
+
+
 def _step_rows(
-    steps: list[Step],
+    asked: list[tuple[int, float, float, float]],
     series: dict[str, Any],
     windows: dict[int, tuple[float, float]],
     origin: float | None,
     step_s: float,
-    scale: float,
+    words: Words,
 ) -> list[dict[str, Any]]:
-    """One row per step: asked, delivered over the replay's intervals wholly inside the
-    window fio ran it in (a step without a log: its place), how far it ran from its place."""
+    """One row per step (``asked``: index, captured span, asked rate): asked, delivered over
+    the replay's intervals wholly inside the window the step ran in (a step without one: its
+    place), how far it ran from its place. ``series[words.key]``: the replay's rate."""
     spans = sampled_spans(series)
     rows: list[dict[str, Any]] = []
-    for step in steps:
-        asked = (step.read_iops + step.write_iops) * scale
-        place = None if origin is None else origin + step.index * step_s
-        window = windows.get(step.index)
+    for index, first_t, last_t, want in asked:
+        place = None if origin is None else origin + index * step_s
+        window = windows.get(index)
         if window is None and place is not None:
             window = (place, place + step_s)
         off = None
-        if place is not None and step.index in windows:
-            ran = windows[step.index]
+        if place is not None and index in windows:
+            ran = windows[index]
             off = max(abs(ran[0] - place), abs(ran[1] - place - step_s))
         picked = [i for i, (a, b) in enumerate(spans) if window and _inside(a, b, window)]
         seconds = sum(spans[i][1] - spans[i][0] for i in picked)
-        ios = sum(float(series["iops"][i] or 0) * (spans[i][1] - spans[i][0]) for i in picked)
+        done = sum(float(series[words.key][i] or 0) * (spans[i][1] - spans[i][0]) for i in picked)
         rows.append(
-            {"step": step.index, "captured_t": [step.first_t, step.last_t], "asked_iops": asked,
-             "delivered_iops": ios / seconds if seconds else None, "intervals": len(picked),
-             "window_t": list(window) if window else None, "boundary_off_s": off}
+            {"step": index, "captured_t": [first_t, last_t], f"asked_{words.key}": want,
+             f"delivered_{words.key}": done / seconds if seconds else None,
+             "intervals": len(picked), "window_t": list(window) if window else None,
+             "boundary_off_s": off}
         )  # fmt: skip
     return rows
 
@@ -191,54 +230,70 @@ def judge_day(
     scale: float,
     interval_s: float,
 ) -> dict[str, Any]:
-    """Per step, asked and delivered IOPS (the replay's intervals wholly inside the window
-    fio ran the step in; a step without load, its place in the schedule) and how far the
-    step's start and end were from their places; the burst's position and height; all steps
+    """fio's day shape: each step's read and write IOPS times ``scale`` against the replay's
+    device IOPS (:func:`judge_steps`)."""
+    asked = [(s.index, s.first_t, s.last_t, (s.read_iops + s.write_iops) * scale) for s in steps]
+    return judge_steps(asked, device_series(profile), windows, step_s, interval_s, FIO_WORDS)
+
+
+def judge_steps(
+    asked: list[tuple[int, float, float, float]],
+    series: dict[str, Any],
+    windows: dict[int, tuple[float, float]],
+    step_s: float,
+    interval_s: float,
+    words: Words,
+) -> dict[str, Any]:
+    """Per step, asked and delivered (the replay's intervals wholly inside the window the
+    step ran in; a step without load, its place in the schedule) and how far the step's
+    start and end were from their places; the burst's position and height; all steps
     together. A boundary off by more than ``interval_s`` is unfaithful."""
+    asked_k, got_k = f"asked_{words.key}", f"delivered_{words.key}"
     origin = statistics.median(w[0] - k * step_s for k, w in windows.items()) if windows else None
-    rows = _step_rows(steps, device_series(profile), windows, origin, step_s, scale)
-    measured = [r for r in rows if r["delivered_iops"] is not None]
-    peak = max(rows, key=lambda r: r["asked_iops"])
-    top = max(measured, key=lambda r: r["delivered_iops"]) if measured else None
-    height = peak["delivered_iops"]
-    asked_all = sum(r["asked_iops"] for r in measured)
-    got_all = sum(r["delivered_iops"] for r in measured)
+    rows = _step_rows(asked, series, windows, origin, step_s, words)
+    measured = [r for r in rows if r[got_k] is not None]
+    peak = max(rows, key=lambda r: r[asked_k])
+    top = max(measured, key=lambda r: r[got_k]) if measured else None
+    height = peak[got_k]
+    asked_all = sum(r[asked_k] for r in measured)
+    got_all = sum(r[got_k] for r in measured)
     worst = max(rows, key=lambda r: -1.0 if r["boundary_off_s"] is None else r["boundary_off_s"])
-    # A step without a dense log (sim.replay.fiojob.job_windows) has no boundary fio can
-    # show; below a tenth of the burst (the capture's idle edges) it is measured at its place.
-    least = IDLE_SHARE * max(r["asked_iops"] for r in rows)
-    unlogged = [r["step"] for r in rows if r["asked_iops"] >= least and r["step"] not in windows]
+    # A step without a window (fio: no dense log, sim.replay.fiojob.job_windows) has no
+    # boundary to show; below a tenth of the burst (the capture's idle edges) it is measured
+    # at its place.
+    least = IDLE_SHARE * max(r[asked_k] for r in rows)
+    unlogged = [r["step"] for r in rows if r[asked_k] >= least and r["step"] not in windows]
     bounds_ok = not unlogged and (worst["boundary_off_s"] or 0.0) <= interval_s
     position_ok = top is not None and abs(top["step"] - peak["step"]) <= 1
-    height_ok = height is not None and abs(height / peak["asked_iops"] - 1) <= PEAK_HEIGHT_TOL
+    height_ok = height is not None and abs(height / peak[asked_k] - 1) <= PEAK_HEIGHT_TOL
     total_ok = asked_all > 0 and abs(got_all / asked_all - 1) <= IOPS_TOL
     failed = [name for name, ok in (("step boundaries", bounds_ok), ("burst position", position_ok),
-                                    ("burst height", height_ok), ("IOPS over the steps", total_ok))
+                                    ("burst height", height_ok),
+                                    (f"{words.unit} over the steps", total_ok))
               if not ok]  # fmt: skip
     return {
         "steps": rows,
         "step_s": step_s,
+        "unit": words.unit,
         "schedule": {
             "origin_t": origin,
             "worst_step": worst["step"] if worst["boundary_off_s"] is not None else None,
             "worst_off_s": worst["boundary_off_s"],
             "tolerance_s": interval_s,
-            "what": "each step's window from fio's own IOPS logs on the monotonic clock "
-            "(first sample less one averaging period; plus fio's runtime of the job); the "
-            "origin is the median of the steps' starts less their places",
+            "what": words.what,
         },
         "peak": {
             "asked_step": peak["step"],
-            "asked_iops": peak["asked_iops"],
+            asked_k: peak[asked_k],
             "delivered_at_asked_step": height,
             "busiest_delivered_step": top["step"] if top else None,
         },
-        "total": {"asked_iops": asked_all, "delivered_iops": got_all},
+        "total": {asked_k: asked_all, got_k: got_all},
         "faithful": not failed,
         "failed": failed,
         "cause": None
         if not failed
-        else _cause(failed, height, peak["asked_iops"], worst, unlogged),
+        else _cause(failed, height, peak[asked_k], worst, unlogged, words),
     }
 
 
@@ -248,15 +303,19 @@ def _cause(
     asked: float,
     worst: dict[str, Any],
     unlogged: list[int],
+    words: Words,
 ) -> str:
     if "step boundaries" in failed:
         if unlogged:
-            return f"fio logged no window for step {unlogged[0]}: its boundaries are unknown"
+            return (
+                f"{words.runner} logged no window for step {unlogged[0]}: its boundaries are "
+                "unknown"
+            )
         return (
             f"step {worst['step']} ran {worst['boundary_off_s']:.2f} s off its place in the "
-            "schedule (fio's own clock), more than one sampling interval: the steps ran into "
+            f"schedule ({words.clock}), more than one sampling interval: the steps ran into "
             "each other"
         )
     if height is not None and height < (1 - PEAK_HEIGHT_TOL) * asked:
-        return "target too slow to deliver the asked IOPS at the burst"
+        return f"target too slow to deliver the asked {words.unit} at the burst"
     return f"the replay's {failed[0]} departs from the capture's"

@@ -12,6 +12,8 @@ Num = Callable[..., str]
 #: The device-latency lines of a scale (sim.replay.console's, passed in: the console imports
 #: this module, not the other way round).
 Latency = Callable[[dict[str, Any]], list[str]]
+#: The day shape's lines of a scale and its answer (sim.replay.console's, passed in too).
+Day = tuple[Callable[[dict[str, Any]], list[str]], Callable[[dict[str, Any]], str]]
 
 
 def _calls(files: dict[str, Any], n: Num) -> str:
@@ -91,7 +93,7 @@ def answer(doc: dict[str, Any], n: Num) -> str:
     return "Answer: " + "; ".join(parts) + " - " + tail + "."
 
 
-def file_lines(doc: dict[str, Any], wrap: Wrap, n: Num, latency: Latency) -> list[str]:
+def file_lines(doc: dict[str, Any], wrap: Wrap, n: Num, latency: Latency, day: Day) -> list[str]:
     cap = doc["capture"]
     out = wrap(f"File production ({cap['origin']} {cap['kind']} {cap['bundle']}):", "  ")
     out += wrap(f"  {_calls(cap['files'], n)} (measured, over {cap['files']['window']})", "    ")
@@ -99,6 +101,10 @@ def file_lines(doc: dict[str, Any], wrap: Wrap, n: Num, latency: Latency) -> lis
     if left:
         said = ", ".join(f"{c} {n(v)}/s" for c, v in left.items())
         out += wrap(f"  not reproduced (no EDA operation makes them alone): {said}", "    ")
+    if doc["scales"] and all("day" in entry for entry in doc["scales"]):
+        for entry in doc["scales"]:
+            out += day[0](entry)
+        return [*out, *wrap(day[1](doc), "  "), f"replay: {doc['directory']}/replay.json"]
     tol = doc["tolerances"]
     out += wrap(
         f"Fidelity tolerances: reproduced calls/s ±{tol['calls_pct']:g} %, each class's "

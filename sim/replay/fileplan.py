@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from sim.bundle.files import new_bundle_dir
-from sim.errors import ConfigError, TargetError
+from sim.errors import TargetError
 from sim.nofollow import write_new
 from sim.replay import REPLAY_VERSION, verdict
 from sim.replay.fidelity import FIO_SHORT, IOPS_TOL, SIZE_TOL, Check
@@ -244,12 +244,17 @@ async def execute_files(plan: Any, stop: asyncio.Event, say: Any = None) -> dict
     from sim.replay.runner import check_output_elsewhere
 
     capture = production_window(plan.bundle)
-    if plan.compress is not None:
-        raise ConfigError("--compress: the day shape is replayed with fio only, not as a file tree")
     where = plan.target if plan.target.exists() else plan.target.parent
     check_output_elsewhere(plan.output, where)
     home = new_bundle_dir(plan.output, "replay")
     scales = []
+    if plan.compress is not None:  # the day shape (sim.replay.fileday)
+        from sim.replay.fileday import file_day_scale
+
+        for scale in plan.scales:
+            entry = await file_day_scale(plan, capture, scale, home, stop, say, scenario_for)
+            scales.append(entry)
+        return _document(plan, home, capture, scales)
     for scale in plan.scales:
         job = derive(capture, scale)
         if say:
@@ -275,6 +280,8 @@ async def execute_files(plan: Any, stop: asyncio.Event, say: Any = None) -> dict
 
 
 def headroom(scales: list[dict[str, Any]], capture: FileShape) -> dict[str, Any]:
+    if any("day" in s for s in scales):  # the day shape judges fidelity only
+        return {"largest_passing_scale": None}
     passing = [
         s["scale"]
         for s in scales

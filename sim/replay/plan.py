@@ -117,7 +117,9 @@ def make_plan(
         from sim.replay.dbrun import read_scenario
 
         if compress is not None:
-            raise ConfigError(f"--compress: the day shape is replayed with fio only, not on {on}")
+            raise ConfigError(
+                f"--compress: the day shape is replayed with fio or as a file tree, not on {on}"
+            )
         read_scenario(target)  # refused now, before anything runs
     checked_slos = verdict.parse_slos(slos)
     profile = build_profile(bundle)

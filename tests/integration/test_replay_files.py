@@ -74,11 +74,13 @@ rate_iops={WRITE}
 """
 
 
-def _capture_production(dbsim: Dbsim, data: Path, out: Path) -> Path:
+def _capture_production(dbsim: Dbsim, data: Path, out: Path, text: str | None = None) -> Path:
+    """fio's job ``text`` (default: :data:`PRODUCTION_JOB` at :data:`RATES`; ``{d}``: the
+    data directory) run under ``dbsim capture --path`` with the fileops collector."""
     for sub in ("create", "stat", "delete", "data"):
         (data / sub).mkdir()
     job = data.parent / "prod.fio"
-    job.write_text(PRODUCTION_JOB.format(d=data, **RATES))
+    job.write_text(text.format(d=data) if text else PRODUCTION_JOB.format(d=data, **RATES))
     # The files laid out before the capture (fio's set-up is not production).
     subprocess.run(["fio", str(job), "--create_only=1"], check=True, capture_output=True)
     capture = dbsim.start(
