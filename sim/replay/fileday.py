@@ -8,7 +8,10 @@ step at the step's operation rate, open loop.
 Why one run with steps: the EDA sessions' open-loop schedule is taken afresh at every stage
 (sim.core.coroutine_sessions.repace), so a step's backlog on a slow target is dropped at its
 end and shows as a step that fell short, never as a stretched replay; and a ``dbsim run``
-per step would wait for the ``fileops`` probes (about 5 s here) at every step.
+per step would wait for the ``fileops`` probes (about 5 s here) at every step. The steps'
+ends are timed by the engine, not by the target; but each step starts where the previous one
+ended (sim.core.engine: measured 3 ms later a step at load average 12), so a long day drifts,
+which the boundary judgement shows.
 
 The deck (its mix, sizes and processes) is derived from the production window's calls
 (:func:`sim.replay.filejob.production_window`) at the burst's rate, so its processes can
