@@ -30,6 +30,9 @@ if TYPE_CHECKING:  # SQLAlchemy costs ~0.1 s of every dbsim start; only statemen
 
 #: Body of a default statement that every dialect must override (no portable SQL exists).
 DIALECT_SPECIFIC = "!dialect-specific"
+#: Body of a statement a dialect cannot express (its engine has no such access path): the
+#: catalogue leaves it out, and a workload asked to run it says so (``Catalogue.has``).
+UNSUPPORTED = "!unsupported"
 
 _NAME_LINE = re.compile(r"^--\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
 # A bind parameter ``:name`` that is not part of a PostgreSQL ``::type`` cast.
@@ -174,7 +177,12 @@ class Catalogue:
         )
         if missing:
             raise WorkloadError(f"{sql_dir}: no {dialect} statement for {', '.join(missing)}")
-        return cls(statements, dialect, str(sql_dir))
+        kept = {n: sql for n, sql in statements.items() if sql != UNSUPPORTED}
+        return cls(kept, dialect, str(sql_dir))
+
+    def has(self, name: str) -> bool:
+        """Whether this dialect has statement ``name`` (not marked :data:`UNSUPPORTED`)."""
+        return name in self.statements
 
     def template_fields(self, name: str) -> set[str]:
         return {f for _, f, _, _ in string.Formatter().parse(self.text(name)) if f}

@@ -12,6 +12,8 @@ COST_WORDS = {
     "reads_per_op": "reads an operation on cf1",
     "writes_per_update": "writes an update",
     "scan_requests": "device requests a scan of cf2",
+    "range_multi": "multi-block requests a range read",
+    "range_multi_kib": "their KiB",
 }
 
 

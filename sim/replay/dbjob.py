@@ -18,7 +18,10 @@ half the device I/Os), so a capture that wrote more is out of its reach and the 
 update really costs on the target (a checkpoint that did not come, the log's writes merged)
 and corrects ``u`` (:func:`corrected`).
 
-**The mean read size.** An operation's reads of ``cf1`` are single blocks (``BLOCK_KIB``); a
+**The mean read size.** On a target whose dialect reads consecutive blocks (PostgreSQL's TID
+ranges), range reads of two ``cf1`` blocks make it (:mod:`sim.replay.dbsize`: measured, a
+block and then the read-ahead's 32 KiB window); elsewhere the scans below are all there is.
+An operation's reads of ``cf1`` are single blocks (``BLOCK_KIB``); a
 scan of the unindexed ``cf2`` that reaches the device is read ahead in requests of
 ``READAHEAD_BLOCKS`` blocks (``SCAN_REQUEST_KIB``). A captured mean read of ``m`` KiB (a
 database's lookups merged by the kernel's read-ahead: pgbench's 8.3-11.6 KiB) is then a share
@@ -55,6 +58,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.replay import dbsize
 from sim.replay.fidelity import IOPS_TOL, READ_SHARE_POINTS
 from sim.replay.shape import Shape
 
@@ -134,6 +138,8 @@ class DbJob:
     #: The costs the job was derived from: block reads an operation on cf1, writes an update.
     block_reads: float = 0.0
     per_update: float = 0.0
+    #: What one range read costs at the device as the job counted it (None: no range reads).
+    range_cost: dict[str, Any] | None = None
 
     @property
     def expected_write_pct(self) -> float:
@@ -229,6 +235,8 @@ def derive(
     costs: tuple[float | None, float | None] = (None, None),
     scan_blocks: int = 128,
     scan_requests: float | None = None,
+    ranges: dbsize.RangeCost | None = None,
+    no_ranges: str | None = None,
 ) -> DbJob:
     """The parameters and the rate of one scale; ``costs`` the device reads of an operation
     that reads ``cf1`` and the writes one update cost, ``scan_requests`` the device requests
@@ -240,7 +248,8 @@ def derive(
     caches hold: operations without device reads, so the writes' share rises
     (:func:`diluting_scan_pct`), when that is nearer the captured share than update_pct 100.
     The sequential share and the read size then are not reproduced (those scans are cached).
-    Otherwise the scans make the captured mean read size (:func:`size_scan_pct`)."""
+    Otherwise range reads (``ranges``: what one costs) make the captured mean read size
+    (:mod:`sim.replay.dbsize`), or without them (``no_ranges``: why) scans (:func:`_read_size`)."""
     iops = capture.iops * scale
     w = work_unit_for(capture.iops)
     measured_reads, writes_per_update = costs
@@ -252,9 +261,10 @@ def derive(
     u = snap_update_pct(wanted) if math.isfinite(wanted) else ALL_UPDATES
     scan = scan_pct_for(capture.seq_pct, w, scan_blocks)
     u, scan, lever = _diluted(u, scan, (q, wanted, asked_write_pct), reads, per_update)
-    sized = _read_size_scans(capture, reads, u, scan_requests, scan_blocks, bool(lever))
+    sized, range_pct, reads_op = _read_size(
+        capture, reads, (u, scan), (scan_requests, scan_blocks), lever, (ranges, no_ranges)
+    )
     scan = scan if sized.scan_pct is None else sized.scan_pct
-    reads_op = reads * reading_share(u, scan) + (1 - u / 100) * scan / 100 * sized.per_scan
     writes = u / 100.0 * per_update
     why = _out_of_reach(capture, iops, reads_op, per_update, u, reads)
     heavy = (capture.write_kib or 0.0) > HEAVY_WRITE_KIB
@@ -264,6 +274,8 @@ def derive(
         "work_unit": w,
         "redo_stress": "HEAVY" if heavy else "LITE",
     }
+    if range_pct is not None:
+        params.update(range_pct=range_pct, range_blocks=dbsize.RANGE_BLOCKS)
     warmup, why_warmup = warmup_for(capture)
     how = [
         f"work_unit {w}: {reads:.3g} block reads an operation, at least {MIN_OPS_S:g} ops/s at 1x",
@@ -275,8 +287,39 @@ def derive(
     ]
     return DbJob(
         scale, iops, params, reads_op, writes, asked_write_pct, why is None, why, how, warmup,
-        sized.why, reads, per_update,
+        sized.why, reads, per_update, dbsize.as_dict(ranges) if range_pct is not None else None,
     )  # fmt: skip
+
+
+def _read_size(
+    capture: Shape,
+    reads: float,
+    mix: tuple[int, int],
+    scans: tuple[float | None, int],
+    lever: str,
+    targets: tuple[dbsize.RangeCost | None, str | None],
+) -> tuple[SizeScans, int | None, float]:
+    """What makes the captured mean read size (:func:`derive`): range reads on a target with
+    them, else scans of ``cf2``; the sizing, ``range_pct`` (None: no range reads) and the
+    device read requests an operation."""
+    (u, scan), (scan_requests, scan_blocks), (ranges, no_ranges) = mix, scans, targets
+    sized = _read_size_scans(capture, reads, u, scan_requests, scan_blocks, bool(lever))
+    if ranges is None or lever:
+        if no_ranges and sized.why:
+            sized = SizeScans(sized.scan_pct, sized.per_scan, f"{sized.how}; {no_ranges}",
+                              f"{sized.why}; {no_ranges}")  # fmt: skip
+        scan = scan if sized.scan_pct is None else sized.scan_pct
+        reads_op = reads * reading_share(u, scan) + (1 - u / 100) * scan / 100 * sized.per_scan
+        return sized, None, reads_op
+    plain = (1 - u / 100) * (1 - scan / 100)
+    by_ranges = dbsize.sized_by_ranges(
+        capture.read_kib, captured_multiblock_pct(capture.read_sizes), reads, u, plain, ranges
+    )
+    range_pct = by_ranges.range_pct or 0
+    per_scan = float(scan_requests) if scan_requests is not None else 0.0
+    sized = SizeScans(None, per_scan, by_ranges.how, by_ranges.why)
+    reads_op = dbsize.requests_per_op(reads, u, plain, range_pct, ranges)
+    return sized, range_pct, reads_op + (1 - u / 100) * scan / 100 * per_scan
 
 
 def _diluted(

@@ -6,8 +6,10 @@ measures the device reads one operation and the writes one update really cost on
 target, and every scale's ``update_pct`` is derived again from them; after each scale its own
 measured costs correct them for the next (damped and bounded, ``correction`` in replay.json:
 the read/write split is held across runs, the run's closed loop holds the total within one;
-the device requests a scan of ``cf2`` made, which set the scans that make the captured mean
-read size, the same way, but a scale whose scans the caches served is taken at once).
+the device requests a scan of ``cf2`` made the same way, but a scale whose scans the caches
+served is taken at once). On a target whose dialect reads consecutive blocks (PostgreSQL's
+TID ranges) range reads make the captured mean read size, and the calibration measures what
+one costs at the device (:mod:`sim.replay.dbsize`), corrected between scales the same way.
 When the capture wrote, every run warms up for the host's write-back delay first
 (:func:`sim.replay.dbjob.warmup_for`). Each scale is then judged
 by the fio path's tolerances (:mod:`sim.replay.fidelity`) on the run's own device figures;
@@ -22,7 +24,7 @@ import asyncio
 from typing import Any
 
 from sim.bundle.files import new_bundle_dir
-from sim.replay import fidelity, verdict
+from sim.replay import dbsize, fidelity, verdict
 from sim.replay.dbjob import (
     CACHED_SCAN_REQUESTS,
     DbJob,
@@ -74,11 +76,15 @@ def cause(failed: list[fidelity.Check], run: DbScaleRun, job: DbJob) -> str:
                 f"{job.size_why}"
             )
         elif c.figure == "read size":
+            lever = (
+                f"range_pct {job.parameters['range_pct']}: the range reads'"
+                if "range_pct" in job.parameters
+                else f"scan_pct {job.parameters['scan_pct']}: the scans'"
+            )
             reasons.append(
                 f"the database's mean read size is {c.delivered:.3g} KiB against the "
-                f"capture's {c.expected:.3g} ({c.off}) with scan_pct "
-                f"{job.parameters['scan_pct']}: the scans' share of multi-block reads moved "
-                "from the costs measured before this run"
+                f"capture's {c.expected:.3g} ({c.off}) with {lever} share of multi-block "
+                "reads moved from the costs measured before this run"
             )
         elif c.figure.endswith("size"):
             reasons.append(
@@ -176,6 +182,16 @@ def run_costs(run: DbScaleRun, job: DbJob) -> dict[str, Any]:
     operations = run.summary.get("operations") or {}
     ops_s = sum(float(o.get("ops_s") or 0.0) for o in operations.values())
     scan_ops_s = float((operations.get("scan") or {}).get("ops_s") or 0.0)
+    if int(job.parameters.get("range_pct") or 0) > 0:
+        reads, per_update, cost = dbsize.run_range_costs(run.shape, operations)
+        return {
+            "ops_s": ops_s,
+            "scan_ops_s": scan_ops_s,
+            "reads_per_op": reads,
+            "writes_per_update": per_update,
+            "scan_requests": None,  # the multi-block requests are the range reads'
+            "range_cost": cost,
+        }
     per_scan, multiblock = measured_scan_requests(
         run.shape.read_iops, run.shape.read_kib, scan_ops_s
     )
@@ -193,25 +209,32 @@ def run_costs(run: DbScaleRun, job: DbJob) -> dict[str, Any]:
         "reads_per_op": reads,
         "writes_per_update": per_update,
         "scan_requests": per_scan,
+        "range_cost": None,
     }
 
 
 def calibrated_costs(plan: Any, run: DbScaleRun, job: DbJob) -> dict[str, Any]:
+    got = run_costs(run, job)
+    got["range_cost"] = dbsize.as_dict(got["range_cost"])
     return {
         "bundle": str(run.bundle),
-        **run_costs(run, job),
+        **got,
         "device": run.shape.as_dict(),
         "what": "measured at 1x with the model's parameters: the device's read IOPS over the "
         "operations/s that read cf1 (not the scans of cf2), its write IOPS over the "
         "updates/s, and its multi-block read requests (the mean read size's excess over a "
-        "block, in 128 KiB requests) over the scans/s",
+        "block, in 128 KiB requests) over the scans/s; with range reads, its requests above one "
+        "block (size buckets) over the range reads/s, and the block reads of the plain reads "
+        "and updates only",
     }
 
 
 async def execute_db(plan: Any, stop: asyncio.Event, say: Any = None) -> dict[str, Any]:
     base = read_scenario(plan.target)
     home = new_bundle_dir(plan.output, "replay")
-    first = derive(plan.production, 1.0)
+    no_ranges = dbsize.range_reads_on(base)
+    ranges: dbsize.RangeCost | None = dbsize.MODEL if no_ranges is None else None
+    first = derive(plan.production, 1.0, ranges=ranges, no_ranges=no_ranges)
     if say:
         say(f"dbsim replay: calibrating at 1x for {plan.duration_s:g} s on {plan.target}")
     run = await run_db_scale(
@@ -224,9 +247,14 @@ async def execute_db(plan: Any, stop: asyncio.Event, say: Any = None) -> dict[st
         calibration["writes_per_update"],
         calibration["scan_requests"],
     )
+    if no_ranges is None:
+        ranges = dbsize.corrected(ranges, run_costs(run, first)["range_cost"], 1.0, COST_STEP)
     scales = []
     for scale in plan.scales:
-        job = derive(plan.production, scale, costs[:2], scan_requests=costs[2])
+        job = derive(
+            plan.production, scale, costs[:2], scan_requests=costs[2], ranges=ranges,
+            no_ranges=no_ranges,
+        )  # fmt: skip
         if say:
             say(f"dbsim replay: {scale:g}x for {plan.duration_s:g} s, {job.parameters}")
         # cf2 exists when the calibration scanned; a scale that scans after one that did not
@@ -238,6 +266,16 @@ async def execute_db(plan: Any, stop: asyncio.Event, say: Any = None) -> dict[st
         )  # fmt: skip
         done = entry(plan, job, run)
         costs, done["correction"] = corrected_costs(costs, run, job)
+        if no_ranges is None:
+            got = run_costs(run, job)["range_cost"]
+            before = ranges
+            if not run.stage.get("iops_unmet"):
+                ranges = dbsize.corrected(ranges, got, COST_GAIN, COST_STEP)
+            for name, field in (("range_multi", "multi"), ("range_multi_kib", "multi_kib")):
+                done["correction"][name] = {
+                    k: getattr(c, field) if c is not None else None
+                    for k, c in (("before", before), ("measured", got), ("after", ranges))
+                }
         scales.append(done)
     return document(plan, home, scales, calibration)
 

@@ -277,3 +277,57 @@ def test_a_split_that_moved_names_the_cost_and_slobs_nearest_steps() -> None:
     assert "writes an update 5.96 -> 5.95" in cause
     assert "update_pct 50 scan_pct 50: 42.0 %, update_pct 50 scan_pct 100: 52.1 %" in cause
     assert "49.9 % captured" in cause
+
+
+def test_the_captured_mean_read_size_becomes_a_share_of_range_reads() -> None:
+    """pgbench -S on the lab: 9.27 KiB mean reads, 6.7 % above one block. On a target with
+    range reads the share of plain reads that read two consecutive blocks is the one whose
+    requests (a block, then the read-ahead's window) make that mean; without, the replay says
+    why the size is out of reach, naming the dialect."""
+    from sim.replay import dbsize
+
+    shape = replace(
+        _shape(300.0, 0.0, read_kib=9.27), read_sizes={"le_8": 933.0, "le_16": 20.0, "le_32": 47.0}
+    )
+    job = dbjob.derive(shape, 1.0, ranges=dbsize.MODEL)
+    pct, reads = job.parameters["range_pct"], job.block_reads
+    assert job.parameters["range_blocks"] == 2 and job.size_why is None
+    single = reads * (1 - pct / 100) + pct / 100 * dbsize.MODEL.single
+    multi = pct / 100 * dbsize.MODEL.multi
+    mean = (8.0 * single + dbsize.MODEL.multi_kib * multi) / (single + multi)
+    assert mean == pytest.approx(9.27, rel=0.01)  # the whole-percent step: within 1 %
+    assert job.reads_per_op == pytest.approx(single + multi)
+    assert "range_pct" in job.how[2] and "above one block: 6.7 %" in job.how[2]
+    # Ranges that made no multi-block request (cached, or no read-ahead): said, not guessed.
+    flat = dbsize.RangeCost(1.0, 0.02, 0.0, "measured")
+    assert dbjob.derive(shape, 1.0, ranges=flat).size_why is not None
+    none = dbjob.derive(shape, 1.0, (15.0, None), scan_requests=0.02, no_ranges="mysql has none")
+    assert "range_pct" not in none.parameters and str(none.size_why).endswith("mysql has none")
+
+
+def test_a_run_measures_what_a_range_read_cost_on_the_device() -> None:
+    """Its requests above one block (size buckets) over its range reads a second; the block
+    reads an operation from the plain reads and updates only; corrected damped and bounded."""
+    from sim.replay import dbsize
+
+    run = replace(_shape(300.0, 0.0, read_kib=9.0), read_sizes={"le_8": 950.0, "le_32": 50.0})
+    operations = {"read": {"ops_s": 10.0}, "range": {"ops_s": 10.0}}
+    reads, per_update, cost = dbsize.run_range_costs(run, operations)
+    assert cost is not None and cost.multi == pytest.approx(300 * 0.05 / 10)
+    assert cost.multi_kib == pytest.approx((9.0 * 300 - 8.0 * 285) / 15)
+    assert reads == pytest.approx((285 - 10) / 10) and per_update is None
+    moved = dbsize.corrected(dbsize.MODEL, cost, 0.5, 2.0)
+    assert moved is not None and moved.multi == pytest.approx(1.0 + 0.5 * (1.5 - 1.0))
+    assert dbsize.corrected(dbsize.MODEL, replace(cost, multi=0.0), 0.5, 2.0).multi == 0.0
+
+
+def test_only_a_dialect_with_range_reads_is_asked_for_them() -> None:
+    from sim.replay import dbsize
+
+    assert dbsize.range_reads_on({"target": {"kind": "postgres"}}) is None
+    for kind in ("mysql", "sqlite", "oracle", "sqlserver"):
+        why = dbsize.range_reads_on({"target": {"kind": kind}})
+        assert why == (
+            f"{kind} has no read of consecutive blocks (range_read: rows addressed by block, "
+            "like PostgreSQL's TID ranges)"
+        )

@@ -82,3 +82,30 @@ def test_key_ranges_stay_inside_the_table_and_hit_the_hot_spot() -> None:
             hot += 1
     assert min(lows) == 1 and max(lows) >= 20000 - 2 * 64 - 5  # the whole range is reached
     assert hot == 10000
+
+
+def test_range_reads_are_their_share_of_the_plain_reads_on_block_addressed_rows() -> None:
+    """range_pct of the reads that do not scan read range_blocks consecutive blocks of cf1
+    (PostgreSQL's TID ranges), counted as expected_mix counts them; a dialect without
+    block-addressed rows refuses the parameter in one line."""
+    from sim.errors import ConfigError
+    from storage.targets.postgres import PostgresTarget
+    from storage.targets.settings import PostgresSettings, SqliteSettings
+    from storage.targets.sqlite import SqliteTarget
+    from workloads.slob.workload import SlobSession, SlobWorkload
+
+    params = SlobParameters(update_pct=20, scan_pct=10, range_pct=47, range_blocks=2, scale=20000)
+    workload = SlobWorkload(params, PostgresTarget(PostgresSettings()))
+    session = SlobSession(workload, 0, _Recorder(), seed=3)  # type: ignore[arg-type]
+    counts = {"read": 0, "update": 0, "scan": 0, "range": 0}
+    for _ in range(1, 1234):
+        name, statement, args = session.next_statement()
+        counts[name] += 1
+        if name == "range":
+            assert statement.name == "range_read" and "ctid" in statement.sql
+            lo, hi = args if session.range_in_order else args[::-1]
+            assert hi - lo == 2 and lo >= 0 and hi <= 20000
+    assert counts == workload.expected_mix([(0, 1233)])
+    assert counts["range"] > 0
+    with pytest.raises(ConfigError, match="but sqlite has no read of consecutive blocks"):
+        SlobWorkload(SlobParameters(range_pct=10, scale=20000), SqliteTarget(SqliteSettings()))

@@ -52,6 +52,16 @@ class SlobParameters(BaseModel):
 
     update_pct: int = Field(default=10, description="Updates in every 100 operations: 0-50 or 100.")
     scan_pct: int = Field(default=0, description="Share of reads that full-scan cf2: 0-50 or 100.")
+    range_pct: int = Field(
+        default=0,
+        ge=0,
+        le=100,
+        description="Share of the reads that do not scan which read range_blocks consecutive "
+        "blocks of cf1 (a dialect with block-addressed rows: PostgreSQL's TID ranges).",
+    )
+    range_blocks: int = Field(
+        default=2, ge=2, le=64, description="Consecutive cf1 blocks a range read reads."
+    )
     work_unit: int = Field(
         default=64, ge=3, le=1024, description="Key range width; WORK_UNIT-1 rows per op."
     )

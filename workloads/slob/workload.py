@@ -5,7 +5,10 @@ per block, keys loaded in a per-schema random permutation so neighbouring keys l
 scattered blocks, a non-unique index on the key; a read counts WORK_UNIT−1 rows of a random
 key range, an update rewrites c2/c20 (LITE) or c2..c20 (HEAVY) over such a range and commits;
 exactly UPDATE_PCT updates in every 100 operations of a session, and SCAN_PCT of the reads
-become a full scan of ``cf2``.
+become a full scan of ``cf2``. Not SLOB's: ``range_pct`` of the reads that do not scan read
+``range_blocks`` consecutive blocks of ``cf1`` from a random one instead (``range_read``, a
+dialect that addresses rows by block), so the kernel's read-ahead makes multi-block device
+requests among the single blocks (``dbsim replay``'s mean read size, docs/capture.md).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 
 from sim.dialects import dialect as dialect_record
-from sim.errors import WorkloadError
+from sim.errors import ConfigError, WorkloadError
 from sim.protocols import Connection, SqlConnection, Target, sql_connection
 from sim.sql import Statement
 from workloads.common import bind_order
@@ -45,6 +48,7 @@ STATEMENTS = frozenset(
         "update_lite",
         "update_heavy",
         "scan",
+        "range_read",
         "count_rows",
         "max_key",
         "blocks_used",
@@ -67,13 +71,19 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
     name: ClassVar[str] = WORKLOAD_NAME
     parameters_model: ClassVar[type[BaseModel]] = SlobParameters
     sql_dir = SQL_DIR
-    required_statements = STATEMENTS
+    required_statements = STATEMENTS - {"range_read"}  # !unsupported where rows have no block
     name_suffix = "_cf[12]"
 
     def __init__(self, parameters: BaseModel, target: Target) -> None:
         super().__init__(parameters, target)
         #: One, unless the engine keeps more rows on a page however large they are (InnoDB).
         self.rows_per_block = dialect_record(self.dialect).min_rows_per_page
+        if self.p.range_pct and not self.catalogue.has("range_read"):
+            raise ConfigError(  # the scenario asks what its target cannot do: bad input
+                f"workload.parameters.range_pct: {self.p.range_pct}, but {self.dialect} has no "
+                "read of consecutive blocks (range_read: rows addressed by block, like "
+                "PostgreSQL's TID ranges)"
+            )
 
     # ------------------------------------------------------------------ naming and mix
 
@@ -95,26 +105,37 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
         return f"scale: {-(-per_schema // 2**30)}G (per schema, {self.p.schemas} schema(s))"
 
     def read_operations(self) -> frozenset[str]:
-        return frozenset({"read", "scan"})
+        return frozenset({"read", "scan", "range"})
 
     def operations(self) -> Mapping[str, float]:
         update = float(self.p.update_pct)
         reads = 100.0 - update
         scan = reads * self.p.scan_pct / 100
-        return {"read": reads - scan, "update": update, "scan": scan}
+        if not self.p.range_pct:  # SLOB's own mix: no range reads to report
+            return {"read": reads - scan, "update": update, "scan": scan}
+        ranged = (reads - scan) * self.p.range_pct / 100
+        return {"read": reads - scan - ranged, "update": update, "scan": scan, "range": ranged}
 
     def expected_mix(self, op_ranges: list[tuple[int, int]]) -> dict[str, int]:
         """Counts demanded by the rules over the given per-session operation ranges."""
-        u, sc = self.p.update_pct, self.p.scan_pct
-        totals = {"read": 0, "update": 0, "scan": 0}
+        u, sc, rp = self.p.update_pct, self.p.scan_pct, self.p.range_pct
+        totals = {"read": 0, "update": 0, "scan": 0, **({"range": 0} if rp else {})}
         for first, end in op_ranges:
             updates = end * u // 100 - first * u // 100
             # Reads are numbered separately; read number = operations before it minus updates.
             read_first, read_end = first - first * u // 100, end - end * u // 100
             scans = read_end * sc // 100 - read_first * sc // 100 if sc else 0
+            # Reads that do not scan are numbered again for the range reads among them.
+            plain_first, plain_end = (
+                read_first - read_first * sc // 100,
+                read_end - read_end * sc // 100,
+            )
+            ranged = plain_end * rp // 100 - plain_first * rp // 100
             totals["update"] += updates
             totals["scan"] += scans
-            totals["read"] += (end - first) - updates - scans
+            if rp:
+                totals["range"] += ranged
+            totals["read"] += (end - first) - updates - scans - ranged
         return totals
 
     def default_sessions(self) -> int:
@@ -220,7 +241,7 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
 
 
 class _SchemaStatements:
-    __slots__ = ("read", "scan", "update")
+    __slots__ = ("range", "read", "scan", "update")
 
     def __init__(self, workload: SlobWorkload, schema: int) -> None:
         table = workload.table_name(schema)
@@ -228,6 +249,8 @@ class _SchemaStatements:
         update_name = "update_lite" if workload.p.redo_stress == "LITE" else "update_heavy"
         self.update = workload.render(update_name, table=table)
         self.scan = workload.render("scan", scan_table=workload.scan_table_name(schema))
+        has_range = workload.p.range_pct and workload.catalogue.has("range_read")
+        self.range = workload.render("range_read", table=table) if has_range else None
 
 
 _FILL = "abcdefghijklmnopqrstuvwxyz"
@@ -247,6 +270,7 @@ class SlobSession(SqlSession):
         self.rng = random.Random(seed)
         self.ops = 0
         self.reads = 0
+        self.plain_reads = 0
         schema = (index // p.threads_per_schema) % p.schemas + 1
         self.own = _SchemaStatements(workload, schema)
         self.hot = self.own if schema == 1 else _SchemaStatements(workload, 1)
@@ -260,6 +284,15 @@ class SlobSession(SqlSession):
         self.work_unit = p.work_unit
         self.update_pct = p.update_pct
         self.scan_pct = p.scan_pct
+        self.range_pct = p.range_pct
+        self.range_blocks = p.range_blocks
+        # A range starts at a block drawn uniformly; cf1 holds rows_per_block rows a block.
+        self.range_span = max(p.scale_rows // workload.rows_per_block - p.range_blocks, 1)
+        if self.own.range is not None:
+            order = bind_order(self.own.range, ("lo_block", "hi_block"))
+            if order not in ([0, 1], [1, 0]):
+                raise WorkloadError(f"{self.own.range.name}: binds must be lo_block and hi_block")
+            self.range_in_order = order == [0, 1]
         self.hot_every = p.hot_schema_frequency
         self.do_hotspot = p.do_hotspot
         self.hotspot_frequency = p.hotspot_frequency
@@ -294,6 +327,13 @@ class SlobSession(SqlSession):
         self.reads = j + 1
         if self.scan_pct and takes_this_op(j, self.scan_pct):
             return "scan", statements.scan, ()
+        if self.range_pct:
+            k = self.plain_reads
+            self.plain_reads = k + 1
+            if takes_this_op(k, self.range_pct) and statements.range is not None:
+                first = int(self.random() * self.range_span)
+                blocks = (first, first + self.range_blocks)
+                return "range", statements.range, blocks if self.range_in_order else blocks[::-1]
         if self.read_in_order:
             return "read", statements.read, (lo, hi)
         return "read", statements.read, (hi, lo)

@@ -1,5 +1,9 @@
 -- SLOB-like statements. {table}/{scan_table} are identifiers (quoted per dialect);
 -- :name are bind parameters. Per-dialect files override statements by name.
+-- range_read: the rows of cf1's blocks lo_block to hi_block - 1, read in block order so the
+-- kernel's read-ahead merges them into multi-block requests (range_pct). Only an engine that
+-- addresses rows by block can say it (a key range of cf1 is scattered blocks): !unsupported
+-- where it cannot, and a scenario with range_pct > 0 on it is refused.
 
 -- name: read
 SELECT COUNT(c2) FROM {table} WHERE custid > :lo AND custid < :hi
@@ -28,3 +32,7 @@ SELECT MAX(custid) FROM {table}
 
 -- name: max_rows_per_block
 !dialect-specific
+
+
+-- name: range_read
+!unsupported

@@ -128,6 +128,11 @@ SELECT MAX(custid) FROM slob_1_cf1;
 -- max_rows_per_block binds=-
 SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM slob_1_cf1 GROUP BY (ctid::text::point)[0]) AS per_block;
 
+-- range_read binds=lo_block,hi_block
+SELECT COUNT(c2) FROM slob_1_cf1
+ WHERE ctid >= ('(' || $1::integer || ',0)')::tid
+   AND ctid < ('(' || $2::integer || ',0)')::tid;
+
 -- read binds=lo,hi
 SELECT COUNT(c2) FROM slob_1_cf1 WHERE custid > $1 AND custid < $2;
 
