@@ -60,6 +60,11 @@ system-packages:
 # other device tests), the other timing tests on the other worker. Both phases always run;
 # make fails if either failed. A phase with nothing selected (pytest's exit 5) is not a failure.
 # TEST_REPORT_DIR, when set, receives each phase's JUnit XML and duration (.ci/run reads them).
+# Each phase also says how busy the host's CPUs were meanwhile (/proc/stat: user, nice, system,
+# irq, softirq and steal, every process's, the database servers' and the kernel's included):
+# a phase whose CPUs were busy nearly all its time is bound by CPU work, not by waiting, and only
+# less work makes it shorter (tests/README.md, "Where the time goes").
+CPU_BUSY_TICKS := awk '/^cpu /{print $$2+$$3+$$4+$$7+$$8+$$9; exit}' /proc/stat
 TEST_WORKERS ?= 8
 TIMING_WORKERS ?= 2
 TEST_REPORT_DIR ?=
@@ -89,12 +94,12 @@ test: system-packages venv lint
 	  else marks="$(SERIAL_MARKS)"; opts="-n $(TIMING_WORKERS) --dist loadscope"; fi; \
 	  junit=""; [ -n "$$report" ] && junit="--junitxml=$$report/$$phase.xml"; \
 	  echo "=== test phase $$phase: -m '$$marks' $$opts"; \
-	  start=$$(date +%s); \
+	  start=$$(date +%s); busy0=$$($(CPU_BUSY_TICKS)); \
 	  $(BIN)/python -m pytest $$opts -m "$$marks" $$junit $(PYTEST_ARGS); rc=$$?; \
-	  took=$$(( $$(date +%s) - start )); \
+	  took=$$(( $$(date +%s) - start )); busy=$$(( ($$($(CPU_BUSY_TICKS)) - busy0) / $$(getconf CLK_TCK) )); \
 	  if [ $$rc = 5 ]; then echo "=== test phase $$phase: no test selected"; rc=0; fi; \
-	  echo "=== test phase $$phase: exit $$rc after $$took s"; \
-	  [ -n "$$report" ] && echo "$$phase $$rc $$took" >> "$$report/phases.txt"; \
+	  echo "=== test phase $$phase: exit $$rc after $$took s; the host's CPUs busy $$busy s of $$(( took * $$(nproc) ))"; \
+	  [ -n "$$report" ] && echo "$$phase $$rc $$took $$busy $$(nproc)" >> "$$report/phases.txt"; \
 	  [ $$rc = 0 ] || failed=1; \
 	done; \
 	exit $$failed
