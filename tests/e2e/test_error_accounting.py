@@ -11,7 +11,11 @@ so the server itself refuses the statements that touch locked rows:
   errors shown; over → exit 3), or by an ``error_pct_max`` SLO (exit 1).
 
 The module loads one table prefix (``dbsim load``) that its tests share (each with a scenario
-and output directory of its own) and drops it at the end.
+and output directory of its own) and drops it at the end. The run where every operation fails
+runs once per session runner (tests/support/session_runners.py): the native libpq loop classes
+and words a server's error itself (and prepares the refused statement again), asyncpg by its
+own exceptions. The partial failures run on the default (native) runner only: the budget and
+SLO judgements do not depend on the runner, and the classing they show is the first test's.
 """
 
 from __future__ import annotations
@@ -32,8 +36,11 @@ import yaml
 
 from tests.e2e.conftest import Dbsim, bundle_dirs, clean_environment, read_summary
 from tests.support.postgres import DATABASE, HOST, PORT, require_postgres
+from tests.support.session_runners import AskedRunner, session_runner
 
 pytestmark = pytest.mark.e2e
+# The fixture the run where every operation fails takes: each session runner in turn.
+__all__ = ["session_runner"]
 
 ROWS = 10_240  # scale 80M at 8 KiB per row
 WORK_UNIT = 64
@@ -142,6 +149,15 @@ class LockHolder:
         self._thread.join(30)
 
 
+def on_runner(loaded: tuple[Path, str], runner: AskedRunner) -> tuple[Path, str]:
+    """The test's scenario with ``load.session_runner`` the runner asked."""
+    path, table = loaded
+    data = yaml.safe_load(path.read_text())
+    data["load"]["session_runner"] = runner.on("postgres")
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path, table
+
+
 def run(dbsim: Dbsim, path: Path, *extra: str) -> tuple[Any, dict[str, Any]]:
     out = Path(yaml.safe_load(path.read_text())["output"]["directory"])
     before = set(bundle_dirs(out))
@@ -151,12 +167,13 @@ def run(dbsim: Dbsim, path: Path, *extra: str) -> tuple[Any, dict[str, Any]]:
 
 
 def test_every_operation_failing_is_an_invalid_failed_run(
-    dbsim: Dbsim, loaded: tuple[Path, str]
+    dbsim: Dbsim, loaded: tuple[Path, str], session_runner: AskedRunner
 ) -> None:
-    path, table = loaded
+    path, table = on_runner(loaded, session_runner)
     with LockHolder(f'LOCK TABLE "{table}" IN ACCESS EXCLUSIVE MODE'):
         result, summary = run(dbsim, path)
     assert result.rc == 3, result.describe()
+    session_runner.ran_summary(summary)
     assert summary["status"] == "failed"
     errors = summary["errors"]
     assert errors["invalid"] is True

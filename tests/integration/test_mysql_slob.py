@@ -5,7 +5,8 @@ the ``db`` collector's InnoDB figures feeding physical reads per read.
 
 Every test uses its own table prefix and drops what it loaded, so concurrent runs do not
 collide. The checks of the data go through PyMySQL on a connection of the test's own, not
-through dbsim.
+through dbsim. The runs through the engine run once per session runner, the native
+Connector/C loop and asyncmy (tests/support/session_runners.py).
 """
 
 from __future__ import annotations
@@ -31,12 +32,15 @@ from storage.collectors.database import auto_db  # noqa: E402
 from storage.collectors.innodb import InnodbStatsCollector  # noqa: E402
 from storage.targets.mysql import MysqlTarget  # noqa: E402
 from storage.targets.mysql_record import INNODB_PAGE_BYTES, MysqlSettings  # noqa: E402
+from tests.support.session_runners import AskedRunner, session_runner  # noqa: E402
 from workloads.slob.parameters import SlobParameters  # noqa: E402
 from workloads.slob.workload import SlobWorkload  # noqa: E402
 from workloads.ssb.parameters import SsbParameters  # noqa: E402
 from workloads.ssb.workload import SsbWorkload  # noqa: E402
 
 pytestmark = pytest.mark.integration
+# The fixture this module's runs through the engine take: each session runner in turn.
+__all__ = ["session_runner"]
 T = TypeVar("T")
 DSN = {"host": "127.0.0.1", "port": 3306, "user": "root", "database": "test"}
 SLOB_ROWS = 10_000
@@ -127,10 +131,11 @@ def with_open(t: Target, work: Callable[[], Awaitable[T]]) -> T:
     return asyncio.run(main())
 
 
-def run(workload: Any, t: Target, **load: Any) -> dict[str, int]:
-    engine = Engine(workload, t, Load(**load))
+def run(workload: Any, t: Target, runner: AskedRunner, **load: Any) -> dict[str, int]:
+    engine = Engine(workload, t, Load(session_runner=runner.on("mysql"), **load))
     asyncio.run(engine.run())
     assert engine.result.outcome == "completed", engine.result.error
+    runner.ran(engine.result.session_runner, engine.result.session_runner_why)
     totals = engine.recorder.totals
     assert sum(s.error_count for s in totals.values()) == 0
     counts = {name: stats.count for name, stats in totals.items()}
@@ -182,10 +187,20 @@ def test_slob_rows_fill_half_an_innodb_page_each_and_reload_idempotently(prefix:
     assert with_open(t, count) == 63
 
 
-def test_slob_exact_mix_on_mariadb(prefix: str) -> None:
-    workload, t = slob(prefix, update_pct=20)
-    load_and_verify(workload, t)
-    counts = run(workload, t, loops_per_session=50, sessions=4, seed=2)
+@pytest.fixture(scope="module")
+def slob_loaded() -> Iterator[str]:
+    """SLOB's table, loaded once for the mix of both session runners; dropped at the end."""
+    name = f"m{uuid.uuid4().hex[:8]}"
+    try:
+        load_and_verify(*slob(name))
+        yield name
+    finally:
+        drop_objects(*slob(name))
+
+
+def test_slob_exact_mix_on_mariadb(slob_loaded: str, session_runner: AskedRunner) -> None:
+    workload, t = slob(slob_loaded, update_pct=20)
+    counts = run(workload, t, session_runner, loops_per_session=50, sessions=4, seed=2)
     assert counts == {"read": 160, "update": 40}
 
 
@@ -269,7 +284,9 @@ def test_a_table_recreated_outside_dbsim_is_refused(prefix: str) -> None:
         sql("DELETE FROM dbsim_registry WHERE name = %s", table)
 
 
-def test_ssb_two_rows_per_16k_page_exact_mix_and_drop(prefix: str) -> None:
+def test_ssb_two_rows_per_16k_page_exact_mix_and_drop(
+    prefix: str, session_runner: AskedRunner
+) -> None:
     workload, t = ssb(prefix, read_pct=70, rows_select=20)
     report = load_and_verify(workload, t)
     rows = workload.p.rows_per_table
@@ -278,7 +295,7 @@ def test_ssb_two_rows_per_16k_page_exact_mix_and_drop(prefix: str) -> None:
         assert verified["rows"] == rows and verified["max_rows_per_block"] == 2
         assert verified["blocks"] == leaf_pages(f"{prefix}_{number}", f"{prefix}_{number}_custid")
         assert verified["blocks"] == math.ceil(rows / 2)
-    counts = run(workload, t, loops_per_session=20, sessions=4, seed=5)
+    counts = run(workload, t, session_runner, loops_per_session=20, sessions=4, seed=5)
     assert counts == {"read": 4 * 14, "update": 4 * 6}
     assert drop_objects(*ssb(prefix)) == [f"{prefix}_1", f"{prefix}_2"]
 

@@ -1,6 +1,10 @@
 """SLOB-like on the live PostgreSQL: one row per block, idempotent load, ownership, exact mix,
 visible updates; and the target's own promises (no password in messages, transactions).
 
+The runs through the engine (the mix, the updates) run once per session runner, the native
+libpq loop and asyncpg (tests/support/session_runners.py): they deal, bind and count
+differently.
+
 Every test uses its own table prefix, unique to this test run, in database ``test``, schema
 ``public``, and drops what it loaded in a ``finally``, so concurrent runs do not collide.
 """
@@ -26,10 +30,13 @@ from sim.protocols import EngineContext
 from sim.sql import Statement
 from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings
+from tests.support.session_runners import AskedRunner, session_runner
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.workload import SlobWorkload
 
 pytestmark = pytest.mark.integration
+# The fixture this module's runs through the engine take: each session runner in turn.
+__all__ = ["session_runner"]
 T = TypeVar("T")
 
 HOST, PORT, DATABASE = "127.0.0.1", 5432, "test"
@@ -157,33 +164,37 @@ def test_a_foreign_table_of_the_same_name_is_never_touched() -> None:
     ("update_pct", "scan_pct", "redo"), [(10, 0, "LITE"), (30, 20, "HEAVY"), (100, 0, "LITE")]
 )
 def test_run_mix_follows_the_rule_exactly(
-    loaded: str, update_pct: int, scan_pct: int, redo: str
+    loaded: str, update_pct: int, scan_pct: int, redo: str, session_runner: AskedRunner
 ) -> None:
     slob, target = workload(loaded, update_pct=update_pct, scan_pct=scan_pct, redo_stress=redo)
-    engine = Engine(slob, target, Load(sessions=4, warmup_s=0.5, duration_s=2.5, seed=3))
+    runner = session_runner.on("postgres")
+    load = Load(sessions=4, warmup_s=0.3, duration_s=1.5, seed=3, session_runner=runner)
+    engine = Engine(slob, target, load)
     asyncio.run(engine.run())
     assert engine.result.outcome == "completed", engine.result.error
+    session_runner.ran(engine.result.session_runner, engine.result.session_runner_why)
     totals = engine.recorder.totals
     counts = {name: stats.count for name, stats in totals.items()}
     assert sum(s.error_count for s in totals.values()) == 0
-    assert sum(counts.values()) > 400, counts  # a few seconds of real work
-    assert slob.expected_mix(engine.result.op_ranges) == {
-        "read": counts.get("read", 0),
-        "update": counts.get("update", 0),
-        "scan": counts.get("scan", 0),
-    }
+    assert sum(counts.values()) > 100, counts  # real work ran (a floor, not a rate)
+    expected = slob.expected_mix(engine.result.op_ranges)  # every kind, ran or not
+    assert set(counts) <= set(expected), counts
+    assert expected == {name: counts.get(name, 0) for name in expected}
 
 
 @pytest.mark.parametrize("redo", ["LITE", "HEAVY"])
-def test_updates_change_the_redo_stress_columns(redo: str) -> None:
-    prefix = f"pu{redo[0].lower()}{RUN}"
+def test_updates_change_the_redo_stress_columns(redo: str, session_runner: AskedRunner) -> None:
+    runner = session_runner.on("postgres")
+    prefix = f"pu{redo[0].lower()}{runner[0]}{RUN}"
     table = f"{prefix}_1_cf1"
     columns = ", ".join(f"c{i}" for i in range(2, 21))
     try:
         slob, target = workload(prefix, update_pct=100, redo_stress=redo)
-        engine = Engine(slob, target, Load(loops_per_session=20, sessions=2, seed=5))
+        load = Load(loops_per_session=20, sessions=2, seed=5, session_runner=runner)
+        engine = Engine(slob, target, load)
         asyncio.run(engine.run())
         assert engine.result.outcome == "completed", engine.result.error
+        session_runner.ran(engine.result.session_runner, engine.result.session_runner_why)
         rows = sql(f"SELECT {columns} FROM {table} WHERE c2 ~ '^[0-9]{{6}}[.]'")
         assert len(rows) > 100, "updates did not reach the table"  # 40 updates × 63 rows
         for row in rows:

@@ -2,6 +2,10 @@
 backoff, errors are counted per class, throughput comes back, and the bundle records the
 outage window. A throwaway cluster of our own (never the system one on 5432).
 
+On the Python fallback (asyncpg, ``session_runner: loop``, the engine's own reconnect): the
+native libpq loop's reconnect through the same restart is test_pgloop_reconnect.py's, and
+MariaDB's native one test_marialoop_reconnect.py's.
+
 Reads only: after crash recovery PostgreSQL's first change to each page since the recovery
 checkpoint writes a full-page image to the WAL, so an update-heavy mix is legitimately slower
 for a while after the restart; that is the database's behaviour, not the client's recovery."""
@@ -59,7 +63,7 @@ name: r1
 target: {{kind: postgres, host: 127.0.0.1, port: {PORT}, database: postgres,
           user: postgres, password_file: {password}}}
 workload: {{name: slob, parameters: {{scale: 10000, update_pct: 0, table_prefix: rone}}}}
-load: {{sessions: 4, duration_s: 24}}
+load: {{sessions: 4, duration_s: 24, session_runner: loop}}
 """
     )
     out = tmp_path / "runs"
@@ -89,6 +93,7 @@ load: {{sessions: 4, duration_s: 24}}
     bundle = Path(stdout.strip().splitlines()[-1])
     summary = json.loads((bundle / "summary.json").read_text())
     assert summary["status"] == "completed"
+    assert summary["session_runner"]["runner"] == "event loop", summary["session_runner"]
 
     windows = summary["outages"]["windows"]
     assert len(windows) == 1, summary["outages"]

@@ -2,7 +2,8 @@
 
 * The key-value workload of docs/architecture.md, "Adding a workload", exactly as the page
   shows it (its blocks are written to files and imported): loaded, loaded again (kept),
-  run with ``--skip-load`` through the engine, verified, dropped.
+  run with ``--skip-load`` through the engine, verified, dropped; on PostgreSQL once per
+  session runner, the native libpq loop and asyncpg (tests/support/session_runners.py).
 * The one ownership order, for every SQL workload: a foreign table under any planned name is
   refused before anything is written — no registry, no first table, the victim unchanged.
   Before the kit, SLOB created ``dbsim_registry`` before it looked.
@@ -29,6 +30,7 @@ from sim.errors import OwnershipError
 from sim.protocols import Target, Workload
 from tests.integration.test_sql_ownership import Db, PostgresDb, SqliteDb
 from tests.support.postgres import postgres_problem
+from tests.support.session_runners import AskedRunner
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.workload import SlobWorkload
 from workloads.ssb.parameters import SsbParameters
@@ -100,7 +102,16 @@ def kv_workload(kv: ModuleType, db: Db, **params: Any) -> tuple[Workload, Target
     return kv.KvWorkload(kv.KvParameters(**params), target), target
 
 
-def test_the_walkthrough_workload_loads_runs_verifies_and_drops(kv: ModuleType, db: Db) -> None:
+@pytest.mark.parametrize(
+    ("db", "runner"),
+    [("sqlite", None), ("postgres", AskedRunner("native")), ("postgres", AskedRunner("loop"))],
+    ids=["sqlite", "postgres-native", "postgres-loop"],
+    indirect=["db"],
+)
+def test_the_walkthrough_workload_loads_runs_verifies_and_drops(
+    kv: ModuleType, db: Db, runner: AskedRunner | None
+) -> None:
+    asked = runner.on("postgres") if runner else "auto"
     first = load_and_verify(*kv_workload(kv, db, rows=300, load_batch_rows=128))
     assert first["load"]["built"] is True
     assert first["load"]["tables"] == [
@@ -116,9 +127,12 @@ def test_the_walkthrough_workload_loads_runs_verifies_and_drops(kv: ModuleType, 
     assert again["load"]["built"] is False
 
     workload, target = kv_workload(kv, db, rows=300, read_pct=50)
-    engine = Engine(workload, target, Load(loops_per_session=40, sessions=2), skip_load=True)
+    load = Load(loops_per_session=40, sessions=2, session_runner=asked)
+    engine = Engine(workload, target, load, skip_load=True)
     asyncio.run(engine.run())
     assert engine.result.outcome == "completed", engine.result.error
+    if runner:
+        runner.ran(engine.result.session_runner, engine.result.session_runner_why)
     assert engine.result.load_report["skipped"] is True
     totals = engine.recorder.totals
     assert sorted(totals) == ["read", "update"] and sum(t.count for t in totals.values()) == 80

@@ -2,7 +2,8 @@
 load, ownership, drop, pinned sessions, the exact mix and committed updates.
 
 Every test uses its own table prefix and drops what it loaded, so tests share the database
-``test`` without sharing state.
+``test`` without sharing state. The runs through the engine run once per session runner, the
+native libpq loop and asyncpg (tests/support/session_runners.py).
 """
 
 from __future__ import annotations
@@ -28,10 +29,13 @@ from sim.core.engine import Engine  # noqa: E402
 from sim.errors import OwnershipError  # noqa: E402
 from sim.protocols import Target  # noqa: E402
 from storage.targets.settings import PostgresSettings  # noqa: E402
+from tests.support.session_runners import AskedRunner, session_runner  # noqa: E402
 from workloads.ssb.parameters import SsbParameters  # noqa: E402
 from workloads.ssb.workload import SsbWorkload  # noqa: E402
 
 pytestmark = pytest.mark.integration
+# The fixture this module's runs through the engine take: each session runner in turn.
+__all__ = ["session_runner"]
 DSN = {"host": "127.0.0.1", "port": 5432, "user": "postgres", "database": "test"}
 SIZE = "4M"  # 256 rows in each of two tables
 ROWS = 256
@@ -83,10 +87,11 @@ def c1_by_key(table: str) -> dict[int, str]:
     return {r["custid"]: r["c1"] for r in sql(f"SELECT custid, c1 FROM {table}")}
 
 
-def run(ssb: SsbWorkload, target: Target, **load: Any) -> dict[str, int]:
-    engine = Engine(ssb, target, Load(**load))
+def run(ssb: SsbWorkload, target: Target, runner: AskedRunner, **load: Any) -> dict[str, int]:
+    engine = Engine(ssb, target, Load(session_runner=runner.on("postgres"), **load))
     asyncio.run(engine.run())
     assert engine.result.outcome == "completed", engine.result.error
+    runner.ran(engine.result.session_runner, engine.result.session_runner_why)
     totals = engine.recorder.totals
     assert sum(s.error_count for s in totals.values()) == 0
     counts = {name: stats.count for name, stats in totals.items()}
@@ -147,11 +152,13 @@ def test_drop_removes_only_the_registered_tables(prefix: str) -> None:
         sql(f"DROP TABLE IF EXISTS {prefix}_9")
 
 
-def test_pinned_sessions_exact_mix_and_committed_updates(prefix: str) -> None:
+def test_pinned_sessions_exact_mix_and_committed_updates(
+    prefix: str, session_runner: AskedRunner
+) -> None:
     ssb, target = workload(prefix, read_pct=70, rows_select=20)
     load_and_verify(ssb, target)
     before = {n: c1_by_key(f"{prefix}_{n}") for n in (1, 2)}
-    counts = run(ssb, target, loops_per_session=40, sessions=5, seed=3)
+    counts = run(ssb, target, session_runner, loops_per_session=40, sessions=5, seed=3)
     assert counts == {"read": 5 * 28, "update": 5 * 12}
     for n, pinned in ((1, {0, 2, 4}), (2, {1, 3})):
         after = c1_by_key(f"{prefix}_{n}")
@@ -162,7 +169,8 @@ def test_pinned_sessions_exact_mix_and_committed_updates(prefix: str) -> None:
         assert {int(m.group(1)) for m in matches if m} == pinned
 
 
-def test_point_lookups_and_a_warm_up(prefix: str) -> None:
+def test_point_lookups_and_a_warm_up(prefix: str, session_runner: AskedRunner) -> None:
     ssb, target = workload(prefix, read_pct=90, rows_select=0, rows_update=2)
-    counts = run(ssb, target, loops_per_session=33, sessions=3, warmup_s=0.2, seed=1)
+    load = {"loops_per_session": 33, "sessions": 3, "warmup_s": 0.2, "seed": 1}
+    counts = run(ssb, target, session_runner, **load)
     assert counts["read"] + counts["update"] == 3 * 33
