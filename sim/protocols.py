@@ -443,6 +443,12 @@ class Collector(ABC):
     can drive it with a fake clock. A raised exception is logged and counted by the sampler,
     never fatal to the run. Each implementation's docstring says what load it puts on the
     target.
+
+    A collector whose reading is a local file (``/proc/diskstats``) also takes it in
+    :meth:`read_at`, which the engine calls synchronously at the instant an interval closes:
+    its rates are then counts between two readings over the span between them, and the
+    interval's end is where the counters were read (not up to 0.1 s before, as when the read
+    waits for the sampler's turn on the event loop; issue #25).
     """
 
     source: ClassVar[str]
@@ -454,6 +460,12 @@ class Collector(ABC):
     @abstractmethod
     async def sample(self, now: float) -> list[Sample]:
         """Read the counters and return rates since the previous reading."""
+
+    def read_at(self, now: float) -> None:  # noqa: B027 - optional hook
+        """Take the reading of the sample for ``now`` at once: called at that very instant
+        (synchronously, so nothing runs in between), then ``sample(now)`` uses it. A reading
+        for the ``now`` given to ``start`` replaces the baseline. Default: the reading is
+        taken in ``sample``. Must not block and must not raise."""
 
     async def stop(self) -> None:  # noqa: B027 - optional hook
         """Release resources (default: nothing to release)."""

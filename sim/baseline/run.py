@@ -158,6 +158,7 @@ class BaselineRun:
             while True:
                 await asyncio.sleep(max(0.0, t_start + self.opts.interval_s - self.clock()))
                 t_end = self.clock()
+                sampler.read_at(t_end)  # local files read at the interval's end (Collector.read_at)
                 samples = await sampler.sample(t_end)
                 phase = self.phase if self.phase in ("measure", "ramp", "layout") else "idle"
                 interval = Interval(index, t_start, t_end, phase, None, {})

@@ -200,6 +200,7 @@ class Capture:
             now = self.clock() - self._t0
             if self._stop.is_set() and now - t_prev < MIN_INTERVAL_FRACTION * self._interval_s():
                 break  # a stop just after an interval closed: no fragment of a few ms
+            sampler.read_at(now)  # local files read at the interval's end (Collector.read_at)
             samples = await sampler.sample(now)
             self.bundle.on_interval(Interval(index, t_prev, now, PHASE, None, {}), samples)
             index, t_prev = index + 1, now

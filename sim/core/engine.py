@@ -321,6 +321,7 @@ class Engine(CoroutineSessions, IntervalTicker):
         self._t0 = self.clock()
         self._interval_start = self._t0
         self.result.sessions_started_wall = time.time()
+        self._sampler.read_at(0.0)  # the baselines of local files, at time 0 itself
         self._enter_stage(self.stages[0], self._t0)
         # All sessions were connected above; they start together now (the SLOB barrier).
         tasks = self._start_sessions(sessions)

@@ -1,6 +1,7 @@
 """The engine's ticker: an interval closed every ``interval_s`` on the run clock (a stage
 boundary closes one early, so no interval mixes phases), the collectors sampled at the same
-instant, and the interval handed to the listeners in order."""
+instant (those reading a local file read it at the close itself, see
+:meth:`sim.protocols.Collector.read_at`), and the interval handed to the listeners in order."""
 
 from __future__ import annotations
 
@@ -88,13 +89,13 @@ class IntervalTicker:
             stage_ends and self.recorder.pending
         ):
             return None
+        # The counters read from local files are read now, before anything else runs: this
+        # instant is the interval's end for its operations and its storage rates alike.
+        t_end = now - self._t0
+        self._sampler.read_at(t_end)
         stage = self._stage
         interval = self.recorder.rotate(
-            self._interval_seq,
-            self._interval_start - self._t0,
-            now - self._t0,
-            stage.phase,
-            stage.step,
+            self._interval_seq, self._interval_start - self._t0, t_end, stage.phase, stage.step
         )
         self._interval_seq += 1
         self._interval_start = now

@@ -285,3 +285,37 @@ def test_collector_errors(tmp_path: Path) -> None:
     asyncio.run(run())
     with pytest.raises(CollectorError, match="no devices"):
         BlockDeviceCollector([], diskstats_path=stats)
+
+
+def test_collector_uses_the_reading_taken_at_the_close(tmp_path: Path) -> None:
+    """``read_at(now)`` is the reading ``sample(now)`` reports (I/O after it, before the sample
+    runs, belongs to the next interval); at the start's ``now`` it replaces the baseline; a
+    reading no sample asked for (a boundary's fragment) is covered by the next one."""
+    stats = tmp_path / "diskstats"
+
+    def write(rd_ios: int) -> None:
+        stats.write_text(_line("sda", counters(rd_ios=rd_ios)) + "\n")
+
+    collector = BlockDeviceCollector(["sda"], diskstats_path=stats)
+
+    async def run() -> None:
+        write(0)
+        await collector.start(now=0.0)
+        write(50)  # before time 0: not the run's
+        collector.read_at(0.0)
+        write(150)
+        collector.read_at(1.0)
+        write(999)  # after the close, before the sampler's turn: the next interval's I/O
+        (first,) = await collector.sample(now=1.0)
+        assert first.values["r_s"] == pytest.approx(100.0)
+        collector.read_at(1.5)  # a fragment, never sampled
+        write(1249)
+        collector.read_at(2.0)
+        (second,) = await collector.sample(now=2.0)
+        assert second.values["r_s"] == pytest.approx(1099.0)  # (1249 - 150) / 1.0 s
+        write(1300)
+        (third,) = await collector.sample(now=3.0)  # no read_at: read in sample, as before
+        assert third.values["r_s"] == pytest.approx(51.0)
+        await collector.stop()
+
+    asyncio.run(run())
