@@ -125,6 +125,10 @@ class Engine(CoroutineSessions, IntervalTicker):
         self._paces: list[Any] = []  # coroutine sessions' open-loop schedules (set_rate)
         self._stage_started = 0.0
         self._stage_started_ns = 0
+        #: The current stage's due end on the run clock (None: no duration): the schedule's,
+        #: not its start plus its duration — a boundary starts the next stage ms late, and a
+        #: day shape's 120 steps drifted by their sum (3 ms a step at load average 12).
+        self._stage_due: float | None = None
         self._measuring = False
         self._interval_start = 0.0
         self._interval_seq = 0  # intervals closed so far: the next one's number
@@ -352,10 +356,13 @@ class Engine(CoroutineSessions, IntervalTicker):
             if closed is not None:
                 await self._publish(closed)
 
-    def _enter_stage(self, stage: Stage, now: float) -> None:
+    def _enter_stage(self, stage: Stage, now: float, due_start: float | None = None) -> None:
+        """Enter ``stage`` at ``now``; its end is due ``duration_s`` after ``due_start``."""
         self._stage = stage
         self._stage_epoch += 1
         self._stage_started = now
+        start = now if due_start is None else due_start
+        self._stage_due = None if stage.duration_s is None else start + stage.duration_s
         self._stage_started_ns = time.perf_counter_ns()
         # A fresh count per stage (the stage log keeps the previous list).
         self._stage_ops = [0] * len(self._weights)
@@ -410,20 +417,24 @@ class Engine(CoroutineSessions, IntervalTicker):
         stop = asyncio.ensure_future(self._stop_event.wait())
         try:
             for index in range(len(self.stages)):
+                # The schedule goes on from the previous stage's due end; a calibration
+                # takes what it takes, so the stages after it are scheduled from their start.
+                due_start = self._stage_due
                 if index > 0 and self.stages[index - 1].phase == PHASE_CALIBRATE:
                     await self._calibrated()  # the stages asked in IOPS get their ops/s
+                    due_start = None
                 stage = self.stages[index]
                 if index > 0:
                     # A stage boundary closes the interval early, and the next stage starts
                     # before anything else can run.
                     with self._sessions_held():
                         closed = self._close_interval(stage_ends=True)
-                        self._enter_stage(stage, self.clock())
+                        self._enter_stage(stage, self.clock(), due_start)
                     if closed is not None:
                         await self._publish(closed, sample=not self._is_fragment(closed))
                 waiters: set[asyncio.Future[Any]] = {all_done, stop}
-                if stage.duration_s is not None:
-                    remaining = self._stage_started + stage.duration_s - self.clock()
+                if self._stage_due is not None:
+                    remaining = self._stage_due - self.clock()
                     waiters.add(asyncio.ensure_future(asyncio.sleep(max(remaining, 0))))
                 await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
                 for fut in waiters - {all_done, stop}:

@@ -31,6 +31,7 @@ class IntervalTicker:
     _publishing: asyncio.Lock
     _stage: Stage
     _stage_started: float
+    _stage_due: float | None
     _interval_start: float
     _interval_seq: int
     _tick: int
@@ -66,10 +67,9 @@ class IntervalTicker:
         exists would then depend on which of two timers fired first, and the workers of a
         distributed run, whose intervals are merged by index, could disagree on it.
         """
-        duration = self._stage.duration_s
-        if duration is None:
+        if self._stage_due is None:
             return False
-        ends_after = self._stage_started + duration - tick_due
+        ends_after = self._stage_due - tick_due
         return 0 <= ends_after < MIN_INTERVAL_FRACTION * self.interval_s
 
     def _close_interval(self, *, stage_ends: bool = False) -> Interval | None:

@@ -101,3 +101,30 @@ def test_a_run_follows_a_rate_raised_mid_stage_at_once_without_a_burst() -> None
     assert result.outcome == OUTCOME_COMPLETED, result.error
     (entry,) = result.stage_log
     assert sum(entry["session_ops"]) == pytest.approx(66, abs=4), entry
+
+
+@pytest.mark.timing  # judges where stages start on the run's clock
+def test_steps_end_on_their_schedule_so_late_boundaries_do_not_add_up() -> None:
+    # Ten 0.2 s steps, each one's end made ~40 ms late on purpose: 10 ms before it is due,
+    # the loop is blocked for 50 ms (a busy host, a slow interval close), so the timer that
+    # ends the step fires late. A step's end is due on the schedule (the first step's start
+    # plus the durations before it), so each step starts ~40 ms after its place and the
+    # lateness does not add up; ended a duration after its own late start, the tenth would
+    # start 9 x 40 = 360 ms late. Bound: 40 ms plus 100 ms of timer and scheduling slop for a
+    # host under load, far from the 360 ms of the drift.
+    steps = [{"duration_s": 0.2} for _ in range(10)]
+    load = Load(mode="open", rate_ops_s=20.0, duration_s=0.2, warmup_s=0.2, steps=steps)
+    target = TimedTarget(service_s=0.001)
+    engine = Engine(PingWorkload(PingParameters(sessions=1), target), target, load)
+
+    def late_end(stage: Stage, log: dict[str, Any]) -> None:
+        if stage.step is not None:
+            asyncio.get_running_loop().call_later(0.19, time.sleep, 0.05)
+
+    engine.events.stage.add_listener(late_end)
+    result = asyncio.run(engine.run())
+    assert result.outcome == OUTCOME_COMPLETED, result.error
+    starts = [e["t"] for e in result.stage_log if e["phase"] == "measure"]
+    assert len(starts) == 10, result.stage_log
+    lateness = [t - (starts[0] + 0.2 * i) for i, t in enumerate(starts)]
+    assert max(lateness) < 0.04 + 0.1, lateness
