@@ -54,10 +54,10 @@ system-packages:
 # ports, their own temporary directories, loop devices and cgroups), so two workers never
 # touch one thing.
 # Phase 2: the tests marked timing (they assert rates, IOPS, latency bounds; the lab's ceilings
-# are among them), with nothing of phase 1 beside them, on two workers: the device modules are
-# one unit, run one after another on one worker (tests/support/xdist_scopes.py: a unit per
-# module on three workers was green twice quiet, then a replay missed its pacing beside the
-# other device tests), the other timing tests on the other worker. Both phases always run;
+# are among them), with nothing of phase 1 beside them, on three workers: the device modules
+# are two units, each run one module after another on one worker (tests/support/xdist_scopes.py:
+# the ground-truth lab's database steps in one, the loop devices' fio and file replays and
+# ceilings in the other), the other timing tests on the third worker. Both phases always run;
 # make fails if either failed. A phase with nothing selected (pytest's exit 5) is not a failure.
 # TEST_REPORT_DIR, when set, receives each phase's JUnit XML and duration (.ci/run reads them).
 # Each phase also says how busy the host's CPUs were meanwhile (/proc/stat: user, nice, system,
@@ -66,7 +66,7 @@ system-packages:
 # less work makes it shorter (tests/README.md, "Where the time goes").
 CPU_BUSY_TICKS := awk '/^cpu /{print $$2+$$3+$$4+$$7+$$8+$$9; exit}' /proc/stat
 TEST_WORKERS ?= 8
-TIMING_WORKERS ?= 2
+TIMING_WORKERS ?= 3
 TEST_REPORT_DIR ?=
 PARALLEL_MARKS := not timing
 SERIAL_MARKS := timing
