@@ -36,9 +36,12 @@ def test_dialect_specific_statement_must_be_overridden(tmp_path: Path) -> None:
 
 
 def test_slob_catalogue_is_complete_for_the_dialects_it_runs_here() -> None:
-    for dialect in ("sqlite", "postgres"):
-        catalogue = Catalogue.load(SQL_DIR, dialect, required=STATEMENTS)
-        assert set(catalogue.statements) >= STATEMENTS
+    # range_read needs rows addressed by block: PostgreSQL's TID ranges, !unsupported in
+    # SQLite (left out of its catalogue, and a scenario asking for range reads is refused).
+    for dialect, missing in (("sqlite", {"range_read"}), ("postgres", set())):
+        catalogue = Catalogue.load(SQL_DIR, dialect, required=STATEMENTS - {"range_read"})
+        assert set(catalogue.statements) >= STATEMENTS - missing
+        assert not catalogue.has("range_read") if missing else catalogue.has("range_read")
 
 
 @pytest.mark.parametrize(
