@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import statistics
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -17,7 +18,7 @@ from sim.core.engine import Engine
 from sim.core.result import OUTCOME_COMPLETED
 from sim.protocols import Collector, Sample
 from sim.run.calibration import attach
-from sim.run.iops_control import STEP_CLAMP, Controller, judge_stage, tolerance
+from sim.run.iops_control import MAKEUP_SHARE, STEP_CLAMP, Controller, judge_stage, tolerance
 from tests.support.fakes import PingParameters, PingWorkload, TimedTarget
 
 WHERE = (1.0, "measure", 0)
@@ -240,7 +241,16 @@ def test_a_target_too_slow_is_said_and_its_rate_stays_bounded() -> None:
     # complete and none starts, so the fake's I/Os per completed call read low there).
     rows = result.calibration["control"]["rows"][:-1]
     assert len(rows) >= 10 and all(r[-1] for r in rows), rows  # every one behind
-    assert max(r[8] for r in rows) <= 300 * 1.01, rows
+    # No windup: behind its schedule, the make-up adds nothing, so each rate is the IOPS asked
+    # over that interval's cost estimate (to the record's rounding) ...
+    for r in rows:
+        assert r[8] == pytest.approx(r[3] / r[7], rel=1e-3), r
+    # ... and the estimate is the fake's 2 I/Os per call. Not each interval's: the fake device
+    # counts calls over its sample's window, the engine over its interval's, and a host too
+    # busy to wake either on time skews one interval's ratio (a fresh-clone CI: 1.89, a rate of
+    # 317); the median holds it, and no interval reaches the make-up's +25 % (375 ops/s).
+    assert statistics.median(r[7] for r in rows) == pytest.approx(2.0, rel=0.05), rows
+    assert max(r[8] for r in rows) < 300 * (1 + MAKEUP_SHARE), rows
 
 
 def test_a_boundarys_sliver_weighs_by_its_length() -> None:
