@@ -24,6 +24,7 @@ from typing import Any
 
 from storage.lab import ontap_rest
 from storage.lab.qos import COUNTERS_FILE, LUN, POLICY_FILE, QosQueue, read_policy, write_json
+from storage.lab.system import RUN_AHEAD_NICE
 
 COUNTER_PERIOD_S = 0.25
 KINDS = ("read", "write")
@@ -171,10 +172,8 @@ def _detach(pidfile: Path) -> None:
 
 
 #: The array stands for a storage system with processors of its own: its process (and the
-#: threads FUSE starts after this) runs ahead of the host's other work, so a load generator or
-#: another tenant on the host's two CPUs does not slow the "array" below its policy. Measured
-#: at nice 0 beside `stress-ng --cpu 2` and another test: a 500-IOPS policy delivered 449.6.
-ARRAY_NICE = -10
+#: threads FUSE starts after this) runs ahead of the host's other work (storage.lab.system).
+ARRAY_NICE = RUN_AHEAD_NICE
 
 
 def _run_ahead() -> None:
