@@ -1,7 +1,8 @@
 """SIGINT twice to a running ``dbsim run``: a prompt exit and a whole, interrupted bundle.
 
 A single SIGINT or SIGTERM in each phase of a run (loading, connecting, measuring, the bundle
-write) is tests/e2e/test_signal_sweep.py's: 20 cases at random moments, with the checks this
+write) is tests/e2e/test_signal_sweep.py's: one case per phase at a random moment, the signal
+alternating (the two take one path: tests/unit/test_run_signals.py), with the checks this
 module made for the single signals (nothing measured when stopped while loading, the mix
 accounting exact, ops.csv holding every measured operation). What the sweep does not send is a
 second signal while the first is being handled: the two cases here.
