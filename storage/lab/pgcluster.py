@@ -4,8 +4,8 @@
 is started by a launcher (``sh``) that first writes its own PID into the lab's groups and then
 execs ``nice … setpriv … pg_ctl start``, so the postmaster and every backend it forks inherit the
 groups: their reads are throttled and their page cache is charged to the small memory group.
-Started by root, they also run ahead of the host's other work (``RUN_AHEAD_NICE``,
-storage.lab.system): the lab's database stands for a server with processors of its own.
+Started by root, they also run ahead of the host's other work and behind the lab array's
+(``DATABASE_NICE``, storage.lab.system): a server with processors of its own.
 
 Authentication: peer on the Unix socket, scram-sha-256 on 127.0.0.1 with a random password
 kept in a root-only file (a scenario names it as ``target.password_file``). Trust on TCP would
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sim.errors import ConfigError, TargetError
-from storage.lab.system import RUN_AHEAD_NICE, as_user, run
+from storage.lab.system import DATABASE_NICE, as_user, run
 
 PG_USER = "postgres"
 PG_BIN_ENV = "DBSIM_LAB_PG_BIN"
@@ -187,7 +187,7 @@ class Cluster:
         argv += ["-w", "-t", str(START_TIMEOUT_S), "start"]
         argv = as_user(PG_USER, argv)
         if os.geteuid() == 0:  # the postmaster and every backend it forks run ahead
-            argv = ["nice", "-n", str(RUN_AHEAD_NICE), *argv]
+            argv = ["nice", "-n", str(DATABASE_NICE), *argv]
         try:
             run(launcher(task_files, argv), "start postgres", cwd=str(self.root))
         except TargetError as exc:

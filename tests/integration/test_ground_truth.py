@@ -130,7 +130,7 @@ sys.exit(main(sys.argv[3:]))
 
 
 def _run_ahead() -> None:
-    os.setpriority(os.PRIO_PROCESS, 0, system.RUN_AHEAD_NICE)
+    os.setpriority(os.PRIO_PROCESS, 0, system.DATABASE_NICE)
 
 
 def _require_lab() -> None:
@@ -191,7 +191,7 @@ class GroundLab:
             text=True,
             timeout=CLI_TIMEOUT_S,
             # The client runs ahead of the host's other work, as the lab's PostgreSQL does
-            # (storage.lab.system.RUN_AHEAD_NICE): these tests ask what the throttled device
+            # (storage.lab.system.DATABASE_NICE): these tests ask what the throttled device
             # does to latency, not what the host's scheduler does. At nice 0 beside `stress-ng
             # --cpu 2`, one of T2's one-session reads (0.10-0.11 s) took 0.64 s, the step's
             # p99 of 17 reads, and broke the 0.6 s SLO the sweep places between 4 and 8 sessions.
