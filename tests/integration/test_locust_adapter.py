@@ -5,7 +5,8 @@ child interpreter (``python -c SCRIPT``) and reports one JSON line; the pytest p
 imports ``sim.locust`` (so it needs no warning filter either). The child runs with gevent's monitor thread on
 (``GEVENT_MONITOR_THREAD_ENABLE``, ``GEVENT_MAX_BLOCKING_TIME`` = 0.1 s) and counts every
 ``EventLoopBlocked`` it reports, beside a 10 ms heartbeat greenlet that measures the hub's
-longest silence while a real SQLite SLOB-like run goes (4 sessions, LocalRunner).
+longest silence (less the time its thread waited for a CPU) while a real SQLite SLOB-like run
+goes (4 sessions, LocalRunner).
 """
 
 from __future__ import annotations
@@ -83,13 +84,18 @@ done = gevent.event.Event()
 controller = LocalController(environment, lambda: scenario, on_finished=lambda s: done.set())
 gaps = []
 
+def queued_s():
+    # This thread's time runnable but waiting for a CPU (/proc/thread-self/schedstat, field 2).
+    with open("/proc/thread-self/schedstat") as f:
+        return int(f.read().split()[1]) / 1e9
+
 def heartbeat():
-    last = time.perf_counter()
+    last, queued = time.perf_counter(), queued_s()
     while True:
         gevent.sleep(0.01)
-        now = time.perf_counter()
-        gaps.append(now - last)
-        last = now
+        now, now_queued = time.perf_counter(), queued_s()
+        gaps.append((now - last, now - last - (now_queued - queued)))
+        last, queued = now, now_queued
 
 beat = gevent.spawn(heartbeat)
 runner.start(4, 4)
@@ -108,7 +114,8 @@ out.update(
     fed=controller.host.fed_operations,
     blocked=blocked,
     beats=len(gaps),
-    max_gap_s=max(gaps) if gaps else None,
+    max_gap_s=max(g for g, _ in gaps) if gaps else None,
+    max_own_gap_s=max(o for _, o in gaps) if gaps else None,
 )
 print(json.dumps(out))
 """
@@ -183,4 +190,10 @@ def test_nothing_blocks_the_gevent_hub(child: dict[str, Any]) -> None:
     assert hub_blocks_in_dbsim("\n".join(child["blocked"])) == [], child["stderr"][-3000:]
     assert hub_blocks_in_dbsim(child["stderr"]) == []
     assert child["beats"] > 200
-    assert child["max_gap_s"] < 0.25, child["max_gap_s"]
+    # The hub's longest silence less the time its thread was runnable and waiting for a CPU
+    # (the kernel's run-queue wait, /proc/thread-self/schedstat): what the process itself held,
+    # by a block or a sleep; not what the host's other work took. Beside `stress-ng --cpu 2`
+    # and three other suites the wall-clock silence reached 0.31 s.
+    print(f"\nhub silence: longest {child['max_gap_s']:.3f} s wall, "
+          f"{child['max_own_gap_s']:.3f} s without waiting for a CPU")  # fmt: skip
+    assert child["max_own_gap_s"] < 0.25, child
