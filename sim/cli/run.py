@@ -253,17 +253,28 @@ def _execute_run(
             _remove_if_empty(not_yet_there)
         raise
     finally:
-        loop.close()
-        # The bundle is complete; closing the loop restored the default handlers, under which a
-        # late second Ctrl-C would kill us with a traceback while printing. Finish quietly.
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_IGN)
+        _close_ignoring_signals(loop)
     refused = _refused_before_start(engines[0].result if engines else None, summary)
     if refused is not None:
         _remove_if_empty(not_yet_there)
         return refused
     _print_outcome(summary, quiet=quiet, as_json=as_json)
     return _outcome_exit_code(summary, slos_declared=bool(scenario.slos), received=received)
+
+
+def _close_ignoring_signals(loop: asyncio.AbstractEventLoop) -> None:
+    """The bundle is complete; closing the loop restores the default handlers, under which a
+    late second Ctrl-C would kill us with a traceback while printing, and a SIGTERM with no
+    exit code of ours. Finish quietly: the two are blocked from before the close until they
+    are ignored, so none lands in between (one pending then is discarded)."""
+    stopping = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
+    try:
+        loop.close()
+        for signum in stopping:
+            signal.signal(signum, signal.SIG_IGN)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stopping)
 
 
 def _outcome_exit_code(summary: dict[str, Any], *, slos_declared: bool, received: list[int]) -> int:
