@@ -1,7 +1,7 @@
 """``dbsim baseline``: the real fio on a file tree, end to end, as a user runs it.
 
-Every case runs ``python -m sim.cli baseline`` as a child process (the refusals after the first
-run the same command in this process) with short points (``--runtime 1 --ramp 0.5 --size 64M
+Every case runs ``python -m sim.cli baseline`` as a child process (the refusals after the first,
+and the unusable ``--output``, run the same command in this process) with short points (``--runtime 1 --ramp 0.5 --size 64M
 --iodepth 4``) and checks what it left: the exit code, its lines, the bundle (fio's own JSON
 and text reports beside dbsim's parsed figures) and the target tree, which must hold
 afterwards exactly what :func:`sim.baseline.safety.release_tree` leaves (nothing, or the empty
@@ -462,9 +462,13 @@ def test_refused_and_untouched(refused: dict[str, Refused], case: Refusal) -> No
     assert snapshot(got.target) == got.before
 
 
-def test_unusable_output_directory_gives_the_tree_back(dbsim: Dbsim, tmp_path: Path) -> None:
+def test_unusable_output_directory_gives_the_tree_back(
+    dbsim_in_process: InProcessDbsim, tmp_path: Path
+) -> None:
     """The tree is claimed (marker written) before the bundle is made: when the bundle cannot
-    be made, the claim is undone, so a bad --output leaves no trace on the target."""
+    be made, the claim is undone, so a bad --output leaves no trace on the target. (In this
+    process: the command's decision and what it left; fio is never started.)"""
+    dbsim = dbsim_in_process
     target = tmp_path / "tree"
     out = Path("/proc/dbsim-no-such-dir")  # mkdir fails there for root too
     result = dbsim("baseline", target, *SHORT, "-o", out)

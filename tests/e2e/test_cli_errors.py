@@ -1,10 +1,11 @@
 """Bad input end to end: exit 2, one ``error: `` line per problem, never a traceback.
 
 The tests that take ``dbsim`` run the real binary (``python -m sim.cli``): a scenario with three
-mistakes, an unknown option, a literal password, the environment's overrides, a run that fails,
-``version``. Those that take ``dbsim_in_process`` run the same command through
-``sim.cli.entry.main`` in the test process (the same directories and environment, about a
-second less each): what they check is the command's decision, not the process boundary."""
+mistakes, an unknown option, a run that fails (its exit code and one error line are checked on
+one run, ``test_failed_run_exits_3_with_one_error_line``), the in-process runner's comparison.
+Those that take ``dbsim_in_process`` run the same command through ``sim.cli.entry.main`` in the
+test process (the same directories and environment, about a second less each): what they check
+is the command's decision, not the process boundary."""
 
 from __future__ import annotations
 
@@ -131,7 +132,10 @@ def test_top_level_list_is_not_a_scenario(dbsim_in_process: InProcessDbsim) -> N
     assert "mapping" in messages[0]
 
 
-def test_literal_password_is_refused_with_a_pointer_to_password_env(dbsim: Dbsim) -> None:
+def test_literal_password_is_refused_with_a_pointer_to_password_env(
+    dbsim_in_process: InProcessDbsim,
+) -> None:
+    dbsim = dbsim_in_process
     scenario = write(
         dbsim.cwd,
         "secret.yaml",
@@ -207,7 +211,8 @@ def test_environment_override_is_validated(dbsim_in_process: InProcessDbsim) -> 
     assert_no_bundle(dbsim_in_process)
 
 
-def test_environment_override_applies(dbsim: Dbsim) -> None:
+def test_environment_override_applies(dbsim_in_process: InProcessDbsim) -> None:
+    dbsim = dbsim_in_process
     result = dbsim("validate", env={"DBSIM_LOAD__SESSIONS": "3"})
     assert result.rc == 0, result.describe()
     assert yaml.safe_load(result.stdout)["load"]["sessions"] == 3
@@ -240,16 +245,12 @@ def test_failed_run_writes_a_failed_bundle(dbsim: Dbsim, out_dir: Path) -> None:
     assert summary["reason"].startswith("setup: ")
 
 
-def test_failed_run_error_is_one_line(dbsim: Dbsim, out_dir: Path) -> None:
+def test_failed_run_exits_3_with_one_error_line(dbsim: Dbsim, out_dir: Path) -> None:
     result = _failing_run(dbsim, out_dir, "--quiet")
+    assert result.rc == EXIT_RUN_FAILED, result.describe()
     lines = [line for line in result.stderr_lines if line]
     assert len(lines) == 1, result.describe()
     assert lines[0].startswith("error: target.path: ") and lines[0].endswith("does not exist")
-
-
-def test_failed_run_exits_3(dbsim: Dbsim, out_dir: Path) -> None:
-    result = _failing_run(dbsim, out_dir, "--quiet")
-    assert result.rc == EXIT_RUN_FAILED, result.describe()
 
 
 # --------------------------------------------------------------------------- schema
@@ -283,7 +284,8 @@ def test_schema_is_json_schema(dbsim_in_process: InProcessDbsim) -> None:
     assert "sqlite" in json.dumps(schema["properties"]["target"]) + json.dumps(defs)
 
 
-def test_version(dbsim: Dbsim) -> None:
+def test_version(dbsim_in_process: InProcessDbsim) -> None:
+    dbsim = dbsim_in_process
     result = dbsim("version")
     assert result.rc == 0, result.describe()
     assert re.fullmatch(r"dbsim \d+\.\d+\.\d+\S*\n", result.stdout), result.stdout

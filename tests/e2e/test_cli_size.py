@@ -1,41 +1,37 @@
-"""``dbsim size`` end to end: the CLI as a child process, fits and does-not-fit verdicts naming
-their source, one-line errors with exit 2, and a real bundle as input."""
+"""``dbsim size`` end to end: fits and does-not-fit verdicts naming their source, one-line
+errors with exit 2, and a real bundle as input.
+
+The first case runs the real binary (``python -m sim.cli size``), which proves that the process
+reports what ``main`` returns; every other ``dbsim size`` runs the same command through
+``sim.cli.entry.main`` in the test process (``dbsim_in_process``: the same directories and
+environment, ~0.3 CPU-s of interpreter start and imports less each), since what they check is
+the command's decision: its verdict, its lines, its exit code. The runs that make a bundle to
+size (``dbsim run``) stay child processes."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import CliResult, Dbsim, single_bundle
+from tests.e2e.conftest import CliResult, Dbsim, InProcessDbsim, single_bundle
 
 pytestmark = pytest.mark.e2e
 
 EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_BAD_INPUT, EXIT_NO_VERDICT = 0, 1, 2, 4
 VERDICTS = {EXIT_OK: "fits", EXIT_DOES_NOT_FIT: "does_not_fit", EXIT_NO_VERDICT: "no_verdict"}
-# The same main() as `python -m sim.cli`.
-LAUNCH = "import sys; from sim.cli import main; sys.exit(main(sys.argv[1:]))"
 ISSUE_SOURCE = "Nível de serviço extremo › Tamanho do bloco de 4 KiB (E/S aleatória)"
 
 
-def dbsim_size(dbsim: Dbsim, *args: str | os.PathLike[str]) -> CliResult:
-    cmd = [sys.executable, "-c", LAUNCH, "size", *(os.fspath(a) for a in args)]
-    done = subprocess.run(
-        cmd,
-        cwd=dbsim.cwd,
-        env=dbsim.env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    return CliResult(cmd, done.returncode, done.stdout, done.stderr)
+def dbsim_size(
+    dbsim: Dbsim, *args: str | os.PathLike[str], env: dict[str, str] | None = None
+) -> CliResult:
+    """``dbsim size ARGS`` with ``dbsim``'s directories and environment: in this process
+    (``InProcessDbsim``) or as a child (``Dbsim``, the real binary)."""
+    return dbsim("size", *args, env=env, timeout=60)
 
 
 def assert_one_error_line(result: CliResult) -> str:
@@ -47,6 +43,7 @@ def assert_one_error_line(result: CliResult) -> str:
 
 
 def test_issue_case_fits_and_names_the_seed_table(dbsim: Dbsim) -> None:
+    # The real binary: the one case that proves the process says what main returns.
     result = dbsim_size(
         dbsim,
         "--envelope",
@@ -67,9 +64,9 @@ def test_issue_case_fits_and_names_the_seed_table(dbsim: Dbsim) -> None:
     assert "6 n2-standard-32 virtual machines" in result.stdout  # the published test's clients
 
 
-def test_issue_case_does_not_fit_at_250k(dbsim: Dbsim) -> None:
+def test_issue_case_does_not_fit_at_250k(dbsim_in_process: InProcessDbsim) -> None:
     result = dbsim_size(
-        dbsim,
+        dbsim_in_process,
         "-e",
         "gcnv-extreme-nfsv3",
         "--read-iops",
@@ -87,9 +84,11 @@ def test_issue_case_does_not_fit_at_250k(dbsim: Dbsim) -> None:
     assert any(ISSUE_SOURCE in s for s in answer["source"])
 
 
-def test_capacity_makes_throughput_bind_and_names_the_smallest(dbsim: Dbsim) -> None:
+def test_capacity_makes_throughput_bind_and_names_the_smallest(
+    dbsim_in_process: InProcessDbsim,
+) -> None:
     result = dbsim_size(
-        dbsim,
+        dbsim_in_process,
         "-e",
         "gcnv-extreme-nfsv3",
         "--capacity",
@@ -107,10 +106,12 @@ def test_capacity_makes_throughput_bind_and_names_the_smallest(dbsim: Dbsim) -> 
     assert "seed 002_26a53d12d47323af.txt" in result.stdout
 
 
-def test_outside_the_published_mixes_exits_4_without_allow_extrapolation(dbsim: Dbsim) -> None:
+def test_outside_the_published_mixes_exits_4_without_allow_extrapolation(
+    dbsim_in_process: InProcessDbsim,
+) -> None:
     # SSB publishes 100 % and 80 % read only: 60/40 has no published point around it.
     args = ("-e", "gcnv-iscsi-ssb", "--read-iops", "60000", "--write-iops", "40000")
-    refused = dbsim_size(dbsim, *args, "--block-size", "8KiB", "--json")
+    refused = dbsim_size(dbsim_in_process, *args, "--block-size", "8KiB", "--json")
     assert refused.rc == EXIT_NO_VERDICT, refused.describe()
     answer = json.loads(refused.stdout)
     assert (answer["fits"], answer["verdict"], answer["certainty"]) == (
@@ -118,24 +119,24 @@ def test_outside_the_published_mixes_exits_4_without_allow_extrapolation(dbsim: 
         "no_verdict",
         "outside",
     )
-    allowed = dbsim_size(dbsim, *args, "--block-size", "8KiB", "--allow-extrapolation")
+    allowed = dbsim_size(dbsim_in_process, *args, "--block-size", "8KiB", "--allow-extrapolation")
     assert allowed.rc == EXIT_OK, allowed.describe()
     # 60.000 + 40.000 is exactly the held 80/20 figure (~100.000): at it, and said so.
     assert "FITS, at the held limit (extrapolated: --allow-extrapolation)" in allowed.stdout
     assert "figure: outside" in allowed.stdout
 
 
-def test_list_names_every_envelope_with_its_source(dbsim: Dbsim) -> None:
-    result = dbsim_size(dbsim, "--list", "--json")
+def test_list_names_every_envelope_with_its_source(dbsim_in_process: InProcessDbsim) -> None:
+    result = dbsim_size(dbsim_in_process, "--list", "--json")
     assert result.rc == EXIT_OK, result.describe()
     rows = json.loads(result.stdout)
     names = {row["name"] for row in rows}
     assert {"gcnv-extreme-nfsv3", "anf-linux-volume", "oci-bv-balanced", "aff-a800-nvmeof"} <= names
     assert all(row["seeds"] for row in rows)
-    text = dbsim_size(dbsim, "--list")
+    text = dbsim_size(dbsim_in_process, "--list")
     assert text.rc == EXIT_OK and "seed 004_2edda23bd904e66d.txt" in text.stdout
     # At 80 columns every line fits but a page's address, which is never broken.
-    narrow = dbsim_size(Dbsim(dbsim.cwd, {**dbsim.env, "COLUMNS": "80"}), "--list")
+    narrow = dbsim_size(dbsim_in_process, "--list", env={"COLUMNS": "80"})
     assert narrow.rc == EXIT_OK, narrow.describe()
     wide = [line for line in narrow.stdout.splitlines() if len(line) > 80]
     assert all(line.split()[0].startswith("https://") for line in wide), wide
@@ -167,23 +168,29 @@ def test_list_names_every_envelope_with_its_source(dbsim: Dbsim) -> None:
         (["-e", "gcnv-extreme-nfsv3", "--bundle", "nowhere"], "not a run bundle"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(dbsim: Dbsim, args: list[str], expected: str) -> None:
-    line = assert_one_error_line(dbsim_size(dbsim, *args))
+def test_bad_input_is_one_line_and_exit_2(
+    dbsim: Dbsim, dbsim_in_process: InProcessDbsim, args: list[str], expected: str
+) -> None:
+    # The first refusal on the real binary: the process prints the one line and exits 2.
+    runner = dbsim if expected == "unknown envelope" else dbsim_in_process
+    line = assert_one_error_line(dbsim_size(runner, *args))
     assert expected in line
 
 
-def test_sizing_a_real_bundle(dbsim: Dbsim, out_dir: Path) -> None:
+def test_sizing_a_real_bundle(
+    dbsim: Dbsim, dbsim_in_process: InProcessDbsim, out_dir: Path
+) -> None:
     run = dbsim("run", "--duration", "3", "-o", out_dir, "--quiet")
     assert run.rc == EXIT_OK, run.describe()
     bundle = single_bundle(out_dir)
     summary = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
     block = (summary.get("storage") or {}).get("block") or {}
     if not any((d.get("r_s") or 0) + (d.get("w_s") or 0) > 0 for d in block.values()):
-        result = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle)
+        result = dbsim_size(dbsim_in_process, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle)
         assert "no block-device means" in assert_one_error_line(result) or result.rc == 2
         pytest.skip("this machine's run recorded no block-device I/O to size")
     busiest = max(block, key=lambda d: (block[d].get("r_s") or 0) + (block[d].get("w_s") or 0))
-    result = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--json")
+    result = dbsim_size(dbsim_in_process, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--json")
     # A run's mean request size may lie outside the published sizes: then no verdict (4).
     assert result.rc in VERDICTS, result.describe()
     answer = json.loads(result.stdout)
@@ -192,15 +199,17 @@ def test_sizing_a_real_bundle(dbsim: Dbsim, out_dir: Path) -> None:
     assert answer["workload"]["read_iops"] == pytest.approx(block[busiest]["r_s"])
     assert answer["workload"]["write_mibps"] == pytest.approx(block[busiest]["wkB_s"] / 1024)
     assert answer["source"] and all("seed " in s for s in answer["source"])
-    text = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle)
+    text = dbsim_size(dbsim_in_process, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle)
     assert text.rc == result.rc and bundle.name in text.stdout
     # Numbers and a bundle together are refused.
-    both = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--read-iops", "1")
+    both = dbsim_size(
+        dbsim_in_process, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--read-iops", "1"
+    )
     assert "not both" in assert_one_error_line(both)
 
 
 def test_a_stepped_bundle_is_sized_by_one_step_never_by_the_mix(
-    dbsim: Dbsim, out_dir: Path, tmp_path: Path
+    dbsim: Dbsim, dbsim_in_process: InProcessDbsim, out_dir: Path, tmp_path: Path
 ) -> None:
     # A sweep of two 2-second steps (1 and 2 sessions) with an SLO every step meets.
     scenario = tmp_path / "sweep.yaml"
@@ -219,7 +228,7 @@ def test_a_stepped_bundle_is_sized_by_one_step_never_by_the_mix(
     highest = sweep["highest_passing"]
     if not (highest["device_rates"]["r_s"] or 0) + (highest["device_rates"]["w_s"] or 0):
         pytest.skip("this machine's sweep recorded no block-device I/O in its passing step")
-    result = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--json")
+    result = dbsim_size(dbsim_in_process, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--json")
     assert result.rc in VERDICTS, result.describe()
     workload = json.loads(result.stdout)["workload"]
     step = highest["step"] + 1
@@ -229,15 +238,17 @@ def test_a_stepped_bundle_is_sized_by_one_step_never_by_the_mix(
     assert workload["read_iops"] == pytest.approx(highest["device_rates"]["r_s"], abs=0.051)
     # --step picks another step, named as chosen; a step the run never had is refused.
     first = dbsim_size(
-        dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--step", "1", "--json"
+        dbsim_in_process, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--step", "1", "--json"
     )
     assert "step 1 (chosen with --step)" in json.loads(first.stdout)["workload"]["origin"]
-    beyond = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--step", "9")
+    beyond = dbsim_size(
+        dbsim_in_process, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle, "--step", "9"
+    )
     assert "has steps 1..2" in assert_one_error_line(beyond)
     # Without a sweep's answer, a stepped run's whole-run means are refused, not averaged.
     del summary["sweep"]
     (bundle / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
-    mixed = dbsim_size(dbsim, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle)
+    mixed = dbsim_size(dbsim_in_process, "-e", "gcnv-extreme-nfsv3", "--bundle", bundle)
     assert "has 2 steps and its whole-run means mix them: give --step 1..2" in (
         assert_one_error_line(mixed)
     )
@@ -258,12 +269,14 @@ def _eda_bundle(dbsim: Dbsim, out_dir: Path, tmp_path: Path) -> Path:
 
 
 def test_an_eda_bundle_is_sized_in_file_operations_never_block_iops(
-    dbsim: Dbsim, out_dir: Path, tmp_path: Path
+    dbsim: Dbsim, dbsim_in_process: InProcessDbsim, out_dir: Path, tmp_path: Path
 ) -> None:
     bundle = _eda_bundle(dbsim, out_dir, tmp_path)
     summary = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
     point = summary["workload"]["score"]["load_points"][0]
-    result = dbsim_size(dbsim, "-e", "gcnv-large-volume-eda", "--bundle", bundle, "--json")
+    result = dbsim_size(
+        dbsim_in_process, "-e", "gcnv-large-volume-eda", "--bundle", bundle, "--json"
+    )
     assert result.rc == EXIT_OK, result.describe()
     answer = json.loads(result.stdout)
     workload = answer["workload"]
@@ -275,7 +288,7 @@ def test_an_eda_bundle_is_sized_in_file_operations_never_block_iops(
     assert "1 job set(s)" in workload["note"]
     iops = next(c for c in answer["limits"] if c["kind"] == "iops")
     assert iops["demand"] == pytest.approx(point["achieved_ops_s"])
-    text = dbsim_size(dbsim, "-e", "gcnv-large-volume-eda", "--bundle", bundle)
+    text = dbsim_size(dbsim_in_process, "-e", "gcnv-large-volume-eda", "--bundle", bundle)
     assert text.rc == EXIT_OK, text.describe()
     out = text.stdout
     assert f"{point['achieved_ops_s']:,.1f} file ops/s" in out
@@ -291,12 +304,14 @@ def test_an_eda_bundle_is_sized_in_file_operations_never_block_iops(
     assert "21.5 GiBps, 1,350,000 IOPS" in out
     assert 'section in English: "Electronic design automation workload benchmarks"' in out
     # A block device makes no sense for a file run: one line, exit 2.
-    wrong = dbsim_size(dbsim, "-e", "gcnv-large-volume-eda", "--bundle", bundle, "--device", "x")
+    wrong = dbsim_size(
+        dbsim_in_process, "-e", "gcnv-large-volume-eda", "--bundle", bundle, "--device", "x"
+    )
     assert "sized by its file operations" in assert_one_error_line(wrong)
 
 
-def test_every_page_is_named_by_its_english_title(dbsim: Dbsim) -> None:
-    result = dbsim_size(dbsim, "--list", "--json")
+def test_every_page_is_named_by_its_english_title(dbsim_in_process: InProcessDbsim) -> None:
+    result = dbsim_size(dbsim_in_process, "--list", "--json")
     assert result.rc == EXIT_OK, result.describe()
     for row in json.loads(result.stdout):
         assert row["pages"], row["name"]
@@ -316,11 +331,11 @@ def test_every_page_is_named_by_its_english_title(dbsim: Dbsim) -> None:
     ],
 )
 def test_a_published_row_asked_as_printed_fits_at_the_published_limit(
-    dbsim: Dbsim, row: tuple[str, ...]
+    dbsim_in_process: InProcessDbsim, row: tuple[str, ...]
 ) -> None:
     name, read_opt, read, write_opt, write, block = row
     args = ("-e", name, read_opt, read, write_opt, write, "--block-size", block)
-    result = dbsim_size(dbsim, *args, "--json")
+    result = dbsim_size(dbsim_in_process, *args, "--json")
     assert result.rc == EXIT_OK, result.describe()
     answer = json.loads(result.stdout)
     assert (answer["verdict"], answer["certainty"], answer["basis"], answer["at_limit"]) == (
@@ -330,16 +345,16 @@ def test_a_published_row_asked_as_printed_fits_at_the_published_limit(
         True,
     )
     assert (answer["utilisation_pct"], answer["headroom_pct"]) == (100.0, 0.0)
-    text = dbsim_size(dbsim, *args)
+    text = dbsim_size(dbsim_in_process, *args)
     assert text.rc == EXIT_OK, text.describe()
     assert "FITS, at the published limit: " in text.stdout
     assert "utilisation 100.0 %, headroom 0 %" in text.stdout and "-0.0 %" not in text.stdout
 
 
-def test_an_untested_fit_exits_0_and_says_so(dbsim: Dbsim) -> None:
+def test_an_untested_fit_exits_0_and_says_so(dbsim_in_process: InProcessDbsim) -> None:
     # ANF prints pure read and pure write only: 50/50 fits on an untested interpolation.
     args = ("-e", "anf-linux-volume", "--read-iops", "50000", "--write-iops", "50000")
-    result = dbsim_size(dbsim, *args, "--block-size", "4KiB")
+    result = dbsim_size(dbsim_in_process, *args, "--block-size", "4KiB")
     assert result.rc == EXIT_OK, result.describe()
     assert "FITS (on an interpolation its page cannot test)" in result.stdout
     assert "\ncaveat: this verdict rests on an interpolation that no published point" in (
@@ -368,14 +383,14 @@ def test_an_untested_fit_exits_0_and_says_so(dbsim: Dbsim) -> None:
     ],
 )
 def test_the_certainty_is_the_same_in_text_and_json(
-    dbsim: Dbsim, args: tuple[str, ...], rc: int, certainty: str, said: str
+    dbsim_in_process: InProcessDbsim, args: tuple[str, ...], rc: int, certainty: str, said: str
 ) -> None:
     full = (*args, "--write-iops", "50000", "--block-size", "4KiB")
-    answer_json = dbsim_size(dbsim, *full, "--json")
+    answer_json = dbsim_size(dbsim_in_process, *full, "--json")
     assert answer_json.rc == rc, answer_json.describe()
     answer = json.loads(answer_json.stdout)
     assert answer["certainty"] == certainty
     assert said in json.dumps(answer, ensure_ascii=False)
-    text = dbsim_size(dbsim, *full)
+    text = dbsim_size(dbsim_in_process, *full)
     assert text.rc == rc and said in text.stdout
     assert "figure: published (a stored point" not in text.stdout

@@ -6,9 +6,11 @@ exactly what it held. ``dbsim validate`` finds each one that can be known withou
 
 Real parts only: SQLite files and file trees in the test's directory, and PostgreSQL at
 127.0.0.1:5432 (db ``test``) for the credentials ``--connect`` checks. The table's first row
-runs the real binary (``python -m sim.cli``); the other rows run the same command through
-``sim.cli.entry.main`` in the test process (``dbsim_in_process``: the same directories and
-environment, about a second less each), since what they check is the command's decision.
+runs the real binary (``python -m sim.cli``); the other rows, and the cases after the table,
+run the same command through ``sim.cli.entry.main`` in the test process (``dbsim_in_process``:
+the same directories and environment, about a second less each), since what they check is the
+command's decision. The refusal with ``--workers`` stays a child: were it not refused, it would
+start worker processes.
 """
 
 from __future__ import annotations
@@ -197,8 +199,9 @@ def test_validate_finds_what_run_refuses_without_connecting(
 
 
 def test_a_refused_run_leaves_an_existing_output_directory_as_it_was(
-    dbsim: Dbsim, tmp_path: Path
+    dbsim_in_process: InProcessDbsim, tmp_path: Path
 ) -> None:
+    dbsim = dbsim_in_process
     output = tmp_path / "my-runs"
     output.mkdir()
     (output / "notes.txt").write_text("mine\n", encoding="utf-8")
@@ -207,12 +210,18 @@ def test_a_refused_run_leaves_an_existing_output_directory_as_it_was(
     assert (output / "notes.txt").read_text(encoding="utf-8") == "mine\n"
 
 
-def test_load_refuses_an_unset_password_variable_the_same_way(dbsim: Dbsim) -> None:
+def test_load_refuses_an_unset_password_variable_the_same_way(
+    dbsim_in_process: InProcessDbsim,
+) -> None:
+    dbsim = dbsim_in_process
     line = the_one_error_line(dbsim("load", _unset_password(dbsim.cwd)))
     assert f"target.password_env: environment variable {UNSET_VARIABLE} is not set" in line
 
 
-def test_validate_takes_runs_options_and_prints_the_scenario_they_make(dbsim: Dbsim) -> None:
+def test_validate_takes_runs_options_and_prints_the_scenario_they_make(
+    dbsim_in_process: InProcessDbsim,
+) -> None:
+    dbsim = dbsim_in_process
     scenario = write_scenario(dbsim.cwd, "options")
     result = dbsim(
         "validate",
@@ -238,7 +247,8 @@ def test_validate_takes_runs_options_and_prints_the_scenario_they_make(dbsim: Db
     assert not (dbsim.cwd / "options.sqlite").exists(), "validate opened the target"
 
 
-def test_validate_connect_opens_the_target_and_closes_it(dbsim: Dbsim) -> None:
+def test_validate_connect_opens_the_target_and_closes_it(dbsim_in_process: InProcessDbsim) -> None:
+    dbsim = dbsim_in_process
     scenario = write_scenario(dbsim.cwd, "reachable", target={**POSTGRES, "user": "postgres"})
     result = dbsim("validate", scenario, "--connect")
     assert result.rc == EXIT_OK, result.describe()
@@ -249,8 +259,9 @@ def test_validate_connect_opens_the_target_and_closes_it(dbsim: Dbsim) -> None:
 
 
 def test_validate_connect_reports_an_unreachable_target_as_a_failed_check(
-    dbsim: Dbsim,
+    dbsim_in_process: InProcessDbsim,
 ) -> None:
+    dbsim = dbsim_in_process
     closed_port = {**POSTGRES, "port": 1, "user": "postgres"}
     scenario = write_scenario(dbsim.cwd, "unreachable", target=closed_port)
     assert dbsim("validate", scenario).rc == EXIT_OK  # without --connect nothing is opened

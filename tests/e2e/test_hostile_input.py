@@ -5,10 +5,12 @@ SIGTERM with it), exit 2, print only ``error:`` lines — naming the file or the
 a traceback nor "unexpected". The bundle cases damage copies of one real bundle (a 1-second
 run of the default scenario).
 
-The cases that cannot block (YAML after the first, oversized numbers, a bundle with wrong
-types) run the same command through ``sim.cli.entry.main`` in the test process instead
-(``dbsim_in_process``: the same directories and environment, about a second less each); every
-FIFO, device and nesting case stays a child under the hang bound.
+The cases that cannot block (YAML after the first, a scenario over the size limit, duplicate
+keys, a file that is not a scenario, oversized numbers, too many steps, a bundle with wrong
+types, literal secrets, a password file of bad bytes or none) run the same command through
+``sim.cli.entry.main`` in the test process instead (``dbsim_in_process``: the same directories
+and environment, about a second less each); every FIFO, device and nesting case stays a child
+under the hang bound, and so does the raw non-UTF-8 byte in argv (the process decodes it).
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ def test_a_device_or_directory_as_the_scenario(dbsim: Dbsim, path: str) -> None:
     assert "not a regular file" in line
 
 
-def test_a_scenario_above_the_size_limit(dbsim: Dbsim) -> None:
+def test_a_scenario_above_the_size_limit(dbsim_in_process: InProcessDbsim) -> None:
+    dbsim = dbsim_in_process
     big = write(dbsim.cwd / "big.yaml", SLOB + "description: " + "x" * (1 << 20) + "\n")
     (line,) = assert_refused(bounded(dbsim, "validate", big), str(big))
     assert "a scenario file is at most 1 MiB" in line
@@ -120,7 +123,8 @@ def test_huge_numbers_in_set_and_environment(dbsim_in_process: InProcessDbsim) -
     assert line == "error: environment DBSIM_LOAD__SEED: a number of 5000 characters (at most 100)"
 
 
-def test_a_duplicate_key_is_refused_not_silently_replaced(dbsim: Dbsim) -> None:
+def test_a_duplicate_key_is_refused_not_silently_replaced(dbsim_in_process: InProcessDbsim) -> None:
+    dbsim = dbsim_in_process
     scenario = write(
         dbsim.cwd / "dup.yaml",
         "workload:\n  name: slob\n  parameters:\n    table_prefix: mine\n    table_prefix: theirs\n",
@@ -129,7 +133,10 @@ def test_a_duplicate_key_is_refused_not_silently_replaced(dbsim: Dbsim) -> None:
     assert "workload.parameters.table_prefix: duplicate key (first at line 4" in line
 
 
-def test_a_file_that_is_not_a_scenario_is_not_printed_back(dbsim: Dbsim) -> None:
+def test_a_file_that_is_not_a_scenario_is_not_printed_back(
+    dbsim_in_process: InProcessDbsim,
+) -> None:
+    dbsim = dbsim_in_process
     # /etc/shadow's shape: every line ends in ':', which YAML reads as a key with no value.
     lines = [f"user{i}:$6$S4ltS3cr3t{i}$hash:19000:0:99999:7:::" for i in range(5)]
     shadow = write(dbsim.cwd / "shadow", "\n".join(lines) + "\n")
@@ -256,7 +263,11 @@ def test_summary_json_is_strict_json_with_a_huge_limit(dbsim: Dbsim, out_dir: Pa
 
 
 @pytest.mark.parametrize("kind", ["invalid utf-8", "/dev/zero", "fifo", "empty"])
-def test_password_files_that_cannot_be_a_password(dbsim: Dbsim, kind: str) -> None:
+def test_password_files_that_cannot_be_a_password(
+    dbsim: Dbsim, dbsim_in_process: InProcessDbsim, kind: str
+) -> None:
+    if kind in ("invalid utf-8", "empty"):  # a regular file: nothing to block on
+        dbsim = dbsim_in_process
     path = dbsim.cwd / "pw"
     if kind == "fifo":
         fifo(path)
@@ -270,7 +281,10 @@ def test_password_files_that_cannot_be_a_password(dbsim: Dbsim, kind: str) -> No
     assert "hunter2" not in result.stdout + result.stderr
 
 
-def test_a_literal_secret_anywhere_is_refused_by_validate_and_never_printed(dbsim: Dbsim) -> None:
+def test_a_literal_secret_anywhere_is_refused_by_validate_and_never_printed(
+    dbsim_in_process: InProcessDbsim,
+) -> None:
+    dbsim = dbsim_in_process
     scenario = write(
         dbsim.cwd / "ontap.yaml",
         SLOB + "collectors:\n  ontap:\n    cluster: https://c\n    password: S3cr3t-ontap-20\n"
@@ -307,7 +321,8 @@ def test_many_tiny_steps_cost_linear_time(dbsim: Dbsim, out_dir: Path) -> None:
     assert elapsed < 60, elapsed
 
 
-def test_more_steps_than_the_limit_are_refused(dbsim: Dbsim) -> None:
+def test_more_steps_than_the_limit_are_refused(dbsim_in_process: InProcessDbsim) -> None:
+    dbsim = dbsim_in_process
     steps = "[" + ", ".join(["{duration_s: 1}"] * 10_001) + "]"
     scenario = write(dbsim.cwd / "steps.yaml", SLOB + f"load: {{steps: {steps}}}\n")
     (line,) = assert_refused(bounded(dbsim, "validate", scenario), "load.steps")
