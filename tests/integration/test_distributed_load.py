@@ -8,6 +8,17 @@ already exists`` or ``no such table`` depending on which worker won.
 
 ``DBSIM_LOAD_REPEATS=10`` runs each target's loop ten times (the issue's "ten times in a
 row"; the suite runs each once, to keep its time in bounds: bench/load_once.py runs the loops).
+
+What the suite's CPU goes to (issue #25): a run's three processes import Locust, gevent and the
+run's machinery (about 6 CPU-s before the first operation), so the fresh SQLite file's run
+also checks that the start waits for late reports of placed users (Locust's wait set to 0: what
+test_the_start_waits_for_late_reports_of_placed_users checked is asserted there); the SLOB
+sessions think 20 ms between transactions (``PACED``), as nothing here is about throughput
+and closed-loop SQLite sessions with no think time each take all the CPU they can get; the
+scenarios sample no collector (no bpftrace per worker: nothing here reads the storage figures,
+which test_distributed.py checks in distributed runs); and the PostgreSQL tables are dropped
+once per prefix, in this process (``drop_objects``, what ``dbsim drop`` calls), not by a
+``dbsim drop`` process that imports dbsim again.
 """
 
 from __future__ import annotations
@@ -17,7 +28,6 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +43,8 @@ REPORT_PREFIX = "dbsim-worker-report "
 REPEATS = int(os.environ.get("DBSIM_LOAD_REPEATS", "0"))  # 0: the suite's own counts below
 PG = {"kind": "postgres", "host": "127.0.0.1", "port": 5432, "user": "postgres", "database": "test"}
 MEASURE = ["--sessions", "4", "--duration", "2", "--warmup", "0"]
+#: Think time between SLOB transactions (SLOB's THINK_TM): a few hundred operations a second.
+PACED = {"think": {"min_ms": 20, "max_ms": 20}}
 
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
@@ -60,10 +72,9 @@ def _dbsim(
 
 
 def _scenario(path: Path, target: dict[str, Any], workload: dict[str, Any], **load: Any) -> Path:
-    path.write_text(
-        json.dumps({"name": "load-once", "target": target, "workload": workload, "load": load}),
-        encoding="utf-8",
-    )
+    scenario = {"name": "load-once", "target": target, "workload": workload, "load": load}
+    scenario["collectors"] = {"enabled": "none"}  # see the module's docstring
+    path.write_text(json.dumps(scenario), encoding="utf-8")
     return path
 
 
@@ -108,6 +119,12 @@ def _times(suite_default: int) -> int:
 
 
 def test_fresh_sqlite_file_loaded_once_in_a_row(tmp_path: Path) -> None:
+    """Loaded once on a fresh file; and the start waits for late reports of placed users.
+
+    On a loaded host Locust fired "spawning complete" before the workers had reported
+    their users (its wait for them is bounded), the master saw no worker with users and the
+    run never started (seen in the ten-in-a-row loop). Locust's wait set to 0 makes that
+    happen every time: the master now waits for the reports itself, and all 4 sessions run."""
     for attempt in range(_times(1)):
         work = tmp_path / f"try{attempt}"
         work.mkdir()
@@ -119,46 +136,24 @@ def test_fresh_sqlite_file_loaded_once_in_a_row(tmp_path: Path) -> None:
             duration_s=2,
             sessions=4,
             warmup_s=0,
+            **PACED,
         )
-        summary = _run_once(work, scenario, work / "runs")
+        summary = _run_once(
+            work, scenario, work / "runs", LOCUST_WAIT_FOR_WORKERS_REPORT_AFTER_RAMP_UP="0"
+        )
         assert [t["built"] for t in summary["workload"]["load"]["tables"]] == [True]
         assert summary["workload"]["verify"]["tables"][0]["rows"] == 10240
-
-
-def test_the_start_waits_for_late_reports_of_placed_users(tmp_path: Path) -> None:
-    """On a loaded host Locust fired "spawning complete" before the workers had reported
-    their users (its wait for them is bounded), the master saw no worker with users and the
-    run never started (seen in the ten-in-a-row loop). Locust's wait set to 0 makes that
-    happen every time: the master now waits for the reports itself."""
-    scenario = _scenario(
-        tmp_path / "s.json",
-        {"kind": "sqlite", "path": str(tmp_path / "shared.sqlite")},
-        {"name": "slob"},
-        duration_s=2,
-        sessions=4,
-        warmup_s=0,
-    )
-    summary = _run_once(
-        tmp_path, scenario, tmp_path / "runs", LOCUST_WAIT_FOR_WORKERS_REPORT_AFTER_RAMP_UP="0"
-    )
-    assert summary["sessions"] == 4
+        assert summary["sessions"] == 4
 
 
 # --------------------------------------------------------------------------- PostgreSQL
 
 
 @pytest.fixture
-def pg_prefix(tmp_path: Path) -> Iterator[str]:
-    """A table prefix no other test uses; its tables dropped with ``dbsim drop`` afterwards."""
-    prefix = f"dl{uuid.uuid4().hex[:8]}_"
-    yield prefix
-    scenario = _scenario(
-        tmp_path / "drop.json",
-        PG,
-        {"name": "slob", "parameters": {"table_prefix": prefix, "scale": "80M"}},
-    )
-    rc, _, stderr = _dbsim(tmp_path, "drop", str(scenario), timeout=60)
-    assert rc == 0, stderr
+def pg_prefix() -> str:
+    """A table prefix no other test uses (each attempt's tables, ``<prefix><attempt>_``, are
+    dropped as ``dbsim drop`` drops them when it ends; nothing is made under the bare prefix)."""
+    return f"dl{uuid.uuid4().hex[:8]}_"
 
 
 def test_fresh_postgres_prefix_loaded_once(tmp_path: Path, pg_prefix: str) -> None:
@@ -173,6 +168,7 @@ def test_fresh_postgres_prefix_loaded_once(tmp_path: Path, pg_prefix: str) -> No
             duration_s=2,
             sessions=4,
             warmup_s=0,
+            **PACED,
         )
         try:
             summary = _run_once(work, scenario, work / "runs")
@@ -181,8 +177,22 @@ def test_fresh_postgres_prefix_loaded_once(tmp_path: Path, pg_prefix: str) -> No
             # (pg_stat_user_tables.n_tup_ins would witness one insert pass, but other tests
             # on this server call pg_stat_reset(): the summary's loads count is the witness.)
         finally:
-            rc, _, stderr = _dbsim(work, "drop", str(scenario), timeout=60)
-            assert rc == 0, stderr
+            _drop_postgres_slob(prefix)
+
+
+def _drop_postgres_slob(prefix: str) -> None:
+    """What ``dbsim drop`` does for the scenario: the workload's own tables and their rows of
+    the registry, nothing else."""
+    from sim.core.dataset import drop_objects
+    from storage.targets.postgres import PostgresTarget
+    from storage.targets.settings import PostgresSettings
+    from workloads.slob.parameters import SlobParameters
+    from workloads.slob.workload import SlobWorkload
+
+    target = PostgresTarget(
+        PostgresSettings.model_validate({k: v for k, v in PG.items() if k != "kind"})
+    )
+    drop_objects(SlobWorkload(SlobParameters(scale="80M", table_prefix=prefix), target), target)
 
 
 # --------------------------------------------------------------------------- EDA tree
