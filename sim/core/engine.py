@@ -33,6 +33,7 @@ from sim.core.connecting import connect_all
 from sim.core.coroutine_sessions import CoroutineSessions
 from sim.core.events import EngineEvents
 from sim.core.loading import LoadReports, load_and_verify
+from sim.core.loops import all_done_future
 from sim.core.metrics import IntervalRecorder
 from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_INTERRUPTED, RunResult
 from sim.core.sampler import CollectorSampler
@@ -59,6 +60,9 @@ class _StopRequested(Exception):
 
 class Engine(CoroutineSessions, IntervalTicker):
     """Runs one workload against one target with one load plan."""
+
+    #: Awaited when every session has connected, before any starts (sim.locust.host: barrier).
+    before_sessions: Callable[[], Awaitable[None]] | None = None
 
     def __init__(
         self,
@@ -222,6 +226,8 @@ class Engine(CoroutineSessions, IntervalTicker):
                 self._connections = await self._unless_stopped(
                     connect_all(self.target, self.max_sessions)
                 )
+                if self.before_sessions is not None:
+                    await self._unless_stopped(self.before_sessions())
                 await self._run_sessions(self._connections)
             if self.result.outcome != OUTCOME_INTERRUPTED:
                 self.result.outcome = OUTCOME_COMPLETED
@@ -413,7 +419,9 @@ class Engine(CoroutineSessions, IntervalTicker):
 
     async def _run_stages(self, tasks: list[asyncio.Task[None]]) -> None:
         assert self._stop_event is not None
-        all_done = _all_done(tasks)  # resolves when every session returned (loops_per_session)
+        all_done = all_done_future(
+            tasks
+        )  # resolves when every session returned (loops_per_session)
         stop = asyncio.ensure_future(self._stop_event.wait())
         try:
             for index in range(len(self.stages)):
@@ -477,22 +485,3 @@ class Engine(CoroutineSessions, IntervalTicker):
         """Count a collector's failure (its message already masked by the sampler)."""
         self.result.collector_errors[source] = self.result.collector_errors.get(source, 0) + 1
         self.events.collector_error.fire(source=source, message=message)
-
-
-def _all_done(tasks: list[asyncio.Task[None]]) -> asyncio.Future[None]:
-    """A future that resolves once every task has finished; cancelling it cancels no task
-    (unlike ``asyncio.gather``)."""
-    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    remaining = len(tasks)
-
-    def one_finished(_: asyncio.Task[None]) -> None:
-        nonlocal remaining
-        remaining -= 1
-        if remaining == 0 and not done.done():
-            done.set_result(None)
-
-    if not tasks:
-        done.set_result(None)
-    for task in tasks:
-        task.add_done_callback(one_finished)
-    return done

@@ -86,3 +86,22 @@ def _new_event_loop(use_uvloop: bool) -> asyncio.AbstractEventLoop:
 def new_event_loop(use_uvloop: bool = True) -> asyncio.AbstractEventLoop:
     """The loop the CLI runs the engine on: uvloop when available."""
     return _new_event_loop(use_uvloop)
+
+
+def all_done_future(tasks: list[asyncio.Task[None]]) -> asyncio.Future[None]:
+    """A future that resolves once every task has finished; cancelling it cancels no task
+    (unlike ``asyncio.gather``): the engine's wait for its sessions."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    remaining = len(tasks)
+
+    def one_finished(_: asyncio.Task[None]) -> None:
+        nonlocal remaining
+        remaining -= 1
+        if remaining == 0 and not done.done():
+            done.set_result(None)
+
+    if not tasks:
+        done.set_result(None)
+    for task in tasks:
+        task.add_done_callback(one_finished)
+    return done

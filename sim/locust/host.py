@@ -17,7 +17,9 @@ samples for the web UI, and hands packets and, at the end, the final result to t
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import contextlib
 import inspect
 import logging
 import time
@@ -159,6 +161,12 @@ class EngineHost:
         self._done: dict[str, Any] | None = None
         self._stop_reason: str | None = None
         self._greenlet: gevent.Greenlet | None = None
+        #: The start barrier of a distributed run (sim.locust.master): told on the hub when
+        #: this run's sessions have connected and wait; :meth:`release` lets them start.
+        self.on_ready: Callable[[], None] | None = None
+        self._barrier = False
+        self._ready = False  # set on the engine's thread, told by the pump on the hub
+        self._release: Callable[[], None] | None = None
 
     @property
     def active(self) -> bool:
@@ -174,12 +182,14 @@ class EngineHost:
         verify_only: bool = False,
         load_only: bool = False,
         shared_collectors: bool = True,
+        barrier: bool = False,
     ) -> None:
         """Prepare and start a run (returns at once; the work happens in a greenlet).
         ``skip_load``: use the data as loaded (``dbsim run --skip-load``); ``verify_only``:
         another worker loaded it; ``load_only``: load and verify it for the others (a worker
         only, see build_engine); ``shared_collectors`` False: this worker leaves the
-        shared-scope collectors to the one the master elected (a worker only)."""
+        shared-scope collectors to the one the master elected (a worker only); ``barrier``:
+        once connected, the sessions wait for :meth:`release` (the master's go) to start."""
         if self.active:
             raise RuntimeError("a run is already active in this process")
         self.run_id = run_id
@@ -190,6 +200,7 @@ class EngineHost:
         self.packets = self.fed_operations = 0
         self._queue.clear()
         self._stop_reason = None
+        self._barrier, self._ready, self._release = barrier, False, None
         modes = {
             "skip_load": skip_load,
             "verify_only": verify_only,
@@ -205,6 +216,13 @@ class EngineHost:
             self._stop_reason = reason
         if self.engine is not None:
             self.engine.request_stop(reason, early=early)
+
+    def release(self) -> None:
+        """The master's go (hub): the sessions waiting at the start barrier start."""
+        release = self._release
+        if release is not None:
+            with contextlib.suppress(RuntimeError):  # the run ended meanwhile: its loop closed
+                release()
 
     def wait(self, timeout: float | None = None) -> dict[str, Any] | None:
         """Block this greenlet until the run has finished; returns the final result."""
@@ -236,6 +254,10 @@ class EngineHost:
         )
         while True:
             self._drain()
+            if self._ready:
+                self._ready = False
+                if self.on_ready is not None:
+                    self.on_ready()
             if self._done is not None and not self._queue:
                 break
             gevent.sleep(PUMP_INTERVAL_S)
@@ -282,12 +304,35 @@ class EngineHost:
             engine = self.prepared.engine
         else:
             engine = build_engine(scenario, **modes)
+        if self._barrier:
+            engine.before_sessions = self._wait_for_go
         engine.events.state.add_listener(self._on_state)
         engine.events.interval.add_listener(self._on_interval)
         engine.events.progress.add_listener(self._on_progress)
         for listener in self.engine_listeners:
             listener(engine, scenario, self.bundle if self.role == ROLE_LOCAL else None)
         return engine
+
+    async def _wait_for_go(self) -> None:
+        """Engine thread: every session has connected; they start on :meth:`release`, once
+        every worker of the run is as far (so no worker checks the data while another's
+        sessions change it: an EDA session's rewrite leaves a file briefly empty)."""
+        loop = asyncio.get_running_loop()
+        go: asyncio.Future[None] = loop.create_future()
+
+        def resolve() -> None:
+            if not go.done():
+                go.set_result(None)
+
+        def release() -> None:  # from the hub
+            loop.call_soon_threadsafe(resolve)
+
+        self._release = release
+        self._ready = True
+        try:
+            await go
+        finally:
+            self._release = None
 
     def _on_state(self, state: str, detail: str = "") -> None:
         self.entered.setdefault(state, time.monotonic())

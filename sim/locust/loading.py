@@ -11,7 +11,8 @@ verification under the target's load lock (:mod:`sim.core.loading`), nothing mea
 one after another, so two hosts never build one NFS tree together even where ``flock`` cannot
 reach across hosts. When every loader has answered ``dbsim_loaded`` with its data verified,
 the master sends ``dbsim_start`` to every worker with ``verify_only``: the engines verify
-(under the lock, shared) and start together, as before, so their intervals still line up.
+(under the lock, shared), connect, and start together at the master's start barrier
+(:mod:`sim.locust.master`), so no session runs while another worker still verifies.
 
 A failed (or stopped) load ends the run there: the loader's final report is the run's, with its
 error line; the other workers, never started, are settled as "not started" so the merged bundle

@@ -4,7 +4,12 @@ When Locust has placed every user, the master has the run's data loaded once —
 workers, one after another (:class:`~sim.locust.loading.LoadPhase`) — then sends each worker
 that got users a ``dbsim_start`` message — the scenario, validated here, the total user count
 and ``verify_only`` when the data was loaded for it — and merges what comes back into one
-bundle (:class:`~sim.locust.merge.RunMerger`). Locust's stop first sends ``dbsim_stop`` to the
+bundle (:class:`~sim.locust.merge.RunMerger`). With more than one worker the start has a
+barrier: each worker loads or checks its data and connects its sessions, answers
+``dbsim_ready`` and waits; the master sends ``dbsim_go`` to all once every worker of the run
+has answered (or has ended, or was lost), so no worker's sessions run while another worker still
+checks the data (an EDA session rewrites a file by truncating it: a verify that met one failed
+the run, "0 bytes, expected 16384"). Locust's stop first sends ``dbsim_stop`` to the
 workers' engines and waits (bounded) for the merged bundle; a run that ends by itself stops
 Locust, and so does a worker's failure (the others would measure a run already failed). See
 :mod:`sim.locust.roles` for the other roles.
@@ -38,7 +43,9 @@ from sim.locust.loading import LoadPhase
 from sim.locust.merge import RunMerger
 from sim.locust.roles import (
     MSG_FINAL,
+    MSG_GO,
     MSG_LOADED,
+    MSG_READY,
     MSG_START,
     MSG_STOP,
     REPORT_KEY,
@@ -78,12 +85,17 @@ class MasterController(Controller):
         self.merger: RunMerger | None = None
         self.load_phase: LoadPhase | None = None
         self._awaiting: gevent.Greenlet | None = None
+        #: The start barrier of the current run: the workers whose sessions wait, and whether
+        #: the go was sent.
+        self._ready: set[str] = set()
+        self._gone = False
         #: Told each run's merger as it starts (the master's /metrics, sim.locust.exposition).
         self.run_listeners: list[Callable[[RunMerger], None]] = []
         runner = environment.runner
         assert runner is not None
         runner.register_message(MSG_FINAL, self._final)
         runner.register_message(MSG_LOADED, self._loaded)
+        runner.register_message(MSG_READY, self._worker_ready)
         runner.register_message(MSG_CLOCK_REPLY, self._clock_reply)
         events = environment.events
         events.spawning_complete.add_listener(self._spawned)
@@ -192,6 +204,7 @@ class MasterController(Controller):
             return  # stopped while loading: nothing to start
         total = sum(w.sessions for w in merger.workers.values())
         ordered = sorted(merger.workers.values(), key=lambda w: w.index)
+        self._ready, self._gone = set(), False
         for worker in ordered:
             runner.send_message(
                 MSG_START,
@@ -205,6 +218,7 @@ class MasterController(Controller):
                     # the run, by the lowest-numbered worker: one set of REST requests to the
                     # array, not one per worker (sim.live.worker_samples keeps one view).
                     "shared_collectors": worker is ordered[0],
+                    "barrier": len(ordered) > 1,
                 },
                 client_id=worker.client_id,
             )
@@ -214,6 +228,29 @@ class MasterController(Controller):
         merger = self._merger_for(msg.data.get("run"))
         if phase is not None and merger is not None and phase.merger is merger:
             phase.on_loaded(msg.node_id, msg.data.get("final") or {})
+
+    def _worker_ready(self, environment: Environment, msg: Any, **_: Any) -> None:
+        """A worker's sessions have connected and wait at the start barrier."""
+        if self._merger_for(msg.data.get("run")) is not None:
+            self._ready.add(msg.node_id)
+            self._release_if_ready()
+
+    def _release_if_ready(self) -> None:
+        """The go to every waiting worker, once no worker of the run is still on its way
+        (each has answered ready, sent its final or been given up for lost)."""
+        merger, runner = self.merger, self.environment.runner
+        if self._gone or not self._ready or merger is None or runner is None:
+            return
+        if merger.finished or merger.stopped_by is not None:
+            return
+        workers = merger.workers.values()
+        if any(w.final and w.final.get("outcome") == "failed" for w in workers):
+            return  # the run has failed: _final stops the waiting workers
+        if all(w.client_id in self._ready or w.final or w.lost for w in workers):
+            self._gone = True
+            for worker in workers:
+                if worker.client_id in self._ready and worker.final is None:
+                    runner.send_message(MSG_GO, {"run": merger.run_id}, client_id=worker.client_id)
 
     def _probe_clocks(self, merger: RunMerger) -> None:
         """Clock probes to every worker of the run (sim.live.clock): a few at the start,
@@ -257,6 +294,7 @@ class MasterController(Controller):
             merger.on_packet(msg.node_id, packet)
         final = msg.data["final"]
         merger.on_final(msg.node_id, final)
+        self._release_if_ready()
         worker = merger.workers.get(msg.node_id)
         running = [w for w in merger.workers.values() if w.final is None and w.lost is None]
         if final.get("outcome") == "failed" and worker is not None and running:
@@ -268,6 +306,7 @@ class MasterController(Controller):
     def _heartbeat(self, client_id: str, timestamp: float, **_: Any) -> None:
         if self.merger is not None:
             self.merger.seen(client_id)
+            self._release_if_ready()  # a worker given up for lost no longer holds the others
 
     def _stopping(self, **_: Any) -> None:
         """Locust is stopping: stop the engines first (Locust's own "stop" to the workers

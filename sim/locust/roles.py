@@ -9,10 +9,12 @@
 * :class:`WorkerController` (``dbsim worker``): on ``dbsim_load`` (the master elected it to
   load the run's data, :mod:`sim.locust.loading`) it runs a load-only engine and answers
   ``dbsim_loaded`` with its final report; on ``dbsim_start`` it runs an engine with the
-  users Locust placed on this worker and its share of any target rate; it ships each interval
-  on Locust's worker-report channel (``report_to_master``) and its final report as a
-  ``dbsim_final`` message (which carries any interval not yet shipped, so none is lost to
-  ordering).
+  users Locust placed on this worker and its share of any target rate (with ``barrier``, its
+  connected sessions wait for ``dbsim_go``, which the master sends once every worker has
+  answered ``dbsim_ready``: no session runs while another worker still checks the data); it
+  ships each interval on Locust's worker-report channel (``report_to_master``) and its final
+  report as a ``dbsim_final`` message (which carries any interval not yet shipped, so none is
+  lost to ordering).
 
 Locust's own statistics travel as Locust ships them; the engine feeds them on the process that
 runs it (:mod:`sim.locust.stats`).
@@ -54,6 +56,10 @@ MSG_FINAL = "dbsim_final"
 MSG_STOP = "dbsim_stop"
 MSG_LOAD = "dbsim_load"
 MSG_LOADED = "dbsim_loaded"
+#: The start barrier: a worker's sessions have connected (``dbsim_ready``) and start when the
+#: master has heard it from every worker of the run (``dbsim_go``).
+MSG_READY = "dbsim_ready"
+MSG_GO = "dbsim_go"
 REPORT_KEY = "dbsim"
 STOP_REASON = "stopped from Locust"
 #: How long Locust's stop waits for the run's bundle (the web UI polls while it waits, so the
@@ -209,6 +215,8 @@ class WorkerController(Controller):
         runner.register_message(MSG_STOP, self._stop)
         runner.register_message(MSG_LOAD, self._load)
         runner.register_message(MSG_CLOCK, self._clock)
+        runner.register_message(MSG_GO, self._go)
+        self.host.on_ready = self._ready
         events = environment.events
         events.report_to_master.add_listener(self._report)
         events.test_stopping.add_listener(lambda **_: self.host.stop("stopped by the master"))
@@ -245,7 +253,18 @@ class WorkerController(Controller):
             verify_only=bool(data.get("verify_only")),
             # Absent (a master before it elected one): every worker samples them, as then.
             shared_collectors=bool(data.get("shared_collectors", True)),
+            barrier=bool(data.get("barrier")),
         )
+
+    def _ready(self) -> None:
+        """This run's sessions have connected and wait at the start barrier."""
+        runner = self.environment.runner
+        assert runner is not None
+        runner.send_message(MSG_READY, {"run": self.run_id})
+
+    def _go(self, environment: Environment, msg: Any, **_: Any) -> None:
+        if msg.data.get("run") == self.run_id:
+            self.host.release()
 
     def _load(self, environment: Environment, msg: Any, **_: Any) -> None:
         """The master elected this worker to load the run's data (sim.locust.loading)."""

@@ -4,7 +4,11 @@ verifies, the other only verifies, and the merged counts are exact — several t
 A load that fails stops the run with the loader's error line, and the other worker never starts.
 
 Before, every worker loaded the same target at once and the run failed with ``table slob1_cf1
-already exists`` or ``no such table`` depending on which worker won.
+already exists`` or ``no such table`` depending on which worker won. And no worker's sessions
+start before every worker has verified (the start barrier, sim.locust.master): a session's
+rewrite seen by another worker's verify failed a run "0 bytes, expected 16384"; the EDA tree's
+run checks it on master and workers of tests/support/verify_race.py, which widen that window
+(a separate test would cost a distributed run's 5 CPU-s).
 
 ``DBSIM_LOAD_REPEATS=10`` runs each target's loop ten times (the issue's "ten times in a
 row"; the suite runs each once, to keep its time in bounds: bench/load_once.py runs the loops).
@@ -39,6 +43,7 @@ from tests.support.worker_reports import worker_reports
 pytestmark = pytest.mark.integration
 
 RUN_TIMEOUT_S = 180.0
+REPO = Path(__file__).resolve().parents[2]
 REPORT_PREFIX = "dbsim-worker-report "
 REPEATS = int(os.environ.get("DBSIM_LOAD_REPEATS", "0"))  # 0: the suite's own counts below
 PG = {"kind": "postgres", "host": "127.0.0.1", "port": 5432, "user": "postgres", "database": "test"}
@@ -71,6 +76,22 @@ def _dbsim(
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def _verify_race(tmp: Path, scenario: Path, out: Path, flags: Path) -> tuple[int, str, str]:
+    env = _env(tmp, VERIFY_RACE_DIR=str(flags))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    argv = [sys.executable, "-m", "tests.support.verify_race", "master", str(scenario), str(out)]
+    proc = subprocess.run(
+        argv,
+        cwd=tmp,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
 def _scenario(path: Path, target: dict[str, Any], workload: dict[str, Any], **load: Any) -> Path:
     scenario = {"name": "load-once", "target": target, "workload": workload, "load": load}
     scenario["collectors"] = {"enabled": "none"}  # see the module's docstring
@@ -86,11 +107,17 @@ def _worker_sums(stderr: str) -> dict[str, int]:
     return {op: n for op, n in sums.items() if n}
 
 
-def _run_once(tmp: Path, scenario: Path, out: Path, **env: str) -> dict[str, Any]:
-    """One distributed run on data not loaded yet: exit 0, one load, exact merged counts."""
-    rc, stdout, stderr = _dbsim(
-        tmp, "run", str(scenario), "--workers", "2", "-o", str(out), "--json", **env
-    )
+def _run_once(
+    tmp: Path, scenario: Path, out: Path, race: Path | None = None, **env: str
+) -> dict[str, Any]:
+    """One distributed run on data not loaded yet: exit 0, one load, exact merged counts.
+    ``race``: run it on tests/support/verify_race.py's master and workers (flags there)."""
+    if race is None:
+        rc, stdout, stderr = _dbsim(
+            tmp, "run", str(scenario), "--workers", "2", "-o", str(out), "--json", **env
+        )
+    else:
+        rc, stdout, stderr = _verify_race(tmp, scenario, out, race)
     assert rc == 0, stderr[-4000:]
     assert hub_blocks_in_dbsim(stderr) == [], stderr[-4000:]
     summary: dict[str, Any] = json.loads(stdout)
@@ -199,9 +226,21 @@ def _drop_postgres_slob(prefix: str) -> None:
 
 
 def test_fresh_eda_tree_loaded_once(tmp_path: Path) -> None:
+    """Loaded once; and no worker's sessions start before every worker has verified.
+
+    Each worker's engine verifies the loaded trees (every file at its size), and write_file
+    rewrites a data file by truncating it first: a session running on one worker while
+    another still verified made that check fail, "0 bytes, expected 16384 (load the trees
+    first)", exit 3 (seen twice on a loaded host). The workers here
+    (tests/support/verify_race.py) widen the window: the last verifier waits, after the other
+    worker has verified, up to 5 s for a trace of a session on the trees before its own
+    verify. Before the start barrier (sim.locust.master) the other worker's sessions ran into
+    it every time."""
     for attempt in range(_times(1)):
         work = tmp_path / f"try{attempt}"
         work.mkdir()
+        flags = work / "flags"
+        flags.mkdir()
         root = work / "eda"
         scenario = _scenario(
             work / "s.json",
@@ -220,7 +259,13 @@ def test_fresh_eda_tree_loaded_once(tmp_path: Path) -> None:
             warmup_s=0,
             rate_ops_s=300,
         )
-        summary = _run_once(work, scenario, work / "runs")
+        found = flags / "sessions-before-verify"
+        try:
+            summary = _run_once(work, scenario, work / "runs", race=flags)
+        finally:
+            assert not found.exists(), found.read_text(encoding="utf-8")
+        # The loader's verify, then each worker's.
+        assert sorted(p.name for p in flags.glob("verified-*")) == [f"verified-{n}" for n in "123"]
         assert len(summary["workload"]["load"]["built"]) == 5  # 3 front-end + 2 back-end
         marker = json.loads((root / ".dbsim-tree").read_text(encoding="utf-8"))
         assert {e["state"] for e in marker["trees"].values()} == {"loaded"}
