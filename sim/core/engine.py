@@ -419,9 +419,8 @@ class Engine(CoroutineSessions, IntervalTicker):
 
     async def _run_stages(self, tasks: list[asyncio.Task[None]]) -> None:
         assert self._stop_event is not None
-        all_done = all_done_future(
-            tasks
-        )  # resolves when every session returned (loops_per_session)
+        # Resolves when every session returned (loops_per_session).
+        all_done = all_done_future(tasks)
         stop = asyncio.ensure_future(self._stop_event.wait())
         try:
             for index in range(len(self.stages)):
