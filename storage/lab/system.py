@@ -27,8 +27,8 @@ REQUIRED_TOOLS = ("losetup", "mkfs.ext4", "mount", "umount", "setpriv")
 RUN_AHEAD_NICE = -10
 #: A lab PostgreSQL runs ahead of the host's other work but behind the array beneath it, whose
 #: requests it waits for: a one-session read (~0.10 s) once took 0.64 s at nice 0 beside
-#: `stress-ng --cpu 2`. At the array's own value (one timing phase beside stress-ng and other
-#: suites) the arrays' policies fell short: 400 of 500 IOPS under fio, 408 under eight sessions
+#: `stress-ng --cpu 2`. At the array's own value (one timing phase beside three other suites,
+#: load 7-10) the arrays' policies fell short: 400 of 500 IOPS under fio, 408 under eight sessions
 #: of a lab PostgreSQL; which share the databases' priority took is not separated.
 DATABASE_NICE = -5
 
