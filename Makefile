@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 # libmariadb-dev: MariaDB Connector/C's, for the native MariaDB session loop (the same).
 TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio bpftrace prometheus fuse3 sysbench faketime kubernetes-client libpq-dev libmariadb-dev
 
-.PHONY: run test test-servers venv system-packages lint typecheck bench clean
+.PHONY: run test test-stressed test-servers venv system-packages lint typecheck bench clean
 
 $(BIN)/dbsim: pyproject.toml setup.py storage/targets/native/fileloop.c storage/targets/native/pgloop.c storage/targets/native/pgloop.h storage/targets/native/pggroup.c storage/targets/native/pack.h storage/targets/native/marialoop.c
 	$(PYTHON) -m venv $(VENV)
@@ -150,6 +150,23 @@ test-servers:
 	env $(TEST_SERVERS_ENV) $(BIN)/python -m pytest -rs $(TEST_SERVERS_TESTS) $(PYTEST_ARGS); rc=$$?; \
 	echo "=== test-servers: pytest exit $$rc; taking $(TEST_SERVERS) down"; \
 	down; exit $$rc
+
+# Issue #25's load check: the timing phase STRESS_RUNS times in a row with `stress-ng --cpu 2`
+# beside it (the whole time, at nice 0), each run's result and time on one line at the end.
+# Installs stress-ng (Debian) when root and it is missing: without it there is no check, so it
+# fails rather than run unloaded (this session's first "stressed" runs had no stress-ng).
+STRESS_RUNS ?= 3
+test-stressed: venv
+	@command -v stress-ng >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq stress-ng >/dev/null; }
+	@command -v stress-ng >/dev/null || { echo "make test-stressed: no stress-ng (apt-get install stress-ng)" >&2; exit 2; }
+	@stress-ng --cpu 2 --timeout 4h >/dev/null 2>&1 & sp=$$!; results=""; failed=0; \
+	for i in $$(seq $(STRESS_RUNS)); do \
+	  kill -0 $$sp 2>/dev/null || { echo "make test-stressed: stress-ng is not running" >&2; exit 2; }; \
+	  start=$$(date +%s); \
+	  $(BIN)/python -m pytest -n $(TIMING_WORKERS) --dist loadscope -m "$(SERIAL_MARKS)" -p no:cacheprovider -q $(PYTEST_ARGS); rc=$$?; \
+	  results="$$results\n=== stressed timing phase $$i: exit $$rc after $$(( $$(date +%s) - start )) s, load $$(cut -d' ' -f1-3 /proc/loadavg)"; \
+	  [ $$rc = 0 ] || failed=1; \
+	done; kill $$sp; printf '%b\n' "$$results"; exit $$failed
 
 lint: venv
 	$(BIN)/ruff check sim workloads storage tests
