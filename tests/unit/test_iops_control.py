@@ -199,8 +199,12 @@ def test_a_warming_cost_is_held_closed_loop_and_missed_open_loop() -> None:
     rows = control["control"]["rows"]
     assert control["control"]["columns"][3:5] == ["asked_iops", "delivered_iops"]
     measured = [r for r in rows if r[1] == "measure"]
-    # The controller's rate rose as the cost fell: from ~100 ops/s to ~200.
-    assert measured[0][8] < 130 and measured[-2][8] > 180, measured
+    # The controller's rate rose as the cost fell: from ~100 ops/s to ~200 once the cost has
+    # settled at 2 (t >= 4 s). Judged on the median of the settled intervals, not on one: an
+    # interval whose sample a busy host took late skews its estimate (beside stress-ng --cpu 2
+    # the second-to-last read 179.0 ops/s while the stage delivered 400.8 IOPS of 400).
+    settled = [r[8] for r in measured[:-1] if r[0] >= 4.2]
+    assert measured[0][8] < 130 and statistics.median(settled) > 180, measured
 
 
 @pytest.mark.timing
