@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import signal
+import statistics
 import time
 from pathlib import Path
 
@@ -91,11 +92,15 @@ def test_max_bytes_coarsens_the_interval_then_stops_the_capture(
         assert any(said in message for message in summary["messages"])
         assert said in done.stdout
     assert _bundle_bytes(bundle) <= 64 * 1024
-    # The rows show it: after the last step, intervals are as long as it says.
+    # The rows show it: after the last step, intervals are as long as it says, on average and
+    # for most. Not every one: the ticker keeps its schedule, so a tick a busy host woke late
+    # makes the next interval short (beside stress-ng --cpu 2: 0.506 s, then 0.289 s, of 0.4).
     _, rows = read_csv(bundle / "timeseries" / "host.csv")
     times = [float(row["t"]) for row in rows]
     last = [b - a for a, b in itertools.pairwise(times) if a >= steps[-1]["t"]]
-    assert last and min(last) >= 0.9 * steps[-1]["interval_s"]
+    assert last, rows
+    assert sum(last) / len(last) >= 0.9 * steps[-1]["interval_s"], last
+    assert statistics.median(last) >= 0.9 * steps[-1]["interval_s"], last
 
 
 def test_a_capture_of_a_missing_sqlite_file_is_refused_and_does_not_create_it(
