@@ -41,9 +41,9 @@ INFLIGHT_MS = 100
 def _die_with_parent() -> None:
     # The child must not outlive dbsim killed without a chance to stop it (SIGKILL, OOM):
     # PR_SET_PDEATHSIG (1) sends it SIGKILL when its parent goes. Not SIGTERM, which bpftrace
-    # catches: beside three other suites one was still waiting in epoll_wait 60 s after its parent's
+    # catches: beside three other suites one was still in epoll_wait 60 s after its parent's
     # SIGKILL (nothing asks an orphan to print, so nothing woke it). Its output has no reader
-    # then anyway, and the kernel detaches its probes when it exits, however it exits.
+    # then anyway, and the kernel detaches its probes however it exits.
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from storage.lab import ontap_rest
 from storage.lab.qos import COUNTERS_FILE, LUN, POLICY_FILE, QosQueue, read_policy, write_json
-from storage.lab.system import RUN_AHEAD_NICE
+from storage.lab.system import ARRAY_NICE
 
 COUNTER_PERIOD_S = 0.25
 KINDS = ("read", "write")
@@ -169,11 +169,6 @@ def _detach(pidfile: Path) -> None:
         os._exit(0)
     os.setsid()
     pidfile.write_text(f"{os.getpid()}\n")
-
-
-#: The array stands for a storage system with processors of its own: its process (and the
-#: threads FUSE starts after this) runs ahead of the host's other work (storage.lab.system).
-ARRAY_NICE = RUN_AHEAD_NICE
 
 
 def _run_ahead() -> None:

@@ -22,9 +22,10 @@ COMMAND_TIMEOUT_S = 120.0
 REQUIRED_TOOLS = ("losetup", "mkfs.ext4", "mount", "umount", "setpriv")
 #: The lab's servers stand for machines with processors of their own: they run ahead of the
 #: host's other work (root only), so a load generator or another tenant on the host's CPUs does
-#: not slow them below what they are set to deliver. The array (its FUSE process) at this nice
-#: value: a 500-IOPS policy delivered 449.6 at nice 0 beside `stress-ng --cpu 2`.
-RUN_AHEAD_NICE = -10
+#: not slow them below what they are set to deliver. The array (its FUSE process, and the
+#: threads FUSE starts) at this nice value: a 500-IOPS policy delivered 449.6 at nice 0 beside
+#: `stress-ng --cpu 2`.
+ARRAY_NICE = -10
 #: A lab PostgreSQL runs ahead of the host's other work but behind the array beneath it, whose
 #: requests it waits for: a one-session read (~0.10 s) once took 0.64 s at nice 0 beside
 #: `stress-ng --cpu 2`. At the array's own value (one timing phase beside three other suites,

@@ -50,7 +50,7 @@ SERVICE_US = 500
 #: The policy paces requests 1/max_iops apart with no burst (storage/lab/qos.py): the count is
 #: exact to one request at each edge of the window; 5 % is for the FUSE array's CPU on two
 #: shared cores, which can fall behind the schedule. The array runs ahead of the host's other
-#: work (storage/lab/arrayfs.py ARRAY_NICE): at nice 0 beside `stress-ng --cpu 2` and another
+#: work (storage/lab/system.py ARRAY_NICE): at nice 0 beside `stress-ng --cpu 2` and another
 #: timing test it delivered 449.6 of 500; ahead, 499.4 beside stress-ng.
 IOPS_TOL = 0.05
 DEPTH = 16

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from sim.cli.app import EXIT_SIGINT, EXIT_SIGTERM
-from sim.cli.run import _outcome_exit_code, _stop_on_signals
+from sim.cli.run import _close_ignoring_signals, _outcome_exit_code, _stop_on_signals
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -106,3 +106,18 @@ def test_the_last_signal_names_the_exit_code() -> None:
     both = [signal.SIGINT, signal.SIGTERM]
     assert _outcome_exit_code(interrupted, slos_declared=False, received=both) == 143
     assert _outcome_exit_code(interrupted, slos_declared=False, received=both[::-1]) == 130
+
+
+def test_after_the_loop_closes_both_signals_are_ignored_never_defaulted(
+    restored_handlers: None,
+) -> None:
+    """The bundle is complete when the loop closes: from then on a signal is ignored (a
+    SIGTERM at the default would kill the finished run with -15), and neither is left
+    blocked. A SIGTERM sent to this very process afterwards does nothing."""
+    loop = asyncio.new_event_loop()
+    _stop_on_signals(loop, [], [])
+    _close_ignoring_signals(loop)
+    assert loop.is_closed()
+    assert all(signal.getsignal(s) == signal.SIG_IGN for s in SIGNALS)
+    assert not set(SIGNALS) & signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    os.kill(os.getpid(), signal.SIGTERM)  # ignored: the test goes on
