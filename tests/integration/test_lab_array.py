@@ -54,6 +54,12 @@ SERVICE_US = 500
 #: timing test it delivered 449.6 of 500; ahead, 499.4 beside stress-ng.
 IOPS_TOL = 0.05
 DEPTH = 16
+#: What the FUSE array's Python adds to a request, and the kernel path around it (loop
+#: device, FUSE, the reply) adds to that, on a CPU of its own: quiet, one request at a time
+#: read 0.13-0.14 ms beyond the service at the array and 0.20-0.22 ms more at iostat; the
+#: bounds leave that path 3-4x room, and CPU waits are measured and added on top.
+ARRAY_OVERHEAD_MS = 0.5
+PATH_OVERHEAD_MS = 1.0
 SAMPLES = 5  # iostat intervals of 1 s, after one to let fio start
 
 
@@ -118,6 +124,7 @@ def _measure(
     ``ontap``, what the ONTAP collector read from the array's REST endpoint over it."""
     device = os.path.basename(status["volumes"][0]["device"])
     array_dir = Path(status["volumes"][0]["array"]["dir"])
+    array_pid = status["volumes"][0]["array"]["pid"]
     fio = subprocess.Popen(
         [
             "fio",
@@ -137,6 +144,7 @@ def _measure(
     try:
         time.sleep(1.0)
         before = read_counters(array_dir)
+        waited_before = _run_queue_wait_s(array_pid)
         started = time.time()
         if ontap is not None:
             asyncio.run(ontap.start(started))
@@ -150,6 +158,7 @@ def _measure(
         rest = asyncio.run(ontap.sample(time.time())) if ontap is not None else []
         time.sleep(0.3)  # the array publishes its counters four times a second
         after = read_counters(array_dir)
+        waited = _run_queue_wait_s(array_pid) - waited_before
         elapsed = (after or {}).get("time", time.time()) - (before or {}).get("time", started)
     finally:
         fio.wait(timeout=60)
@@ -157,6 +166,7 @@ def _measure(
     disks = [next(d for d in s["disk"] if d["disk_device"] == device) for s in stats]
     assert before and after
     volume = [smp.values for smp in rest if smp.entity.startswith("volume:")]
+    ops = max(1, after["read"]["ops"] - before["read"]["ops"])
     return {
         "ontap_r_s": volume[0]["read_iops"] if volume else float("nan"),
         "ontap_read_latency_ms": volume[0]["read_latency_us"] / 1000 if volume else float("nan"),
@@ -164,12 +174,25 @@ def _measure(
         "r_await_ms": sum(d["r_await"] for d in disks) / len(disks),
         "array_r_s": (after["read"]["ops"] - before["read"]["ops"]) / elapsed,
         "array_latency_ms": (after["read"]["latency_us"] - before["read"]["latency_us"])
-        / max(1, after["read"]["ops"] - before["read"]["ops"])
+        / ops
         / 1000,
         "array_qos_delay_ms": (after["read"]["qos_delay_us"] - before["read"]["qos_delay_us"])
-        / max(1, after["read"]["ops"] - before["read"]["ops"])
+        / ops
         / 1000,
+        "array_cpu_wait_ms": waited / ops * 1000,
     }
+
+
+def _run_queue_wait_s(pid: int) -> float:
+    """The time the array process's threads spent runnable but waiting for a CPU, so far
+    (``/proc/PID/task/*/schedstat``, field 2, ns). Threads that ended are not counted."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended between the listing and the read
+    return total / 1e9
 
 
 def test_policy_holds_device_iops_and_raises_device_await(
@@ -220,12 +243,17 @@ def test_policy_holds_device_iops_and_raises_device_await(
     print(
         f"no policy, {DEPTH} in flight: {free['r_s']:.0f} r/s, r_await "
         f"{free['r_await_ms']:.2f} ms; 1 in flight: {single['r_s']:.0f} r/s, r_await "
-        f"{single['r_await_ms']:.2f} ms, array latency {single['array_latency_ms']:.2f} ms"
+        f"{single['r_await_ms']:.2f} ms, array latency {single['array_latency_ms']:.2f} ms "
+        f"(of which its threads waited for a CPU {single['array_cpu_wait_ms']:.2f} ms)"
     )
     assert free["r_s"] >= 3 * POLICY_IOPS, free
     assert free["array_qos_delay_ms"] < 0.05, free
-    assert SERVICE_US / 1000 <= single["array_latency_ms"] <= SERVICE_US / 1000 + 0.5, single
-    assert SERVICE_US / 1000 <= single["r_await_ms"] < 4 * SERVICE_US / 1000, single
+    # One request at a time costs the base service time plus the FUSE array's own handling
+    # (quiet: 0.63-0.64 ms in all), plus whatever its threads waited for a CPU the host gave
+    # to others: measured, not guessed (a timing phase beside other lab tests read 1.04 ms).
+    own = SERVICE_US / 1000 + ARRAY_OVERHEAD_MS + single["array_cpu_wait_ms"]
+    assert SERVICE_US / 1000 <= single["array_latency_ms"] <= own, single
+    assert SERVICE_US / 1000 <= single["r_await_ms"] < own + PATH_OVERHEAD_MS, single
 
 
 def test_down_after_sigkill_of_the_array_leaves_nothing(
