@@ -125,8 +125,16 @@ def _measure(
     device = os.path.basename(status["volumes"][0]["device"])
     array_dir = Path(status["volumes"][0]["array"]["dir"])
     array_pid = status["volumes"][0]["array"]["pid"]
+    # fio runs ahead of the host's other work, as a lab database does
+    # (storage.lab.system.DATABASE_NICE), behind the array (ARRAY_NICE): the test asks
+    # whether the policy holds the device's IOPS, and the policy has no burst, so a slot
+    # with no request waiting is lost. At nice 0, in a timing phase beside `stress-ng --cpu 2`,
+    # the 500-IOPS policy delivered 414.
     fio = subprocess.Popen(
         [
+            "nice",
+            "-n",
+            str(system.DATABASE_NICE),
             "fio",
             "--name=rr",
             f"--filename={status['volumes'][0]['mount_point']}/f",
@@ -251,9 +259,18 @@ def test_policy_holds_device_iops_and_raises_device_await(
     # One request at a time costs the base service time plus the FUSE array's own handling
     # (quiet: 0.63-0.64 ms in all), plus whatever its threads waited for a CPU the host gave
     # to others: measured, not guessed (a timing phase beside other lab tests read 1.04 ms).
+    # The wait is every thread's (the policy keeper and the REST server's too), so on a busy
+    # host the bound is loose, never tight.
     own = SERVICE_US / 1000 + ARRAY_OVERHEAD_MS + single["array_cpu_wait_ms"]
     assert SERVICE_US / 1000 <= single["array_latency_ms"] <= own, single
-    assert SERVICE_US / 1000 <= single["r_await_ms"] < own + PATH_OVERHEAD_MS, single
+    # At the device, the service is a floor; above it the loop device's kernel worker and fio
+    # wait for a CPU as well, which nothing here measures per request (a host at load 18 read
+    # 8.8 ms for the array's 2.4). What holds on any host is Little's law: one request at a
+    # time, so iostat's await times its IOPS (the mean number in flight) is at most one.
+    assert SERVICE_US / 1000 <= single["r_await_ms"], single
+    assert single["r_await_ms"] * single["r_s"] / 1000 <= 1 + IOPS_TOL, single
+    if single["array_cpu_wait_ms"] < ARRAY_OVERHEAD_MS:  # a CPU free for the path, as quiet
+        assert single["r_await_ms"] < own + PATH_OVERHEAD_MS, single
 
 
 def test_down_after_sigkill_of_the_array_leaves_nothing(
