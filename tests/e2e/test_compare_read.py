@@ -1,6 +1,9 @@
 """``dbsim compare`` as a person reads it, on real bundles of short real runs: SQLite on
 tmpfs (no block device, so nothing here depends on what the host's disk is doing) and
-PostgreSQL on the local server. At 80 columns no figure is cut; runs at other sessions are
+PostgreSQL on the local server. The runs are child processes; every ``dbsim compare`` runs
+through ``sim.cli.entry.main`` in the test process (``inside``: the runs' directories and
+environment, COLUMNS included, ~0.6 CPU-s of start-up less each), since what it checks is what
+the command prints and writes (test_compare_cli keeps a compare on the real binary). At 80 columns no figure is cut; runs at other sessions are
 compared at the matched delivered load; repeated runs are combined; two PostgreSQL runs
 whose data the server's cache held are said to be "storage not exercised" first, in the
 console, --json and the HTML page; the CSV holds every figure."""
@@ -21,7 +24,7 @@ import pytest
 
 from sim.judge.compare_rows import LABELS
 from sim.report.compare import table_rows
-from tests.e2e.conftest import CliResult, Dbsim, clean_environment, single_bundle
+from tests.e2e.conftest import CliResult, Dbsim, InProcessDbsim, clean_environment, single_bundle
 
 pytestmark = pytest.mark.e2e
 
@@ -36,6 +39,11 @@ class Runs:
     two: Path  # open loop at RATE_OPS_S with 2 sessions, on tmpfs
     four: Path  # the same rate with 4 sessions
     two_again: Path
+
+    @property
+    def inside(self) -> InProcessDbsim:
+        """``runner``'s directories and environment, the command run in this process."""
+        return InProcessDbsim(self.runner.cwd, self.runner.env)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +96,7 @@ def assert_every_figure_whole(runner: Dbsim, args: list[str | Path], stdout: str
 
 
 def test_other_sessions_at_one_rate_are_compared_at_the_matched_load(runs: Runs) -> None:
-    result = runs.runner("compare", runs.two, runs.four, "--json")
+    result = runs.inside("compare", runs.two, runs.four, "--json")
     assert result.rc in (0, 1), result.describe()
     data = json.loads(result.stdout)
     assert data["levels"]["matched"] == 1
@@ -104,16 +112,16 @@ def test_other_sessions_at_one_rate_are_compared_at_the_matched_load(runs: Runs)
 
 def test_at_80_columns_no_figure_is_cut(runs: Runs) -> None:
     for args in ([runs.two, runs.four], [runs.two, runs.two_again]):
-        result = runs.runner("compare", *args, env={"COLUMNS": "80"})
+        result = runs.inside("compare", *args, env={"COLUMNS": "80"})
         assert result.rc in (0, 1), result.describe()
         assert_fits(result)
-        assert_every_figure_whole(runs.runner, list(args), result.stdout)
+        assert_every_figure_whole(runs.inside, list(args), result.stdout)
         assert "figures (continued)" in result.stdout  # eight columns fold into two parts
 
 
 def test_repeated_runs_are_combined(runs: Runs, tmp_path: Path) -> None:
     out = tmp_path / "figures.csv"
-    result = runs.runner(
+    result = runs.inside(
         "compare", runs.two, runs.two_again, "vs", runs.two_again, runs.two,
         "--json", "--csv", out,
     )  # fmt: skip
@@ -140,6 +148,11 @@ class PgRuns:
     first: Path
     second: Path
 
+    @property
+    def inside(self) -> InProcessDbsim:
+        """``runner``'s directories and environment, the command run in this process."""
+        return InProcessDbsim(self.runner.cwd, self.runner.env)
+
 
 @pytest.fixture(scope="module")
 def pg_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgRuns]:
@@ -163,7 +176,7 @@ def pg_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgRuns]:
             assert run.rc in (0, 1), run.describe()
         yield PgRuns(runner, single_bundle(base / "first"), single_bundle(base / "second"))
     finally:
-        runner("drop", scenario)
+        InProcessDbsim(runner.cwd, runner.env)("drop", scenario)
         runner.cleanup()
 
 
@@ -172,12 +185,12 @@ def test_postgresql_runs_at_80_columns_with_their_caveats_first(
 ) -> None:
     page = tmp_path / "pg.html"
     args: list[str | Path] = [pg_runs.first, pg_runs.second]
-    result = pg_runs.runner("compare", *args, "--html", page, env={"COLUMNS": "80"})
+    result = pg_runs.inside("compare", *args, "--html", page, env={"COLUMNS": "80"})
     assert result.rc in (0, 1), result.describe()
     assert_fits(result)
-    assert_every_figure_whole(pg_runs.runner, args, result.stdout)
+    assert_every_figure_whole(pg_runs.inside, args, result.stdout)
     assert f"html: {page}" in result.stdout.splitlines()
-    data = json.loads(pg_runs.runner("compare", *args, "--json").stdout)
+    data = json.loads(pg_runs.inside("compare", *args, "--json").stdout)
     summaries = [json.loads((b / "summary.json").read_text()) for b in args]
     cached = [(s.get("cache") or {}).get("exercised", {}).get("exercised") is False
               for s in summaries]  # fmt: skip

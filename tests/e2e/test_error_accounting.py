@@ -34,7 +34,7 @@ import asyncpg
 import pytest
 import yaml
 
-from tests.e2e.conftest import Dbsim, bundle_dirs, clean_environment, read_summary
+from tests.e2e.conftest import Dbsim, InProcessDbsim, bundle_dirs, clean_environment, read_summary
 from tests.support.postgres import DATABASE, HOST, PORT, require_postgres
 from tests.support.session_runners import AskedRunner, session_runner
 
@@ -92,7 +92,7 @@ def loaded_table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pat
     try:
         yield path, table
     finally:
-        runner("drop", path)
+        InProcessDbsim(runner.cwd, runner.env)("drop", path)  # no child's start-up to clean up
         runner.cleanup()
 
 
