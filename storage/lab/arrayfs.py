@@ -24,7 +24,7 @@ from typing import Any
 
 from storage.lab import ontap_rest
 from storage.lab.qos import COUNTERS_FILE, LUN, POLICY_FILE, QosQueue, read_policy, write_json
-from storage.lab.system import ARRAY_NICE
+from storage.lab.system import ARRAY_NICE, run_session_ahead
 
 COUNTER_PERIOD_S = 0.25
 KINDS = ("read", "write")
@@ -172,9 +172,11 @@ def _detach(pidfile: Path) -> None:
 
 
 def _run_ahead() -> None:
-    """Raise the array's CPU priority (root only; an unprivileged lab keeps its own)."""
+    """Raise the array's CPU priority (root only; an unprivileged lab keeps its own): its
+    own, and its session group's where it leads a session (detached)."""
     with contextlib.suppress(PermissionError):
         os.setpriority(os.PRIO_PROCESS, 0, ARRAY_NICE)
+    run_session_ahead(os.getpid(), ARRAY_NICE)
 
 
 def main(argv: list[str] | None = None) -> None:

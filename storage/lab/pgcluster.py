@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sim.errors import ConfigError, TargetError
-from storage.lab.system import DATABASE_NICE, as_user, run
+from storage.lab.system import DATABASE_NICE, as_user, run, run_session_ahead
 
 PG_USER = "postgres"
 PG_BIN_ENV = "DBSIM_LAB_PG_BIN"
@@ -195,6 +195,8 @@ class Cluster:
         pid = self.pid()
         if pid is None:
             raise TargetError(f"lab: postgres started but wrote no postmaster.pid (see {self.log})")
+        if os.geteuid() == 0:  # pg_ctl starts the postmaster in a session of its own
+            run_session_ahead(pid, DATABASE_NICE)
         return pid
 
     def pid(self) -> int | None:

@@ -6,11 +6,12 @@ Every command runs with a timeout and its output captured, so a failure becomes 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,12 @@ ARRAY_NICE = -10
 #: load 7-10) the arrays' policies fell short: 400 of 500 IOPS under fio, 408 under eight sessions
 #: of a lab PostgreSQL; which share the databases' priority took is not separated.
 DATABASE_NICE = -5
+#: Where the kernel groups processes by session (``kernel.sched_autogroup_enabled``, on by
+#: default in Debian's kernels), a process's nice ranks it only among its own session's
+#: processes, and each session's group competes with the others as one: a server at nice -10
+#: in a session of its own had no more of the CPUs than one `stress-ng` started from another
+#: terminal. The group has a nice value of its own (``/proc/PID/autogroup``).
+AUTOGROUP = "/proc/{pid}/autogroup"
 
 # At most 20 digits either side of the point: a longer number is refused before it is
 # converted (5,000 digits made float() infinite and int() raise OverflowError).
@@ -207,3 +214,31 @@ def read_data_extents(path: Path, chunk: int = 8 << 20) -> None:
             offset = end
     finally:
         os.close(fd)
+
+
+def run_session_ahead(pid: int, nice: int) -> bool:
+    """Give the session group of ``pid`` the CPU share of ``nice`` (:data:`AUTOGROUP`), when
+    ``pid`` leads a session of its own (a detached server: never the caller's session, whose
+    group holds whatever else the user runs) and the kernel groups by session. Root only;
+    False, changing nothing, otherwise."""
+    try:
+        if os.getsid(pid) != pid:
+            return False
+        Path(AUTOGROUP.format(pid=pid)).write_text(f"{nice}\n")
+    except OSError:  # no autogroup support, not root, or the process has gone
+        return False
+    return True
+
+
+def start_session_ahead(nice: int) -> Callable[[], None]:
+    """A ``preexec_fn`` that starts a child in a session of its own, run ahead at ``nice``
+    (its own nice and its session group's, :func:`run_session_ahead`): for what must keep
+    pace with the lab whatever else the host runs (root only; otherwise at the caller's)."""
+
+    def ahead() -> None:
+        os.setsid()
+        with contextlib.suppress(PermissionError):
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+        run_session_ahead(os.getpid(), nice)
+
+    return ahead

@@ -129,8 +129,9 @@ sys.exit(main(sys.argv[3:]))
 """
 
 
-def _run_ahead() -> None:
-    os.setpriority(os.PRIO_PROCESS, 0, system.DATABASE_NICE)
+#: The client runs ahead as the lab's PostgreSQL does: its own nice and, in a session of its
+#: own, its session group's (storage.lab.system.start_session_ahead).
+_run_ahead = system.start_session_ahead(system.DATABASE_NICE)
 
 
 def _require_lab() -> None:

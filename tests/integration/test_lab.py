@@ -183,8 +183,11 @@ def test_read_ceiling_holds_and_steps_at_run_time(
         # (storage.lab.system.DATABASE_NICE): the test asks whether the ceiling holds, and a
         # reader starved of CPU beside `stress-ng --cpu 2` read 219 IOPS for a second under
         # the 500 ceiling (the others 498-500).
-        ahead = ["nice", "-n", str(system.DATABASE_NICE)]
-        reader = subprocess.Popen([*ahead, *lab.command(argv)], stdin=subprocess.DEVNULL)
+        reader = subprocess.Popen(
+            lab.command(argv),
+            stdin=subprocess.DEVNULL,
+            preexec_fn=system.start_session_ahead(system.DATABASE_NICE),
+        )
         try:
             time.sleep(SETTLE_S)
             assert reader.poll() is None, "the reader died"
