@@ -26,6 +26,7 @@ import contextlib
 import csv
 import io
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -158,7 +159,16 @@ class InProcessDbsim(Dbsim):
     per command than a child): the working directory, the environment (exactly the child's)
     and TMPDIR are swapped in for the call, stdout and stderr captured, and the signal
     handlers, environment, directory and ``tempfile``'s cached TMPDIR put back afterwards.
-    ``start`` (signals, a running process) is not offered: use ``Dbsim``."""
+    ``start`` (signals, a running process) is not offered: use ``Dbsim``.
+
+    ``child_logging=True`` also gives the command the root logger a new process has: no
+    handler, so the CLI's ``logging.basicConfig`` installs its own on the captured stderr and
+    a warning logged by the command lands in ``stderr`` as the child's does (otherwise pytest's
+    handlers on the root logger take it and ``basicConfig`` does nothing)."""
+
+    def __init__(self, cwd: Path, env: dict[str, str], *, child_logging: bool = False) -> None:
+        super().__init__(cwd, env)
+        self.child_logging = child_logging
 
     def __call__(
         self,
@@ -170,7 +180,7 @@ class InProcessDbsim(Dbsim):
 
         argv = [os.fspath(a) for a in args]
         out, err = io.StringIO(), io.StringIO()
-        child = _as_the_child(self.cwd, self._env(env))
+        child = _as_the_child(self.cwd, self._env(env), self.child_logging)
         with child, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = main(argv)
         return CliResult(["dbsim (in process)", *argv], rc, out.getvalue(), err.getvalue())
@@ -182,9 +192,13 @@ class InProcessDbsim(Dbsim):
 
 
 @contextlib.contextmanager
-def _as_the_child(cwd: Path, env: dict[str, str]) -> Iterator[None]:
+def _as_the_child(cwd: Path, env: dict[str, str], child_logging: bool = False) -> Iterator[None]:
     from sim import secrets
 
+    root = logging.getLogger()
+    saved_handlers, saved_level = list(root.handlers), root.level
+    if child_logging:
+        root.handlers.clear()
     saved_env, saved_cwd, saved_tempdir = dict(os.environ), os.getcwd(), tempfile.tempdir
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     # The secrets this process resolved are masked in every message: a new process starts
@@ -207,6 +221,9 @@ def _as_the_child(cwd: Path, env: dict[str, str]) -> Iterator[None]:
         tempfile.tempdir = saved_tempdir
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
+        if child_logging:
+            root.handlers[:] = saved_handlers
+            root.setLevel(saved_level)
 
 
 def clean_environment(tmp: Path) -> dict[str, str]:

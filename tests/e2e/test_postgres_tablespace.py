@@ -4,9 +4,14 @@ dbsim creates the tablespace on an ext4 loop device, the SLOB-like tables and in
 the block collector watches that loop device (and it is the run's primary device, with reads
 on it), and ``dbsim drop`` removes the tablespace it made. A tablespace someone else made is
 used and never dropped. Wrong directories are refused before anything is created: exit 2, one
-``error:`` line, no bundle, the command that would fix it (the first wrong directory through
-the real binary, the others through ``sim.cli.entry.main`` in the test process). Needs root (loop devices, chown) and
-the server on this host, running as the OS user ``postgres``.
+``error:`` line, no bundle, the command that would fix it. Needs root (loop devices, chown)
+and the server on this host, running as the OS user ``postgres``.
+
+The first wrong directory goes through the real binary (``python -m sim.cli``), which proves
+that the process reports what ``main`` returns; every other command (the loads, the run, the
+drops, the other refusals) runs through ``sim.cli.entry.main`` in the test process
+(``in_process``: the child's directory, environment and logging), as its subject is what the
+command does to the server and the volume, not the process boundary.
 """
 
 from __future__ import annotations
@@ -26,7 +31,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import CliResult, Dbsim, InProcessDbsim, bundle_dirs, single_bundle
+from tests.e2e.conftest import (
+    CliResult,
+    Dbsim,
+    InProcessDbsim,
+    bundle_dirs,
+    clean_environment,
+    single_bundle,
+)
 from tests.support.loopfs import loop_ext4
 from tests.support.postgres import require_postgres
 
@@ -57,6 +69,13 @@ def server_user() -> pwd.struct_passwd:
         return pwd.getpwnam("postgres")
     except KeyError:
         pytest.skip("!!! no OS user postgres: the server does not run as it here")
+
+
+@pytest.fixture
+def in_process(work_dir: Path, child_tmp: Path) -> InProcessDbsim:
+    """``dbsim`` through ``sim.cli.entry.main`` in this process, with the child's directories,
+    environment and logging (a warning the command logs is on its stderr, as a child's is)."""
+    return InProcessDbsim(work_dir, clean_environment(child_tmp), child_logging=True)
 
 
 @pytest.fixture
@@ -118,7 +137,10 @@ def evict_page_cache(directory: Path) -> None:
 
 
 def test_tablespace_on_a_loop_device_is_watched_judged_and_dropped(
-    dbsim: Dbsim, out_dir: Path, reachable_dir: Path, server_user: pwd.struct_passwd
+    in_process: InProcessDbsim,
+    out_dir: Path,
+    reachable_dir: Path,
+    server_user: pwd.struct_passwd,
 ) -> None:
     name, prefix = f"dbsim_t{uuid.uuid4().hex[:8]}", f"t{uuid.uuid4().hex[:6]}"
     with loop_ext4(reachable_dir / "volume", LOOP_MIB) as mount:
@@ -127,14 +149,17 @@ def test_tablespace_on_a_loop_device_is_watched_judged_and_dropped(
         location = mount / "pg"
         with server_owned(location, server_user):
             path = scenario(
-                dbsim, {"name": name, "location": str(location), "create": True}, prefix, SCALE
+                in_process,
+                {"name": name, "location": str(location), "create": True},
+                prefix,
+                SCALE,
             )
             try:
-                ok(dbsim("load", path, timeout=600))
+                ok(in_process("load", path, timeout=600))
                 assert tablespace_of(f"{prefix}_1_cf1") == name
                 assert tablespace_of(f"{prefix}_1_cf1_custid") == name  # the index too
                 evict_page_cache(location)
-                run = ok(dbsim("run", "--skip-load", path, "-o", out_dir, timeout=300))
+                run = ok(in_process("run", "--skip-load", path, "-o", out_dir, timeout=300))
                 assert f"data: {location} (tablespace {name})" in run.stdout + run.stderr
                 bundle = single_bundle(out_dir)
                 summary = json.loads((bundle / "summary.json").read_text())
@@ -147,7 +172,7 @@ def test_tablespace_on_a_loop_device_is_watched_judged_and_dropped(
                 assert list(watched) == [device], watched
                 assert watched[device]["r_s"] > 0, watched
                 assert analysis["primary_device"] == device
-                dropped = ok(dbsim("drop", path)).stdout
+                dropped = ok(in_process("drop", path)).stdout
                 assert f"tablespace {name}" in dropped and f"{prefix}_1_cf1" in dropped
                 assert sql(f"SELECT count(*) FROM pg_tablespace WHERE spcname = '{name}'") == ["0"]
                 assert not any(location.iterdir())
@@ -158,21 +183,23 @@ def test_tablespace_on_a_loop_device_is_watched_judged_and_dropped(
 
 
 def test_a_tablespace_dbsim_did_not_create_is_used_and_never_dropped(
-    dbsim: Dbsim, reachable_dir: Path, server_user: pwd.struct_passwd
+    in_process: InProcessDbsim, reachable_dir: Path, server_user: pwd.struct_passwd
 ) -> None:
     name, prefix = f"dbsim_f{uuid.uuid4().hex[:8]}", f"f{uuid.uuid4().hex[:6]}"
     with server_owned(reachable_dir / "theirs", server_user) as location:
         sql(f"CREATE TABLESPACE {name} LOCATION '{location}'")
         try:
             for create in (False, True):
-                path = scenario(dbsim, {"name": name, "create": create}, prefix)
+                path = scenario(in_process, {"name": name, "create": create}, prefix)
                 if create:  # with a location, it must be where the tablespace is
                     path = scenario(
-                        dbsim, {"name": name, "location": str(location), "create": True}, prefix
+                        in_process,
+                        {"name": name, "location": str(location), "create": True},
+                        prefix,
                     )
-                ok(dbsim("load", path, timeout=300))
+                ok(in_process("load", path, timeout=300))
                 assert tablespace_of(f"{prefix}_1_cf1") == name
-                dropped = ok(dbsim("drop", path)).stdout
+                dropped = ok(in_process("drop", path)).stdout
                 assert "tablespace" not in dropped and f"{prefix}_1_cf1" in dropped
                 assert sql(f"SELECT count(*) FROM pg_tablespace WHERE spcname = '{name}'") == ["1"]
         finally:
@@ -192,14 +219,14 @@ def refused(result: CliResult, out_dir: Path) -> str:
 @pytest.mark.parametrize("problem", ["missing", "not empty", "not the server's", "unknown"])
 def test_a_directory_create_tablespace_would_refuse_is_one_line_and_exit_2(
     dbsim: Dbsim,
-    dbsim_in_process: InProcessDbsim,
+    in_process: InProcessDbsim,
     out_dir: Path,
     reachable_dir: Path,
     server_user: pwd.struct_passwd,
     problem: str,
 ) -> None:
     if problem != "missing":  # the first case proves the real process says the same
-        dbsim = dbsim_in_process
+        dbsim = in_process
     name, prefix = f"dbsim_r{uuid.uuid4().hex[:8]}", f"r{uuid.uuid4().hex[:6]}"
     location = reachable_dir / "pg"
     if problem == "not empty":
@@ -227,28 +254,28 @@ def test_a_directory_create_tablespace_would_refuse_is_one_line_and_exit_2(
 
 
 def test_a_tablespace_still_holding_another_workloads_tables_is_kept_until_the_last_drop(
-    dbsim: Dbsim, reachable_dir: Path, server_user: pwd.struct_passwd
+    in_process: InProcessDbsim, reachable_dir: Path, server_user: pwd.struct_passwd
 ) -> None:
     name, prefix = f"dbsim_s{uuid.uuid4().hex[:8]}", f"s{uuid.uuid4().hex[:6]}"
     with server_owned(reachable_dir / "shared", server_user) as location:
         settings = {"name": name, "location": str(location), "create": True}
-        slob = scenario(dbsim, settings, prefix)
+        slob = scenario(in_process, settings, prefix)
         ssb = yaml.safe_load(slob.read_text())
         ssb["workload"] = {
             "name": "ssb",
             "parameters": {"tables": 1, "database_size": "1600K", "table_prefix": f"{prefix}b"},
         }
-        ssb_path = dbsim.cwd / "ssb.yaml"
+        ssb_path = in_process.cwd / "ssb.yaml"
         ssb_path.write_text(yaml.safe_dump(ssb), encoding="utf-8")
         try:
-            ok(dbsim("load", slob, timeout=300))
-            ok(dbsim("load", ssb_path, timeout=300))
+            ok(in_process("load", slob, timeout=300))
+            ok(in_process("load", ssb_path, timeout=300))
             assert tablespace_of(f"{prefix}b_1") == name
-            first = ok(dbsim("drop", slob))
+            first = ok(in_process("drop", slob))
             assert "tablespace" not in first.stdout
             assert f"tablespace {name} kept: " in first.stderr, first.describe()
             assert tablespace_of(f"{prefix}b_1") == name  # the other workload's data is intact
-            last = ok(dbsim("drop", ssb_path)).stdout
+            last = ok(in_process("drop", ssb_path)).stdout
             assert f"{prefix}b_1, tablespace {name}" in last
             assert sql(f"SELECT count(*) FROM pg_tablespace WHERE spcname = '{name}'") == ["0"]
         finally:

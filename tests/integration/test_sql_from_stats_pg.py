@@ -7,6 +7,12 @@ runs ``SELECT abalance FROM pgbench_accounts WHERE aid = :aid`` once per transac
 ``tpcb-like`` runs that SELECT, three UPDATEs and an INSERT once each. The skeleton's
 statements and weights are checked against both the view and those counts (within 1 %), then
 filled in, validated and run (rolled back: pgbench_history keeps its row count).
+
+The commands run through ``sim.cli.entry.main`` in the test process (tests/e2e/conftest.py's
+``InProcessDbsim``: the test's own directory, the child's environment and logging), as their subject is what
+the command reads, writes and refuses; one — a skeleton from a scenario file, whose stderr is
+checked line by line — runs as the real binary (``python -m sim.cli``), which proves that the
+process reports what ``main`` returns.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.sqlstats_servers import PgServer, dbsim, pg_with_statements
+from tests.e2e.conftest import CliResult, Dbsim, InProcessDbsim, clean_environment
+from tests.integration.sqlstats_servers import PgServer, pg_with_statements
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
@@ -69,6 +76,18 @@ def pgbenched() -> Iterator[PgServer]:
         yield server
 
 
+def dbsim(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, real: bool = False
+) -> CliResult:
+    """``dbsim ARGS`` in ``cwd`` with the child's environment plus ``env``: in this process,
+    or (``real``) as ``python -m sim.cli``."""
+    child_tmp = cwd / "child-tmp"
+    child_tmp.mkdir(exist_ok=True)
+    child_env = clean_environment(child_tmp)
+    runner = Dbsim(cwd, child_env) if real else InProcessDbsim(cwd, child_env, child_logging=True)
+    return runner(*args, env=env, timeout=300)
+
+
 def _args(server: PgServer, *more: str) -> list[str]:
     return ["sql-from-stats", "--target-kind", "postgres", "--host", "127.0.0.1", "--port",
             str(server.port), "--database", DB, "--user", "postgres", "--password-env",
@@ -76,7 +95,8 @@ def _args(server: PgServer, *more: str) -> list[str]:
 
 
 def _skeleton(server: PgServer, path: Path, *more: str) -> dict[str, Any]:
-    done = dbsim(*_args(server, "-o", str(path), *more), env={PASSWORD_VAR: server.password})
+    done = dbsim(path.parent, *_args(server, "-o", str(path), *more),
+                 env={PASSWORD_VAR: server.password})  # fmt: skip
     assert done.returncode == 0, done.stderr
     data: dict[str, Any] = yaml.safe_load(path.read_text())
     return data
@@ -139,13 +159,13 @@ def test_placeholders_refuse_validation_until_filled_then_it_runs_rolled_back(
     path = tmp_path / "skeleton.yaml"
     data = _skeleton(pgbenched, path, "--top", "5")
     env = {PASSWORD_VAR: pgbenched.password}
-    refused = dbsim("validate", str(path), env=env)
+    refused = dbsim(tmp_path, "validate", str(path), env=env)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "fill_in" in refused.stderr
     assert _fill(data) == 7  # 2 per UPDATE (its delta), 4 of the INSERT … minus the aids
     filled = tmp_path / "filled.yaml"
     filled.write_text(yaml.safe_dump(data, sort_keys=False))
-    valid = dbsim("validate", str(filled), env=env)
+    valid = dbsim(tmp_path, "validate", str(filled), env=env)
     assert valid.returncode == 0, valid.stderr
     history = pgbenched.psql("SELECT count(*) FROM pgbench_history", DB)
     # The replay runs as a role of its own whose statements are then removed from the view,
@@ -154,7 +174,7 @@ def test_placeholders_refuse_validation_until_filled_then_it_runs_rolled_back(
     pgbenched.psql(f"CREATE ROLE replayer LOGIN PASSWORD '{password}'")
     pgbenched.psql("GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO replayer", DB)
     try:
-        ran = dbsim("run", str(filled), "--duration", "2", "--output", str(tmp_path),
+        ran = dbsim(tmp_path, "run", str(filled), "--duration", "2", "--output", str(tmp_path),
                     "--set", "target.user=replayer", env={PASSWORD_VAR: password})  # fmt: skip
     finally:
         pgbenched.psql(
@@ -174,8 +194,8 @@ def test_a_scenario_files_target_is_read_and_written_into_the_skeleton(
               "database": DB, "password_env": PASSWORD_VAR}  # fmt: skip
     scenario.write_text(yaml.safe_dump({"name": "prod", "target": target}))
     out = tmp_path / "skeleton.yaml"
-    done = dbsim("sql-from-stats", str(scenario), "--top", "1", "-o", str(out),
-                 env={PASSWORD_VAR: pgbenched.password})  # fmt: skip
+    done = dbsim(tmp_path, "sql-from-stats", str(scenario), "--top", "1", "-o", str(out),
+                 env={PASSWORD_VAR: pgbenched.password}, real=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines() == [
         f"sql-from-stats: 1 statement to {out}",
@@ -195,7 +215,7 @@ def test_hidden_statements_and_a_revoked_view_are_refused_naming_the_grant(
     pgbenched.psql(f"CREATE ROLE peeker LOGIN PASSWORD '{password}'")
     env = {PASSWORD_VAR: password}
     args = _args(pgbenched, "--user", "peeker")
-    hidden = dbsim(*args, env=env)
+    hidden = dbsim(tmp_path, *args, env=env)
     assert hidden.returncode == 2
     assert hidden.stderr.strip().splitlines() == [
         f"error: postgres at 127.0.0.1:{pgbenched.port}, database {DB}: pg_stat_statements "
@@ -203,7 +223,7 @@ def test_hidden_statements_and_a_revoked_view_are_refused_naming_the_grant(
     ]
     pgbenched.psql("REVOKE SELECT ON pg_stat_statements FROM PUBLIC", DB)
     try:
-        revoked = dbsim(*args, env=env)
+        revoked = dbsim(tmp_path, *args, env=env)
     finally:
         pgbenched.psql("GRANT SELECT ON pg_stat_statements TO PUBLIC", DB)
     assert revoked.returncode == 2
@@ -218,7 +238,7 @@ def test_an_existing_file_or_a_link_is_never_written(pgbenched: PgServer, tmp_pa
     link = tmp_path / "link.yaml"
     link.symlink_to(mine)
     for path in (mine, link):
-        done = dbsim(*_args(pgbenched, "-o", str(path)), env=env)
+        done = dbsim(tmp_path, *_args(pgbenched, "-o", str(path)), env=env)
         assert done.returncode == 2, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert mine.read_text() == "my own\n"
@@ -229,7 +249,7 @@ def test_an_extension_created_but_not_preloaded_is_refused(tmp_path: Path) -> No
     with pg_with_statements({"shared_preload_libraries": "''"}) as server:
         server.psql("CREATE EXTENSION pg_stat_statements")
         done = dbsim(
-            "sql-from-stats", "--target-kind", "postgres", "--port", str(server.port),
+            tmp_path, "sql-from-stats", "--target-kind", "postgres", "--port", str(server.port),
             "--password-env", PASSWORD_VAR, env={PASSWORD_VAR: server.password},
         )  # fmt: skip
     assert done.returncode == 2

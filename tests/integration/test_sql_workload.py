@@ -9,7 +9,14 @@ alone in autocommit (storage/targets/pgloop_session.shape_problem), so the plain
 PostgreSQL run once per runner; a transaction, a read-only transaction, and every MariaDB
 statement of this workload (its reads end with a rollback) run on the Python driver only, and
 those tests check that the run says so — were the native loop to take them, they would need
-both runners."""
+both runners.
+
+The commands run through ``sim.cli.entry.main`` in the test process (tests/e2e/conftest.py's
+``InProcessDbsim``: a directory of the test's own, the child's environment and logging), as their subject
+is what the command does, not the process boundary; three stay on the real binary
+(``python -m sim.cli``), one of each kind — a run whose ``--json`` document is read from the
+process's stdout, a refusal of the hostile set, and a refusal of ``dbsim load`` — which proves
+that the process reports what ``main`` returns."""
 
 from __future__ import annotations
 
@@ -17,7 +24,6 @@ import json
 import secrets
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +33,7 @@ import pymysql
 import pytest
 import yaml
 
+from tests.e2e.conftest import CliResult, Dbsim, InProcessDbsim, clean_environment
 from tests.support.session_runners import AskedRunner, session_runner
 
 # The fixture this module's runs through the engine take: each session runner in turn.
@@ -64,20 +71,30 @@ def pgbench_db() -> Iterator[str]:
         psql("test", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+def cli(tmp_path: Path, real: bool = False) -> Dbsim:
+    """``dbsim`` in ``tmp_path`` with the child's environment: in this process, or (``real``)
+    as ``python -m sim.cli``."""
+    child_tmp = tmp_path / "tmp"
+    child_tmp.mkdir(exist_ok=True)
+    child_env = clean_environment(child_tmp)
+    return (
+        Dbsim(tmp_path, child_env)
+        if real
+        else InProcessDbsim(tmp_path, child_env, child_logging=True)
+    )
+
+
 def run(tmp_path: Path, target: dict[str, Any], parameters: dict[str, Any],
-        *extra: str, runner: str = "auto") -> subprocess.CompletedProcess[str]:  # fmt: skip
+        *extra: str, runner: str = "auto", real: bool = False) -> CliResult:  # fmt: skip
     load = {"duration_s": 2, "sessions": 2, "session_runner": runner}
     scenario = {"name": "sqlw", "target": target, "load": load,
                 "workload": {"name": "sql", "parameters": parameters}}  # fmt: skip
     path = tmp_path / f"s{secrets.token_hex(3)}.yaml"
     path.write_text(yaml.safe_dump(scenario))
-    return subprocess.run(
-        [sys.executable, "-m", "sim.cli", "run", str(path), "-o", str(tmp_path / "runs"), *extra],
-        capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
+    return cli(tmp_path, real)("run", path, "-o", tmp_path / "runs", *extra, timeout=120)
 
 
-def summary(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+def summary(done: CliResult) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
     return json.loads(done.stdout)
 
@@ -125,7 +142,7 @@ def test_tpcb_like_rolled_back_leaves_the_tables_as_they_were(
     before_sums, before = pg_checksums(pgbench_db), pg_counters(pgbench_db)
     params = {"statements": [{"name": "tpcb_like", "weight": 1, "transaction": TPCB,
                               "params": TPCB_PARAMS}]}  # fmt: skip
-    result = summary(run(tmp_path, target, params, "--json"))
+    result = summary(run(tmp_path, target, params, "--json", real=True))
     python_only(result)
     done = ops(result, "tpcb_like")
     assert done["count"] > 50 and done["errors"] == 0, done
@@ -270,8 +287,7 @@ def test_sqlite_file_of_the_user_sample_and_rollback(tmp_path: Path) -> None:
         )
     )
     for command in ("load", "drop"):
-        done = subprocess.run([sys.executable, "-m", "sim.cli", command, str(scenario)],
-                              capture_output=True, text=True, check=False)  # fmt: skip
+        done = cli(tmp_path, real=command == "load")(command, scenario)
         assert done.returncode == 2 and f"nothing to {command}" in done.stderr, done.stderr
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT COUNT(*) FROM items").fetchone() == (500,)
@@ -318,9 +334,9 @@ def test_the_hostile_set_is_refused_before_any_session(tmp_path: Path) -> None:
         conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, qty INT)")
         conn.execute("INSERT INTO items VALUES (1, 'a', 3)")
     target = {"kind": "sqlite", "path": str(path), "keep": True}
-    for fields, expected in HOSTILE:
+    for number, (fields, expected) in enumerate(HOSTILE):
         statement = {"name": "bad", "weight": 1, **fields}
-        done = run(tmp_path, target, {"statements": [statement]})
+        done = run(tmp_path, target, {"statements": [statement]}, real=number == 0)
         assert done.returncode == 2, (fields, done.stderr[-800:])
         assert expected in done.stderr, (expected, done.stderr[-800:])
         assert "connecting" not in done.stderr
