@@ -3,7 +3,8 @@
 Every case must end within :data:`HANG_TIMEOUT_S` (a FIFO used to block ``open()`` forever and
 SIGTERM with it), exit 2, print only ``error:`` lines — naming the file or the field — and never
 a traceback nor "unexpected". The bundle cases damage copies of one real bundle (a 1-second
-run of the default scenario).
+run of the default scenario with one SLO whose limit is 1e308: the same run's summary is what
+the strict-JSON case checks, so the module starts one run, not two).
 
 The cases that cannot block (YAML after the first, a scenario over the size limit, duplicate
 keys, a file that is not a scenario, oversized numbers, too many steps, a bundle with wrong
@@ -170,13 +171,21 @@ def test_compare_thresholds_that_are_not_a_file(dbsim: Dbsim, kind: str) -> None
 
 
 @pytest.fixture(scope="module")
-def real_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def real_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[CliResult, Path]:
+    """The module's one real run, a child: the default scenario (SQLite, SLOB) with an SLO
+    whose limit is 1e308, ``--json``; its result (stdout) and its bundle."""
     root = tmp_path_factory.mktemp("hostile-bundle")
     (root / "tmp").mkdir()
     runner = Dbsim(root, clean_environment(root / "tmp"))
-    result = runner("run", "--duration", "1", "-q", "-o", root / "runs")
+    scenario = write(root / "slo.yaml", SLOB + "slos:\n  - {p99_us_max: 1.0e+308}\n")
+    result = runner("run", scenario, "--duration", "1", "-q", "-o", root / "runs", "--json")
     assert result.rc == 0, result.describe()
-    return single_bundle(root / "runs")
+    return result, single_bundle(root / "runs")
+
+
+@pytest.fixture(scope="module")
+def real_bundle(real_run: tuple[CliResult, Path]) -> Path:
+    return real_run[1]
 
 
 def damaged(real: Path, where: Path, how: str) -> Path:
@@ -244,15 +253,13 @@ def test_a_fifo_as_the_tree_marker(dbsim: Dbsim, command: str) -> None:
     assert_refused(bounded(dbsim, command, scenario), ".dbsim-tree")
 
 
-def test_summary_json_is_strict_json_with_a_huge_limit(dbsim: Dbsim, out_dir: Path) -> None:
-    scenario = write(dbsim.cwd / "slo.yaml", SLOB + "slos:\n  - {p99_us_max: 1.0e+308}\n")
-    result = dbsim("run", scenario, "--duration", "1", "-q", "-o", out_dir, "--json")
-    assert result.rc == 0, result.describe()
+def test_summary_json_is_strict_json_with_a_huge_limit(real_run: tuple[CliResult, Path]) -> None:
+    result, bundle = real_run  # the run the damaged-bundle cases copy
 
     def refuse(name: str) -> None:
         pytest.fail(f"{name} written as JSON")
 
-    for text in (result.stdout, (single_bundle(out_dir) / "summary.json").read_text("utf-8")):
+    for text in (result.stdout, (bundle / "summary.json").read_text("utf-8")):
         summary = json.loads(text, parse_constant=refuse)
         verdicts = summary["slos"]["verdicts"]
         assert verdicts and all(v["limit"] == 1e308 and v["met"] for v in verdicts)
