@@ -16,6 +16,10 @@ a host the operator did not allow; no run starts, neither server is ever connect
 secret's value never reaches one. The positive control: the same request from the UI's own
 origin with its token, an allowed variable and an allowed host starts the run, and the allowed
 server receives the allowed password (and only it).
+
+With ``--web-login``, every page and route needs the login (moved here from test_web_ui.py to
+share this module's login UI), a login POST from another site is refused, and the login's
+variable can never be allowed. Each UI is started once per module (module-scoped fixtures).
 """
 
 from __future__ import annotations
@@ -25,15 +29,18 @@ import secrets
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import bundle_dirs, clean_environment
+from tests.e2e.conftest import InProcessDbsim, bundle_dirs, clean_environment
 from tests.support.fake_postgres import FakePostgres
-from tests.support.ui_child import UI_COMMAND, UiChild
+from tests.support.ui_child import UiChild
 
 pytestmark = [pytest.mark.e2e]
 
@@ -81,8 +88,12 @@ class World:
         }
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """One UI and its two servers for the module's two tests (one ``dbsim ui`` start, ~1.5
+    CPU-s, fewer): the CORS test first (it starts nothing), then the exfiltration test, which
+    ends with the positive control's run and stops the UI to read its stderr."""
+    tmp_path = tmp_path_factory.mktemp("operator")
     (tmp_path / "scenario.yaml").write_text(SCENARIO)
     secret, password = (f"{what}-{secrets.token_hex(8)}" for what in ("exfil", "allowed"))
     env = clean_environment(tmp_path)
@@ -124,6 +135,26 @@ def _hostile_requests(w: World) -> list[tuple[str, str, bytes, dict[str, str], i
     ]  # fmt: skip
 
 
+def test_cors_is_off_and_the_token_is_only_in_the_uis_own_pages(world: World) -> None:
+    ui = world.ui
+    token = ui.token_headers()["X-Dbsim-Token"]
+    for path in ("/", "/dbsim/live", "/dbsim/token", "/dbsim/status"):
+        got, page = ui.request("GET", path, None, {"Origin": EVIL})
+        assert got == 200, path
+        cors = [h for h in ui.last_headers if h.lower().startswith("access-control-")]
+        assert cors == [], (path, cors)  # Locust's flask_cors allowed every origin to read
+        if path in ("/", "/dbsim/live"):
+            assert f'<meta name="dbsim-token" content="{token}">' in page, path
+            assert '<script src="/dbsim/static/token.js">' in page, path
+    # A preflight gets no permission either: a browser then never sends the request.
+    preflight = {"Origin": EVIL, "Access-Control-Request-Method": "POST"}
+    ui.request("OPTIONS", "/dbsim/start", None, preflight)
+    assert not [h for h in ui.last_headers if h.lower().startswith("access-control-")]
+    # A name re-pointed at 127.0.0.1 (DNS rebinding) gets no page, so no token.
+    got, answer = ui.request("GET", "/", None, {"Host": f"evil.example:{ui.port}"})
+    assert got == 403 and token not in json.dumps(answer), answer
+
+
 def test_a_web_page_cannot_make_the_ui_send_a_secret_to_its_host(world: World) -> None:
     w = world
     for what, path, body, headers, status, field in _hostile_requests(w):
@@ -151,42 +182,68 @@ def test_a_web_page_cannot_make_the_ui_send_a_secret_to_its_host(world: World) -
     assert "refused POST /dbsim/start" in stderr  # each refusal is logged, one line
 
 
-def test_cors_is_off_and_the_token_is_only_in_the_uis_own_pages(world: World) -> None:
-    ui = world.ui
-    token = ui.token_headers()["X-Dbsim-Token"]
-    for path in ("/", "/dbsim/live", "/dbsim/token", "/dbsim/status"):
-        got, page = ui.request("GET", path, None, {"Origin": EVIL})
-        assert got == 200, path
-        cors = [h for h in ui.last_headers if h.lower().startswith("access-control-")]
-        assert cors == [], (path, cors)  # Locust's flask_cors allowed every origin to read
-        if path in ("/", "/dbsim/live"):
-            assert f'<meta name="dbsim-token" content="{token}">' in page, path
-            assert '<script src="/dbsim/static/token.js">' in page, path
-    # A preflight gets no permission either: a browser then never sends the request.
-    preflight = {"Origin": EVIL, "Access-Control-Request-Method": "POST"}
-    ui.request("OPTIONS", "/dbsim/start", None, preflight)
-    assert not [h for h in ui.last_headers if h.lower().startswith("access-control-")]
-    # A name re-pointed at 127.0.0.1 (DNS rebinding) gets no page, so no token.
-    got, answer = ui.request("GET", "/", None, {"Host": f"evil.example:{ui.port}"})
-    assert got == 403 and token not in json.dumps(answer), answer
+LOGIN_ENV = {"DBSIM_TEST_LOGIN": "alice:correct horse"}
+
+
+@pytest.fixture(scope="module")
+def login_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiChild]:
+    """``dbsim ui --web-login DBSIM_TEST_LOGIN`` for the module's two login tests (one start):
+    the last of them stops it and checks its exit and its stderr."""
+    tmp_path = tmp_path_factory.mktemp("login")
+    env = {**clean_environment(tmp_path), **LOGIN_ENV}
+    ui = UiChild(tmp_path, env, ["--web-login", "DBSIM_TEST_LOGIN"])
+    try:
+        yield ui
+    finally:
+        ui.stop()
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # surface the 302 instead of following it
+
+
+def test_web_login_protects_every_page_and_route(login_ui: UiChild) -> None:
+    url = login_ui.url
+    jar = urllib.request.HTTPCookieProcessor()
+    plain = urllib.request.build_opener(_NoRedirect())
+    session = urllib.request.build_opener(jar, _NoRedirect())
+
+    def status(opener: Any, path: str, data: bytes | None = None) -> int:
+        request = urllib.request.Request(url + path, data=data, headers={"Origin": url})
+        try:
+            with opener.open(request, timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    assert status(plain, "/login") == 200
+    for path in ("/", "/dbsim/status", "/stats/requests", "/dbsim/run/summary.json"):
+        assert status(plain, path) == 302, path  # to the login page
+    wrong = urllib.parse.urlencode({"username": "alice", "password": "wrong"}).encode()
+    assert status(session, "/dbsim/login", wrong) == 302
+    assert status(session, "/dbsim/status") == 302
+    right = urllib.parse.urlencode({"username": "alice", "password": "correct horse"})
+    assert status(session, "/dbsim/login", right.encode()) == 302
+    assert status(session, "/dbsim/status") == 200
+    assert status(session, "/") == 200
 
 
 def test_with_a_login_the_login_post_is_checked_and_its_variable_never_allowed(
-    tmp_path: Path,
+    tmp_path: Path, login_ui: UiChild
 ) -> None:
-    env = clean_environment(tmp_path)
-    env["DBSIM_TEST_LOGIN"] = "alice:correct horse"
-    refused = subprocess.run(
-        [*UI_COMMAND, "--web-login", "DBSIM_TEST_LOGIN", "--allow-env", "DBSIM_TEST_LOGIN"],
-        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=60, check=False,
-    )  # fmt: skip
+    # In this process (sim.cli.entry.main; refused in sim.cli.ui before Locust is imported):
+    # test_allow_options_are_checked_before_the_ui_listens runs such a refusal on the binary.
+    env = {**clean_environment(tmp_path), **LOGIN_ENV}
+    refused = InProcessDbsim(tmp_path, env)(
+        "ui", "--web-login", "DBSIM_TEST_LOGIN", "--allow-env", "DBSIM_TEST_LOGIN"
+    )
     lines = refused.stderr.strip().splitlines()
-    assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+    assert refused.rc == 2 and len(lines) == 1, refused.stderr
     assert lines[0].startswith("error: --allow-env DBSIM_TEST_LOGIN: "), lines
     assert "correct horse" not in refused.stderr
 
-    ui = UiChild(tmp_path, env, ["--web-login", "DBSIM_TEST_LOGIN"])
+    ui = login_ui
     try:
         login = urllib.parse.urlencode({"username": "alice", "password": "correct horse"})
         form_type = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -196,20 +253,28 @@ def test_with_a_login_the_login_post_is_checked_and_its_variable_never_allowed(
         assert got == 302  # to the login page: the token is behind the login too
     finally:
         stderr = ui.stop()
-    assert "correct horse" not in stderr and "Traceback" not in stderr
+    assert ui.proc.returncode == 0, stderr[-3000:]
+    assert "correct horse" not in stderr and "Traceback" not in stderr  # never logged
 
 
 def test_allow_options_are_checked_before_the_ui_listens(tmp_path: Path) -> None:
+    """The first case on the real binary (``python -m sim.locust ui``), the second through
+    ``sim.cli.entry.main`` in this process (the same check, before Locust is imported)."""
     env = clean_environment(tmp_path)
-    for args, message in (
-        (["--allow-env", "not a name"], "--allow-env: 'not a name' is not"),
-        (["--allow-host", "bad host"], "--allow-host: 'bad host' is not"),
+    for args, message, real in (
+        (["--allow-env", "not a name"], "--allow-env: 'not a name' is not", True),
+        (["--allow-host", "bad host"], "--allow-host: 'bad host' is not", False),
     ):
-        done = subprocess.run(
-            [sys.executable, "-m", "sim.locust", "ui", *args],
-            cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            timeout=60, check=False,
-        )  # fmt: skip
-        lines = done.stderr.strip().splitlines()
-        assert done.returncode == 2 and len(lines) == 1, done.stderr
+        if real:
+            done = subprocess.run(
+                [sys.executable, "-m", "sim.locust", "ui", *args],
+                cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                timeout=60, check=False,
+            )  # fmt: skip
+            rc, stderr = done.returncode, done.stderr
+        else:
+            result = InProcessDbsim(tmp_path, env)("ui", *args)
+            rc, stderr = result.rc, result.stderr
+        lines = stderr.strip().splitlines()
+        assert rc == 2 and len(lines) == 1, stderr
         assert lines[0].startswith("error: " + message), lines
