@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,15 +56,41 @@ def _reader_env(page_dir: Path, shim: Path) -> dict[str, str]:
     return env
 
 
+#: Directories outside its working directory that a page's blocks create, as they would a
+#: reader's (the page names them): removed at the end of the session when the page made them.
+MADE_OUTSIDE = {
+    Path("docs/validation.md"): (Path("/var/tmp/dbsim-old"), Path("/var/tmp/dbsim-new")),
+}
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """A directory of this user's, by device and inode (None: absent, or not ours)."""
+    try:
+        found = path.lstat()
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid():
+        return None
+    return found.st_dev, found.st_ino
+
+
 @pytest.fixture(scope="session")
-def page_dirs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
-    """The working directory of a page: made once, shared by its blocks in page order."""
+def page_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Path], Path]]:
+    """The working directory of a page: made once, shared by its blocks in page order.
+
+    ``page_dir.claim(page)``, after each block, notes which of the page's ``MADE_OUTSIDE``
+    directories it has made (absent when the page's first block ran, there now); at the end
+    of the session each is removed if it is still that directory (the same device and inode,
+    this user's): never one that was there before, nor one another user put in its place."""
     made: dict[Path, Path] = {}
+    absent: dict[Path, list[Path]] = {}
+    created: dict[Path, tuple[int, int]] = {}
     shim = tmp_path_factory.mktemp("bin")
     (shim / "dbsim").symlink_to(VENV / "bin" / "dbsim")
 
     def page_dir(page: Path) -> Path:
         if page not in made:
+            absent[page] = [p for p in MADE_OUTSIDE.get(page, ()) if not os.path.lexists(p)]
             path = tmp_path_factory.mktemp(page.stem)
             (path / "tmp").mkdir()
             (path / ".venv").symlink_to(VENV)
@@ -74,8 +101,17 @@ def page_dirs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path
             made[page] = path
         return made[page]
 
+    def claim(page: Path) -> None:
+        for path in absent.get(page, []):
+            if path not in created and (identity := _identity(path)) is not None:
+                created[path] = identity
+
     page_dir.shim = shim  # type: ignore[attr-defined]
-    return page_dir
+    page_dir.claim = claim  # type: ignore[attr-defined]
+    yield page_dir
+    for path, identity in created.items():
+        if _identity(path) == identity:
+            shutil.rmtree(path)
 
 
 def _tail(text: str) -> str:
@@ -102,6 +138,8 @@ def test_shell_block(block: Block, page_dirs: Callable[[Path], Path]) -> None:
         )
     except subprocess.TimeoutExpired:
         pytest.fail(f"{block.where}: still running after {BLOCK_TIMEOUT_S} s:\n{script}")
+    finally:
+        page_dirs.claim(block.page)  # type: ignore[attr-defined]
     assert done.returncode == block.exit_code, (
         f"{block.where}: exit {done.returncode}, the page expects {block.exit_code}\n"
         f"--- script (in {cwd})\n{script}--- stdout\n{_tail(done.stdout)}\n"
@@ -186,6 +224,15 @@ def test_example_file(
     cwd = page_dirs(Path("README.md"))
     data = yaml.safe_load((REPO / example).read_text(encoding="utf-8"))
     _validate(data, cwd, example.stem, (monkeypatch, capsys))
+
+
+def test_the_directories_made_outside_are_the_pages_own() -> None:
+    """MADE_OUTSIDE removes only directories its page names and its shell blocks make."""
+    for page, paths in MADE_OUTSIDE.items():
+        scripts = "".join(b.script() for b in blocks_of(page) if b.lang in SHELL_LANGS)
+        mkdirs = [line for line in scripts.splitlines() if line.startswith("mkdir -p ")]
+        for path in paths:
+            assert any(f" {path}/" in line for line in mkdirs), (page, path)
 
 
 def test_untagged_blocks_hold_no_commands() -> None:
