@@ -10,9 +10,12 @@ child is bounded in time and killed at teardown if still there.
 Each run starts three processes that import Locust, gevent and the run's machinery (about 6
 CPU-s a run before its first operation), so a run serves every check that needs the same
 outcome: the exact merged counts and the SLOs met on the merged bundle (exit 0) are one run
-(issue #25: what test_slos_met_on_the_merged_bundle_exit_0 checked is asserted there). And the
-sessions think 20 ms between transactions (``PACED``): closed-loop SQLite sessions with no think
-time each take all the CPU they can get (a worker 0.6-0.8 CPU-s a second of run), and nothing
+(issue #25: what test_slos_met_on_the_merged_bundle_exit_0 checked is asserted there), and so
+are garbage on its worker port while it measures (formerly a run of its own in
+tests/e2e/test_worker_port.py) and the array sampled by one worker only (formerly
+tests/integration/test_distributed_ontap.py). And the sessions think 20 ms between
+transactions (``PACED``): closed-loop SQLite sessions with no think time each take all the CPU
+they can get (a worker 0.6-0.8 CPU-s a second of run), and nothing
 here is about throughput — the counts, their merge and the verdicts hold at any rate.
 """
 
@@ -30,7 +33,10 @@ from typing import Any
 
 import pytest
 
+from sim import registry
 from tests.support.gevent_reports import hub_blocks_in_dbsim, hub_monitor_env
+from tests.support.ontap_replay import Entity, OntapReplay
+from tests.support.worker_port_garbage import check_drop_lines, local_master_port, send_garbage
 from tests.support.worker_reports import worker_reports
 
 pytestmark = pytest.mark.integration
@@ -38,16 +44,25 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 REPORT_PREFIX = "dbsim-worker-report "
 RUN_TIMEOUT_S = 150.0
+#: A bound for a hang, not a measurement: the first interval of a run comes after its three
+#: processes' start-up, which took over 60 s beside a loaded host (load average 22 on 2 CPUs).
+START_TIMEOUT_S = 120.0
 #: Think time between transactions (SLOB's THINK_TM): a few hundred operations a second in all.
 PACED = ["--set", "load.think={min_ms: 20, max_ms: 20}"]
+#: The recorded ONTAP replay's login and its one volume (tests/support/ontap_replay.py).
+ONTAP_USER, ONTAP_PASSWORD = "monitor", "Repl4y-s3cret!"
+VOL_DATA = Entity(
+    "volume", "svm1", "vol_data", "a1", (500, 250, 50), (200, 400, 100), (8192, 16384, 0)
+)
 
 
 def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "sim.locust", *args]
 
 
-def _env(tmp: Path) -> dict[str, str]:
+def _env(tmp: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DBSIM_")}
+    env.update(extra)
     env["TMPDIR"] = str(tmp)  # the workers' temporary SQLite databases
     # gevent's monitor thread in the master and every worker: any 100 ms block is reported
     # (stretched beside make test's parallel workers: tests/support/gevent_reports.py).
@@ -70,13 +85,13 @@ def started(tmp_path: Path) -> Iterator[list[subprocess.Popen[str]]]:
 
 
 def _start_master(
-    tmp_path: Path, started: list[subprocess.Popen[str]], *args: str
+    tmp_path: Path, started: list[subprocess.Popen[str]], *args: str, **env: str
 ) -> subprocess.Popen[str]:
     """``dbsim ARGS`` as a child (registered with ``started`` for clean-up)."""
     proc = subprocess.Popen(
         _command(*args),
         cwd=tmp_path,
-        env=_env(tmp_path),
+        env=_env(tmp_path, **env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -116,21 +131,42 @@ def test_merged_counts_are_exact_and_slos_met_on_them_exit_0(
     tmp_path: Path, started: list[subprocess.Popen[str]]
 ) -> None:
     """The merged bundle holds exactly the sum of the workers' counts, and SLOs declared on
-    the run are judged on those merged figures: all met, exit 0."""
+    the run are judged on those merged figures: all met, exit 0.
+
+    The same run serves two more checks that need a completed two-worker run (issue #25: a run
+    of their own cost a distributed run's start-up each, ~7 CPU-s): garbage sent to its worker
+    port while it measures (tests/support/worker_port_garbage.py, issue #24 item 3) loses no
+    worker report, and the array's counters (the recorded ONTAP replay) are sampled by one
+    worker only (issue #32, _assert_the_array_sampled_by_one_worker)."""
     out = tmp_path / "runs"
     slos = (
         "slos=[{name: read latency, op: read, p99_us_max: 60000000},"
         " {op: '*', ops_s_min: 1, error_pct_max: 100}, {name: storage, await_ms_max: 60000}]"
     )
-    args = ["run", "--workers", "2", "--sessions", "4", "--duration", "6", *PACED, "--set", slos]
-    returncode, stdout, stderr = _run_master(tmp_path, started, *args, "-o", str(out), "--json")
+    args = ["run", "--workers", "2", "--sessions", "4", "--duration", "10", *PACED, "--set", slos]
+    with OntapReplay([VOL_DATA], username=ONTAP_USER, password=ONTAP_PASSWORD) as replay:
+        ontap = (
+            f"collectors.ontap={{cluster: '{replay.url}', username_env: ONTAP_T_USER, "
+            "password_env: ONTAP_T_PASSWORD, svm: svm1, volumes: [vol_data]}"
+        )
+        master = _start_master(
+            tmp_path, started, *args, "--set", ontap, "-o", str(out), "--json",
+            ONTAP_T_USER=ONTAP_USER, ONTAP_T_PASSWORD=ONTAP_PASSWORD,
+        )  # fmt: skip
+        port = local_master_port(master, 2, timeout=START_TIMEOUT_S)
+        _wait_for_intervals(out, master, 1, timeout=START_TIMEOUT_S)
+        send_garbage(port)  # while the workers report their intervals
+        stdout, stderr = master.communicate(timeout=RUN_TIMEOUT_S)
+        returncode = master.returncode
+        requests = [path for path, query in replay.requests if "start.uuid" not in query]
     assert returncode == 0, stderr[-4000:]
-    assert hub_blocks_in_dbsim(stderr) == [], stderr[-4000:]
+    assert hub_blocks_in_dbsim(stderr) == [], stderr[-4000:]  # the garbage stalled nothing
     summary = json.loads(stdout)
     assert summary["status"] == "completed"
 
     reports = _worker_reports(stderr)
     assert len(reports) == 2, stderr[-4000:]
+    assert sorted(r["worker_index"] for r in reports) == [0, 1], stderr[-4000:]
     assert {r["run"] for r in reports} == {summary["distributed"]["run_id"]}
     assert sorted(r["sessions"] for r in reports) == [2, 2]
     expected: dict[str, int] = {}
@@ -164,6 +200,48 @@ def test_merged_counts_are_exact_and_slos_met_on_them_exit_0(
     keys = [(line.split(",")[1], line.split(",")[3]) for line in block]  # (interval, device)
     assert keys and len(keys) == len(set(keys))
     _assert_slos_met_on_the_merged_figures(summary, _summary(out))
+    # The garbage: one warning per kind, the totals at quit, no traceback.
+    check_drop_lines(stderr)
+    _assert_the_array_sampled_by_one_worker(summary, requests)
+
+
+def _assert_the_array_sampled_by_one_worker(summary: dict[str, Any], requests: list[str]) -> None:
+    """Issue #32: the master tells only its lowest-numbered worker to sample collectors of
+    ``shared`` scope (sim.locust.master, ``shared_collectors``); before, both workers sampled
+    the array and the master kept one view (sim.live.worker_samples), doubling the array's REST
+    requests. Counted: the replay's first-page GETs of the volumes (one per sample of one
+    collector: its start's reading and one per interval) against the intervals the merged
+    bundle holds; and the array's rates in the bundle, one row per interval, equal to the
+    replay's steps (vol_data: 500 reads, 250 writes, 50 others per 5 s step: 160 IOPS). The
+    workers share this host, whose block devices the bundle keeps once beside the array's
+    volume."""
+    workers = summary["distributed"]["workers"]
+    assert len(workers) == 2 and summary["distributed"]["lost"] == []
+    bundle = Path(summary["bundle"])
+    source = registry.collector_with_role(registry.ROLE_ARRAY)
+    assert source is not None
+    lines = (bundle / "timeseries" / f"{source}.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    rows = [dict(zip(header, line.split(","), strict=True)) for line in lines[1:]]
+    intervals = max(int(w["intervals_received"]) for w in workers)
+    # One view of the array per interval (a worker's first interval may come before a reading
+    # spans one: at most one interval without a row), and from one worker's readings only.
+    assert intervals - 1 <= len(rows) <= intervals, (len(rows), intervals)
+    assert {r["entity"] for r in rows} == {"volume:svm1/vol_data"}
+    volume_gets = [p for p in requests if p == "/api/storage/volumes"]
+    # One reading at the collector's start and one per interval, by one worker; two workers
+    # sampling it would double them.
+    assert len(volume_gets) <= intervals + 2, (len(volume_gets), intervals)
+    assert len(volume_gets) >= intervals
+    for row in rows:
+        assert float(row["total_iops"]) == pytest.approx(160.0)
+        assert float(row["read_iops"]) == pytest.approx(100.0)
+    # Beside the array, this host's block devices, once (one host, no per-host names).
+    assert summary["storage"][source]["volume:svm1/vol_data"]["total_iops"] == pytest.approx(160)
+    device = registry.collector_with_role(registry.ROLE_DEVICE)
+    assert device is not None and summary["storage"].get(device)
+    print(f"array: {len(volume_gets)} volume readings for {intervals} intervals of 2 workers "
+          f"(measured, the replay's request log)")  # fmt: skip
 
 
 def _assert_slos_met_on_the_merged_figures(
@@ -217,7 +295,7 @@ def test_a_killed_worker_is_recorded_and_the_run_completes(
     args = ["run", "--workers", "2", "--sessions", "4", "--duration", "20", *PACED]
     args += ["-o", str(out), "-q"]
     proc = _start_master(tmp_path, started, *args)
-    _wait_for_intervals(out, proc, 2, timeout=60)
+    _wait_for_intervals(out, proc, 2, timeout=START_TIMEOUT_S)
     workers = [p for p in psutil.Process(proc.pid).children() if "worker" in " ".join(p.cmdline())]
     assert len(workers) == 2
     victim = workers[0]
@@ -255,6 +333,9 @@ def test_a_killed_worker_is_recorded_and_the_run_completes(
 # --------------------------------------------------------------------------- SLOs
 
 SLO_RUN = ["run", "--workers", "2", "--sessions", "2", "--duration", "2", "--warmup", "0", *PACED]
+#: The missed SLO's run judges an operation's latency and the throughput, no storage figure:
+#: it samples no collector (the merged-counts run above samples them all, the array's too).
+NO_COLLECTORS = ["--set", "collectors.enabled=none"]
 EXIT_SLO_MISSED, EXIT_BAD_INPUT = 1, 2
 
 
@@ -263,7 +344,9 @@ def test_an_slo_missed_on_the_merged_bundle_exits_1(
 ) -> None:
     out = tmp_path / "runs"
     slos = "slos=[{op: read, p99_us_max: 1}, {ops_s_min: 1}]"
-    rc, stdout, stderr = _run_master(tmp_path, started, *SLO_RUN, "--set", slos, "-o", str(out))
+    rc, stdout, stderr = _run_master(
+        tmp_path, started, *SLO_RUN, *NO_COLLECTORS, "--set", slos, "-o", str(out)
+    )
     assert rc == EXIT_SLO_MISSED, stdout[-4000:] + stderr[-4000:]
     assert hub_blocks_in_dbsim(stderr) == [], stderr[-4000:]
     summary = _summary(out)
