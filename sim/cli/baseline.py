@@ -7,7 +7,6 @@ point measured, 2 bad input or a refused target (nothing written), 3 fio or the 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import sys
@@ -180,6 +179,8 @@ def _size_option(text: str | None) -> int | None:
 
 
 def execute(opts: BaselineOptions, *, quiet: bool, as_json: bool) -> int:
+    import asyncio  # here: `dbsim --help`, which imports this module, needs no event loop
+
     from sim.baseline.run import BaselineRun
 
     console = Console(stderr=True, width=output_width(sys.stderr))

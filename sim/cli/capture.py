@@ -3,7 +3,6 @@ write a capture bundle (docs/capture.md, "Capturing live")."""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import sys
 from pathlib import Path
@@ -109,6 +108,8 @@ def capture(
 
 
 def _execute(plan: Any, *, quiet: bool, as_json: bool) -> int:
+    import asyncio  # here: `dbsim --help`, which imports this module, needs no event loop
+
     from sim.capture.loop import Capture
     from sim.capture.watch import watched_target
     from sim.core.loops import new_event_loop

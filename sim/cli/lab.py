@@ -12,17 +12,21 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+# The package imports its machinery (storage.lab.lifecycle, the array: ~0.03 CPU-s) at the
+# first use of a name (storage.lab._LAZY): a command reads storage.lab.Lab and the rest when it
+# runs, so `dbsim --help`, which registers it, imports only the options' ranges and defaults.
+import storage.lab
 from sim.cli.app import app
 from sim.errors import EXIT_RUN_FAILED, ConfigError
-from storage.lab import CEILING_KEYS, DEFAULT_PG_PORT, KEEP, Ceiling, Lab, limits, require_root
-from storage.lab.lifecycle import DEFAULT_MOUNT
-from storage.lab.status import text_lines
-from storage.lab.system import parse_size
-from storage.lab.volumes import parse_volume
+from storage.lab import limits
+from storage.lab.limits import DEFAULT_MOUNT, DEFAULT_PG_PORT
+
+if TYPE_CHECKING:
+    from storage.lab import Ceiling
 
 lab_app = typer.Typer(
     help="The storage lab: ext4 on a loop device whose IOPS and bandwidth are capped by cgroup "
@@ -67,6 +71,8 @@ PgCacheCapOpt = Annotated[
 
 
 def _print_status(status: dict[str, Any], as_json: bool) -> None:
+    from storage.lab.status import text_lines
+
     if as_json:
         sys.stdout.write(json.dumps(status, indent=2) + "\n")
     else:
@@ -75,6 +81,8 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
 
 def _size(option: str, value: str | None) -> int | None:
     """``value`` in bytes; the error names ``option``."""
+    from storage.lab.system import parse_size
+
     if value is None:
         return None
     try:
@@ -132,9 +140,9 @@ def up(
     as_json: JsonOpt = False,
 ) -> None:
     """Create the lab (when it is up: apply the ceilings given, start PostgreSQL if asked)."""
-    require_root()  # before anything else, so the refusal is the first and only message
-    specs = [parse_volume(text) for text in volume or []]
-    status = Lab().up(
+    storage.lab.require_root()  # first of all, so the refusal is the first and only message
+    specs = [storage.lab.parse_volume(text) for text in volume or []]
+    status = storage.lab.Lab().up(
         _size("--size", size),
         mount,
         read_iops=read_iops,
@@ -153,8 +161,8 @@ def up(
 @lab_app.command()
 def down() -> None:
     """Stop the lab's PostgreSQL and remove its cgroups, mount, loop device and image."""
-    require_root()
-    lab = Lab()
+    storage.lab.require_root()
+    lab = storage.lab.Lab()
     before = lab.status()
     warnings: list[str] = []
     problems = lab.down(warnings)
@@ -177,7 +185,7 @@ def down() -> None:
 @lab_app.command()
 def status(as_json: JsonOpt = False) -> None:
     """Show the lab: device, mount, ceilings, cgroups, PostgreSQL, free space."""
-    _print_status(Lab().status(), as_json)
+    _print_status(storage.lab.Lab().status(), as_json)
 
 
 @lab_app.command("set")
@@ -198,26 +206,26 @@ def set_(
     as_json: JsonOpt = False,
 ) -> None:
     """Change ceilings now, while a run goes on; ceilings not named stay as they are."""
-    require_root()
-    spec = parse_volume(volume) if volume is not None else None
+    storage.lab.require_root()
+    spec = storage.lab.parse_volume(volume) if volume is not None else None
     named = dict(spec.ceilings) if spec else {}
     flags = (read_iops, write_iops, _bps("--read-bps", read_bps), _bps("--write-bps", write_bps))
     values: list[Ceiling] = []
-    for kind, value in zip(CEILING_KEYS, flags, strict=True):
+    for kind, value in zip(storage.lab.CEILING_KEYS, flags, strict=True):
         if value is None and kind in named:
             value = named[kind] or 0
-        values.append(KEEP if value is None else value)
+        values.append(storage.lab.KEEP if value is None else value)
     policy = dict(spec.array) if spec and spec.array else {}
-    if all(value is KEEP for value in values) and not policy:
+    if all(value is storage.lab.KEEP for value in values) and not policy:
         raise ConfigError(
             "dbsim lab set: name at least one of --read-iops, --write-iops, "
             "--read-bps, --write-bps (0 = unlimited), or an array volume's policy "
             "(--volume NAME:qos-iops=500)"
         )
-    lab = Lab()
+    lab = storage.lab.Lab()
     if policy:
         lab.set_policy(spec.name if spec else None, policy)
-    if not all(value is KEEP for value in values):
+    if not all(value is storage.lab.KEEP for value in values):
         lab.set_ceiling(*values, volume=spec.name if spec else None)
     _print_status(lab.status(), as_json)
 
@@ -237,8 +245,8 @@ def exec_(
 ) -> None:
     """Run a command inside the lab's cgroups (its files dropped from the page cache first), e.g.
     `dbsim lab exec -- dbsim run tree.yaml` for a file-tree workload on the lab mount."""
-    require_root()
-    Lab().join(os.getpid())
+    storage.lab.require_root()
+    storage.lab.Lab().join(os.getpid())
     argv = exec_argv(command)
     try:
         os.execvp(argv[0], argv)

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 from sim.cli.app import ScenarioArg, SetOpt, app, overrides
-from sim.config.resolve import resolve
 
 
 @app.command()
@@ -23,6 +22,7 @@ def load(
 ) -> None:
     """Build and verify the workload's data (idempotent), without running the workload."""
     from sim.cli.load_text import load_lines
+    from sim.config.resolve import resolve  # here, as drop: `dbsim --help` imports no scenario
     from sim.core.dataset import load_and_verify
     from sim.run.runner import build_target, build_workload
 
@@ -40,6 +40,7 @@ def load(
 @app.command()
 def drop(scenario: ScenarioArg = None, set_: SetOpt = None) -> None:
     """Remove the objects dbsim created for this scenario's workload (nothing else)."""
+    from sim.config.resolve import resolve
     from sim.core.dataset import drop_objects
     from sim.run.runner import build_target, build_workload
 

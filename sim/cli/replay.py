@@ -4,16 +4,18 @@ storage under test at each scale, fidelity judged before the verdict (docs/captu
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from sim.cli.app import EXIT_SIGINT, app, print_error
 from sim.errors import ConfigError, SimError
+
+if TYPE_CHECKING:
+    import asyncio
 
 OnOpt = Annotated[
     Path,
@@ -57,6 +59,21 @@ StepOpt = Annotated[
 ]  # fmt: skip
 
 
+def _stoppable_loop() -> tuple[asyncio.AbstractEventLoop, asyncio.Event]:
+    """A new event loop, the thread's, and the event SIGINT or SIGTERM sets on it. asyncio is
+    imported here, not at the top: `dbsim --help` imports this module, and needs no loop."""
+    import asyncio
+
+    from sim.core.loops import new_event_loop
+
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    return loop, stop
+
+
 @app.command()
 def replay(
     bundle: Annotated[
@@ -77,7 +94,6 @@ def replay(
     then the latency verdict and the headroom."""
     from sim.bundle.files import atomic_write
     from sim.capture.budget import parse_size
-    from sim.core.loops import new_event_loop
     from sim.replay.console import lines
     from sim.replay.plan import execute, make_plan
     from sim.safeio import strict_json
@@ -92,11 +108,7 @@ def replay(
         bundle, on, scale, duration_s=duration, interval_s=interval, size_bytes=size_bytes,
         slos=slo, output=output, compress=compress, step_s=step,
     )  # fmt: skip
-    loop = new_event_loop()
-    asyncio.set_event_loop(loop)
-    stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
+    loop, stop = _stoppable_loop()
 
     def say(text: str) -> None:
         if not as_json:

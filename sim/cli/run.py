@@ -3,12 +3,11 @@ master/worker mode (``--workers``)."""
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -27,11 +26,15 @@ from sim.cli.app import (
     print_error,
     run_overrides,
 )
-from sim.config.resolve import resolve
-from sim.config.scenario import ScenarioBase
 from sim.core.workers import parse_workers, plan_workers
 from sim.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, ConfigError, SimError
 from sim.safeio import strict_json
+
+if TYPE_CHECKING:  # asyncio, the scenario's models and YAML are imported by the command
+    # itself, so `dbsim --help`, which imports every command module, does not pay for them
+    import asyncio
+
+    from sim.config.scenario import ScenarioBase
 
 
 def _planned_seconds(scenario: ScenarioBase) -> float | None:
@@ -110,6 +113,8 @@ def run(
     metrics_login: MetricsLoginOpt = None,
 ) -> None:
     """Run a scenario and write its bundle."""
+    from sim.config.resolve import resolve  # here: see the TYPE_CHECKING import above
+
     metrics = _metrics_listener(metrics_port, metrics_host, metrics_login, workers)
     scenario_overrides = run_overrides(set_, duration, sessions, warmup, output)
     resolved = resolve(scenario, scenario_overrides)
@@ -207,13 +212,16 @@ def _serve_metrics(metrics: tuple[str, int, tuple[str, str] | None] | None) -> A
 def _execute_run(
     scenario: ScenarioBase, *, skip_load: bool, quiet: bool, as_json: bool, exporter: Any
 ) -> int:
+    import asyncio
+
     from sim.cli.console import LiveConsole
     from sim.core.loops import new_event_loop
     from sim.run.finish import finish_summary
     from sim.run.preload import run_machinery
     from sim.run.runner import prepare_run
 
-    run_machinery()  # before any session: a first import mid-run stalls them (sim.run.preload)
+    # Before any session: a first import mid-run stalls them (sim.run.preload).
+    run_machinery(scenario)
     not_yet_there = _missing_directories(Path(scenario.output.directory))
     loop = new_event_loop()
     asyncio.set_event_loop(loop)

@@ -27,7 +27,6 @@ from typing import Annotated
 import typer
 
 from sim.cli.app import ScenarioArg, SetOpt, app, overrides
-from sim.config.resolve import resolve
 from sim.errors import ConfigError
 from sim.secrets import ENV_NAME
 
@@ -214,6 +213,8 @@ def ui(
     login = web_credentials(web_login)
     env_names, hosts = allowed_names(allow_env, allow_host, web_login, master_secret_env)
     scenario_overrides = overrides(set_, **{"output.directory": str(output) if output else None})
+    from sim.config.resolve import resolve  # here: `dbsim --help` imports no scenario
+
     resolved = resolve(scenario, scenario_overrides)
     from sim.locust.app import UiOptions, run_ui
 

@@ -22,9 +22,12 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sim.config.scenario import ScenarioBase
 from sim.errors import ConfigError
+
+if TYPE_CHECKING:  # an annotation only: `dbsim --help` (sim.cli.run) builds no scenario model
+    from sim.config.scenario import ScenarioBase
 
 #: Client CPU one file operation costs a session on its own thread, on the development VM
 #: (bench/eda_bench.py: 5–8 µs for a cached stat, 17–27 µs for the EDA_FRONTEND mix); the

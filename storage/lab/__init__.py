@@ -10,25 +10,62 @@ cannot hide the ceiling. The ceilings can be changed while a run is going (see
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.errors import ConfigError
-from storage.lab.array import POLICY_KEYS, policy_changes
-from storage.lab.lifecycle import (
-    CEILING_KEYS,
-    DEFAULT_IMAGE_DIR,
-    DEFAULT_MEMORY_LIMIT,
-    DEFAULT_NAME,
-    DEFAULT_PG_PORT,
-    DEFAULT_STATE_ROOT,
-    KEEP,
-    Ceiling,
-    Keep,
-    Lab,
-    require_root,
-)
-from storage.lab.volumes import DEFAULT_VOLUME, VolumeSpec, parse_volume
+
+if TYPE_CHECKING:
+    from storage.lab.array import POLICY_KEYS
+    from storage.lab.lifecycle import (
+        CEILING_KEYS,
+        DEFAULT_IMAGE_DIR,
+        DEFAULT_MEMORY_LIMIT,
+        DEFAULT_NAME,
+        DEFAULT_PG_PORT,
+        DEFAULT_STATE_ROOT,
+        KEEP,
+        Ceiling,
+        Keep,
+        Lab,
+        require_root,
+    )
+    from storage.lab.volumes import DEFAULT_VOLUME, VolumeSpec, parse_volume
+
+#: The package's names -> the module defining them, imported at the first use of one (PEP 562):
+#: importing a light submodule (``storage.lab.limits``, for the ``lab`` command's options, which
+#: ``dbsim --help`` registers) then does not import the lab's machinery (~0.03 CPU-s).
+_LAZY = {
+    "POLICY_KEYS": "storage.lab.array",
+    **dict.fromkeys(
+        (
+            "CEILING_KEYS",
+            "DEFAULT_IMAGE_DIR",
+            "DEFAULT_MEMORY_LIMIT",
+            "DEFAULT_NAME",
+            "DEFAULT_PG_PORT",
+            "DEFAULT_STATE_ROOT",
+            "KEEP",
+            "Ceiling",
+            "Keep",
+            "Lab",
+            "require_root",
+        ),
+        "storage.lab.lifecycle",
+    ),
+    **dict.fromkeys(("DEFAULT_VOLUME", "VolumeSpec", "parse_volume"), "storage.lab.volumes"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:  # a submodule not imported yet (``from storage.lab import system``) too
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups (and a test's replacement of Lab) are plain
+    return value
+
 
 __all__ = [
     "CEILING_KEYS",
@@ -60,6 +97,9 @@ def apply_step_ceiling(lab: Lab, step_settings: Mapping[str, Any] | None) -> dic
     ``service_us`` change an array volume's QoS policy. Returns the ceilings (and policy) in
     force afterwards (empty when nothing was applied).
     """
+    from storage.lab.array import POLICY_KEYS, policy_changes  # here: see _LAZY
+    from storage.lab.lifecycle import CEILING_KEYS, KEEP
+
     if not step_settings:
         return {}
     step_settings = dict(step_settings)

@@ -18,6 +18,7 @@ from typing import Any
 
 from sim.errors import ConfigError, SimError, TargetError
 from storage.lab import array, cgroups, checks, identity, pagecache, system, volumes
+from storage.lab.limits import DEFAULT_MOUNT, DEFAULT_PG_PORT
 from storage.lab.outcome import Outcome
 from storage.lab.pgcluster import PG_USER, Cluster, cache_cap_settings, launcher, make_server_dir
 from storage.lab.status import describe
@@ -27,10 +28,8 @@ from storage.lab.volumes import DEFAULT_VOLUME, TABLESPACE_DIR, VolumeSpec
 DEFAULT_STATE_ROOT = Path("/run/dbsim-lab")
 DEFAULT_IMAGE_DIR = Path("/var/tmp/dbsim-lab")
 DEFAULT_NAME = "dbsim-lab"
-DEFAULT_MOUNT = Path("/mnt/dbsim-lab")
 DEFAULT_SIZE = 1 << 30
 DEFAULT_MEMORY_LIMIT = 256 << 20
-DEFAULT_PG_PORT = 55432
 CEILING_KEYS = ("read_iops", "write_iops", "read_bps", "write_bps")
 STATE_VERSION = 2
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from sim.errors import ConfigError
 
@@ -25,6 +26,10 @@ MAX_IOPS = 10_000_000
 MAX_BPS = 1 * TiB
 MAX_SERVICE_US = 1_000_000
 MAX_DIGITS = 20
+#: The defaults of ``dbsim lab up``'s --mount and --pg-port, here rather than in
+#: storage.lab.lifecycle (which uses them) so the command's options import no lab machinery.
+DEFAULT_MOUNT = Path("/mnt/dbsim-lab")
+DEFAULT_PG_PORT = 55432
 _WHOLE = re.compile(r"^\d+$")
 _SHOWN = 24
 
