@@ -282,12 +282,14 @@ def test_sql_workload_plain_reads_run_natively_transactions_say_why(
 
 @pytest.mark.timing
 def test_open_loop_keeps_the_asked_rate(loaded: str, runner: str) -> None:
-    """300 ops/s over 2 sessions for 2 s: each session's schedule is fixed (intended starts
+    """300 ops/s over 2 sessions for 6 s: each session's schedule is fixed (intended starts
     every 1/150 s), and an operation behind schedule is run at once and timed from its
     intended start, so the count is the schedule's. The bounds: above, ``schedule_bound``;
-    below, a backlog left by a stall of the shared host (stress-ng beside it) of at most 20 %
-    of the run (0.8)."""
-    rate, duration = 300.0, 2.0
+    below, a backlog left by a stall of the shared host or server at the window's end (a
+    stall before it is caught up) of at most 20 % of the run (0.8): 1.2 s. In 2 s, a quiet
+    timing phase once counted 421 of 609, 0.6 s behind at the end, with other timing tests
+    on the same PostgreSQL."""
+    rate, duration = 300.0, 6.0
     slob, target = workload(loaded, update_pct=0)
     load = Load(sessions=2, warmup_s=0.3, duration_s=duration, seed=5, mode="open",
                 rate_ops_s=rate, session_runner=runner)  # fmt: skip
