@@ -112,3 +112,17 @@ def test_the_lab_package_imports_its_machinery_at_the_first_use_of_a_name() -> N
     assert _probe(code) == (
         "False storage.lab.system module 'storage.lab' has no attribute 'no_such_name'"
     )
+
+
+def test_the_lab_packages_lazy_names_and_its_exports_are_one_list() -> None:
+    """storage.lab names its exports three times (for the type checker, the lazy table and
+    ``__all__``, which the linter needs literal): a name in one and not the other fails here,
+    and every lazy name resolves to its module's own object."""
+    import importlib
+
+    import storage.lab as lab
+
+    lazy = lab._LAZY  # the table under test
+    assert set(lab.__all__) == {*lazy, "apply_step_ceiling"}
+    for name, module in lazy.items():
+        assert getattr(lab, name) is getattr(importlib.import_module(module), name), name
