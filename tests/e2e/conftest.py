@@ -7,7 +7,10 @@ Every invocation is ``python -m sim.cli ...`` with
 * the environment inherited minus every ``DBSIM_*`` variable (a developer's overrides must not
   leak into the tests), with ``TMPDIR`` pointing into the test's own directory so the default
   scenario's temporary SQLite database is created (and must be removed) there,
-* stdin connected to ``/dev/null`` and a timeout.
+* stdin connected to ``/dev/null`` and a timeout,
+* the process forked from a pre-imported interpreter rather than exec'd (the same process
+  afterwards, without the start-up's CPU: tests/support/forked_dbsim.py), unless the test asks
+  for the exec (``Dbsim(..., fork=False)``) or its environment changes the interpreter's start.
 
 Besides the fixtures, this module holds small helpers the e2e modules import
 (``from tests.e2e.conftest import ...``): finding the single bundle of a run, reading its CSVs,
@@ -39,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.forked_dbsim import ForkedPopen, can_fork
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO_ROOT / "examples"
@@ -72,11 +77,18 @@ class CliResult:
 
 
 class Dbsim:
-    """Runs ``python -m sim.cli`` in ``cwd`` with a clean-ish environment."""
+    """Runs ``python -m sim.cli`` in ``cwd`` with a clean-ish environment.
 
-    def __init__(self, cwd: Path, env: dict[str, str]) -> None:
+    The process is forked from this worker's pre-imported zygote (tests/support/forked_dbsim.py:
+    the same process, pid, streams, signals and exit, without the ~0.4 CPU-s of interpreter
+    start-up and imports) unless ``fork=False`` or the environment changes what an interpreter
+    does at start; ``command()`` is still the exec'd command line, for a test that runs it
+    itself (a pty, a shell)."""
+
+    def __init__(self, cwd: Path, env: dict[str, str], *, fork: bool = True) -> None:
         self.cwd = cwd
         self.env = env
+        self.fork = fork
         self._started: list[subprocess.Popen[str]] = []
 
     def command(self, *args: str | os.PathLike[str]) -> list[str]:
@@ -88,6 +100,19 @@ class Dbsim:
             env.update(extra)
         return env
 
+    def _popen(self, cmd: list[str], extra: Mapping[str, str] | None) -> subprocess.Popen[str]:
+        env = self._env(extra)
+        popen = ForkedPopen if self.fork and can_fork(env) else subprocess.Popen
+        return popen(
+            cmd,
+            cwd=self.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
     def __call__(
         self,
         *args: str | os.PathLike[str],
@@ -96,40 +121,24 @@ class Dbsim:
     ) -> CliResult:
         """Run to completion; a run that outlives ``timeout`` is killed and fails the test."""
         cmd = self.command(*args)
+        proc = self._popen(cmd, env)
         try:
-            done = subprocess.run(
-                cmd,
-                cwd=self.cwd,
-                env=self._env(env),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
-            err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
             pytest.fail(
                 f"dbsim did not finish within {timeout} s: {' '.join(cmd)}\n"
                 f"--- stdout\n{out[-4000:]}\n--- stderr\n{err[-4000:]}"
             )
-        return CliResult(cmd, done.returncode, done.stdout, done.stderr)
+        return CliResult(cmd, proc.returncode, out, err)
 
     def start(
         self, *args: str | os.PathLike[str], env: Mapping[str, str] | None = None
     ) -> subprocess.Popen[str]:
         """Start without waiting (for signal tests). The fixture kills it at teardown if it is
         still running."""
-        proc = subprocess.Popen(
-            self.command(*args),
-            cwd=self.cwd,
-            env=self._env(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = self._popen(self.command(*args), env)
         self._started.append(proc)
         return proc
 

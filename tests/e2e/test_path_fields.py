@@ -20,6 +20,7 @@ import pytest
 from sim.config.resolve import resolve
 from sim.live.start_form import FormErrors, scenario_from_form
 from tests.e2e.conftest import clean_environment
+from tests.support import forked_dbsim
 
 pytestmark = [pytest.mark.e2e]
 
@@ -29,7 +30,7 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 def _validate_line(cwd: Path, sets: dict[str, str]) -> str:
     args = [a for name, value in sets.items() for a in ("--set", f"{name}={value}")]
-    done = subprocess.run(
+    done = forked_dbsim.run(
         [sys.executable, "-m", "sim.cli", "validate", *args],
         cwd=cwd, env=clean_environment(cwd), stdin=subprocess.DEVNULL,
         capture_output=True, text=True, timeout=60, check=False,

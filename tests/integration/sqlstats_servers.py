@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from storage.lab.pgcluster import Cluster, pg_bin
+from tests.support import forked_dbsim
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 60.0
@@ -35,7 +36,7 @@ def free_port() -> int:
 
 def dbsim(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m sim.cli ARGS`` at the repository's root, output captured."""
-    return subprocess.run(
+    return forked_dbsim.run(
         [sys.executable, "-m", "sim.cli", *args],
         cwd=ROOT,
         env={**os.environ, **(env or {})},

@@ -27,7 +27,6 @@ import json
 import os
 import re
 import secrets
-import subprocess
 import sys
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from sim.bundle.iops import run_iops, same_iops
 from sim.report.answer import build_answer, fmt_iops
 from sim.report.data import load_analysis_file
 from tests.e2e.conftest import InProcessDbsim
+from tests.support import forked_dbsim
 
 pytestmark = pytest.mark.integration
 
@@ -77,7 +77,7 @@ def _run(name: str, root: Path) -> tuple[Path, int, str]:
     lines = [f"name: {name}", *SCENARIOS[name], f"output: {{directory: {root / 'runs'}}}"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     before = set((root / "runs").glob("*")) if (root / "runs").exists() else set()
-    done = subprocess.run(
+    done = forked_dbsim.run(
         [sys.executable, "-m", "sim.cli", "run", str(path), "--warmup", "0.5"],
         cwd=REPO,
         capture_output=True,

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from sim.imports import mariadb_views, pg_views
+from tests.support import forked_dbsim
 from tests.support.postgres import require_postgres
 
 INSERTS = 40
@@ -36,7 +37,7 @@ def run(command: list[str], out: Path | None = None, stdin: Path | None = None) 
 
 
 def import_file(fmt: str, path: Path, tmp_path: Path) -> dict:
-    done = subprocess.run(
+    done = forked_dbsim.run(
         [sys.executable, "-m", "sim.cli", "import", fmt, str(path), "-o", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip

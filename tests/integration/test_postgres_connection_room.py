@@ -22,6 +22,7 @@ from sim.errors import TargetError
 from sim.protocols import EngineContext
 from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings
+from tests.support import forked_dbsim
 from tests.support.pgcluster_fixture import throwaway_cluster
 
 pytestmark = pytest.mark.integration
@@ -48,7 +49,7 @@ def test_sessions_beyond_the_room_are_refused_before_the_server_does(
         "load: {sessions: 40, duration_s: 2}\n",
         encoding="utf-8",
     )
-    result = subprocess.run(
+    result = forked_dbsim.run(
         [sys.executable, "-m", "sim.cli", "run", str(scenario), "-q", "-o", str(tmp_path / "out")],
         cwd=REPO, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
     )  # fmt: skip

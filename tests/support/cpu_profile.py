@@ -35,6 +35,14 @@ def _cpu(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _children_cpu() -> float:
+    """The reaped children's CPU, and the ``dbsim`` commands forked for this worker by its
+    zygote (tests/support/forked_dbsim.py: the zygote's children, not the worker's)."""
+    from tests.support.forked_dbsim import children_cpu_s
+
+    return _cpu(resource.RUSAGE_CHILDREN) + children_cpu_s()
+
+
 class CpuProfile:
     """The plugin: one line per test, per worker file, and one for the worker's CPU outside
     its tests (start-up and collection: every worker collects the whole suite)."""
@@ -49,13 +57,11 @@ class CpuProfile:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, None, None]:
         wall, own = time.monotonic(), _cpu(resource.RUSAGE_SELF)
-        children = _cpu(resource.RUSAGE_CHILDREN)
+        children = _children_cpu()
         yield
         own = _cpu(resource.RUSAGE_SELF) - own
         self._in_tests += own
-        self._write(
-            item.nodeid, time.monotonic() - wall, own, _cpu(resource.RUSAGE_CHILDREN) - children
-        )
+        self._write(item.nodeid, time.monotonic() - wall, own, _children_cpu() - children)
 
     def pytest_sessionfinish(self) -> None:
         if self._path.exists():  # a worker that ran tests (not xdist's controller)

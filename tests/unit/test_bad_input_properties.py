@@ -58,6 +58,7 @@ from sim.dialects import dialects
 from sim.errors import ScenarioError, WorkloadError
 from sim.secrets import LITERAL_SECRET_KEYS
 from sim.sql import identifier_problem, quote_identifier, sqlalchemy_dialect
+from tests.support import forked_dbsim
 
 REPO = Path(__file__).resolve().parents[2]
 EXIT_BAD_INPUT = 2
@@ -1263,7 +1264,7 @@ def test_a_sample_through_the_real_cli_matches_in_process(
         cli.reached.clear()
         argv, result = cli(case)
         assert_bad_input(case, argv, result, cli)
-        proc = subprocess.Popen(
+        proc = forked_dbsim.popen(
             [sys.executable, "-m", "sim.cli", *argv],
             cwd=cli.directory,
             env={**env, **case.env},

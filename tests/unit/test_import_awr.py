@@ -14,6 +14,7 @@ import pytest
 
 from sim.imports import awr
 from sim.imports.source import Dropped, ImportFileError, Parsed, read_source
+from tests.support import forked_dbsim
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "awr"
 ELAPSED_11204 = 60.22 * 60  # awr_11204_1.txt line 16: "Elapsed: 60.22 (mins)"
@@ -40,7 +41,7 @@ def figures_of(parsed: Parsed, entity: str) -> dict[str, float]:
 
 
 def dbsim(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forked_dbsim.run(
         [sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, timeout=120
     )
 

@@ -25,6 +25,7 @@ from sim.imports.source import (
     SourceFile,
     read_source,
 )
+from tests.support import forked_dbsim
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REST = DATA / "ontap-rest"
@@ -41,7 +42,7 @@ def rows_of(parsed: Parsed, entity: str) -> list[tuple[datetime, dict[str, float
 
 
 def dbsim(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forked_dbsim.run(
         [sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, timeout=120
     )
 

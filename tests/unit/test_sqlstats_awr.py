@@ -6,7 +6,6 @@ Every figure below was read by hand from the decompressed report at the line cit
 from __future__ import annotations
 
 import gzip
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from sim.sqlstats.awr import read_report
 from sim.sqlstats.skeleton import build
+from tests.support import forked_dbsim
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "awr"
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +71,7 @@ def test_html_report_takes_the_complete_text_and_reads_per_execution(tmp_path: P
 def test_a_file_that_is_no_awr_report_is_refused_in_one_line(tmp_path: Path) -> None:
     other = tmp_path / "notes.txt"
     other.write_text("hello\n")
-    done = subprocess.run(
+    done = forked_dbsim.run(
         [sys.executable, "-m", "sim.cli", "sql-from-stats", "--awr", str(other)],
         cwd=ROOT,
         capture_output=True,

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import yaml
 
+from tests.support import forked_dbsim
+
 ROOT = Path(__file__).resolve().parents[2]
 AWR = ROOT / "tests" / "data" / "awr" / "awr_19c.html.gz"
 
 
 def dbsim(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forked_dbsim.run(
         [sys.executable, "-m", "sim.cli", "sql-from-stats", *args],
         cwd=ROOT,
         capture_output=True,
