@@ -44,7 +44,7 @@ from sim.locust.stats import install_bucket
 from sim.locust.users import class_name, user_classes
 from sim.locust.webui import extend_web_ui
 from sim.locust.workerport import create_master_runner
-from sim.run.preload import run_machinery
+from sim.run.preload import preload, run_machinery
 from sim.secrets import install_log_redaction
 
 log = logging.getLogger(__name__)
@@ -80,17 +80,46 @@ class UiOptions:
     allow_hosts: tuple[str, ...] = ()
 
 
-def setup_process(level: str) -> None:
-    """Logging (Locust's handlers: the console and the web UI's Logs tab) and µs buckets."""
+def setup_process(level: str, modules: tuple[str, ...] | None = None) -> None:
+    """Logging (Locust's handlers: the console and the web UI's Logs tab) and µs buckets;
+    ``modules``: what this process preloads (default: what any run imports, every dialect)."""
     setup_logging(level)
     # Locust's handlers replace the CLI's: mask secrets on them too (the Logs tab and what a
     # worker forwards to its master come from them).
     install_log_redaction()
     install_bucket()
+    cache_default_args()
     # The run's modules before the hub serves anything: a first import later (the SLO judge's
     # numpy at the first live window, rich at a worker's load) holds the hub (sim.run.preload).
-    run_machinery()
+    if modules is None:
+        run_machinery()
+    else:
+        preload(modules)
     warm_inspect_caches()
+
+
+def cache_default_args() -> None:
+    """Locust's ``argument_parser.default_args_dict`` computed once a process, not per call.
+
+    A worker's ``spawn`` handler keeps the master's custom options with ``k not in
+    default_args_dict()`` for each of the options the master sends (56, and the start form's),
+    and every call builds and parses Locust's whole argument parser (3.2 ms): 0.18 CPU-s a
+    worker a start, on its hub (a gevent monitor report, argparse's add_argument holding it).
+    The defaults cannot change in a process (Locust's own arguments and the LOCUST_* variables,
+    no config file); each caller gets its own copy.
+    """
+    build = argument_parser.default_args_dict
+    if getattr(build, "dbsim_cached", False):
+        return
+    cached: dict[str, Any] = {}
+
+    def default_args_dict() -> dict[str, Any]:
+        if not cached:
+            cached.update(build())
+        return dict(cached)
+
+    default_args_dict.dbsim_cached = True  # type: ignore[attr-defined]
+    argument_parser.default_args_dict = default_args_dict
 
 
 def default_users(scenario: ScenarioBase) -> int:

@@ -36,6 +36,7 @@ from sim.locust.app import (
 from sim.locust.form import check_locust_scenario
 from sim.locust.master import MasterController
 from sim.locust.workerport import create_master_runner
+from sim.run.preload import MASTER_MODULES
 from sim.run.runner import build_target, build_workload, check_slo_operations
 from sim.safeio import strict_json
 
@@ -70,7 +71,7 @@ def run_distributed(
         target = build_target(scenario)
         check_loaded(build_workload(scenario, target), target)
     users = default_users(scenario)
-    setup_process("DEBUG" if debug else "WARNING")
+    setup_process("DEBUG" if debug else "WARNING", MASTER_MODULES)
     environment = environment_for(scenario, users)
     runner = create_master_runner(environment, LOOPBACK, 0)
     done = gevent.event.Event()
