@@ -33,6 +33,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 RUN_SECONDS = 5
+RATE_OPS_S = 400
 CANARY_URL = "http://192.0.2.1/"  # TEST-NET-1: never routed, and aborted by the guard anyway
 # A chart "is drawn" when it has at least this many plotted coordinates.
 MIN_POINTS_PER_CHART = 3
@@ -70,7 +71,10 @@ def test_report_opens_offline_without_errors_and_draws_its_charts(
     dbsim: Dbsim, out_dir: Path
 ) -> None:
     sync_playwright, PlaywrightError, executable = _browser_or_skip()
-    result = dbsim("run", "--duration", str(RUN_SECONDS), "-o", out_dir)
+    # Paced (open loop): the report's charts need a few seconds of samples, not the machine's
+    # utmost (closed loop, two sessions took ~1.4 CPUs for the run's 5 s).
+    pace = ("--set", "load.mode=open", "--set", f"load.rate_ops_s={RATE_OPS_S}")
+    result = dbsim("run", "--duration", str(RUN_SECONDS), *pace, "-o", out_dir)
     assert result.rc == 0, result.describe()
     bundle = single_bundle(out_dir)
     report, problem = write_report(bundle)  # what `dbsim report RUN_DIR` does

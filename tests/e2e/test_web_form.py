@@ -152,6 +152,9 @@ def test_start_form_validates_like_the_cli_and_runs_through_its_phases(
         "load.sessions": str(SESSIONS),
         "load.warmup_s": "1",
         "load.duration_s": "300",  # stopped by hand below
+        # Paced (open loop): closed loop, the two sessions took ~1.4 CPUs while the pages were
+        # watched; 400 ops/s still writes the device every second (its IOPS are compared below)
+        "load.rate_ops_s": "400",
     }
     expected = _validate_lines(tmp_path / "cli", {**good, **BAD})
     with sync_playwright() as playwright:
@@ -185,7 +188,8 @@ def test_start_form_validates_like_the_cli_and_runs_through_its_phases(
             except Exception:  # Playwright's TimeoutError: say where the run stood
                 _fail(ui, "the phase indicator never showed measuring")
             assert page.locator(".field-error:not(:empty)").count() == 0  # errors cleared
-            page.wait_for_timeout(1500)  # a second or two measured, for the window and the shot
+            # A second or more measured (remaining under 5 minutes), for the window and the shot.
+            page.locator("#phase-text", has_text=re.compile(r"0:04:5\d remaining")).wait_for()
             text = page.locator("#phase-text").inner_text()
             assert re.fullmatch(r"measuring: 0:00:0\d elapsed, 0:04:5\d remaining", text), text
             page.get_by_role("button", name="Run", exact=True).click()
