@@ -62,6 +62,7 @@ from storage.collectors.blocklatency_script import (
     entity_figures,
     kernel_dev,
     tick_entities,
+    tracepoint_offsets,
 )
 from storage.devices import DeviceResolver
 
@@ -130,9 +131,10 @@ class BlockLatencyCollector(Collector):
             inflight = {
                 dev: self.sys_class_block / name / "inflight" for dev, name in self.names.items()
             }
-            script = bpftrace_script(sorted(self.names), os.getpid())
+            offsets = tracepoint_offsets(TRACEFS)
+            script = bpftrace_script(sorted(self.names), os.getpid(), offsets)
             self._reader = BpftraceReader(script, inflight)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             self.unavailable = f"cannot start bpftrace: {exc}"
         # Not waiting for bpftrace to attach (about a second): that overlaps the run's
         # connecting and loading, and intervals closed before it has attached have no figures.
