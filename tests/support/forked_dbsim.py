@@ -26,8 +26,9 @@ The zygote never imports Locust (whose import patches the standard library with 
 a forked ``dbsim run`` must not run patched where a new one would not; the zygote checks it.
 
 CPU accounting: a forked command is the zygote's child, not the worker's, so the worker's
-``RUSAGE_CHILDREN`` does not count it; :func:`children_cpu_s` does (from ``wait4``), and
-tests/support/cpu_profile.py adds it.
+``RUSAGE_CHILDREN`` does not count it; :func:`children_cpu_s` asks the zygote for its own, and
+tests/support/cpu_profile.py adds it. The zygote's imports (~1.5 CPU-s, once per worker) are
+counted nowhere until it exits.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import contextlib
 import io
 import json
 import os
+import resource
 import selectors
 import signal
 import socket
@@ -65,7 +67,7 @@ PRELOAD = (
     "sim.report",
     "sim.analysis",
 )
-_STATUS = struct.Struct("=iddd")  # wait status, user CPU-s, system CPU-s, (spare)
+_STATUS = struct.Struct("=i")  # a command's wait status, as waitpid gives it
 
 
 def can_fork(env: Mapping[str, str] | None) -> bool:
@@ -101,7 +103,6 @@ class _Zygote:
         ready = self.proc.stdout.readline()
         if ready.strip() != b"ready":
             raise RuntimeError(f"the dbsim zygote did not start: {ready!r}")
-        self.children_cpu_s = 0.0
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -120,8 +121,16 @@ def _zygote() -> _Zygote:
 
 
 def children_cpu_s() -> float:
-    """CPU-seconds of the forked commands that have exited and been waited for."""
-    return _ZYGOTE.children_cpu_s if _ZYGOTE is not None else 0.0
+    """CPU-seconds of every command this worker's zygote forked that has exited (the tests'
+    and the docs' shim's), from the zygote's own ``RUSAGE_CHILDREN``; 0 before it started."""
+    if _ZYGOTE is None or not _ZYGOTE.alive():
+        return 0.0
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(_ZYGOTE.path)
+        payload = json.dumps({"query": "children_cpu_s"}).encode()
+        conn.sendall(struct.pack("=I", len(payload)) + payload)
+        (seconds,) = struct.unpack("=d", _read_exactly(conn, 8))
+    return float(seconds)
 
 
 class ForkedPopen(subprocess.Popen):
@@ -175,7 +184,6 @@ class ForkedPopen(subprocess.Popen):
             conn.close()
             raise
         self._conn = conn
-        self._zygote = zygote
         self.pid = pid
         self._child_created = True
         self._close_pipe_fds(  # type: ignore[attr-defined]
@@ -194,8 +202,7 @@ class ForkedPopen(subprocess.Popen):
         finally:
             if self._conn is not None:
                 conn.setblocking(True)
-        status, user, system, _ = _STATUS.unpack(data)
-        self._zygote.children_cpu_s += user + system
+        status = _STATUS.unpack(data)[0]
         conn.close()
         self._conn = None
         return status
@@ -238,6 +245,58 @@ def run(
     if check:
         done.check_returncode()
     return done
+
+
+#: A ``dbsim`` on PATH for shell scripts (the docs' blocks): a small client that has this
+#: worker's zygote fork the command with the script's own standard streams, directory and
+#: environment, forwards the signals a shell or ``timeout`` sends, and exits as the command did
+#: (its code, or the same signal). ``python3 -I -S`` starts in ~0.05 CPU-s. Where the zygote
+#: cannot serve the command (the environment changes the interpreter's start, or the zygote is
+#: gone), it execs the real ``dbsim``.
+_SHIM = """#!/usr/bin/python3 -IS
+import array, json, os, signal, socket, struct, sys
+SOCKET, REAL, START = {socket!r}, {real!r}, {start!r}
+env, argv = dict(os.environ), sys.argv[1:]
+keys = {{k for k in set(env) | set(START) if k.startswith(("PYTHON", "LC_", "LANG"))}}
+if env.get({exec_env!r}) == "1" or any(env.get(k) != START.get(k) for k in keys):
+    os.execv(REAL, [REAL, *argv])
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    conn.connect(SOCKET)
+    payload = json.dumps({{"argv": argv, "cwd": os.getcwd(), "env": env}}).encode()
+    fds = array.array("i", [0, 1, 2])
+    conn.sendmsg([struct.pack("=I", len(payload)), payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+except OSError:
+    os.execv(REAL, [REAL, *argv])
+def take(size):
+    data = b""
+    while len(data) < size:
+        part = conn.recv(size - len(data))
+        if not part:
+            sys.exit("dbsim (forked): the zygote closed the connection")
+        data += part
+    return data
+(pid,) = struct.unpack("=i", take(4))
+for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+    signal.signal(signum, lambda signum, frame: os.kill(pid, signum))
+status = struct.unpack("=i", take({size}))[0]
+if os.WIFSIGNALED(status):
+    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def write_shim(path: Path, real: Path) -> None:
+    """Write the forking ``dbsim`` client at ``path`` (executable); ``real`` is the installed
+    ``dbsim`` it execs where the zygote cannot serve a command."""
+    zygote = _zygote()
+    start = {k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "LC_", "LANG"))}
+    text = _SHIM.format(
+        socket=zygote.path, real=str(real), start=start, exec_env=EXEC_ENV, size=_STATUS.size
+    )
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o755)
 
 
 def _read_exactly(conn: socket.socket, size: int) -> bytes:
@@ -290,8 +349,7 @@ def serve(path: str) -> None:
                 _reap(waiting)
             if key.data == "request":
                 conn, _ = listener.accept()
-                pid = _fork_one(conn, [listener.fileno(), wake_r, wake_w])
-                if pid:
+                if pid := _serve_one(conn, waiting):
                     waiting[pid] = conn
         _reap(waiting)
 
@@ -299,7 +357,7 @@ def serve(path: str) -> None:
 def _reap(waiting: dict[int, socket.socket]) -> None:
     while waiting:
         try:
-            pid, status, usage = os.wait4(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
@@ -307,11 +365,13 @@ def _reap(waiting: dict[int, socket.socket]) -> None:
         conn = waiting.pop(pid, None)
         if conn is not None:
             with contextlib.suppress(OSError):  # the worker gave up on it (a killed test)
-                conn.sendall(_STATUS.pack(status, usage.ru_utime, usage.ru_stime, 0.0))
+                conn.sendall(_STATUS.pack(status))
             conn.close()
 
 
-def _fork_one(conn: socket.socket, zygote_fds: list[int]) -> int:
+def _serve_one(conn: socket.socket, waiting: dict[int, socket.socket]) -> int:
+    """Answer one request: fork a command (its pid, the connection kept for its exit status),
+    or say how much CPU the exited commands used (0: nothing to wait for)."""
     header, fds, _, _ = conn.recvmsg(4, socket.CMSG_SPACE(3 * array.array("i").itemsize))
     received = array.array("i")
     for level, kind, data in fds:
@@ -319,6 +379,12 @@ def _fork_one(conn: socket.socket, zygote_fds: list[int]) -> int:
             received.frombytes(data[: len(data) - len(data) % received.itemsize])
     (size,) = struct.unpack("=I", header)
     request = json.loads(_read_exactly(conn, size))
+    if request.get("query") == "children_cpu_s":
+        _reap(waiting)
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        conn.sendall(struct.pack("=d", usage.ru_utime + usage.ru_stime))
+        conn.close()
+        return 0
     pid = os.fork()
     if pid == 0:
         code = 70
