@@ -36,6 +36,7 @@ from __future__ import annotations
 import array
 import atexit
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -48,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import types
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -421,6 +423,12 @@ def _become_dbsim(request: dict[str, Any], fds: list[int]) -> int:
         errors="backslashreplace",
     )
     sys.argv = [MAIN_PATH, *request["argv"]]
+    # __main__ as ``python -m sim.cli`` has it (Click names the program from it: "python -m
+    # sim.cli run --help" in a usage error), not the zygote's module.
+    main_module = types.ModuleType("__main__")
+    main_module.__file__, main_module.__package__ = MAIN_PATH, "sim.cli"
+    main_module.__spec__ = importlib.util.find_spec("sim.cli.__main__")
+    sys.modules["__main__"] = main_module
     from sim.cli.entry import main
 
     code = 1
