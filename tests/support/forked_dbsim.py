@@ -70,6 +70,11 @@ PRELOAD = (
     "sim.analysis",
 )
 _STATUS = struct.Struct("=i")  # a command's wait status, as waitpid gives it
+#: What a new interpreter reads at start from its environment, as this worker had it when it
+#: imported this module; the zygote starts with it, and a command whose environment differs
+#: there is exec'd.
+_STARTS_WITH = ("PYTHON", "LC_", "LANG")
+_START_ENV = {k: v for k, v in os.environ.items() if k.startswith(_STARTS_WITH)}
 
 
 def can_fork(env: Mapping[str, str] | None) -> bool:
@@ -78,12 +83,9 @@ def can_fork(env: Mapping[str, str] | None) -> bool:
     started with the worker's environment, has already read)."""
     if os.environ.get(EXEC_ENV) == "1" or (env is not None and env.get(EXEC_ENV) == "1"):
         return False
-    if env is None:
-        return True
-    starts = [
-        key for key in set(env) | set(os.environ) if key.startswith(("PYTHON", "LC_", "LANG"))
-    ]
-    return all(env.get(key) == os.environ.get(key) for key in starts)
+    env = os.environ if env is None else env
+    starts = {key for key in env if key.startswith(_STARTS_WITH)} | set(_START_ENV)
+    return all(env.get(key) == _START_ENV.get(key) for key in starts)
 
 
 # --------------------------------------------------------------------------- the worker's side
@@ -93,13 +95,16 @@ class _Zygote:
     """This worker's zygote process and its socket, started on first use."""
 
     def __init__(self) -> None:
-        self._dir = tempfile.mkdtemp(prefix="dbsim-zygote-")
-        self.path = os.path.join(self._dir, "zygote.sock")
+        # An abstract socket (Linux): no file to leave behind in anyone's temporary directory.
+        name = f"dbsim-zygote-{os.getpid()}-{os.urandom(6).hex()}"
+        self.path = f"\0{name}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_STARTS_WITH)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.forked_dbsim", self.path],
+            [sys.executable, "-m", "tests.support.forked_dbsim", name],
             stdin=subprocess.PIPE,  # the zygote exits when this worker does (end of file)
             stdout=subprocess.PIPE,
             cwd=str(Path(__file__).resolve().parents[2]),
+            env={**env, **_START_ENV},
         )
         assert self.proc.stdout is not None
         ready = self.proc.stdout.readline()
@@ -293,9 +298,8 @@ def write_shim(path: Path, real: Path) -> None:
     """Write the forking ``dbsim`` client at ``path`` (executable); ``real`` is the installed
     ``dbsim`` it execs where the zygote cannot serve a command."""
     zygote = _zygote()
-    start = {k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "LC_", "LANG"))}
     text = _SHIM.format(
-        socket=zygote.path, real=str(real), start=start, exec_env=EXEC_ENV, size=_STATUS.size
+        socket=zygote.path, real=str(real), start=_START_ENV, exec_env=EXEC_ENV, size=_STATUS.size
     )
     path.write_text(text, encoding="utf-8")
     path.chmod(0o755)
@@ -325,11 +329,12 @@ def _preload() -> None:
         raise RuntimeError("the zygote imported gevent: a forked dbsim would run patched")
 
 
-def serve(path: str) -> None:
-    """Fork a ``dbsim`` for each request until the worker closes our stdin."""
+def serve(name: str) -> None:
+    """Fork a ``dbsim`` for each request on the abstract socket ``name`` until the worker
+    closes our stdin."""
     _preload()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
+    listener.bind(f"\0{name}")
     listener.listen(64)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
