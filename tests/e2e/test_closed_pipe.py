@@ -38,7 +38,9 @@ def test_help_into_a_closed_pipe_exits_0_without_a_traceback(tmp_path: Path) -> 
 def test_a_run_into_a_closed_pipe_completes_its_bundle_and_exits_with_its_own_code(
     tmp_path: Path,
 ) -> None:
-    rc, stderr = _with_reader_gone(tmp_path, "run", "--duration", "1", "-o", "runs")
+    # Paced (open loop, issue #25): the closed pipe is what is checked, not throughput.
+    pace = ("--set", "load.mode=open", "--set", "load.rate_ops_s=400")
+    rc, stderr = _with_reader_gone(tmp_path, "run", "--duration", "1", *pace, "-o", "runs")
     assert rc == 0, stderr
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr
     assert read_summary(single_bundle(tmp_path / "runs"))["status"] == "completed"

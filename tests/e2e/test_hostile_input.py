@@ -178,7 +178,9 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[CliResult, Path]
     (root / "tmp").mkdir()
     runner = Dbsim(root, clean_environment(root / "tmp"))
     scenario = write(root / "slo.yaml", SLOB + "slos:\n  - {p99_us_max: 1.0e+308}\n")
-    result = runner("run", scenario, "--duration", "1", "-q", "-o", root / "runs", "--json")
+    # Paced (open loop, issue #25): what is read is its JSON and bundle, not its throughput.
+    pace = ("--set", "load.mode=open", "--set", "load.rate_ops_s=400")
+    result = runner("run", scenario, "--duration", "1", *pace, "-q", "-o", root / "runs", "--json")
     assert result.rc == 0, result.describe()
     return result, single_bundle(root / "runs")
 

@@ -47,6 +47,10 @@ PROMETHEUS = "prometheus"
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json"
 READY_TIMEOUT_S = 30.0
 RUN_S = 8
+# Paced (open loop, issue #25): the exposition is compared with the bundle, not the machine's
+# utmost (closed loop, the two sessions took ~1.4 CPUs for the 9 s); 400 ops/s still fills
+# every measured interval's read histogram.
+PACED = ("--set", "load.mode=open", "--set", "load.rate_ops_s=400")
 
 
 def _free_port() -> int:
@@ -177,7 +181,7 @@ def test_prometheus_scrapes_a_run_and_agrees_with_the_bundle(
     dbsim: Dbsim, out_dir: Path, prometheus: tuple[Prometheus, int]
 ) -> None:
     server, port = prometheus
-    args = ["run", "--duration", str(RUN_S), "--warmup", "1", "--metrics-port", str(port)]
+    args = ["run", "--duration", str(RUN_S), "--warmup", "1", *PACED, "--metrics-port", str(port)]
     run = dbsim.finish(dbsim.start(*args, "-o", out_dir), timeout=120)
     assert run.rc == 0, run.describe()
     bundle = single_bundle(out_dir)
