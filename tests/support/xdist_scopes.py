@@ -44,7 +44,6 @@ DEVICE_MODULES = frozenset(
         "tests/integration/test_replay_fio.py",
         "tests/integration/test_replay_db.py",
         "tests/integration/test_replay_files.py",
-        "tests/integration/test_replay_files_day.py",
         "tests/e2e/test_cache_cli.py",
         "tests/e2e/test_iops_cli.py",
     }
