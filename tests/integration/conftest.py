@@ -4,9 +4,10 @@
 PostgreSQL in the lab's groups and the SLOB table of 80,000 one-row blocks, loaded,
 verified, vacuumed and checkpointed). Building it takes ~17 s of the serial phase (lab up,
 initdb, the load), so the modules that measure against it (test_ground_truth,
-test_lab_iops) share one per session instead of one each. Every test that uses it sets the
-ceiling it measures against and empties the lab's cache itself, so no state crosses from one
-module to the next. Its users are timing tests (make test's serial phase), which run one
+test_lab_iops, and test_replay_db as its replay target) share one per session instead of one
+each. Every test that uses it sets the ceiling it measures against and empties the lab's cache
+itself, so no state crosses from one module to the next (the replay checkpoints what its
+calibration loaded). Its users are timing tests (make test's serial phase), which run one
 at a time: the lab is never used by two tests at once.
 """
 
