@@ -52,7 +52,7 @@ DEVICE_MODULES = frozenset(
 #: one worker, the two units beside each other (and beside the other timing tests on a third
 #: worker). The ground-truth unit: the modules of the session-scoped ground-truth lab
 #: (tests/integration/conftest.py ``ground_lab``: a loop device, PostgreSQL and an 80,000-row
-#: table, built once per worker in 40-60 s) with the array's ground truth, whose T3 step at
+#: table, built once per worker in 7-8 s) with the array's ground truth, whose T3 step at
 #: 500 IOPS fell short (430.7) when it ran at the same moment as the lab's 2,000-IOPS T3 step
 #: (a unit per module on three workers, session 12): the two heaviest database steps never
 #: overlap. The loop unit: every other device module (fio and file replays, the lab's
