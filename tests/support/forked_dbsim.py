@@ -110,6 +110,19 @@ class _Zygote:
         ready = self.proc.stdout.readline()
         if ready.strip() != b"ready":
             raise RuntimeError(f"the dbsim zygote did not start: {ready!r}")
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """End the zygote (end of file on its stdin) and wait for it: at the worker's exit,
+        not left to the interpreter's teardown, which reported it still running."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
