@@ -424,8 +424,7 @@ def _become_dbsim(request: dict[str, Any], fds: list[int]) -> int:
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
     os.closerange(3, 1 << 16)  # the zygote's socket and pipes, the received descriptors
-    for signum in (signal.SIGCHLD,):
-        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote's reaping handler
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     os.chdir(request["cwd"])
     os.environ.clear()

@@ -32,23 +32,22 @@ def _env(tmp: Path) -> dict[str, str]:
 )
 def test_a_forked_command_answers_as_the_execd_one(argv: list[str], tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "sim.cli", *argv]
-    kwargs = {"cwd": tmp_path, "env": _env(tmp_path), "capture_output": True, "text": True}
-    execd = subprocess.run(cmd, timeout=60, check=False, **kwargs)  # type: ignore[call-overload]
-    forked = forked_dbsim.run(cmd, timeout=60, **kwargs)
-    assert (forked.returncode, forked.stdout, forked.stderr) == (
-        execd.returncode,
-        execd.stdout,
-        execd.stderr,
-    )
+    kwargs = {"cwd": tmp_path, "env": _env(tmp_path), "text": True}
+    execd = subprocess.run(cmd, timeout=60, check=False, capture_output=True, **kwargs)  # type: ignore[call-overload]
+    # ForkedPopen itself, not forked_dbsim.run: with DBSIM_TEST_EXEC_CLI=1 that would exec,
+    # and this would compare the exec'd command with itself.
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with forked_dbsim.ForkedPopen(cmd, **pipes, **kwargs) as forked:
+        out, err = forked.communicate(timeout=60)
+    assert (forked.returncode, out, err) == (execd.returncode, execd.stdout, execd.stderr)
     assert forked_dbsim.children_cpu_s() > 0
 
 
 def test_a_forked_command_is_a_process_of_its_own_that_signals_reach(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "sim.cli", "run", "--duration", "60", "-q", "-o", "out"]
-    proc = forked_dbsim.popen(
+    proc = forked_dbsim.ForkedPopen(
         cmd, cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    assert isinstance(proc, forked_dbsim.ForkedPopen)
     assert proc.pid not in (os.getpid(), os.getppid())
     deadline = time.monotonic() + 30
     while not list((tmp_path / "out").glob("*/summary.json")) and time.monotonic() < deadline:
