@@ -55,10 +55,10 @@ system-packages:
 # touch one thing.
 # Phase 2: the tests marked timing (they assert rates, IOPS, latency bounds; the lab's ceilings
 # are among them), with nothing of phase 1 beside them, on four workers: the device modules
-# are two units, each run one module after another on one worker (tests/support/xdist_scopes.py:
-# the ground-truth lab's database steps in one, the loop devices' fio and file replays and
-# ceilings in the other), the other timing tests on the other two (on one, they were the
-# phase's longest: 539 s of 560 beside three other suites, the units 492 and 490). Both phases always run;
+# are six units handed out first, longest first, each run one module after another on one
+# worker (tests/support/xdist_scopes.py: the two ground truths together, the lab's short
+# ceiling modules together, the replays and the lab's IOPS control one each), beside the other
+# timing tests (two units held the phase to 413-463 s, six 370 s). Both phases always run;
 # make fails if either failed. A phase with nothing selected (pytest's exit 5) is not a failure.
 # TEST_REPORT_DIR, when set, receives each phase's JUnit XML and duration (.ci/run reads them).
 # Each phase also says how busy the host's CPUs were meanwhile (/proc/stat: user, nice, system,

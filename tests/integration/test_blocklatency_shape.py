@@ -87,24 +87,26 @@ def traced(
     latency = BlockLatencyCollector({name: numbers})
     block = BlockDeviceCollector([name])
 
-    async def drive() -> tuple[list[Sample], list[Sample], dict[str, int], float]:
+    async def drive() -> tuple[list[Sample], list[Sample], dict[str, int], float, int]:
         await latency.start(time.monotonic())
         try:
             assert latency._reader is not None
             assert await asyncio.to_thread(latency._reader.ready.wait, 20.0), latency.unavailable
             await latency.sample(time.monotonic())  # drop what came before fio
+            skipped_before = kernel_skips(latency._reader.process.pid)
             started = time.monotonic()
             await block.start(started)
             counts = await asyncio.to_thread(fio, name, *options, cgroup_procs=cgroup_procs)
             ended = time.monotonic()
             ours, iostat = await latency.sample(ended), await block.sample(ended)
             ours += await _late_samples(latency)
+            skipped = kernel_skips(latency._reader.process.pid) - skipped_before
         finally:
             await latency.stop()
             await block.stop()
-        return ours, iostat, counts, ended - started
+        return ours, iostat, counts, ended - started, skipped
 
-    ours, iostat, counts, seconds = asyncio.run(drive())
+    ours, iostat, counts, seconds, skipped = asyncio.run(drive())
     assert latency.unavailable is None, latency.unavailable
     (rates,) = [s.values for s in iostat if s.entity == name]
     entities: dict[str, dict[str, float]] = {}
@@ -120,7 +122,24 @@ def traced(
         "iostat_writes": rates["w_s"] * seconds,
         "fio": counts,
         "clamped": sum(latency.clamped.values()),
+        "skipped": skipped,
     }
+
+
+def kernel_skips(pid: int) -> int:
+    """How many times the kernel skipped one of process ``pid``'s BPF programs because
+    another tracing program was running on the same CPU (``recursion_misses`` in the fdinfo of
+    each program's descriptor, Linux 5.12+): a tracepoint's program does not run while any
+    kprobe or tracepoint program runs on its CPU (trace_call_bpf's ``bpf_prog_active``), e.g.
+    a completion in a soft interrupt arriving while a request's issue is being counted. The
+    count covers every device, not only the one traced."""
+    total = 0
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/fdinfo/{fd}").read_text().splitlines():
+                if line.startswith("recursion_misses:"):
+                    total += int(line.split()[1])
+    return total
 
 
 #: The collector's figures that count requests (summed over the samples of one fio run).
@@ -167,8 +186,14 @@ def test_bssplit_70_30_comes_back_from_the_size_counts(loop_device: Device) -> N
     assert reads["size_kib_le_8"] + reads["size_kib_le_64"] == total  # no other size
     # Counted at issue against completions (n), fio's own count and iostat's r/s over the
     # same seconds: the sample spans all of fio's I/O, so they differ only by what bpftrace
-    # lost between printing and clearing a map or skipped as nested (about 0.1 % here).
-    assert total == pytest.approx(reads["n"], rel=0.02)
+    # lost between printing and clearing a map, two requests in flight at one sector (about
+    # 0.1 % here, quiet) and the completions the kernel skipped (kernel_skips). Beside other
+    # tracers and busy devices (the timing phase's other device tests, each dbsim with its
+    # own bpftrace) 2,050 of 34,001 were missing; beside three bpftrace programs on the block
+    # tracepoints and a 2-job fio on another loop device, 2,524 of 41,471, with 7,347 skips
+    # counted by the kernel (every device's).
+    assert reads["n"] <= total
+    assert total - reads["n"] <= 0.02 * total + truth["skipped"], (total, reads["n"], truth)
     assert total == pytest.approx(truth["fio"]["r"], rel=0.02)
     assert total == pytest.approx(truth["iostat_reads"], rel=0.02)
     assert sized(every) == total and every["n"] == reads["n"]

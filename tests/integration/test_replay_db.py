@@ -12,7 +12,11 @@ captures against the documented tolerances.
 Measured here (three runs, 1x and 2x): read IOPS -0.4 to +1.9 %, read share +0.18 to +0.24
 points. The capture's writes (0.4-0.55/s, the file system's own: pgbench -S writes
 nothing) are 4-6 in its window: not judged, nor their mean size (Poisson's interval ±125-153 %;
-sim.replay.fidelity), said on the console. The mean read size: 8.4-9.6 KiB captured (the
+sim.replay.fidelity), said on the console. Once, beside four other timing workers, they were
+1.9/s (~23: judged): the replay's 1.5/s passed, its 5.0 KiB mean write against the capture's
+9.26 failed, named ("the database's mean write size ..."): a read-only production's writes are
+the file system's and the server's own, which SLOB's parameters do not set, so both write
+figures may fail, with their cause. The mean read size: 8.4-9.6 KiB captured (the
 kernel's read-ahead among the lookups, 3-7 % of the reads above one block, mostly 16-32 KiB).
 SLOB's scans of cf2 cannot make it (the caches hold cf2: 0.04-0.45 device requests a scan,
 measured); range reads of two consecutive cf1 blocks (PostgreSQL's TID range scan: a block,
@@ -153,7 +157,7 @@ def _check_scale(production: dict[str, Any], entry: dict[str, Any]) -> None:
     assert entry["slob"]["parameters"]["range_pct"] > 0 and entry["slob"]["size_why"] is None
     assert sorted(f for f, held in ok.items() if not held) == sorted(fid["failed"])
     # Faithful where the product is: only the writes SLOB's mix cannot make may miss, named.
-    assert set(fid["failed"]) <= {"write IOPS"}, fid
+    assert set(fid["failed"]) <= {"write IOPS", "write size"}, fid
     assert fid["faithful"] == (not fid["failed"]) == (entry["verdict"] is not None)
     if "write IOPS" in fid["failed"]:
         assert str(fid["cause"]).startswith("the workload cannot reach the write share")

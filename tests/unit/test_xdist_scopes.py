@@ -1,6 +1,7 @@
 """make test's parallel work units (tests/support/xdist_scopes.py): a module is one unit,
 the docs blocks one unit per page, in the page's order; in the timing phase the ground-truth
-lab's modules one unit, the other device modules another, the longest handed out first."""
+truths one unit, the lab's short device modules another, the longest device modules a unit
+each, the longest handed out first."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from pathlib import Path
 
 from tests.support.xdist_scopes import (
     DEVICE_MODULES,
-    GROUND_LAB_MODULES,
-    GROUND_LAB_UNIT,
+    DEVICE_UNITS,
+    GROUND_TRUTH_UNIT,
     LONGEST_FIRST,
     LOOP_UNIT,
     longest_first,
@@ -34,20 +35,22 @@ def test_a_docs_block_goes_with_its_page_and_other_tests_with_their_module() -> 
     )
 
 
-def test_in_the_timing_phase_the_device_modules_are_two_units_and_the_others_their_own() -> None:
+def test_in_the_timing_phase_the_device_modules_are_in_their_units() -> None:
     truth, iops = "tests/integration/test_ground_truth.py", "tests/integration/test_lab_iops.py"
     array = "tests/integration/test_ground_truth_array.py"
-    assert scope_of(f"{truth}::test_x", timing_phase=True) == GROUND_LAB_UNIT
-    assert scope_of(f"{iops}::test_y[1]", timing_phase=True) == GROUND_LAB_UNIT
     # The two ground truths' T3 steps fell short when they ran at the same moment.
-    assert scope_of(f"{array}::test_t3", timing_phase=True) == GROUND_LAB_UNIT
-    replay, cache = "tests/integration/test_replay_fio.py", "tests/e2e/test_cache_cli.py"
-    assert scope_of(f"{replay}::test_x", timing_phase=True) == LOOP_UNIT
+    assert scope_of(f"{truth}::test_x", timing_phase=True) == GROUND_TRUTH_UNIT
+    assert scope_of(f"{array}::test_t3", timing_phase=True) == GROUND_TRUTH_UNIT
+    assert scope_of(f"{iops}::test_y[1]", timing_phase=True) == iops
+    lab, cache = "tests/integration/test_lab.py", "tests/e2e/test_cache_cli.py"
+    assert scope_of(f"{lab}::test_x", timing_phase=True) == LOOP_UNIT
     assert scope_of(f"{cache}::test_y[1]", timing_phase=True) == LOOP_UNIT
     pacing = "tests/integration/test_engine_pacing.py"
     assert scope_of(f"{pacing}::test_z", timing_phase=True) == pacing
     # The parallel phase keeps every module its own unit (the device modules' other tests).
     assert scope_of(f"{truth}::test_x") == truth
+    # Every device unit is handed out first.
+    assert set(LONGEST_FIRST) == set(DEVICE_UNITS.values())
 
 
 def test_the_timing_phase_hands_out_the_longest_units_first() -> None:
@@ -67,4 +70,3 @@ def test_every_device_module_exists_and_holds_timing_tests() -> None:
         path = root / module
         assert path.is_file(), module
         assert "mark.timing" in path.read_text(), f"{module}: no timing test"
-    assert GROUND_LAB_MODULES <= DEVICE_MODULES
