@@ -149,6 +149,17 @@ def _number(text: str | None) -> float | None:
     return value if math.isfinite(value) else None
 
 
+#: A row's time (seconds on the bundle's clock) beyond a century either way is damage, not a
+#: capture: read as no time (the row is skipped, as one whose time is not a number), since no
+#: clock holds it (a time of 1e308 s overflowed the wall-clock arithmetic).
+MAX_TIME_S = 100 * 365.25 * 86400
+
+
+def _time(text: str | None) -> float | None:
+    t = _number(text)
+    return t if t is not None and abs(t) <= MAX_TIME_S else None
+
+
 def read_table(info: BundleInfo, source: str, keep: Callable[[str], bool]) -> Table | None:
     """The measured rows of ``source``'s time series, only the columns ``keep`` accepts;
     None when the bundle has no such file or not one measured row in it. Streamed into one
@@ -163,7 +174,7 @@ def read_table(info: BundleInfo, source: str, keep: Callable[[str], bool]) -> Ta
     values: dict[str, dict[str, list[float | None]]] = {}
     kept: list[str] | None = None
     for row in reader.iter_whole_rows(path):
-        t = _number(row.get("t"))
+        t = _time(row.get("t"))
         entity = row.get("entity") or ""
         if t is None or not entity:
             continue

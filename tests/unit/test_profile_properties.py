@@ -99,3 +99,21 @@ def test_a_damaged_bundle_is_profiled_or_refused_in_one_line(
     _finite(doc)
     json.dumps(doc, allow_nan=False)
     assert doc["peaks"]["load"]["key"] == "iops"
+
+
+def test_a_time_no_clock_holds_is_a_damaged_row(
+    pristine: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # Hypothesis found it (2026-12-06): a row's t garbled to 1e308, a finite float, overflowed
+    # the wall-clock arithmetic (OverflowError, a traceback). It is skipped as damaged now.
+    bundle = tmp_path_factory.mktemp("far") / "bundle"
+    shutil.copytree(pristine, bundle)
+    series = bundle / "timeseries" / "block.csv"
+    lines = series.read_text().splitlines()
+    column = lines[0].split(",").index("t")
+    cells = lines[1].split(",")
+    cells[column] = "1e308"
+    series.write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+    doc = build_profile(bundle)
+    _finite(doc)
+    assert doc["peaks"]["load"]["key"] == "iops"
