@@ -194,8 +194,10 @@ def test_bssplit_70_30_comes_back_from_the_size_counts(loop_device: Device) -> N
     # counted by the kernel (every device's).
     assert reads["n"] <= total
     assert total - reads["n"] <= 0.02 * total + truth["skipped"], (total, reads["n"], truth)
-    assert total == pytest.approx(truth["fio"]["r"], rel=0.02)
-    assert total == pytest.approx(truth["iostat_reads"], rel=0.02)
+    # An issue's program can be skipped the same way (an issue from a soft interrupt's queue
+    # run): fewer counted than fio's and iostat's by at most the kernel's skips.
+    for issued in (truth["fio"]["r"], truth["iostat_reads"]):
+        assert -0.02 * issued - truth["skipped"] <= total - issued <= 0.02 * issued, truth
     assert sized(every) == total and every["n"] == reads["n"]
     assert reads["seq_pct"] < 2  # random 8/64 KiB offsets over 32 MiB
     # fio keeps at most 4 outstanding; on this fast device part of each one's time is fio's.
