@@ -207,9 +207,12 @@ def test_the_engine_calibrates_closed_loop_then_delivers_the_iops_asked() -> Non
     assert calibration["device"] == "fake0"
     assert calibration["io_per_op"] == pytest.approx(2.0, rel=0.05)
     cal, *steps = result.stage_log
-    # Closed loop: two sessions at 2 ms a call do far more than the 100-200 ops/s of the steps.
+    # Closed loop: two sessions at 2 ms a call do up to 1,000 ops/s alone, more than the
+    # 100-200 ops/s the steps ask. A loaded host stretches every 2 ms sleep (CI's timing
+    # phase measured 381 ops/s), so the bound is the steps' highest rate, not a share of
+    # the ideal: what the test needs is a calibration that was not paced below the steps.
     assert cal["phase"] == PHASE_CALIBRATE and cal["rate_ops_s"] is None
-    assert sum(cal["session_ops"]) / cal["duration_s"] > 400
+    assert sum(cal["session_ops"]) / cal["duration_s"] > 400 / 2.0
     for entry, asked in zip(steps, (200, 400), strict=True):
         assert entry["rate_iops"] == asked
         # Closed loop on the delivered IOPS (sim.run.iops_control): each step starts at the
