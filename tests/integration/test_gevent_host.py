@@ -15,6 +15,10 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = r"""
+# A hang (once in a timing phase of six workers: no output in 60 s) prints every thread's
+# stack and exits, so the failure says where it hung instead of only that it timed out.
+import faulthandler
+faulthandler.dump_traceback_later(45, exit=True)
 from gevent import monkey
 monkey.patch_all()
 import json, time
