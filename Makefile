@@ -35,6 +35,9 @@ $(BIN)/dbsim: pyproject.toml setup.py storage/targets/native/fileloop.c storage/
 # the constraints, find-links and indexes pip would use are handed to it. --compile-bytecode
 # does what pip does by default: with PYTHONDONTWRITEBYTECODE set (it is on this machine),
 # every process of the suite would otherwise compile the libraries it imports again.
+# --index-strategy unsafe-best-match picks, as pip does, the newest release across all indexes
+# (uv's default takes a package from the first index that has it: here an extra index of older
+# releases, which installed an older mypy that failed the type check).
 # Where uv cannot be had, pip installs.
 install-project:
 	@if $(BIN)/pip install --quiet uv >/dev/null 2>&1; then \
@@ -44,7 +47,7 @@ install-project:
 	    [ $$key = find-links ] && [ -n "$${PIP_FIND_LINKS:-}" ] && values="$$PIP_FIND_LINKS"; \
 	    for value in $$values; do opts="$$opts --$$key $$value"; done; \
 	  done; \
-	  $(BIN)/uv pip install --python $(BIN)/python --quiet --compile-bytecode $$opts -e '.[dev]'; \
+	  $(BIN)/uv pip install --python $(BIN)/python --quiet --compile-bytecode --index-strategy unsafe-best-match $$opts -e '.[dev]'; \
 	else \
 	  $(BIN)/pip install --quiet -e '.[dev]'; \
 	fi
