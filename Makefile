@@ -75,12 +75,12 @@ system-packages:
 # ports, their own temporary directories, loop devices and cgroups), so two workers never
 # touch one thing.
 # Phase 2: the tests marked timing (they assert rates, IOPS, latency bounds; the lab's ceilings
-# are among them), with nothing of phase 1 beside them, on five workers: the device modules
+# are among them), with nothing of phase 1 beside them, on four workers: the device modules
 # are six units handed out first, longest first, each run one module after another on one
 # worker (tests/support/xdist_scopes.py: the two ground truths together, the lab's short
 # ceiling modules together, the replays and the lab's IOPS control one each), beside the other
-# timing tests (two units held the phase to 413-463 s, six on four workers 360-370 s, on five
-# 301 s; six workers took as long, 300 s, held by the ground truths' unit). Both phases always run;
+# timing tests (two units held the phase to 413-463 s, six on four workers 360-370 s). Five
+# workers took 301 s but failed a test beside stress-ng (tests/README.md); not yet. Both phases always run;
 # make fails if either failed. A phase with nothing selected (pytest's exit 5) is not a failure.
 # TEST_REPORT_DIR, when set, receives each phase's JUnit XML and duration (.ci/run reads them).
 # Each phase also says how busy the host's CPUs were meanwhile (/proc/stat: user, nice, system,
@@ -91,7 +91,7 @@ system-packages:
 # printed on its own: a phase with much of it was slowed by the host, not by its own work.
 CPU_BUSY_TICKS := awk '/^cpu /{print $$2+$$3+$$4+$$7+$$8+$$9, $$9; exit}' /proc/stat
 TEST_WORKERS ?= 8
-TIMING_WORKERS ?= 5
+TIMING_WORKERS ?= 4
 TEST_REPORT_DIR ?=
 PARALLEL_MARKS := not timing
 SERIAL_MARKS := timing
