@@ -82,4 +82,12 @@ if not monkey.is_module_patched("socket"):
     )
     _sleep_where_called()
 
+import faulthandler  # noqa: E402
+import signal  # noqa: E402
+
 import locust  # noqa: E402, F401  (after the patch, on purpose)
+
+# SIGUSR1 writes every thread's stack to stderr: a Locust-hosted run that stops making progress
+# (seen twice on 2026-12-06: a worker alive on its heartbeats, its engine silent, no output)
+# can then be asked where it is (docs/ui.md). Neither Locust nor gevent uses SIGUSR1.
+faulthandler.register(signal.SIGUSR1, all_threads=True)

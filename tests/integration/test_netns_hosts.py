@@ -31,6 +31,7 @@ import math
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -120,12 +121,14 @@ def _ui(master: Host, method: str, path: str, form: str = "") -> Any:
     return json.loads(done.stdout) if path != "/metrics" else done.stdout
 
 
-def _wait(what: str, check: Any, deadline: float) -> Any:
+def _wait(what: str, check: Any, deadline: float, explain: Any = None) -> Any:
+    """``check()`` once it is true; at ``deadline`` a failure, with ``explain()`` when given."""
     while True:
         value = check()
         if value:
             return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out waiting for {what}" + (explain() if explain else ""))
         time.sleep(0.2)
 
 
@@ -174,6 +177,22 @@ class Cluster:
 
     def status(self) -> dict[str, Any]:
         return dict(_ui(self.master, "GET", "/dbsim/status")["run"])
+
+    def stacks(self) -> str:
+        """Every thread's stack of each process still running (sim.locust dumps them on
+        SIGUSR1), and the tails of their stderr: a worker that never reported (seen once: alive
+        on heartbeats, its engine silent for 100 s) then says where it was."""
+        for host in self.hosts:
+            for proc in host.procs:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGUSR1)
+        time.sleep(1.0)
+        tails = []
+        for name in ["m"] + [host.name for host in self.hosts[1:]]:
+            err = self.tmp / f"{name}.err"
+            text = err.read_text(errors="replace") if err.exists() else "(none)"
+            tails.append(f"\n--- {name}.err (last 4000 characters)\n{text[-4000:]}")
+        return "".join(tails)
 
     def all_reported(self) -> bool:
         workers = self.status().get("workers") or []
@@ -449,7 +468,9 @@ def test_a_host_torn_down_mid_run_and_a_clock_beyond_the_bound(tmp_path: Path) -
     with netns_hosts(tmp_path, 3, luns=(1, 2)) as hosts:
         cluster = Cluster(tmp_path, hosts, {"h2": f"+{int(MAX_OFFSET_S * 3)}"})
         cluster.start(users=4, duration_s=14)
-        _wait("an interval from each worker", cluster.all_reported, cluster.deadline)
+        _wait(
+            "an interval from each worker", cluster.all_reported, cluster.deadline, cluster.stacks
+        )
         hosts[1].destroy()
         summary = cluster.summary()
         assert summary["status"] == "completed", summary.get("error")
