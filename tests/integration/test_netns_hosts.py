@@ -36,7 +36,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,7 @@ def _ui(master: Host, method: str, path: str, form: str = "") -> Any:
     return json.loads(done.stdout) if path != "/metrics" else done.stdout
 
 
-def _wait(what: str, check: Any, deadline: float, explain: Any = None) -> Any:
+def _wait(what: str, check: Any, deadline: float, explain: Callable[[], str] | None = None) -> Any:
     """``check()`` once it is true; at ``deadline`` a failure, with ``explain()`` when given."""
     while True:
         value = check()
@@ -213,7 +213,7 @@ class Cluster:
                 return found[0]
             return None
 
-        path = _wait("the bundle's summary", done, self.deadline)
+        path = _wait("the bundle's summary", done, self.deadline, self.stacks)
         data: dict[str, Any] = json.loads(path.read_text())
         data["bundle"] = str(path.parent)
         return data
