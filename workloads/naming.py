@@ -1,13 +1,13 @@
 """How the SQL workloads name their tables, so that no two scenarios can name the same object.
 
 A table is ``<prefix>_<n><suffix>``: the scenario's ``table_prefix``, an underscore, the table
-(schema) number without leading zeros, and the workload's fixed suffix (SLOB: ``_cf1`` /
-``_cf2``; SSB: none). Indexes add ``_custid`` to their table's name. The underscore is what
-keeps the prefix and the number apart: before it, ``slob1`` with schema 1 and ``slob`` with
-schema 11 both made ``slob11_cf1``. Now a name splits back into (prefix, number, suffix) in
+(schema) number without leading zeros, and the workload's fixed suffix (SLOB: ``_cf1``,
+``_cf2``, ``_cf3``; SSB: none). Indexes add ``_custid`` to their table's name. The underscore
+is what keeps the prefix and the number apart: before it, ``slob1`` with schema 1 and ``slob``
+with schema 11 both made ``slob11_cf1``. Now a name splits back into (prefix, number, suffix) in
 exactly one way: the number is the last run of digits between underscores before the suffix,
-and the suffixes of the two workloads (``_cf1``, ``_cf2``, ``_custid`` or nothing after the
-digits) never overlap, so different (workload, prefix) pairs never share a name.
+and the suffixes of the two workloads (``_cf1``, ``_cf2``, ``_cf3``, ``_custid`` or nothing
+after the digits) never overlap, so different (workload, prefix) pairs never share a name.
 
 Prefixes are lower case: SQLite, SQL Server (in its default collation), MariaDB and Oracle
 (for unquoted names) fold identifiers to one case, so ``SLOB`` and ``slob`` would otherwise be

@@ -283,3 +283,28 @@ def test_missing_data_with_workers_is_refused_before_any_worker_or_bundle(
     line = the_one_error_line(result)
     assert "--skip-load" in line and "dbsim load" in line, line
     assert not (tmp_path / "fresh").exists(), "the refused run left its output directory"
+
+
+def test_validate_takes_slob_appends_and_refuses_a_share_past_100(
+    dbsim_in_process: InProcessDbsim,
+) -> None:
+    """append_pct (not SLOB's) is a SLOB parameter like the others: validate prints it, names
+    it in its one line when it is out of range, and knows "append" as an operation an SLO
+    may name only while there are appends."""
+    dbsim = dbsim_in_process
+    slob = {"name": "slob", "parameters": {"scale": 10_000, "update_pct": 20, "append_pct": 25}}
+    slos = [{"op": "append", "p99_us_max": 50_000}]
+    scenario = write_scenario(dbsim.cwd, "appends", workload=slob, slos=slos)
+    result = dbsim("validate", scenario)
+    assert result.rc == EXIT_OK, result.describe()
+    printed = yaml.safe_load(result.stdout)
+    assert printed["workload"]["parameters"]["append_pct"] == 25
+    assert not (dbsim.cwd / "appends.sqlite").exists(), "validate opened the target"
+    line = the_one_error_line(
+        dbsim("validate", scenario, "--set", "workload.parameters.append_pct=101")
+    )
+    assert "workload.parameters.append_pct" in line
+    line = the_one_error_line(
+        dbsim("validate", scenario, "--set", "workload.parameters.append_pct=0")
+    )
+    assert "slos[0].op: unknown operation 'append'" in line

@@ -138,3 +138,48 @@ def test_updates_write_session_and_loop_specific_values(tmp_path: Path) -> None:
     assert rows, "no row carries an update value"
     assert all(len(c2) == 128 and c2 == c3 == c20 for c2, c3, c20 in rows)
     assert len({c2[:20] for c2, _, _ in rows}) > 20  # values differ per session and loop
+
+
+def test_appends_fill_cf3_one_row_per_page_kept_across_loads_and_dropped(tmp_path: Path) -> None:
+    """append_pct (not SLOB's): each append is one new row of cf1's shape in cf3, alone on its
+    page; cf3 is created empty by the load, kept with its rows by the next, and dropped with
+    the others."""
+    db = tmp_path / "append.sqlite"
+    params = {"update_pct": 10, "append_pct": 25, "scan_pct": 20, "threads_per_schema": 3}
+    report = load_and_verify(*workload(db, **params))
+    built = {t["table"]: t for t in report["load"]["tables"]}
+    assert built["slob_1_cf3"] == {"table": "slob_1_cf3", "rows": 0, "built": True}
+    slob, target = workload(db, **params)
+    engine = Engine(slob, target, Load(loops_per_session=200))
+    asyncio.run(engine.run())
+    assert engine.result.outcome == "completed", engine.result.error
+    totals = engine.recorder.totals
+    assert sum(s.error_count for s in totals.values()) == 0
+    counts = {name: stats.count for name, stats in totals.items()}
+    # Per session of 200: 20 updates, 45 appends (25 % of the other 180), 27 scans (20 % of
+    # the 135 reads left), 108 reads.
+    assert counts == {"update": 60, "append": 135, "scan": 81, "read": 324}
+    assert slob.expected_mix(engine.result.op_ranges) == counts
+    with sqlite3.connect(db) as conn:
+        rows, keys = conn.execute(
+            "SELECT COUNT(*), COUNT(DISTINCT custid) FROM slob_1_cf3"
+        ).fetchone()
+        assert rows == keys == 135  # one row per append, no key shared by two sessions or loops
+        leaves, most = conn.execute(
+            "SELECT COUNT(*), MAX(ncell) FROM dbstat WHERE name = 'slob_1_cf3' "
+            "AND pagetype = 'leaf'"
+        ).fetchone()
+        assert (leaves, most) == (135, 1)
+        [(c2, c20, pad)] = conn.execute(
+            "SELECT c2, c20, pad FROM slob_1_cf3 ORDER BY rowid LIMIT 1"
+        ).fetchall()
+        assert len(c2) == 128 and c20 == c2 and len(pad) > 0
+    again = load_and_verify(*workload(db, **params))
+    kept = {t["table"]: t for t in again["load"]["tables"]}
+    assert kept["slob_1_cf3"]["built"] is False  # never reloaded: it holds the runs' rows
+    verified = {t["table"]: t for t in again["verify"]["tables"]}
+    assert verified["slob_1_cf3"] == {"table": "slob_1_cf3", "blocks": 135, "max_rows_per_block": 1}
+    assert drop_objects(*workload(db)) == ["slob_1_cf1", "slob_1_cf2", "slob_1_cf3"]
+    with sqlite3.connect(db) as conn:
+        names = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert not names & {"slob_1_cf1", "slob_1_cf2", "slob_1_cf3"}

@@ -267,6 +267,7 @@ LEAVES = [
     Leaf("target.path", "path", EDA),
     Leaf(P + "update_pct", "int", SLOB, st.integers(51, 99) | below(0) | above(100)),
     Leaf(P + "scan_pct", "int", SLOB, st.integers(51, 99) | below(0) | above(100)),
+    Leaf(P + "append_pct", "int", SLOB, below(0) | above(100)),
     Leaf(P + "work_unit", "int", SLOB, below(3) | above(1024)),
     Leaf(P + "schemas", "int", SLOB, below(1) | above(4096)),
     Leaf(P + "threads_per_schema", "int", SLOB, below(1) | above(1024)),

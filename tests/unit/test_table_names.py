@@ -41,7 +41,8 @@ def objects(workload: str, prefix: str, count: int) -> set[str]:
     """Every table and index name the real workload classes make for this configuration."""
     target = SqliteTarget(SqliteSettings())
     if workload == "slob":
-        slob = SlobWorkload(SlobParameters(table_prefix=prefix, schemas=count, scan_pct=10), target)
+        parameters = SlobParameters(table_prefix=prefix, schemas=count, scan_pct=10, append_pct=10)
+        slob = SlobWorkload(parameters, target)
         names = set()
         for planned in slob.planned_tables():
             names.add(planned.name)
@@ -53,7 +54,7 @@ def objects(workload: str, prefix: str, count: int) -> set[str]:
 
 
 def drop_pattern(workload: str, prefix: str) -> str:
-    return "_cf[12]" if workload == "slob" else ""
+    return SlobWorkload.name_suffix if workload == "slob" else ""
 
 
 def folded(names: set[str]) -> set[str]:
@@ -138,7 +139,7 @@ def test_the_names_that_ran_together_are_now_distinct() -> None:
 @given(
     prefix=prefixes,
     numbers=st.lists(st.integers(min_value=1, max_value=10_000), min_size=1, max_size=12),
-    suffix=st.sampled_from(["", "_cf1", "_cf2"]),
+    suffix=st.sampled_from(["", "_cf1", "_cf2", "_cf3"]),
 )
 @settings(max_examples=100, deadline=None)
 def test_dbsim_drop_orders_a_prefixs_tables_by_their_number(

@@ -5,6 +5,10 @@ SCALE → scale, REDO_STRESS → redo_stress, THREADS_PER_SCHEMA → threads_per
 HOT_SCHEMA_FREQUENCY → hot_schema_frequency, DO_HOTSPOT / HOTSPOT_MB / HOTSPOT_OFFSET_MB /
 HOTSPOT_FREQUENCY → hotspot_*. RUN_TIME, WORK_LOOP and THINK_TM_* are pacing, so they live in
 the scenario's ``load`` section (duration_s, loops_per_session, think).
+
+Not SLOB's (dbsim's own, off by default): ``range_pct``/``range_blocks`` (range reads of
+consecutive blocks) and ``append_pct`` (inserts of one new row into ``cf3``, a write that
+reads nothing).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ DEFAULT_BLOCK_SIZE = 8192
 MIB = 1024 * 1024
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGT])?\s*$", re.IGNORECASE)
 _UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+#: cf1 (read and updated), cf2 (scanned, scan_pct > 0), cf3 (appended to, append_pct > 0).
+TABLE_SUFFIXES = ("_cf1", "_cf2", "_cf3")
 
 
 def _pct_rule(value: int) -> int:
@@ -61,6 +67,14 @@ class SlobParameters(BaseModel):
     )
     range_blocks: int = Field(
         default=2, ge=2, le=64, description="Consecutive cf1 blocks a range read reads."
+    )
+    append_pct: int = Field(
+        default=0,
+        ge=0,
+        le=100,
+        description="Not SLOB's: share of the operations that are not updates which append "
+        "instead: one new row of cf1's shape, one block, into <prefix>_<n>_cf3 (a write that "
+        "reads nothing).",
     )
     work_unit: int = Field(
         default=64, ge=3, le=1024, description="Key range width; WORK_UNIT-1 rows per op."
@@ -152,12 +166,11 @@ class SlobParameters(BaseModel):
 
     def sql_identifiers(self) -> dict[str, list[str]]:
         """The longest names made from ``table_prefix`` (the highest schema number): tables
-        ``<prefix>_<n>_cf1`` / ``_cf2`` and cf1's index ``<table>_custid`` (workload.py and
-        schema.py build them the same way, with workloads.naming). The scenario checks them
-        against the target's identifier rules before anything connects."""
-        cf1 = numbered(self.table_prefix, self.schemas, "_cf1")
-        cf2 = numbered(self.table_prefix, self.schemas, "_cf2")
-        return {"table_prefix": [cf1, cf2, index_of(cf1)]}
+        ``<prefix>_<n>_cf1`` / ``_cf2`` / ``_cf3`` and cf1's index ``<table>_custid``
+        (workload.py and schema.py build them the same way, with workloads.naming). The
+        scenario checks them against the target's identifier rules before anything connects."""
+        cf1, cf2, cf3 = (numbered(self.table_prefix, self.schemas, s) for s in TABLE_SUFFIXES)
+        return {"table_prefix": [cf1, cf2, cf3, index_of(cf1)]}
 
     @property
     def update_columns(self) -> list[str]:

@@ -6,6 +6,10 @@ PostgreSQL fillfactor 10, SQLite a padding column, Oracle PCTFREE 99 and MINIMIZ
 RECORDS_PER_BLOCK once loaded, SQL Server a fixed-width filler), with a non-unique B-tree
 index on the key.
 ``cf2`` is the same shape without an index (full scans).
+``cf3`` (not SLOB's: ``append_pct``) is the same shape without an index, created empty; each
+append inserts one row, which the same mechanism keeps in a block of its own. Its key is 64-bit
+(a value per session and loop, never a row number), and where the dialect pads, the padding
+column is always there, because the ``append`` statement names it whatever its length.
 
 The loader (workload.py) runs ``create_statements(...)[0]`` before the data and the rest after
 it; an after-load statement such as Oracle's MINIMIZE RECORDS_PER_BLOCK relies on that order.
@@ -27,6 +31,9 @@ if TYPE_CHECKING:
     from sqlalchemy import Table
 
 PAGE_FIT_KEY = "dbsim_page_fit"
+#: Table info: the table is created empty and filled by the sessions (cf3), so no after-load
+#: statement runs on it (Oracle refuses MINIMIZE RECORDS_PER_BLOCK on an empty table).
+EMPTY_AT_LOAD_KEY = "dbsim_empty_at_load"
 
 TEXT_COLUMNS = tuple(f"c{i}" for i in range(2, 21))
 TEXT_WIDTH = 128
@@ -48,19 +55,22 @@ def slob_table(
     *,
     indexed: bool,
     tablespace: str | None = None,
+    appended: bool = False,
 ) -> Table:
     """The SLOB-like table ``name`` for ``dialect``, with its one-row-per-block mechanism,
-    in ``tablespace`` with its index when one is given."""
-    from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text  # see above
+    in ``tablespace`` with its index when one is given; ``appended``: the append table cf3
+    (created empty, a 64-bit key, the padding column whenever the dialect pads)."""
+    from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text
 
     fit = page_fit(dialect, block_size_bytes)
-    columns: list[Column[Any]] = [Column("custid", Integer, nullable=False)]
+    key_type = BigInteger if appended else Integer
+    columns: list[Column[Any]] = [Column("custid", key_type, nullable=False)]
     columns += [Column(c, String(TEXT_WIDTH)) for c in TEXT_COLUMNS]
-    if fit.pad_column is not None and fit.pad_chars:
+    if fit.pad_column is not None and (fit.pad_chars or appended):
         columns.append(Column(fit.pad_column, Text))
     columns += fit.columns
     placed = tablespace_kwargs(dialect, tablespace)
-    info = {PAGE_FIT_KEY: fit, **placed.pop("info", {})}
+    info = {PAGE_FIT_KEY: fit, EMPTY_AT_LOAD_KEY: appended, **placed.pop("info", {})}
     table = Table(name, MetaData(), *columns, info=info, **fit.table_kwargs, **placed)
     if indexed:
         Index(index_of(name), table.c.custid)
@@ -76,10 +86,16 @@ def pad_values(table: Table) -> dict[str, str]:
     return {fit.pad_column: "p" * fit.pad_chars}
 
 
+def append_pad(dialect: str, block_size_bytes: int) -> str:
+    """The padding an appended row carries (what the loader gives each row of cf1; empty
+    where the dialect's rows need none)."""
+    return "p" * page_fit(dialect, block_size_bytes).pad_chars
+
+
 def create_statements(table: Table, dialect: str) -> list[Statement]:
     """The table first, then what the loader runs once the rows are in (the dialect's
     after-load statements, e.g. Oracle's records-per-block limit, which reads the loaded
-    blocks; then the indexes)."""
+    blocks, except on a table created empty; then the indexes)."""
     from sqlalchemy.schema import CreateTable  # here: see the TYPE_CHECKING import above
 
     fit: PageFit = table.info[PAGE_FIT_KEY]
@@ -87,7 +103,11 @@ def create_statements(table: Table, dialect: str) -> list[Statement]:
     if fit.create_suffix:
         create = Statement(create.name, f"{create.sql}{fit.create_suffix}", ())
     quoted = quote_identifier(dialect, table.name)
-    after_load = [Statement(n, sql.format(table=quoted), ()) for n, sql in fit.after_load]
+    after_load = [
+        Statement(n, sql.format(table=quoted), ())
+        for n, sql in fit.after_load
+        if not table.info.get(EMPTY_AT_LOAD_KEY)
+    ]
     indexes = [
         index_statement(index, dialect)
         for index in sorted(table.indexes, key=lambda i: i.name or "")

@@ -8,7 +8,10 @@ exactly UPDATE_PCT updates in every 100 operations of a session, and SCAN_PCT of
 become a full scan of ``cf2``. Not SLOB's: ``range_pct`` of the reads that do not scan read
 ``range_blocks`` consecutive blocks of ``cf1`` from a random one instead (``range_read``, a
 dialect that addresses rows by block), so the kernel's read-ahead makes multi-block device
-requests among the single blocks (``dbsim replay``'s mean read size, docs/capture.md).
+requests among the single blocks (``dbsim replay``'s mean read size, docs/capture.md). Not
+SLOB's either: ``append_pct`` of the operations that are not updates insert one new row of
+cf1's shape into ``cf3`` (``append``), one new block written and none read, so a replay can
+set a write share SLOB's updates cannot reach (the order of the mix: workloads/slob/mix.py).
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ from sim.protocols import Connection, SqlConnection, Target, sql_connection
 from sim.sql import Statement
 from workloads.common import bind_order
 from workloads.naming import numbered
+from workloads.slob.mix import mix_counts, mix_shares, takes_this_op
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.schema import (
     TEXT_COLUMNS,
     TEXT_WIDTH,
+    append_pad,
     create_statements,
     pad_values,
     slob_table,
@@ -49,6 +54,7 @@ STATEMENTS = frozenset(
         "update_heavy",
         "scan",
         "range_read",
+        "append",
         "count_rows",
         "max_key",
         "blocks_used",
@@ -56,23 +62,19 @@ STATEMENTS = frozenset(
     }
 )
 _ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-
-
-def takes_this_op(index: int, pct: int) -> bool:
-    """Whether operation ``index`` (0-based) is one of the ``pct`` in its block of 100.
-
-    Spreads them evenly: any 100 consecutive operations starting at a multiple of 100 hold
-    exactly ``pct``, and any prefix is within one of ``pct`` percent.
-    """
-    return (index + 1) * pct // 100 > index * pct // 100
+#: An appended row's key is ``session × APPEND_KEY_STRIDE + loop``: unique per session and
+#: loop for 2**32 loops a session (32 TiB of 8 KiB rows), and within a 64-bit key.
+APPEND_KEY_STRIDE = 2**32
 
 
 class SlobWorkload(SqlWorkload[SlobParameters]):
     name: ClassVar[str] = WORKLOAD_NAME
     parameters_model: ClassVar[type[BaseModel]] = SlobParameters
     sql_dir = SQL_DIR
-    required_statements = STATEMENTS - {"range_read"}  # !unsupported where rows have no block
-    name_suffix = "_cf[12]"
+    # range_read is !unsupported where rows have no block. append is required in every file:
+    # a dialect that cannot say it marks it !unsupported, and append_pct > 0 is refused there.
+    required_statements = STATEMENTS - {"range_read"}
+    name_suffix = "_cf[123]"
 
     def __init__(self, parameters: BaseModel, target: Target) -> None:
         super().__init__(parameters, target)
@@ -84,6 +86,11 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
                 "read of consecutive blocks (range_read: rows addressed by block, like "
                 "PostgreSQL's TID ranges)"
             )
+        if self.p.append_pct and not self.catalogue.has("append"):
+            raise ConfigError(
+                f"workload.parameters.append_pct: {self.p.append_pct}, but {self.dialect} has "
+                "no append statement (an INSERT of one row into cf3) in workloads/slob/sql"
+            )
 
     # ------------------------------------------------------------------ naming and mix
 
@@ -94,9 +101,13 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
     def scan_table_name(self, schema: int) -> str:
         return numbered(self.p.table_prefix, schema, "_cf2")
 
+    def append_table_name(self, schema: int) -> str:
+        return numbered(self.p.table_prefix, schema, "_cf3")
+
     def data_bytes(self) -> int:
         """SLOB's sizing: one row per block, ``schemas`` tables of ``scale`` rows (plus the
-        scanned tables when ``scan_pct`` > 0)."""
+        scanned tables when ``scan_pct`` > 0). The append tables start empty and only grow
+        by what the sessions write, so they are not counted."""
         rows = self.p.scale_rows + (self.p.scan_rows if self.p.scan_pct else 0)
         return self.p.schemas * rows * self.p.block_size_bytes
 
@@ -108,35 +119,13 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
         return frozenset({"read", "scan", "range"})
 
     def operations(self) -> Mapping[str, float]:
-        update = float(self.p.update_pct)
-        reads = 100.0 - update
-        scan = reads * self.p.scan_pct / 100
-        if not self.p.range_pct:  # SLOB's own mix: no range reads to report
-            return {"read": reads - scan, "update": update, "scan": scan}
-        ranged = (reads - scan) * self.p.range_pct / 100
-        return {"read": reads - scan - ranged, "update": update, "scan": scan, "range": ranged}
+        p = self.p
+        return mix_shares(p.update_pct, p.append_pct, p.scan_pct, p.range_pct)
 
     def expected_mix(self, op_ranges: list[tuple[int, int]]) -> dict[str, int]:
         """Counts demanded by the rules over the given per-session operation ranges."""
-        u, sc, rp = self.p.update_pct, self.p.scan_pct, self.p.range_pct
-        totals = {"read": 0, "update": 0, "scan": 0, **({"range": 0} if rp else {})}
-        for first, end in op_ranges:
-            updates = end * u // 100 - first * u // 100
-            # Reads are numbered separately; read number = operations before it minus updates.
-            read_first, read_end = first - first * u // 100, end - end * u // 100
-            scans = read_end * sc // 100 - read_first * sc // 100 if sc else 0
-            # Reads that do not scan are numbered again for the range reads among them.
-            plain_first, plain_end = (
-                read_first - read_first * sc // 100,
-                read_end - read_end * sc // 100,
-            )
-            ranged = plain_end * rp // 100 - plain_first * rp // 100
-            totals["update"] += updates
-            totals["scan"] += scans
-            if rp:
-                totals["range"] += ranged
-            totals["read"] += (end - first) - updates - scans - ranged
-        return totals
+        p = self.p
+        return mix_counts(p.update_pct, p.append_pct, p.scan_pct, p.range_pct, op_ranges)
 
     def default_sessions(self) -> int:
         return self.p.schemas * self.p.threads_per_schema
@@ -144,6 +133,8 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
     # ------------------------------------------------------------------ tables (sqlkit)
 
     def _planned(self, schema: int, role: str) -> PlannedTable:
+        if role == "cf3":
+            return self._planned_append(schema)
         if role == "cf1":
             name, rows = self.table_name(schema), self.p.scale_rows
         else:
@@ -159,9 +150,22 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
         }
         return PlannedTable(name, schema, rows, fingerprint, role)
 
+    def _planned_append(self, schema: int) -> PlannedTable:
+        """cf3, created empty: no row count or seed in its fingerprint, so the rows the runs
+        append are kept from run to run (a new block size or tablespace rebuilds it empty)."""
+        fingerprint = {
+            "role": "cf3",
+            "block_size_bytes": self.p.block_size_bytes,
+            "tablespace": self.tablespace,
+        }
+        return PlannedTable(self.append_table_name(schema), schema, 0, fingerprint, "cf3")
+
     def planned_tables(self) -> list[PlannedTable]:
-        """Per schema ``cf1``, and ``cf2`` when reads scan (``scan_pct`` > 0)."""
-        roles = ("cf1", "cf2") if self.p.scan_pct > 0 else ("cf1",)
+        """Per schema ``cf1``, ``cf2`` when reads scan (``scan_pct`` > 0) and ``cf3`` when
+        operations append (``append_pct`` > 0)."""
+        roles = ["cf1"]
+        roles += ["cf2"] if self.p.scan_pct > 0 else []
+        roles += ["cf3"] if self.p.append_pct > 0 else []
         return [self._planned(s, role) for s in range(1, self.p.schemas + 1) for role in roles]
 
     def table(self, planned: PlannedTable) -> Table:
@@ -171,6 +175,7 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
             self.p.block_size_bytes,
             indexed=planned.role == "cf1",
             tablespace=self.tablespace,
+            appended=planned.role == "cf3",
         )
 
     def ddl(self, table: Table) -> list[Statement]:
@@ -180,6 +185,8 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
     def row_batches(
         self, planned: PlannedTable, table: Table, insert: Statement
     ) -> Iterator[Batch]:
+        if planned.role == "cf3":
+            return  # created empty: the sessions' appends are its rows
         import numpy as np  # here: only loading needs it, not a workload built to be checked
 
         schema, rows = planned.number, planned.rows
@@ -205,20 +212,22 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
         return {"rows_per_schema": self.p.scale_rows, "schemas": self.p.schemas}
 
     def tables_to_verify(self) -> list[PlannedTable]:
-        return [t for t in self.planned_tables() if t.role == "cf1"]
+        return [t for t in self.planned_tables() if t.role in ("cf1", "cf3")]
 
     async def verify_table(self, conn: SqlConnection, planned: PlannedTable) -> dict[str, Any]:
         name = planned.name
+        if planned.role == "cf3":
+            # It grows with every run's appends: no row count to hold it to, only the blocks.
+            blocks = await self.ask(conn, "blocks_used", name)
+            per_block = await self.ask(conn, "max_rows_per_block", name)
+            self._expect_one_row_per_block(name, per_block)
+            return {"table": name, "blocks": blocks, "max_rows_per_block": per_block}
         rows = await self.ask(conn, "count_rows", name)
         max_key = await self.ask(conn, "max_key", name)
         blocks = await self.ask(conn, "blocks_used", name)
         per_block = await self.ask(conn, "max_rows_per_block", name)
         self.expect_rows(name, rows, max_key, planned.rows)
-        if per_block > self.rows_per_block:
-            raise WorkloadError(
-                f"{name}: up to {per_block} rows share a block; SLOB needs one per "
-                f"block (at most {self.rows_per_block} where the engine keeps more)"
-            )
+        self._expect_one_row_per_block(name, per_block)
         return {
             "table": name,
             "rows": rows,
@@ -227,12 +236,20 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
             "max_rows_per_block": per_block,
         }
 
+    def _expect_one_row_per_block(self, name: str, per_block: int) -> None:
+        if per_block > self.rows_per_block:
+            raise WorkloadError(
+                f"{name}: up to {per_block} rows share a block; SLOB needs one per "
+                f"block (at most {self.rows_per_block} where the engine keeps more)"
+            )
+
     def inventory_tables(self) -> list[Table]:
-        """Schema 1's cf1 and cf2, whether or not this configuration scans."""
-        return [self.table(self._planned(1, "cf1")), self.table(self._planned(1, "cf2"))]
+        """Schema 1's cf1, cf2 and cf3, whether or not this configuration scans or appends."""
+        return [self.table(self._planned(1, role)) for role in ("cf1", "cf2", "cf3")]
 
     def inventory_identifiers(self, tables: Sequence[Table]) -> dict[str, str]:
-        return {"table": str(tables[0].name), "scan_table": str(tables[1].name)}
+        cf1, cf2, cf3 = (str(t.name) for t in tables)
+        return {"table": cf1, "scan_table": cf2, "append_table": cf3}
 
     # ------------------------------------------------------------------ sessions
 
@@ -241,7 +258,7 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
 
 
 class _SchemaStatements:
-    __slots__ = ("range", "read", "scan", "update")
+    __slots__ = ("append", "range", "read", "scan", "update")
 
     def __init__(self, workload: SlobWorkload, schema: int) -> None:
         table = workload.table_name(schema)
@@ -251,6 +268,9 @@ class _SchemaStatements:
         self.scan = workload.render("scan", scan_table=workload.scan_table_name(schema))
         has_range = workload.p.range_pct and workload.catalogue.has("range_read")
         self.range = workload.render("range_read", table=table) if has_range else None
+        appended = workload.append_table_name(schema)
+        has_append = workload.p.append_pct and workload.catalogue.has("append")
+        self.append = workload.render("append", append_table=appended) if has_append else None
 
 
 _FILL = "abcdefghijklmnopqrstuvwxyz"
@@ -261,6 +281,9 @@ class SlobSession(SqlSession):
 
     READ_ARGS = ("lo", "hi")
     UPDATE_ARGS = ("v", "lo", "hi")
+    APPEND_ARGS = ("k", "v", "pad")
+    #: Committed one by one, as the engine's transaction or the native loop's autocommit.
+    WRITES = frozenset({"update", "append"})
 
     def __init__(self, workload: SlobWorkload, index: int, conn: SqlConnection, seed: int) -> None:
         super().__init__(conn)
@@ -271,6 +294,7 @@ class SlobSession(SqlSession):
         self.ops = 0
         self.reads = 0
         self.plain_reads = 0
+        self.not_updates = 0
         schema = (index // p.threads_per_schema) % p.schemas + 1
         self.own = _SchemaStatements(workload, schema)
         self.hot = self.own if schema == 1 else _SchemaStatements(workload, 1)
@@ -283,6 +307,8 @@ class SlobSession(SqlSession):
         self.random = self.rng.random
         self.work_unit = p.work_unit
         self.update_pct = p.update_pct
+        self.append_pct = p.append_pct
+        self._bind_append(workload)
         self.scan_pct = p.scan_pct
         self.range_pct = p.range_pct
         self.range_blocks = p.range_blocks
@@ -304,6 +330,24 @@ class SlobSession(SqlSession):
         self.hot_lo = hot_first + p.work_unit
         self.hot_span = hot_last - self.hot_lo + 1
 
+    def _bind_append(self, workload: SlobWorkload) -> None:
+        """The append statement's bind order, its padding and this session's keys."""
+        statement = self.own.append
+        if statement is None:
+            return
+        self.append_bind = bind_order(statement, self.APPEND_ARGS)
+        if not {0, 1} <= set(self.append_bind):
+            raise WorkloadError(f"{statement.name}: binds must include k and v")
+        # Only a statement that names the padding computes it (SQL Server's page fit imports
+        # SQLAlchemy, which a session need not load otherwise).
+        has_pad = 2 in self.append_bind
+        self.append_pad = append_pad(workload.dialect, self.p.block_size_bytes) if has_pad else ""
+        self.append_key_base = self.index * APPEND_KEY_STRIDE
+
+    def _unique_value(self, loop: int) -> str:
+        """A value unique to this session and loop, 128 characters like the text columns."""
+        return f"{self.index:06d}.{loop:012d}.".ljust(TEXT_WIDTH, _FILL[loop % 26])
+
     def _key(self, loop: int) -> int:
         # random() scaled is several times cheaper than randint() and as uniform for this.
         if self.do_hotspot and loop % self.hotspot_frequency == 0:
@@ -319,10 +363,17 @@ class SlobSession(SqlSession):
         lo = hi - self.work_unit
         pct = self.update_pct
         if pct and (loop * pct // 100 > i * pct // 100):  # takes_this_op(i, pct), inlined
-            # A value unique to this session and loop, 128 characters like the column.
-            value = f"{self.index:06d}.{loop:012d}.".ljust(TEXT_WIDTH, _FILL[loop % 26])
-            args = (value, lo, hi)
+            args = (self._unique_value(loop), lo, hi)
             return "update", statements.update, tuple(args[k] for k in self.update_bind)
+        pct = self.append_pct
+        if pct:
+            # The operations that are not updates are numbered for the appends among them.
+            n = self.not_updates
+            self.not_updates = n + 1
+            taken = (n + 1) * pct // 100 > n * pct // 100  # takes_this_op(n, pct), inlined
+            if taken and statements.append is not None:  # None: refused when built
+                row = (self.append_key_base + loop, self._unique_value(loop), self.append_pad)
+                return "append", statements.append, tuple(row[k] for k in self.append_bind)
         j = self.reads
         self.reads = j + 1
         if self.scan_pct and takes_this_op(j, self.scan_pct):

@@ -59,7 +59,9 @@ class PlannedTable:
     ``fingerprint`` holds everything that shapes the table's data (row count, seed, layout
     version, tablespace …): a table recorded with another fingerprint is dropped and rebuilt,
     and ``--skip-load`` refuses it. ``number`` is the table's (or schema's) number in its name,
-    ``role`` the workload's own kind of table (SLOB: ``cf1`` or ``cf2``; empty when it has one).
+    ``role`` the workload's own kind of table (SLOB: ``cf1``, ``cf2`` or ``cf3``; empty when it
+    has one). ``rows`` is what the loader inserts: 0 for a table created empty (SLOB's cf3,
+    which the sessions fill), whose fingerprint then carries no row count.
     """
 
     name: str
@@ -85,7 +87,7 @@ class SqlWorkload(Workload, Generic[ParamsT]):
     #: Statements every dialect must have: a missing one fails when the workload is built.
     required_statements: ClassVar[frozenset[str]] = frozenset()
     #: A regular expression for what follows ``<prefix>_<n>`` in the workload's table names
-    #: (SLOB ``_cf[12]``, SSB nothing): what ``dbsim drop`` and the collectors match.
+    #: (SLOB ``_cf[123]``, SSB nothing): what ``dbsim drop`` and the collectors match.
     name_suffix: ClassVar[str] = ""
 
     def __init__(self, parameters: BaseModel, target: Target) -> None:

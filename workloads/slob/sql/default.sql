@@ -4,6 +4,11 @@
 -- kernel's read-ahead merges them into multi-block requests (range_pct). Only an engine that
 -- addresses rows by block can say it (a key range of cf1 is scattered blocks): !unsupported
 -- where it cannot, and a scenario with range_pct > 0 on it is refused.
+-- append (not SLOB's: append_pct): one new row of cf1's shape into {append_table}, cf3, which
+-- has no index; :k is a key unique to the session and loop, :v the 128-character value of
+-- every text column. The dialect's one-row-per-block mechanism, which applies to inserts too,
+-- puts it in a new block: a block written (later, by the engine), none read. A dialect that
+-- pads its rows names its padding column here and binds :pad.
 
 -- name: read
 SELECT COUNT(c2) FROM {table} WHERE custid > :lo AND custid < :hi
@@ -36,3 +41,10 @@ SELECT MAX(custid) FROM {table}
 
 -- name: range_read
 !unsupported
+
+-- name: append
+INSERT INTO {append_table}
+       (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17,
+        c18, c19, c20)
+VALUES (:k, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v,
+        :v)

@@ -108,6 +108,44 @@ INSERT INTO slob_1_cf2 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c
 -- DropTable binds=-
 DROP TABLE slob_1_cf2 PURGE;
 
+-- CreateTable binds=-
+CREATE TABLE slob_1_cf3 (
+	custid NUMBER(19) NOT NULL, 
+	c2 VARCHAR2(128 CHAR), 
+	c3 VARCHAR2(128 CHAR), 
+	c4 VARCHAR2(128 CHAR), 
+	c5 VARCHAR2(128 CHAR), 
+	c6 VARCHAR2(128 CHAR), 
+	c7 VARCHAR2(128 CHAR), 
+	c8 VARCHAR2(128 CHAR), 
+	c9 VARCHAR2(128 CHAR), 
+	c10 VARCHAR2(128 CHAR), 
+	c11 VARCHAR2(128 CHAR), 
+	c12 VARCHAR2(128 CHAR), 
+	c13 VARCHAR2(128 CHAR), 
+	c14 VARCHAR2(128 CHAR), 
+	c15 VARCHAR2(128 CHAR), 
+	c16 VARCHAR2(128 CHAR), 
+	c17 VARCHAR2(128 CHAR), 
+	c18 VARCHAR2(128 CHAR), 
+	c19 VARCHAR2(128 CHAR), 
+	c20 VARCHAR2(128 CHAR)
+)
+ PCTFREE 99;
+
+-- insert_slob_1_cf3 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20
+INSERT INTO slob_1_cf3 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20) VALUES (:custid, :c2, :c3, :c4, :c5, :c6, :c7, :c8, :c9, :c10, :c11, :c12, :c13, :c14, :c15, :c16, :c17, :c18, :c19, :c20);
+
+-- DropTable binds=-
+DROP TABLE slob_1_cf3 PURGE;
+
+-- append binds=k,v
+INSERT INTO slob_1_cf3
+       (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17,
+        c18, c19, c20)
+VALUES (:k, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v, :v,
+        :v);
+
 -- blocks_used binds=-
 SELECT COUNT(*) FROM (
   SELECT DISTINCT DBMS_ROWID.ROWID_RELATIVE_FNO(ROWID) AS fno,

@@ -116,6 +116,44 @@ INSERT INTO slob_1_cf2 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c
 -- DropTable binds=-
 DROP TABLE slob_1_cf2;
 
+-- CreateTable binds=-
+CREATE TABLE slob_1_cf3 (
+	custid BIGINT NOT NULL, 
+	c2 VARCHAR(128), 
+	c3 VARCHAR(128), 
+	c4 VARCHAR(128), 
+	c5 VARCHAR(128), 
+	c6 VARCHAR(128), 
+	c7 VARCHAR(128), 
+	c8 VARCHAR(128), 
+	c9 VARCHAR(128), 
+	c10 VARCHAR(128), 
+	c11 VARCHAR(128), 
+	c12 VARCHAR(128), 
+	c13 VARCHAR(128), 
+	c14 VARCHAR(128), 
+	c15 VARCHAR(128), 
+	c16 VARCHAR(128), 
+	c17 VARCHAR(128), 
+	c18 VARCHAR(128), 
+	c19 VARCHAR(128), 
+	c20 VARCHAR(128)
+)
+ WITH (fillfactor = 10, toast_tuple_target = 8160);
+
+-- insert_slob_1_cf3 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20
+INSERT INTO slob_1_cf3 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20) VALUES ($1::BIGINT, $2::VARCHAR, $3::VARCHAR, $4::VARCHAR, $5::VARCHAR, $6::VARCHAR, $7::VARCHAR, $8::VARCHAR, $9::VARCHAR, $10::VARCHAR, $11::VARCHAR, $12::VARCHAR, $13::VARCHAR, $14::VARCHAR, $15::VARCHAR, $16::VARCHAR, $17::VARCHAR, $18::VARCHAR, $19::VARCHAR, $20::VARCHAR);
+
+-- DropTable binds=-
+DROP TABLE slob_1_cf3;
+
+-- append binds=k,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v
+INSERT INTO slob_1_cf3
+       (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17,
+        c18, c19, c20)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+        $20);
+
 -- blocks_used binds=-
 SELECT COUNT(DISTINCT (ctid::text::point)[0]) FROM slob_1_cf1;
 

@@ -94,6 +94,44 @@ INSERT INTO slob_1_cf2 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c
 -- DropTable binds=-
 DROP TABLE slob_1_cf2;
 
+-- CreateTable binds=-
+CREATE TABLE slob_1_cf3 (
+	custid BIGINT NOT NULL, 
+	c2 VARCHAR(128), 
+	c3 VARCHAR(128), 
+	c4 VARCHAR(128), 
+	c5 VARCHAR(128), 
+	c6 VARCHAR(128), 
+	c7 VARCHAR(128), 
+	c8 VARCHAR(128), 
+	c9 VARCHAR(128), 
+	c10 VARCHAR(128), 
+	c11 VARCHAR(128), 
+	c12 VARCHAR(128), 
+	c13 VARCHAR(128), 
+	c14 VARCHAR(128), 
+	c15 VARCHAR(128), 
+	c16 VARCHAR(128), 
+	c17 VARCHAR(128), 
+	c18 VARCHAR(128), 
+	c19 VARCHAR(128), 
+	c20 VARCHAR(128), 
+	pad TEXT
+);
+
+-- insert_slob_1_cf3 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20,pad
+INSERT INTO slob_1_cf3 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, pad) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- DropTable binds=-
+DROP TABLE slob_1_cf3;
+
+-- append binds=k,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,pad
+INSERT INTO slob_1_cf3
+       (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17,
+        c18, c19, c20, pad)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+        ?, ?);
+
 -- blocks_used binds=tname
 SELECT COUNT(*) FROM dbstat WHERE name = ? AND pagetype = 'leaf';
 

@@ -95,6 +95,44 @@ INSERT INTO slob_1_cf2 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c
 -- DropTable binds=-
 DROP TABLE slob_1_cf2;
 
+-- CreateTable binds=-
+CREATE TABLE slob_1_cf3 (
+	custid BIGINT NOT NULL, 
+	c2 VARCHAR(128) NULL, 
+	c3 VARCHAR(128) NULL, 
+	c4 VARCHAR(128) NULL, 
+	c5 VARCHAR(128) NULL, 
+	c6 VARCHAR(128) NULL, 
+	c7 VARCHAR(128) NULL, 
+	c8 VARCHAR(128) NULL, 
+	c9 VARCHAR(128) NULL, 
+	c10 VARCHAR(128) NULL, 
+	c11 VARCHAR(128) NULL, 
+	c12 VARCHAR(128) NULL, 
+	c13 VARCHAR(128) NULL, 
+	c14 VARCHAR(128) NULL, 
+	c15 VARCHAR(128) NULL, 
+	c16 VARCHAR(128) NULL, 
+	c17 VARCHAR(128) NULL, 
+	c18 VARCHAR(128) NULL, 
+	c19 VARCHAR(128) NULL, 
+	c20 VARCHAR(128) NULL, 
+	filler CHAR(5000) NOT NULL DEFAULT ''
+);
+
+-- insert_slob_1_cf3 binds=custid,c2,c3,c4,c5,c6,c7,c8,c9,c10,c11,c12,c13,c14,c15,c16,c17,c18,c19,c20
+INSERT INTO slob_1_cf3 (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- DropTable binds=-
+DROP TABLE slob_1_cf3;
+
+-- append binds=k,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v,v
+INSERT INTO slob_1_cf3
+       (custid, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17,
+        c18, c19, c20)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+        ?);
+
 -- blocks_used binds=tname
 SELECT COUNT(*)
   FROM sys.tables AS t
