@@ -11,6 +11,7 @@ from sim.replay.dbjob import SHORT_WARMUP_S
 COST_WORDS = {
     "reads_per_op": "reads an operation on cf1",
     "writes_per_update": "writes an update",
+    "writes_per_append": "writes an append",
     "scan_requests": "device requests a scan of cf2",
     "range_multi": "multi-block requests a range read",
     "range_multi_kib": "their KiB",
@@ -20,10 +21,16 @@ COST_WORDS = {
 def db_scale_lines(entry: dict[str, Any], wrap: Callable[[str, str], list[str]]) -> list[str]:
     job, run = entry["slob"], entry["run"]
     params = ", ".join(f"{k}={v}" for k, v in job["parameters"].items())
+    # The appends' share is among the parameters; what one append costs is said beside it.
+    appends = (
+        f" ({job.get('per_append', 0):.3g} writes an append)"
+        if job["parameters"].get("append_pct")
+        else ""
+    )
     lines = wrap(
         f"At {entry['scale']:g}x: slob {params}, rate_iops={job['rate_iops']:,.0f} "
         f"(derived: capture x {entry['scale']:g}; model {job['reads_per_op']:.3g} reads and "
-        f"{job['writes_per_op']:.3g} writes an operation, "
+        f"{job['writes_per_op']:.3g} writes an operation{appends}, "
         f"{job['expected_write_pct']:.1f} % writes for {job['asked_write_pct']:.1f} % "
         "captured).",
         "  ",

@@ -40,16 +40,9 @@ capture's sequential share becomes ``scan_pct`` the same way (:func:`scan_pct_fo
 capture's write size above ``HEAVY_WRITE_KIB`` asks for ``redo_stress: HEAVY`` (19 columns an
 update, larger log writes); the writes' sizes are the database's: a block and its log.
 
-**The write path's delay.** A database writes its dirtied blocks into the page cache (when it
-evicts them, or at a checkpoint) and the kernel writes them to the device once they have been
-dirty ``vm.dirty_expire_centisecs`` (30 s by default), at its flusher's next wake-up
-(``vm.dirty_writeback_centisecs``). Measured on the lab (pgbench -N at 41 tps on a
-tablespace, docs/capture.md): no device write for the first 26 s, then a steady 64 writes/s
-that went on 30 s after pgbench stopped. A run's device writes over its first half-minute
-are therefore the writes of what ran before it, not its own: when the capture wrote, every
-run of the replay warms up for the host's write-back delay (:func:`writeback_delay_s`, read
-from /proc/sys/vm) before its measured stage, so the measured writes are the run's own
-updates in their steady state, and the calibration's writes per update are measured there.
+Every run of the replay warms up for the host's write-back delay when the capture wrote
+(:mod:`sim.replay.dbwarmup`). Where SLOB's mix cannot make the captured writes, the workload's
+own appends make the rest (:mod:`sim.replay.dbappend`).
 """
 
 from __future__ import annotations
@@ -58,67 +51,33 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.replay import dbsize
-from sim.replay.fidelity import IOPS_TOL, READ_SHARE_POINTS
+from sim.replay import dbappend, dbsize
+from sim.replay.dbrules import (
+    ALL_UPDATES,
+    BLOCK_KIB,
+    CACHED_SCAN_REQUESTS,
+    MAX_UPDATE_PCT,
+    MIN_OPS_S,
+    MIN_WORK_UNIT,
+    READAHEAD_BLOCKS,
+    SCAN_REQUEST_KIB,
+    captured_multiblock_pct,
+    diluting_scan_pct,
+    multiblock_share,
+    reading_share,
+    scan_pct_for,
+    size_scan_pct,
+    slob_out_of_reach,
+    snap_update_pct,
+    work_unit_for,
+    write_pct_at,
+)
+from sim.replay.dbwarmup import MAX_WARMUP_S as MAX_WARMUP_S
+from sim.replay.dbwarmup import SHORT_WARMUP_S, WRITE_SHARE_MIN, warmup_for
+from sim.replay.dbwarmup import writeback_delay_s as writeback_delay_s
 from sim.replay.shape import Shape
 
-MAX_UPDATE_PCT = 50
-ALL_UPDATES = 100
-#: Operations per second the rate asks at 1x at least: the closed loop on the delivered IOPS
-#: measures the I/Os per operation every interval, and a handful of operations an interval is
-#: too few (tests/integration/test_lab_iops.py: ~9 an interval pinned it within ±17 %).
-MIN_OPS_S = 20.0
-DEFAULT_WORK_UNIT = 64
-MIN_WORK_UNIT = 3
-#: PostgreSQL's (and the kernel's default) read-ahead of a sequential scan, in 8 KiB blocks.
-READAHEAD_BLOCKS = 16
-BLOCK_KIB = 8.0
-SCAN_REQUEST_KIB = READAHEAD_BLOCKS * BLOCK_KIB
-#: A scan that made fewer device requests than this reached no device: its table was cached.
-CACHED_SCAN_REQUESTS = 0.5
 HEAVY_WRITE_KIB = 16.0
-#: A run's warm-up when the capture made no writes to reproduce (the closed loop settles).
-SHORT_WARMUP_S = 2.0
-#: The flusher's wake-up and the expiry are the kernel's (centiseconds under /proc/sys/vm);
-#: their defaults when the files cannot be read.
-VM = "/proc/sys/vm"
-DEFAULT_EXPIRE_S, DEFAULT_WRITEBACK_S = 30.0, 5.0
-#: The warm-up is the write-back delay plus this margin (the run's own interval edges), and
-#: at most MAX_WARMUP_S (a host set to hold dirty pages for minutes is said, not waited for).
-WARMUP_MARGIN_S = 3.0
-MAX_WARMUP_S = 90.0
-#: A capture whose writes are below this share of its I/O made none a replay reproduces: its
-#: writes are the file system's own (fidelity's STRAY_SHARE, the same rule).
-WRITE_SHARE_MIN = 0.01
-
-
-def writeback_delay_s(vm: str = VM) -> tuple[float, str]:
-    """Seconds from a page written into the page cache to the device, at most (the expiry and
-    one flusher period), and where the figures came from."""
-    got = []
-    for name, default in (
-        ("dirty_expire_centisecs", DEFAULT_EXPIRE_S),
-        ("dirty_writeback_centisecs", DEFAULT_WRITEBACK_S),
-    ):
-        try:
-            with open(f"{vm}/{name}", encoding="ascii") as fh:
-                got.append((int(fh.read().strip()) / 100.0, f"{vm}/{name}"))
-        except (OSError, ValueError):
-            got.append((default, f"{name} unreadable: the kernel's default {default:g} s"))
-    (expire, a), (wake, b) = got
-    return expire + wake, f"{expire:g} s expiry + {wake:g} s flusher period ({a}, {b})"
-
-
-def warmup_for(capture: Shape) -> tuple[float, str]:
-    """The warm-up each run of the replay needs: the write-back delay when the capture wrote."""
-    if capture.iops <= 0 or capture.write_iops < WRITE_SHARE_MIN * capture.iops:
-        return SHORT_WARMUP_S, "the capture made no writes to reproduce: the closed loop settles"
-    delay, how = writeback_delay_s()
-    warmup = min(delay + WARMUP_MARGIN_S, MAX_WARMUP_S)
-    return warmup, (
-        f"the host's write-back delay ({how}) + {WARMUP_MARGIN_S:g} s, at most "
-        f"{MAX_WARMUP_S:g} s: the measured writes are the run's own updates, written back"
-    )
 
 
 @dataclass(frozen=True)
@@ -140,6 +99,8 @@ class DbJob:
     per_update: float = 0.0
     #: What one range read costs at the device as the job counted it (None: no range reads).
     range_cost: dict[str, Any] | None = None
+    #: The writes one append cost as the job counted them (0: the workload has no appends).
+    per_append: float = 0.0
 
     @property
     def expected_write_pct(self) -> float:
@@ -152,83 +113,6 @@ class DbJob:
         return out
 
 
-def work_unit_for(iops: float) -> int:
-    """The widest range (at most SLOB's default 64) that still asks :data:`MIN_OPS_S`."""
-    per_op = iops / MIN_OPS_S
-    return int(max(MIN_WORK_UNIT, min(DEFAULT_WORK_UNIT, math.floor(per_op) + 1)))
-
-
-def snap_update_pct(pct: float) -> int:
-    """SLOB's rule: 0-50 or 100, the nearest allowed."""
-    if pct <= MAX_UPDATE_PCT:
-        return max(0, round(pct))
-    return MAX_UPDATE_PCT if pct - MAX_UPDATE_PCT <= ALL_UPDATES - pct else ALL_UPDATES
-
-
-def scan_pct_for(seq_pct: float | None, work_unit: int, scan_blocks: int) -> int:
-    """The share of reads that scan ``cf2`` (``scan_blocks`` blocks) so that the sequential
-    requests are ``seq_pct`` % of the reads' requests."""
-    if not seq_pct or seq_pct <= 0:
-        return 0
-    s = min(seq_pct, 99.0) / 100.0
-    scan_requests = max(scan_blocks / READAHEAD_BLOCKS, 1.0)
-    random_requests = work_unit - 1
-    p = s * random_requests / (s * random_requests + (1 - s) * scan_requests)
-    return snap_update_pct(100.0 * p)
-
-
-def multiblock_share(read_kib: float | None) -> float:
-    """The share of read requests of :data:`SCAN_REQUEST_KIB` among single blocks whose mean
-    is ``read_kib`` (0 at a block or less, at most 1)."""
-    if not read_kib or read_kib <= BLOCK_KIB:
-        return 0.0
-    return min((read_kib - BLOCK_KIB) / (SCAN_REQUEST_KIB - BLOCK_KIB), 1.0)
-
-
-def captured_multiblock_pct(sizes: dict[str, float]) -> float | None:
-    """The capture's share of read requests above one block, from its size buckets (None
-    without buckets)."""
-    total = sum(sizes.values())
-    if total <= 0:
-        return None
-    single = sum(n for b, n in sizes.items() if b in ("le_4", "le_8"))
-    return 100.0 * (total - single) / total
-
-
-def size_scan_pct(read_kib: float | None, reads: float, scan_requests: float, u: int) -> int | None:
-    """The share of reads that scan ``cf2`` (SLOB's 0-50 or 100) so that the mean read size
-    is ``read_kib`` (module docstring); 0 when the capture read single blocks, None when no
-    share does (the scans reach no device, or even every read a scan falls short)."""
-    f = multiblock_share(read_kib)
-    if f <= 0:
-        return 0
-    if scan_requests < CACHED_SCAN_REQUESTS or u >= ALL_UPDATES or f >= 1.0:
-        return None
-    k = f / (1.0 - f)
-    s = 100.0 * k * reads / ((100.0 - u) * (scan_requests + k * reads))
-    return snap_update_pct(100.0 * s) if s <= 1.0 else None
-
-
-def reading_share(update_pct: int, scan_pct: int) -> float:
-    """The share of operations that read ``cf1``'s blocks: every update, and the reads that do
-    not scan ``cf2`` (a scan of that small table reads it from the caches after its first)."""
-    u, sc = update_pct / 100.0, scan_pct / 100.0
-    return u + (1.0 - u) * (1.0 - sc)
-
-
-def diluting_scan_pct(q: float, reads: float, per_update: float) -> int | None:
-    """At update_pct 50, the share of reads that scan the cached ``cf2`` (SLOB's 0-50 or 100)
-    whose device-free operations bring the write/read ratio to ``q``; None when no share does
-    (the ratio is below update_pct 50's, or above its own with every read a scan)."""
-    if q <= 0 or reads <= 0:
-        return None
-    u = MAX_UPDATE_PCT / 100.0
-    share = u * per_update / (q * reads)  # the reading share that gives q
-    if not u < share < 1.0:
-        return None
-    return snap_update_pct(100.0 * (1.0 - (share - u) / (1.0 - u)))
-
-
 def derive(
     capture: Shape,
     scale: float,
@@ -237,11 +121,13 @@ def derive(
     scan_requests: float | None = None,
     ranges: dbsize.RangeCost | None = None,
     no_ranges: str | None = None,
+    per_append: float | None = None,
 ) -> DbJob:
     """The parameters and the rate of one scale; ``costs`` the device reads of an operation
     that reads ``cf1`` and the writes one update cost, ``scan_requests`` the device requests
-    one scan of ``cf2`` made, as a calibration measured them (None: the model's ``w - 1``,
-    ``w`` and ``scan_blocks / READAHEAD_BLOCKS``).
+    one scan of ``cf2`` made, ``per_append`` the writes one append cost, as a calibration
+    measured them (None: the model's ``w - 1``, ``w`` and ``scan_blocks / READAHEAD_BLOCKS``;
+    ``per_append`` None: the workload has no appends here).
 
     A captured write/read ratio above update_pct 50's (SLOB's rule leaves nothing between 50
     and 100) is reached at update_pct 50 by making some reads scans of ``cf2``, which the
@@ -249,69 +135,204 @@ def derive(
     (:func:`diluting_scan_pct`), when that is nearer the captured share than update_pct 100.
     The sequential share and the read size then are not reproduced (those scans are cached).
     Otherwise range reads (``ranges``: what one costs) make the captured mean read size
-    (:mod:`sim.replay.dbsize`), or without them (``no_ranges``: why) scans (:func:`_read_size`)."""
+    (:mod:`sim.replay.dbsize`), or without them (``no_ranges``: why) scans (:func:`_read_size`).
+    Where the workload appends and SLOB's mix alone does not make the captured writes (or
+    makes them only by those cached scans), appends make the rest (:func:`_append_mix`)."""
     iops = capture.iops * scale
-    w = work_unit_for(capture.iops)
+    widest = work_unit_for(capture.iops)
+    sizing = ((scan_requests, scan_blocks), (ranges, no_ranges))
+    w = widest
+    if per_append is not None:
+        w = _append_work_unit(capture, widest, scan_blocks, ranges is not None)
     measured_reads, writes_per_update = costs
     reads = measured_reads if measured_reads and measured_reads > 0 else float(w - 1)
     per_update = writes_per_update if writes_per_update and writes_per_update > 0 else float(w)
     q = capture.write_iops / capture.read_iops if capture.read_iops > 0 else math.inf
     asked_write_pct = 100.0 * capture.write_iops / capture.iops if capture.iops > 0 else 0.0
     wanted = 100.0 * q * reads / per_update if math.isfinite(q) else math.inf
-    u = snap_update_pct(wanted) if math.isfinite(wanted) else ALL_UPDATES
-    scan = scan_pct_for(capture.seq_pct, w, scan_blocks)
-    u, scan, lever = _diluted(u, scan, (q, wanted, asked_write_pct), reads, per_update)
-    sized, range_pct, reads_op = _read_size(
-        capture, reads, (u, scan), (scan_requests, scan_blocks), lever, (ranges, no_ranges)
-    )
-    scan = scan if sized.scan_pct is None else sized.scan_pct
-    writes = u / 100.0 * per_update
-    why = _out_of_reach(capture, iops, reads_op, per_update, u, reads)
+    source = "calibrated" if writes_per_update else "model"
+    asked = (q, wanted, asked_write_pct)
+    mix = _slob_mix(capture, iops, w, (reads, per_update), asked, sizing, source)
+    if per_append is not None and _appends_wanted(capture, mix):
+        appended = _append_mix(capture, iops, w, (reads, per_update, per_append), asked, sizing)
+        if appended.why is None or mix.why is not None:
+            mix = appended
+    range_cost = dbsize.as_dict(ranges) if mix.range_pct is not None else None
+    return _job(capture, scale, (w, widest), mix, (reads, per_update, per_append), range_cost)
+
+
+def _job(
+    capture: Shape,
+    scale: float,
+    ranges: tuple[int, int],
+    mix: Mix,
+    costs: tuple[float, float, float | None],
+    range_cost: dict[str, Any] | None,
+) -> DbJob:
+    """The job of one scale from the mix chosen: its parameters, its ``how`` and its costs
+    (``ranges``: the work_unit and the widest it could have been)."""
+    (w, widest), (reads, per_update, per_append) = ranges, costs
     heavy = (capture.write_kib or 0.0) > HEAVY_WRITE_KIB
-    params = {
-        "update_pct": u,
-        "scan_pct": scan,
+    params: dict[str, Any] = {
+        "update_pct": mix.update_pct,
+        "scan_pct": mix.scan_pct,
         "work_unit": w,
         "redo_stress": "HEAVY" if heavy else "LITE",
     }
-    if range_pct is not None:
-        params.update(range_pct=range_pct, range_blocks=dbsize.RANGE_BLOCKS)
+    if mix.range_pct is not None:
+        params.update(range_pct=mix.range_pct, range_blocks=dbsize.RANGE_BLOCKS)
+    if mix.append_pct:
+        params["append_pct"] = mix.append_pct
     warmup, why_warmup = warmup_for(capture)
+    narrowed = f"; narrowed from {widest}: {NARROWED}" if w < widest else ""
     how = [
-        f"work_unit {w}: {reads:.3g} block reads an operation, at least {MIN_OPS_S:g} ops/s at 1x",
-        f"update_pct {u}: write/read ratio {q:.3g} captured x {reads:.3g} reads / "
-        f"{per_update:.3g} writes an update ({'calibrated' if writes_per_update else 'model'})"
-        f" = {wanted:.3g}, snapped to SLOB's 0-50 or 100{lever}",
-        sized.how,
+        f"work_unit {w}: {reads:.3g} block reads an operation, at least {MIN_OPS_S:g} ops/s "
+        f"at 1x{narrowed}",
+        mix.words,
+        mix.sized.how,
         f"warm-up {warmup:g} s: {why_warmup}",
     ]
     return DbJob(
-        scale, iops, params, reads_op, writes, asked_write_pct, why is None, why, how, warmup,
-        sized.why, reads, per_update, dbsize.as_dict(ranges) if range_pct is not None else None,
+        scale, capture.iops * scale, params, mix.reads_op, mix.writes_op,
+        100.0 * capture.write_iops / capture.iops if capture.iops > 0 else 0.0,
+        mix.why is None, mix.why, how, warmup, mix.sized.why, reads, per_update, range_cost,
+        per_append if per_append is not None else 0.0,
     )  # fmt: skip
+
+
+#: Why a job with appends may read fewer rows an operation than the widest range allows.
+NARROWED = (
+    "each append in 100 of the other operations trades the reads of one for a write, so "
+    "fewer reads an operation make finer steps of the write share (the widest range whose "
+    "steps reach it on the model's costs)"
+)
+
+
+@dataclass(frozen=True)
+class Mix:
+    """One way of making the captured writes: the parameters, the device reads and writes an
+    operation, the sizing of the reads, the words of the update (and append) lever, and why
+    it cannot make them (None: it can)."""
+
+    update_pct: int
+    scan_pct: int
+    append_pct: int
+    range_pct: int | None
+    reads_op: float
+    writes_op: float
+    sized: SizeScans
+    words: str
+    why: str | None
+    diluted: bool = False
+
+
+def _slob_mix(
+    capture: Shape,
+    iops: float,
+    w: int,
+    costs: tuple[float, float],
+    asked: tuple[float, float, float],
+    sizing: tuple[tuple[float | None, int], tuple[dbsize.RangeCost | None, str | None]],
+    source: str,
+) -> Mix:
+    """SLOB's own mix: update_pct snapped to 0-50 or 100, and the cached scans' dilution."""
+    (reads, per_update), (q, wanted, _) = costs, asked
+    scans, targets = sizing
+    u = snap_update_pct(wanted) if math.isfinite(wanted) else ALL_UPDATES
+    scan = scan_pct_for(capture.seq_pct, w, scans[1])
+    u, scan, lever = _diluted(u, scan, asked, reads, per_update)
+    sized, range_pct, reads_op = _read_size(capture, reads, (u, scan, 0.0), scans, lever, targets)
+    scan = scan if sized.scan_pct is None else sized.scan_pct
+    words = (
+        f"update_pct {u}: write/read ratio {q:.3g} captured x {reads:.3g} reads / "
+        f"{per_update:.3g} writes an update ({source}) = {wanted:.3g}, snapped to SLOB's "
+        f"0-50 or 100{lever}"
+    )
+    why = slob_out_of_reach(capture, iops, reads_op, per_update, u, reads)
+    return Mix(u, scan, 0, range_pct, reads_op, u / 100.0 * per_update, sized, words, why,
+               bool(lever))  # fmt: skip
+
+
+def _appends_wanted(capture: Shape, mix: Mix) -> bool:
+    """Appends make the writes where the capture wrote (at least :data:`WRITE_SHARE_MIN` of
+    its I/Os: below, its writes are the file system's own) and SLOB's mix alone does not make
+    them, or makes them only with cached scans (which leave the read size unreachable)."""
+    wrote = capture.iops > 0 and capture.write_iops >= WRITE_SHARE_MIN * capture.iops
+    return wrote and (mix.why is not None or mix.diluted)
+
+
+def _append_mix(
+    capture: Shape,
+    iops: float,
+    w: int,
+    costs: tuple[float, float, float],
+    asked: tuple[float, float, float],
+    sizing: tuple[tuple[float | None, int], tuple[dbsize.RangeCost | None, str | None]],
+) -> Mix:
+    """The largest of SLOB's 0-50 updates below the captured writes, and appends for the rest
+    (:func:`sim.replay.dbappend.append_mix`), the reads sized as :func:`_read_size` does."""
+    scans, targets = sizing
+    seq_scan = scan_pct_for(capture.seq_pct, w, scans[1])
+
+    def size_at(u: int, append_pct: float) -> tuple[SizeScans, int | None, float]:
+        return _read_size(capture, costs[0], (u, seq_scan, append_pct), scans, "", targets)
+
+    made = dbappend.append_mix(asked, iops, costs, capture.read_iops > 0, size_at)
+    sized, range_pct, reads_op = made.sizing
+    scan = seq_scan if sized.scan_pct is None else sized.scan_pct
+    return Mix(made.update_pct, scan, made.append_pct, range_pct, reads_op, made.writes_op,
+               sized, made.words, made.why)  # fmt: skip
+
+
+def _append_work_unit(capture: Shape, widest: int, scan_blocks: int, ranged: bool) -> int:
+    """The widest work_unit whose appends make the captured writes on the model's costs
+    (:data:`NARROWED`); when none does, the one whose write share is nearest the captured;
+    ``widest`` when SLOB's own mix makes them there. The model's costs, not a calibration's,
+    so the calibration and every scale read the same range."""
+    q = capture.write_iops / capture.read_iops if capture.read_iops > 0 else math.inf
+    asked_pct = 100.0 * capture.write_iops / capture.iops if capture.iops > 0 else 0.0
+    sizing = ((None, scan_blocks), (dbsize.MODEL if ranged else None, None))
+    nearest: tuple[float, int] = (math.inf, widest)
+    for w in range(widest, MIN_WORK_UNIT - 1, -1):
+        reads, per_update = float(w - 1), float(w)
+        wanted = 100.0 * q * reads / per_update if math.isfinite(q) else math.inf
+        asked = (q, wanted, asked_pct)
+        if w == widest:
+            own = _slob_mix(capture, capture.iops, w, (reads, per_update), asked, sizing, "")
+            if not _appends_wanted(capture, own):
+                return widest
+        costs = (reads, per_update, dbappend.MODEL_WRITES_PER_APPEND)
+        mix = _append_mix(capture, capture.iops, w, costs, asked, sizing)
+        if mix.why is None:
+            return w
+        off = abs(100.0 * mix.writes_op / (mix.reads_op + mix.writes_op) - asked_pct)
+        nearest = min(nearest, (off, -w))  # the wider of two as near
+    return -nearest[1] if math.isfinite(nearest[0]) else widest
 
 
 def _read_size(
     capture: Shape,
     reads: float,
-    mix: tuple[int, int],
+    mix: tuple[int, int, float],
     scans: tuple[float | None, int],
     lever: str,
     targets: tuple[dbsize.RangeCost | None, str | None],
 ) -> tuple[SizeScans, int | None, float]:
     """What makes the captured mean read size (:func:`derive`): range reads on a target with
     them, else scans of ``cf2``; the sizing, ``range_pct`` (None: no range reads) and the
-    device read requests an operation."""
-    (u, scan), (scan_requests, scan_blocks), (ranges, no_ranges) = mix, scans, targets
-    sized = _read_size_scans(capture, reads, u, scan_requests, scan_blocks, bool(lever))
+    device read requests an operation. ``mix``: update_pct, scan_pct and append_pct (the
+    appends read nothing: only the other operations that do not update read or scan)."""
+    (u, scan, a), (scan_requests, scan_blocks), (ranges, no_ranges) = mix, scans, targets
+    sized = _read_size_scans(capture, reads, (u, a), scan_requests, scan_blocks, bool(lever))
+    reading = (1 - u / 100) * (1 - a / 100)  # the share of operations that read or scan
     if ranges is None or lever:
         if no_ranges and sized.why:
             sized = SizeScans(sized.scan_pct, sized.per_scan, f"{sized.how}; {no_ranges}",
                               f"{sized.why}; {no_ranges}")  # fmt: skip
         scan = scan if sized.scan_pct is None else sized.scan_pct
-        reads_op = reads * reading_share(u, scan) + (1 - u / 100) * scan / 100 * sized.per_scan
+        reads_op = reads * reading_share(u, scan, a) + reading * scan / 100 * sized.per_scan
         return sized, None, reads_op
-    plain = (1 - u / 100) * (1 - scan / 100)
+    plain = reading * (1 - scan / 100)
     by_ranges = dbsize.sized_by_ranges(
         capture.read_kib, captured_multiblock_pct(capture.read_sizes), reads, u, plain, ranges
     )
@@ -319,7 +340,7 @@ def _read_size(
     per_scan = float(scan_requests) if scan_requests is not None else 0.0
     sized = SizeScans(None, per_scan, by_ranges.how, by_ranges.why)
     reads_op = dbsize.requests_per_op(reads, u, plain, range_pct, ranges)
-    return sized, range_pct, reads_op + (1 - u / 100) * scan / 100 * per_scan
+    return sized, range_pct, reads_op + reading * scan / 100 * per_scan
 
 
 def _diluted(
@@ -333,8 +354,8 @@ def _diluted(
     diluted = diluting_scan_pct(q, reads, per_update)
     if diluted is None:
         return u, scan, ""
-    at_half = _write_pct(MAX_UPDATE_PCT, diluted, reads, per_update)
-    at_all = _write_pct(ALL_UPDATES, 0, reads, per_update)
+    at_half = write_pct_at(MAX_UPDATE_PCT, diluted, reads, per_update)
+    at_all = write_pct_at(ALL_UPDATES, 0, reads, per_update)
     if abs(at_half - asked_write_pct) > abs(at_all - asked_write_pct):
         return u, scan, ""
     return MAX_UPDATE_PCT, diluted, (
@@ -355,12 +376,14 @@ class SizeScans:
 def _read_size_scans(
     capture: Shape,
     reads: float,
-    u: int,
+    mix: tuple[int, float],
     scan_requests: float | None,
     scan_blocks: int,
     diluting: bool,
 ) -> SizeScans:
-    """The scans that make the captured mean read size, or why none do (module docstring)."""
+    """The scans that make the captured mean read size, or why none do (module docstring);
+    ``mix``: update_pct and append_pct."""
+    u, a = mix
     f = multiblock_share(capture.read_kib)
     kib = capture.read_kib or 0.0
     buckets = captured_multiblock_pct(capture.read_sizes)
@@ -380,7 +403,7 @@ def _read_size_scans(
     if diluting:
         why = f"{need}; the scans of cf2 serve the write share, cached (update_pct 50)"
         return SizeScans(None, per_scan if calibrated else 0.0, f"read size: {why}", why)
-    pct = size_scan_pct(kib, reads, per_scan, u)
+    pct = size_scan_pct(kib, reads, per_scan, u, a)
     source = "calibrated" if calibrated else f"model: {scan_blocks} blocks / {READAHEAD_BLOCKS}"
     if pct is None:
         why = (
@@ -393,49 +416,6 @@ def _read_size_scans(
     return SizeScans(pct, per_scan, how, None)
 
 
-def write_pct_at(u: int, scan: int, reads: float, per_update: float) -> float:
-    """The write share (%) SLOB's mix makes at ``u`` and ``scan`` on these costs (cached
-    scans)."""
-    return _write_pct(u, scan, reads, per_update)
-
-
-def _write_pct(u: int, scan: int, reads: float, per_update: float) -> float:
-    writes = u / 100.0 * per_update
-    total = reads * reading_share(u, scan) + writes
-    return 100.0 * writes / total if total > 0 else 0.0
-
-
-def _out_of_reach(
-    capture: Shape, iops: float, reads: float, per_update: float, u: int, block_reads: float
-) -> str | None:
-    """Why SLOB's update mix cannot make the captured writes, None when it can: the write
-    share within the read share's tolerance and the write IOPS within theirs (SLOB's mix
-    moves in steps of one update in 100 operations)."""
-    asked_pct = 100.0 * capture.write_iops / capture.iops if capture.iops > 0 else 0.0
-    writes = u / 100.0 * per_update
-    got_pct = 100.0 * writes / (reads + writes)
-    asked_w = iops * asked_pct / 100.0
-    got_w = iops * got_pct / 100.0
-    share_ok = abs(got_pct - asked_pct) <= READ_SHARE_POINTS
-    iops_ok = abs(got_w - asked_w) <= IOPS_TOL * asked_w if asked_w > 0 else got_w == 0
-    if share_ok and iops_ok:
-        return None
-    head = "the workload cannot reach the write share"
-    top = 100.0 * per_update / (block_reads + per_update)
-    if asked_pct > top + READ_SHARE_POINTS:
-        return (
-            f"{head}: {asked_pct:.1f} % of the device I/Os asked, SLOB's update mix gives at "
-            f"most {top:.1f} % (every operation an update, {per_update:.3g} writes each "
-            f"against {block_reads:.3g} reads)"
-        )
-    return (
-        f"{head}: {asked_pct:.2f} % of the device I/Os asked ({asked_w:.3g} writes/s); "
-        f"SLOB's update mix moves in steps of one update in 100 operations (0-50 or 100): "
-        f"update_pct {u} gives {got_pct:.2f} % ({got_w:.3g} writes/s), outside the write "
-        f"IOPS' ±{100 * IOPS_TOL:g} %"
-    )
-
-
 def measured_costs(
     device_read_iops: float,
     device_write_iops: float,
@@ -443,15 +423,19 @@ def measured_costs(
     update_pct: int,
     scan_pct: int = 0,
     multiblock_iops: float = 0.0,
+    append_pct: int = 0,
 ) -> tuple[float | None, float | None]:
-    """From a run: device reads per operation that reads ``cf1`` (:func:`reading_share`; the
-    scans' multi-block requests, ``multiblock_iops``, left out) and writes per update."""
-    if ops_s <= 0:
+    """From a run: device reads per operation that reads ``cf1`` (:func:`reading_share`: the
+    appends read nothing; the scans' multi-block requests, ``multiblock_iops``, left out) and
+    writes per update (None when the run appended too: its writes are split by
+    :func:`sim.replay.dbappend.split_writes`)."""
+    share = reading_share(update_pct, scan_pct, append_pct)
+    if ops_s <= 0 or share <= 0:
         return None, None
     single = max(device_read_iops - multiblock_iops, 0.0)
-    reads = single / (ops_s * reading_share(update_pct, scan_pct))
+    reads = single / (ops_s * share)
     per_update = device_write_iops / ops_s / (update_pct / 100.0) if update_pct > 0 else None
-    return reads, per_update
+    return reads, per_update if not append_pct else None
 
 
 def measured_scan_requests(

@@ -10,6 +10,9 @@ the device requests a scan of ``cf2`` made the same way, but a scale whose scans
 served is taken at once). On a target whose dialect reads consecutive blocks (PostgreSQL's
 TID ranges) range reads make the captured mean read size, and the calibration measures what
 one costs at the device (:mod:`sim.replay.dbsize`), corrected between scales the same way.
+Where SLOB's mix cannot make the captured writes, the workload's appends make the rest
+(:mod:`sim.replay.dbappend`): the writes one append costs are measured and corrected the same
+way (a run that both updated and appended scales the job's two costs by one common factor).
 When the capture wrote, every run warms up for the host's write-back delay first
 (:func:`sim.replay.dbjob.warmup_for`). Each scale is then judged
 by the fio path's tolerances (:mod:`sim.replay.fidelity`) on the run's own device figures;
@@ -24,7 +27,7 @@ import asyncio
 from typing import Any
 
 from sim.bundle.files import new_bundle_dir
-from sim.replay import dbsize, fidelity, verdict
+from sim.replay import dbappend, dbsize, fidelity, verdict
 from sim.replay.dbjob import (
     CACHED_SCAN_REQUESTS,
     DbJob,
@@ -108,18 +111,31 @@ def _mix_moved(rates: list[fidelity.Check], run: DbScaleRun, job: DbJob) -> str:
     )
     measured = run_costs(run, job)
     reads, per_update = measured["reads_per_op"], measured["writes_per_update"]
+    per_append = measured["writes_per_append"]
     moved = []
     for words, before, after in (
         ("reads an operation on cf1", job.block_reads, reads),
         ("writes an update", job.per_update, per_update),
+        ("writes an append", job.per_append, per_append),
     ):
         if before and after:
             moved.append(
                 f"{words} {before:.3g} -> {after:.3g} ({100 * (after / before - 1):+.1f} %)"
             )
     u, scan = int(job.parameters["update_pct"]), int(job.parameters["scan_pct"])
+    appends = int(job.parameters.get("append_pct") or 0)
     steps = ""
-    if reads and per_update:
+    if appends and reads and (per_update or not u) and per_append:
+        made = ", ".join(
+            f"update_pct {u} append_pct {b}: "
+            f"{write_pct_at(u, scan, reads, per_update or 0.0, (b, per_append)):.1f} %"
+            for b in (appends - 1, min(appends + 1, 100))
+        )
+        steps = (
+            f"; on the costs this run measured the appends' nearest steps make {made} "
+            f"writes, {job.asked_write_pct:.1f} % captured"
+        )
+    elif reads and per_update:
         near = [(50, 50), (50, 100)] if u == 50 else [(max(u - 1, 0), scan), (min(u + 1, 50), scan)]
         made = ", ".join(
             f"update_pct {a} scan_pct {b}: {write_pct_at(a, b, reads, per_update):.1f} %"
@@ -177,18 +193,22 @@ def entry(plan: Any, job: DbJob, run: DbScaleRun) -> dict[str, Any]:
 
 
 def run_costs(run: DbScaleRun, job: DbJob) -> dict[str, Any]:
-    """The costs a run measured: device reads an operation that reads ``cf1``, writes an
-    update, and device requests a scan of ``cf2`` (None without scans)."""
+    """The costs a run measured: device reads an operation that reads ``cf1`` (the appends
+    read nothing), writes an update, writes an append (None without appends: with updates
+    too, :func:`sim.replay.dbappend.split_writes` scales the job's two by one common factor)
+    and device requests a scan of ``cf2`` (None without scans)."""
     operations = run.summary.get("operations") or {}
     ops_s = sum(float(o.get("ops_s") or 0.0) for o in operations.values())
     scan_ops_s = float((operations.get("scan") or {}).get("ops_s") or 0.0)
     if int(job.parameters.get("range_pct") or 0) > 0:
         reads, per_update, cost = dbsize.run_range_costs(run.shape, operations)
+        per_update, per_append = _writes_split(run, job, operations, per_update)
         return {
             "ops_s": ops_s,
             "scan_ops_s": scan_ops_s,
             "reads_per_op": reads,
             "writes_per_update": per_update,
+            "writes_per_append": per_append,
             "scan_requests": None,  # the multi-block requests are the range reads'
             "range_cost": cost,
         }
@@ -202,15 +222,34 @@ def run_costs(run: DbScaleRun, job: DbJob) -> dict[str, Any]:
         int(job.parameters["update_pct"]),
         int(job.parameters["scan_pct"]),
         multiblock,
+        int(job.parameters.get("append_pct") or 0),
     )
+    per_update, per_append = _writes_split(run, job, operations, per_update)
     return {
         "ops_s": ops_s,
         "scan_ops_s": scan_ops_s,
         "reads_per_op": reads,
         "writes_per_update": per_update,
+        "writes_per_append": per_append,
         "scan_requests": per_scan,
         "range_cost": None,
     }
+
+
+def _writes_split(
+    run: DbScaleRun, job: DbJob, operations: dict[str, Any], per_update: float | None
+) -> tuple[float | None, float | None]:
+    """Writes an update and writes an append: a run without appends keeps its writes an
+    update as measured; with appends the device's writes are split by the operations' rates
+    (:func:`sim.replay.dbappend.split_writes`)."""
+    if not int(job.parameters.get("append_pct") or 0):
+        return per_update, None
+
+    def rate(name: str) -> float:
+        return float((operations.get(name) or {}).get("ops_s") or 0.0)
+
+    prior = (job.per_update, job.per_append or dbappend.MODEL_WRITES_PER_APPEND)
+    return dbappend.split_writes(run.shape.write_iops, rate("update"), rate("append"), prior)
 
 
 def calibrated_costs(plan: Any, run: DbScaleRun, job: DbJob) -> dict[str, Any]:
@@ -221,11 +260,13 @@ def calibrated_costs(plan: Any, run: DbScaleRun, job: DbJob) -> dict[str, Any]:
         **got,
         "device": run.shape.as_dict(),
         "what": "measured at 1x with the model's parameters: the device's read IOPS over the "
-        "operations/s that read cf1 (not the scans of cf2), its write IOPS over the "
-        "updates/s, and its multi-block read requests (the mean read size's excess over a "
-        "block, in 128 KiB requests) over the scans/s; with range reads, its requests above one "
-        "block (size buckets) over the range reads/s, and the block reads of the plain reads "
-        "and updates only",
+        "operations/s that read cf1 (not the scans of cf2, not the appends), its write IOPS "
+        "over the updates/s, and its multi-block read requests (the mean read size's excess "
+        "over a block, in 128 KiB requests) over the scans/s; with range reads, its requests "
+        "above one block (size buckets) over the range reads/s, and the block reads of the "
+        "plain reads and updates only; with appends, its write IOPS over the appends/s when "
+        "it made no update, else the model's writes an update and an append scaled by one "
+        "common factor (the measured writes over the predicted: one equation, two costs)",
     }
 
 
@@ -234,7 +275,11 @@ async def execute_db(plan: Any, stop: asyncio.Event, say: Any = None) -> dict[st
     home = new_bundle_dir(plan.output, "replay")
     no_ranges = dbsize.range_reads_on(base)
     ranges: dbsize.RangeCost | None = dbsize.MODEL if no_ranges is None else None
-    first = derive(plan.production, 1.0, ranges=ranges, no_ranges=no_ranges)
+    no_appends = dbappend.appends_on(base)
+    first = derive(
+        plan.production, 1.0, ranges=ranges, no_ranges=no_ranges,
+        per_append=_append_cost(None, no_appends),
+    )  # fmt: skip
     if say:
         say(f"dbsim replay: calibrating at 1x for {plan.duration_s:g} s on {plan.target}")
     run = await run_db_scale(
@@ -242,27 +287,25 @@ async def execute_db(plan: Any, stop: asyncio.Event, say: Any = None) -> dict[st
         skip_load=False, stop=stop,
     )  # fmt: skip
     calibration = calibrated_costs(plan, run, first)
-    costs: tuple[float | None, float | None, float | None] = (
+    costs: tuple[float | None, ...] = (
         calibration["reads_per_op"],
         calibration["writes_per_update"],
         calibration["scan_requests"],
+        calibration["writes_per_append"],
     )
     if no_ranges is None:
         ranges = dbsize.corrected(ranges, run_costs(run, first)["range_cost"], 1.0, COST_STEP)
     scales = []
     for scale in plan.scales:
         job = derive(
-            plan.production, scale, costs[:2], scan_requests=costs[2], ranges=ranges,
-            no_ranges=no_ranges,
+            plan.production, scale, (costs[0], costs[1]), scan_requests=costs[2],
+            ranges=ranges, no_ranges=no_ranges, per_append=_append_cost(costs[3], no_appends),
         )  # fmt: skip
         if say:
             say(f"dbsim replay: {scale:g}x for {plan.duration_s:g} s, {job.parameters}")
-        # cf2 exists when the calibration scanned; a scale that scans after one that did not
-        # lets ``dbsim run`` load what is missing.
-        loaded_cf2 = int(first.parameters["scan_pct"]) > 0
         run = await run_db_scale(
             base=base, job=job, duration_s=plan.duration_s, home=home, name=f"{scale:g}x",
-            skip_load=loaded_cf2 or int(job.parameters["scan_pct"]) == 0, stop=stop,
+            skip_load=_loaded(first, job), stop=stop,
         )  # fmt: skip
         done = entry(plan, job, run)
         costs, done["correction"] = corrected_costs(costs, run, job)
@@ -280,15 +323,40 @@ async def execute_db(plan: Any, stop: asyncio.Event, say: Any = None) -> dict[st
     return document(plan, home, scales, calibration)
 
 
+def _append_cost(measured: float | None, no_appends: str | None) -> float | None:
+    """The writes an append a job is derived from: None where the workload has no appends,
+    else the measured, or the model's before a run appended."""
+    if no_appends is not None:
+        return None
+    return measured if measured else dbappend.MODEL_WRITES_PER_APPEND
+
+
+def _loaded(first: DbJob, job: DbJob) -> bool:
+    """Whether a scale's run may skip the load: cf2 exists when the calibration scanned, cf3
+    when it appended; a scale that scans or appends after a calibration that did not lets
+    ``dbsim run`` load what is missing."""
+    return all(
+        int(first.parameters.get(name) or 0) > 0 or int(job.parameters.get(name) or 0) == 0
+        for name in ("scan_pct", "append_pct")
+    )
+
+
+#: The costs a scale is derived from, in the order :func:`corrected_costs` carries them.
+COST_NAMES = ("reads_per_op", "writes_per_update", "scan_requests", "writes_per_append")
+
+
 def corrected_costs(
-    costs: tuple[float | None, float | None, float | None], run: DbScaleRun, job: DbJob
-) -> tuple[tuple[float | None, float | None, float | None], dict[str, Any]]:
+    costs: tuple[float | None, ...], run: DbScaleRun, job: DbJob
+) -> tuple[tuple[float | None, ...], dict[str, Any]]:
     """The next scale's costs: each moved toward what this scale's run measured by
     :data:`COST_GAIN`, at most :data:`COST_STEP` times either way (damped and bounded: one
     run's noise, or a scale the target could not deliver, does not swing the next); the
-    correction as replay.json records it."""
+    correction as replay.json records it. ``costs`` are the first of :data:`COST_NAMES`
+    (the writes an append last: a caller without appends carries three), the same returned.
+    With updates and appends both, their measured writes are the job's two scaled by one
+    common factor (:func:`run_costs`), so the damping moves them by the same ratio."""
     got_costs = run_costs(run, job)
-    names = ("reads_per_op", "writes_per_update", "scan_requests")
+    names = COST_NAMES[: len(costs)]
     measured = tuple(got_costs[n] for n in names)
     out: list[float | None] = []
     rows = {}
@@ -312,9 +380,12 @@ def corrected_costs(
         **rows,
         "what": f"this scale's measured costs, taken in at a gain of {COST_GAIN:g} and at "
         f"most x{COST_STEP:g} (none after a scale the target could not deliver): the next "
-        "scale's update_pct and rate are derived from them",
+        "scale's update_pct, append_pct and rate are derived from them; a scale that both "
+        "updated and appended measured one figure for two costs: its writes over the "
+        "writes the job predicted, one common factor on writes_per_update and "
+        "writes_per_append",
     }
-    return (out[0], out[1], out[2]), record
+    return tuple(out), record
 
 
 def document(

@@ -140,9 +140,9 @@ def as_dict(cost: RangeCost | None) -> dict[str, Any] | None:
     return None if cost is None else dict(vars(cost))
 
 
-def range_reads_on(base: dict[str, Any]) -> str | None:
-    """Why the scenario's target has no range read (its dialect marks ``range_read``
-    unsupported), None when it has."""
+def slob_catalogue(base: dict[str, Any]) -> tuple[str, Any]:
+    """The scenario's target's SQL dialect and the slob workload's statement catalogue in it
+    (None for both when the kind has no dialect here; the kind's name then)."""
     from sim import registry
     from sim.sql import Catalogue
 
@@ -150,10 +150,19 @@ def range_reads_on(base: dict[str, Any]) -> str | None:
     entry = registry.targets().get(kind)  # an unknown kind is the run's own error to say
     dialect = entry.dialect.name if entry is not None and entry.dialect is not None else None
     if dialect is None:
-        return f"the target kind {kind} has no SQL dialect here"
+        return kind, None
     # The slob workload is a SqlWorkload (sql_dir): read from the registry, not imported.
     sql_dir = getattr(registry.workloads()["slob"].workload_class, "sql_dir")  # noqa: B009
-    if Catalogue.load(sql_dir, dialect).has("range_read"):
+    return dialect, Catalogue.load(sql_dir, dialect)
+
+
+def range_reads_on(base: dict[str, Any]) -> str | None:
+    """Why the scenario's target has no range read (its dialect marks ``range_read``
+    unsupported), None when it has."""
+    dialect, catalogue = slob_catalogue(base)
+    if catalogue is None:
+        return f"the target kind {dialect} has no SQL dialect here"
+    if catalogue.has("range_read"):
         return None
     return (
         f"{dialect} has no read of consecutive blocks (range_read: rows addressed by block, "
