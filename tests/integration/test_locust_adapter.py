@@ -32,7 +32,7 @@ CHILD_TIMEOUT_S = 180
 
 SCRIPT = r"""
 import sim.locust  # first: gevent's (partial) monkey patching, then Locust
-import json, sys, time
+import json, os, sys, time
 import gevent, gevent.event, gevent.events
 import locust.stats
 from locust.stats import RequestStats
@@ -84,18 +84,30 @@ done = gevent.event.Event()
 controller = LocalController(environment, lambda: scenario, on_finished=lambda s: done.set())
 gaps = []
 
-def queued_s():
-    # This thread's time runnable but waiting for a CPU (/proc/thread-self/schedstat, field 2).
-    with open("/proc/thread-self/schedstat") as f:
-        return int(f.read().split()[1]) / 1e9
+def queued():
+    # Each of the process's threads' time runnable but waiting for a CPU (schedstat's field 2,
+    # /proc/self/task): the hub also waits while the thread holding the GIL (a session's, a
+    # collector's) waits for a CPU, which the hub's own schedstat does not count. CI's timing
+    # phase beside three other workers: the hub's own wait left 0.324 s of a silence with no
+    # block reported in dbsim's code.
+    waits = {}
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/schedstat") as f:
+                waits[task] = int(f.read().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):  # a thread that ended meanwhile
+            pass
+    return waits
 
 def heartbeat():
-    last, queued = time.perf_counter(), queued_s()
+    last, before = time.perf_counter(), queued()
     while True:
         gevent.sleep(0.01)
-        now, now_queued = time.perf_counter(), queued_s()
-        gaps.append((now - last, now - last - (now_queued - queued)))
-        last, queued = now, now_queued
+        now, after = time.perf_counter(), queued()
+        # Per thread: a thread that ended takes its wait with it; one born since counts whole.
+        waited = sum(w - before.get(t, 0.0) for t, w in after.items())
+        gaps.append((now - last, now - last - waited))
+        last, before = now, after
 
 beat = gevent.spawn(heartbeat)
 runner.start(4, 4)
@@ -190,10 +202,14 @@ def test_nothing_blocks_the_gevent_hub(child: dict[str, Any]) -> None:
     assert hub_blocks_in_dbsim("\n".join(child["blocked"])) == [], child["stderr"][-3000:]
     assert hub_blocks_in_dbsim(child["stderr"]) == []
     assert child["beats"] > 200
-    # The hub's longest silence less the time its thread was runnable and waiting for a CPU
-    # (the kernel's run-queue wait, /proc/thread-self/schedstat): what the process itself held,
-    # by a block or a sleep; not what the host's other work took. Beside three other suites
-    # (load 7-10) the wall-clock silence reached 0.31 s.
+    # The hub's longest silence less the time the process's threads were runnable and waiting
+    # for a CPU (the kernel's run-queue wait, schedstat of every thread: the GIL's holder
+    # waiting for a CPU holds the hub too): what the process itself held, by a block or a
+    # sleep; not what the host's other work took. Beside three other suites (load 7-10) the
+    # wall-clock silence reached 0.31 s.
     print(f"\nhub silence: longest {child['max_gap_s']:.3f} s wall, "
           f"{child['max_own_gap_s']:.3f} s without waiting for a CPU")  # fmt: skip
-    assert child["max_own_gap_s"] < 0.25, child
+    # On failure the silences and gevent's block reports (wholly inside Locust or gevent), not
+    # the whole child's record (pytest cuts a long dict before them).
+    said = {k: child[k] for k in ("max_gap_s", "max_own_gap_s", "beats", "blocked")}
+    assert child["max_own_gap_s"] < 0.25, json.dumps(said)[-3000:]
