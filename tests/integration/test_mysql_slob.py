@@ -204,6 +204,36 @@ def test_slob_exact_mix_on_mariadb(slob_loaded: str, session_runner: AskedRunner
     assert counts == {"read": 160, "update": 40}
 
 
+def test_slob_appends_fill_cf3_two_rows_an_innodb_page_and_drop_removes_it(
+    prefix: str, session_runner: AskedRunner
+) -> None:
+    """append_pct (not SLOB's) on InnoDB: one padded row of cf1's shape in cf3 per append,
+    two a 16 KiB page as in cf1 (min_rows_per_page 2), keys no two sessions share; cf3 is
+    created empty, kept with its rows by the next load, and dropped with the rest."""
+    cf3 = f"{prefix}_1_cf3"
+    params = {"update_pct": 20, "append_pct": 30}
+    report = load_and_verify(*slob(prefix, **params))
+    assert {"table": cf3, "rows": 0, "built": True} in report["load"]["tables"]
+    workload, t = slob(prefix, **params)
+    counts = run(workload, t, session_runner, loops_per_session=50, sessions=4, seed=2)
+    # Per session of 50: 10 updates, 12 appends (30 % of the other 40), 28 reads.
+    assert counts == {"update": 40, "append": 48, "read": 112}
+    assert sql(f"SELECT COUNT(*), COUNT(DISTINCT custid) FROM `{cf3}`") == [(48, 48)]
+    [(c2, c20, pad)] = sql(f"SELECT c2, c20, LENGTH(pad) FROM `{cf3}` LIMIT 1")
+    assert len(c2) == 128 and c20 == c2 and pad > 0
+    pages = leaf_pages(cf3, "GEN_CLUST_INDEX")
+    assert 48 // 2 <= pages <= 48 // 2 + 2
+    again = load_and_verify(*slob(prefix, **params))
+    assert {"table": cf3, "rows": 0, "built": False} in again["load"]["tables"]
+    [verified] = [v for v in again["verify"]["tables"] if v["table"] == cf3]
+    assert verified == {"table": cf3, "blocks": pages, "max_rows_per_block": 2}
+    assert drop_objects(*slob(prefix)) == [f"{prefix}_1_cf1", cf3]
+    assert not sql(
+        "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'test' AND TABLE_NAME = %s",
+        cf3,
+    )
+
+
 def test_drop_leaves_a_foreign_table_of_the_same_prefix_alone(prefix: str) -> None:
     load_and_verify(*slob(prefix))
     sql(f"CREATE TABLE `{prefix}_9_cf1` (precious VARCHAR(20))")

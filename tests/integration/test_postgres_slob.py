@@ -210,6 +210,50 @@ def test_updates_change_the_redo_stress_columns(redo: str, session_runner: Asked
         drop_objects(*workload(prefix))
 
 
+def test_appends_fill_cf3_one_row_per_block_kept_by_loads_and_dropped(
+    session_runner: AskedRunner,
+) -> None:
+    """append_pct (not SLOB's): one new row of cf1's shape in cf3 per append, each in a heap
+    block of its own (fillfactor 10 holds for inserts), with keys no two sessions share;
+    cf3 is created empty, kept with its rows by the next load, and dropped with the rest."""
+    runner = session_runner.on("postgres")
+    prefix = f"pa{runner[0]}{RUN}"
+    cf3 = f"{prefix}_1_cf3"
+    params = {"update_pct": 20, "append_pct": 30, "scan_pct": 10}
+    dropped: list[str] = []
+    try:
+        report = load_and_verify(*workload(prefix, **params))
+        assert {"table": cf3, "rows": 0, "built": True} in report["load"]["tables"]
+        slob, target = workload(prefix, **params)
+        load = Load(loops_per_session=100, sessions=3, seed=7, session_runner=runner)
+        engine = Engine(slob, target, load)
+        asyncio.run(engine.run())
+        assert engine.result.outcome == "completed", engine.result.error
+        session_runner.ran(engine.result.session_runner, engine.result.session_runner_why)
+        totals = engine.recorder.totals
+        assert sum(s.error_count for s in totals.values()) == 0
+        counts = {name: stats.count for name, stats in totals.items()}
+        # Per session of 100: 20 updates, 24 appends (30 % of the other 80), 5 scans (10 % of
+        # the 56 reads left), 51 reads.
+        assert counts == {"update": 60, "append": 72, "scan": 15, "read": 153}
+        assert slob.expected_mix(engine.result.op_ranges) == counts
+        [(rows, blocks, keys)] = sql(
+            f"SELECT COUNT(*), COUNT(DISTINCT (ctid::text::point)[0]), COUNT(DISTINCT custid) "
+            f"FROM {cf3}"
+        )
+        assert rows == blocks == keys == 72
+        [(c2, c20)] = sql(f"SELECT c2, c20 FROM {cf3} LIMIT 1")
+        assert UPDATE_VALUE.match(c2) and len(c2) == 128 and c20 == c2
+        again = load_and_verify(*workload(prefix, **params))
+        assert {"table": cf3, "rows": 0, "built": False} in again["load"]["tables"]
+        verified = {"table": cf3, "blocks": 72, "max_rows_per_block": 1}
+        assert verified in again["verify"]["tables"]
+    finally:
+        dropped = drop_objects(*workload(prefix))
+    assert dropped == [f"{prefix}_1_cf1", f"{prefix}_1_cf2", cf3]
+    assert not sql("SELECT 1 FROM pg_class WHERE relname = $1", cf3)
+
+
 # ------------------------------------------------------------------ the target itself
 
 
