@@ -115,6 +115,11 @@ def main() -> int:
     ap.add_argument("--pgbench-scale", type=int, default=20)
     ap.add_argument("--rows", type=int, default=80_000, help="SLOB rows on new (8 KiB each)")
     ap.add_argument("--capture-s", type=float, default=30.0)
+    ap.add_argument(
+        "--slo", action="append", default=[], metavar="KEY=MS",
+        help="device latency objective handed to dbsim replay (read_p99=..., repeatable): "
+        "with one, the replay judges each scale and names the headroom",
+    )  # fmt: skip
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="dbsim-bench-rdb-", dir="/var/tmp"))
     base.chmod(0o755)  # postgres must search every parent directory
@@ -194,6 +199,8 @@ def run(lab: Lab, status: dict[str, Any], base: Path, args: argparse.Namespace) 
     }, sort_keys=False))  # fmt: skip
     argv = ["replay", str(bundle), "--on", str(scenario), "--scale", args.scales,
             "--duration", f"{args.duration:g}", "-o", str(base / "replays")]  # fmt: skip
+    for slo in args.slo:
+        argv += ["--slo", slo]
     done = subprocess.run([*DBSIM, *argv], cwd=REPO, capture_output=True, text=True)
     sampler.stop()
     print(done.stdout)
