@@ -32,6 +32,12 @@ REPO = Path(__file__).resolve().parents[2]
 PORT = 55441
 STOP_AFTER_MEASURING_S = 5.0
 OUTAGE_S = 3.0
+#: Open loop at a rate far below what the sessions do (~3,900 ops/s closed loop here, alone):
+#: "throughput comes back" is then the client's recovery, not the host's spare CPU. Closed
+#: loop, the rate after the return was compared with the rate before it, and a CI's timing
+#: phase (three other workers beside) held the ten seconds after the return to 1,533-2,904
+#: ops/s against 3,923 before while every session had reconnected at once.
+RATE_OPS_S = 600.0
 
 
 @pytest.fixture
@@ -63,7 +69,7 @@ name: r1
 target: {{kind: postgres, host: 127.0.0.1, port: {PORT}, database: postgres,
           user: postgres, password_file: {password}}}
 workload: {{name: slob, parameters: {{scale: 10000, update_pct: 0, table_prefix: rone}}}}
-load: {{sessions: 4, duration_s: 24, session_runner: loop}}
+load: {{sessions: 4, duration_s: 24, session_runner: loop, mode: open, rate_ops_s: {RATE_OPS_S:g}}}
 """
     )
     out = tmp_path / "runs"
@@ -117,17 +123,19 @@ load: {{sessions: 4, duration_s: 24, session_runner: loop}}
     after = [v for t, v in sorted(per_t.items()) if back < t <= back + 10.0]
     assert len(before) >= 2 and len(after) >= 3, per_t
     baseline = sum(before) / len(before)
-    # "Returns to ≥ 90 % within 10 s": some 3-second stretch inside those 10 s is back.
-    recovered = max(sum(after[i : i + 3]) / 3 for i in range(len(after) - 2))
+    # "Returns to ≥ 90 % within 10 s": the last 3 seconds of those 10 are back. Not the best
+    # stretch: open loop, the sessions first make up what the outage held back (a burst of
+    # several times the rate), which would hide a session that never came back.
+    recovered = sum(after[-3:]) / 3
     print(
-        f"baseline {baseline:.0f} ops/s, best 3 s within 10 s of the return {recovered:.0f} ops/s"
+        f"baseline {baseline:.0f} ops/s, last 3 s of the 10 s after the return {recovered:.0f} ops/s"
     )
     print(f"outage {window}; collector errors {summary['collector_errors']}")
     print("per second:", [round(v) for _, v in sorted(per_t.items())])
-    # Both figures are means of one-second closed-loop rates on two shared CPUs, which wander
-    # from second to second (the baseline's own seconds give the spread): the return is judged
+    # Both figures are means of one-second rates, which wander from second to second at an
+    # interval's edges (the baseline's own seconds give the spread): the return is judged
     # "below 90 %" only when it is, beyond two standard errors of the difference of the two
-    # means (3 seconds against len(before)); missed by 0.02 % once with another suite beside it.
+    # means (3 seconds against len(before)).
     spread = statistics.stdev(before)
     error = 2 * math.sqrt(spread**2 / 3 + (0.9 * spread) ** 2 / len(before))
     assert recovered + error >= 0.9 * baseline, (recovered, baseline, error)
