@@ -41,7 +41,8 @@ from sim.replay.fidelity import IOPS_TOL, READ_SHARE_POINTS
 
 #: Writes one append costs before a run measured it: its new block, written back later.
 MODEL_WRITES_PER_APPEND = 1.0
-#: SLOB's highest update share below every operation an update (sim.replay.dbrules).
+#: SLOB's highest update share below every operation an update (its rule: 0-50 or 100);
+#: sim.replay.dbrules takes it from here, which it imports.
 MAX_UPDATE_PCT = 50
 #: The most appends while the capture read: a run of appends alone reads nothing, so neither
 #: the capture's reads nor the reads an operation costs (the calibration's) would be made.

@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 
 from sim.replay import dbappend
+from sim.replay.dbappend import MAX_UPDATE_PCT
 from sim.replay.fidelity import IOPS_TOL, READ_SHARE_POINTS
 from sim.replay.shape import Shape
 
-MAX_UPDATE_PCT = 50
 ALL_UPDATES = 100
 #: Operations per second the rate asks at 1x at least: the closed loop on the delivered IOPS
 #: measures the I/Os per operation every interval, and a handful of operations an interval is
