@@ -37,8 +37,9 @@ from sim.core.loops import all_done_future
 from sim.core.metrics import IntervalRecorder
 from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_INTERRUPTED, RunResult
 from sim.core.sampler import CollectorSampler
+from sim.core.session_choice import RUNNER_LOOP, RUNNER_NATIVE, choose_runner
 from sim.core.session_native import run_native, run_native_group
-from sim.core.session_threads import RUNNER_LOOP, RUNNER_NATIVE, ThreadedSessions, choose_runner
+from sim.core.session_threads import ThreadedSessions
 from sim.core.stages import PHASE_CALIBRATE, Stage, plan_stages
 from sim.core.ticker import IntervalTicker
 from sim.errors import SimError

@@ -41,7 +41,7 @@ class RunResult:
     #: Per session: index of its first measured transaction and one past its last.
     op_ranges: list[tuple[int, int]] = field(default_factory=list)
     error: str | None = None
-    #: How the sessions ran (sim.core.session_threads): ``native``, ``threads`` or ``event loop``.
+    #: How the sessions ran (sim.core.session_choice): ``native``, ``threads`` or ``event loop``.
     session_runner: str = ""
     #: Why that runner (e.g. "native loop unavailable: extension not built").
     session_runner_why: str = ""

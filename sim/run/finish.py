@@ -22,7 +22,7 @@ from sim.config.scenario import ScenarioBase
 from sim.core.cache import exercised_section
 from sim.core.metrics import OpStats, mix_report
 from sim.core.result import OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_INTERRUPTED, RunResult
-from sim.core.session_threads import RUNNER_DESCRIPTIONS
+from sim.core.session_choice import RUNNER_DESCRIPTIONS
 from sim.core.validity import error_section, failure_line
 from sim.judge.sweep import service_levels
 from sim.protocols import Workload

@@ -11,6 +11,7 @@ prefix unique to this test run and is dropped at the end.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import re
@@ -135,6 +136,40 @@ def test_a_thread_per_session_runs_the_same_exact_mix(
     assert sum(counts.values()) > 50, counts
     expected = slob.expected_mix(engine.result.op_ranges)
     assert expected == {"read": counts.get("read", 0), "update": counts.get("update", 0), "scan": 0}
+
+
+@pytest.mark.parametrize("group", ["1", "4"])
+def test_no_session_connection_outlives_its_run(
+    loaded: str, runner: str, group: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every session connection is closed when ``Engine.run`` returns, not when a garbage
+    collection frees it: with collections off (as a busy run's timing can leave them), no
+    backend of dbsim that ran this run's statements is left. A native program and its deck
+    refer to each other, so only an explicit close ends its connection; the test of physical
+    reads found all four of a run's connections idle 60 s after it (2026-12-06).
+    ``group``: sessions per native thread (run_group for 4, a thread each for 1)."""
+    monkeypatch.setenv("DBSIM_PGLOOP_GROUP", group)
+    slob, target = workload(loaded, update_pct=0)
+    engine = Engine(slob, target, Load(sessions=3, duration_s=0.6, seed=11, session_runner=runner))
+    # This worker's table (RUN is drawn per process, and its tests run one at a time).
+    on_table = (
+        f"FROM pg_stat_activity WHERE query LIKE '%{loaded}_1_cf1%' AND pid <> pg_backend_pid()"
+    )
+    gc.disable()
+    try:
+        asyncio.run(engine.run())
+        assert engine.result.outcome == "completed", engine.result.error
+        assert engine.result.session_runner == RUNNERS[runner], engine.result.session_runner_why
+        # A closed connection's backend leaves pg_stat_activity within milliseconds.
+        settle = time.monotonic() + 5
+        while psql(f"SELECT count(*) {on_table}") != "0" and time.monotonic() < settle:
+            time.sleep(0.05)
+        left = psql(
+            f"SELECT string_agg(pid || ' ' || state || ' ' || left(query, 60), '; ') {on_table}"
+        )
+        assert not left, f"session connections still open after the run: {left}"
+    finally:
+        gc.enable()
 
 
 def test_failed_statements_are_classed_as_asyncpg_and_masked() -> None:

@@ -207,7 +207,7 @@ def test_every_published_interface_exists() -> None:
 CORE_MAY_IMPORT = PUBLISHED
 #: The plugin modules the core reads: whether the optional native loops were built (files;
 #: PostgreSQL over libpq, with its sessions' programs), facts of this installation that decide
-#: how sessions run (sim.core.session_threads).
+#: how sessions run (sim.core.session_choice, sim.core.session_threads).
 CORE_READS_PLUGIN = frozenset({"storage.targets.fileloop", "storage.targets.pgloop_session"})
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sim.config.scenario import Load, ThinkTime
-from sim.core.session_threads import RUNNER_LOOP, RUNNER_NATIVE, choose_runner
+from sim.core.session_choice import RUNNER_LOOP, RUNNER_NATIVE, choose_runner
 from storage.targets import pgloop
 from storage.targets.postgres import PostgresConnection, PostgresTarget
 from storage.targets.postgres_room import ConnectionRoom

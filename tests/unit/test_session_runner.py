@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sim.config.scenario import Load, ThinkTime
-from sim.core.session_threads import choose_runner
+from sim.core.session_choice import choose_runner
 from storage.targets import fileloop
 
 

@@ -134,7 +134,7 @@ def test_choosing_a_sqlite_runs_runner_leaves_the_native_sql_loops_out() -> None
     probe = (
         "import sys\n"
         "from sim.config.resolve import resolve\n"
-        "from sim.core.session_threads import choose_runner\n"
+        "from sim.core.session_choice import choose_runner\n"
         "from sim.run.runner import build_target\n"
         "scenario = resolve(None, [])\n"
         "choose_runner(scenario.load, [], build_target(scenario))\n"
@@ -148,7 +148,7 @@ def test_choosing_a_sqlite_runs_runner_leaves_the_native_sql_loops_out() -> None
 
 
 def test_the_kinds_asked_for_a_native_loop_are_the_loops_backends() -> None:
-    from sim.core.session_threads import NATIVE_SQL_KINDS
+    from sim.core.session_choice import NATIVE_SQL_KINDS
     from storage.targets.pgloop_session import BACKENDS
 
     assert set(NATIVE_SQL_KINDS) == set(BACKENDS)
