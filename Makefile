@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 # (Google Cloud SDK's, which owns /usr/bin/kubectl and would collide with Debian's) stands in.
 # libpq-dev: libpq's headers, for the native PostgreSQL session loop (setup.py, optional);
 # libmariadb-dev: MariaDB Connector/C's, for the native MariaDB session loop (the same).
-TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio bpftrace prometheus fuse3 sysbench faketime kubernetes-client libpq-dev libmariadb-dev
+TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio bpftrace prometheus fuse3 sysbench faketime kubernetes-client libpq-dev libmariadb-dev unixodbc-dev odbc-mariadb
 
 .PHONY: run test test-stressed test-servers venv install-project system-packages lint typecheck bench clean
 

@@ -1,9 +1,10 @@
 """The build of dbsim's optional C extensions (everything else is in pyproject.toml).
 
 ``optional=True``: on a machine without a compiler, Python headers, libpq's headers
-(Debian's libpq-dev) or MariaDB Connector/C's (libmariadb-dev) the install still succeeds;
-file sessions then run on Python threads, PostgreSQL sessions on asyncpg, MariaDB/MySQL
-sessions on asyncmy, and the run's summary says why.
+(Debian's libpq-dev), MariaDB Connector/C's (libmariadb-dev) or unixODBC's (unixodbc-dev) the
+install still succeeds; file sessions then run on Python threads, PostgreSQL sessions on
+asyncpg, MariaDB/MySQL sessions on asyncmy, ODBC sessions on pyodbc, and the run's summary
+says why.
 """
 
 import subprocess
@@ -58,6 +59,14 @@ setup(
             depends=["storage/targets/native/pack.h"],
             include_dirs=mariadb_include(),
             libraries=["mariadb"],
+            extra_compile_args=FLAGS,
+            optional=True,
+        ),
+        Extension(
+            "storage.targets._odbcloop",
+            sources=["storage/targets/native/odbcloop.c"],
+            depends=["storage/targets/native/pack.h"],
+            libraries=["odbc"],
             extra_compile_args=FLAGS,
             optional=True,
         ),

@@ -14,14 +14,20 @@ log = logging.getLogger(__name__)
 RUNNER_NATIVE = "native"
 RUNNER_THREADS = "threads"
 RUNNER_LOOP = "event loop"
-#: The target kinds whose SQL sessions may run in a native loop
-#: (storage.targets.pgloop_session.BACKENDS; tests/unit/test_start_imports.py holds them equal).
-NATIVE_SQL_KINDS = ("postgres", "mysql")
+#: The target kinds whose SQL sessions may run in a native loop, and the C client library it
+#: runs over (storage.targets.pgloop_session.BACKENDS; tests/unit/test_start_imports.py holds
+#: the kinds equal).
+NATIVE_SQL_KINDS = {
+    "postgres": "libpq",
+    "mysql": "MariaDB Connector/C",
+    "odbc": "unixODBC",
+    "sqlserver": "unixODBC",
+}
 #: What the summary says of each runner.
 RUNNER_DESCRIPTIONS = {
-    RUNNER_NATIVE: "OS threads, batches of operations in a native loop (file system calls "
-    "and MariaDB Connector/C: a thread per session; libpq: up to 4 PostgreSQL sessions per "
-    "thread, one statement in flight each)",
+    RUNNER_NATIVE: "OS threads, batches of operations in a native loop (file system calls, "
+    "MariaDB Connector/C and unixODBC: a thread per session; libpq: up to 4 PostgreSQL "
+    "sessions per thread, one statement in flight each)",
     RUNNER_THREADS: "one OS thread per session, blocking calls made in place",
     RUNNER_LOOP: "coroutines on the engine's event loop (blocking calls through its pool)",
 }
@@ -42,15 +48,19 @@ def choose_runner(load: Any, sessions: list[Any], target: Any = None) -> tuple[s
 
         why_not_pg = pg_unavailable(load, sessions, target)
         if why_not_pg == "":
-            library = "MariaDB Connector/C" if getattr(target, "kind", None) == "mysql" else "libpq"
+            library = NATIVE_SQL_KINDS[target.kind]
             return (
                 RUNNER_NATIVE,
                 f"native loop: {library} extension built, statements prepared in it",
             )
-        if why_not_pg is not None and not all(map(offers_blocking_calls, sessions)):
+        if why_not_pg is not None:
+            # A driver that blocks (pyodbc) keeps its sessions on OS threads; asyncpg and
+            # asyncmy run on the event loop.
+            fallback = RUNNER_THREADS if all(map(offers_blocking_calls, sessions)) else RUNNER_LOOP
             if wanted == "native":
-                log.warning("load.session_runner native: %s; sessions run on asyncpg", why_not_pg)
-            return RUNNER_LOOP, f"native loop unavailable: {why_not_pg}"
+                log.warning("load.session_runner native: %s; sessions run on %s (the Python "
+                            "driver)", why_not_pg, fallback)  # fmt: skip
+            return fallback, f"native loop unavailable: {why_not_pg}"
     blocking = bool(sessions) and all(map(offers_blocking_calls, sessions))
     if wanted == "loop":
         return RUNNER_LOOP, "load.session_runner loop"

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from sim.secrets import resolve_secret
-from storage.targets import marialoop, pgloop
+from storage.targets import marialoop, odbcloop, pgloop
 
 #: The engine's reconnect backoff (sim.core.coroutine_sessions, which a plugin may not import):
 #: the first wait, doubled after each failed attempt up to the second.
@@ -81,7 +81,12 @@ def unavailable(load: Any, sessions: Sequence[Any], target: Any) -> str | None:
 
 
 #: target.kind -> its native loop module.
-BACKENDS: dict[str, Any] = {"postgres": pgloop, "mysql": marialoop}
+BACKENDS: dict[str, Any] = {
+    "postgres": pgloop,
+    "mysql": marialoop,
+    "odbc": odbcloop,
+    "sqlserver": odbcloop,
+}
 
 #: Sessions per native thread (see sessions_per_thread): one wake-up of a thread serves every
 #: reply that has arrived on its connections, where a thread per session wakes once per reply.
@@ -354,6 +359,28 @@ class MariaProgram(SqlProgram):
     backend = marialoop
 
 
+class OdbcProgram(SqlProgram):
+    """An ODBC session's program (``kind: odbc``, ``kind: sqlserver``): a thread each, as
+    ODBC's calls block. Its backend is the target's (the wording names the target's kind, a
+    failed connection the target's own description of it)."""
+
+    def __init__(self, threaded: Any, index: int, session: Any, target: Any) -> None:
+        self.backend = odbcloop.OdbcBackend(target)
+        super().__init__(threaded, index, session, target)
+
+    def close(self) -> None:
+        """The connection and its statements freed now (sim.core.session_threads._close)."""
+        self.loop.close()
+
+
+#: target.kind -> its sessions' program (any other: PostgreSQL's).
+PROGRAMS: dict[str, type[SqlProgram]] = {
+    "mysql": MariaProgram,
+    "odbc": OdbcProgram,
+    "sqlserver": OdbcProgram,
+}
+
+
 def sessions_per_thread() -> int:
     """How many sessions share a native thread (``DBSIM_PGLOOP_GROUP``, else 4: pgbench's
     ``-c 8 -j 2`` in bench/pgbench_slob.py); 1 is a thread per session."""
@@ -362,16 +389,18 @@ def sessions_per_thread() -> int:
 
 
 def native_program(threaded: Any, index: int, session: Any) -> SqlProgram:
-    """Session ``index``'s native program (the engine's target is PostgreSQL or MariaDB)."""
+    """Session ``index``'s native program (the engine's target is PostgreSQL, MariaDB or
+    ODBC)."""
     target = threaded.engine.target
-    kind = MariaProgram if getattr(target, "kind", None) == "mysql" else PgProgram
-    return kind(threaded, index, session, target)
+    program = PROGRAMS.get(getattr(target, "kind", None) or "", PgProgram)
+    return program(threaded, index, session, target)
 
 
 __all__ = [
     "NOT_POSTGRES",
     "SHAPE",
     "MariaProgram",
+    "OdbcProgram",
     "PgProgram",
     "SqlProgram",
     "native_program",
