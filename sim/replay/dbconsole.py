@@ -15,6 +15,8 @@ COST_WORDS = {
     "scan_requests": "device requests a scan of cf2",
     "range_multi": "multi-block requests a range read",
     "range_multi_kib": "their KiB",
+    "reads_per_row": "reads a row touched",
+    "writes_per_row_update": "writes a row update",
 }
 
 

@@ -51,7 +51,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.replay import dbappend, dbsize
+from sim.replay import dbappend, dbrowmix, dbsize
 from sim.replay.dbrules import (
     ALL_UPDATES,
     BLOCK_KIB,
@@ -101,6 +101,8 @@ class DbJob:
     range_cost: dict[str, Any] | None = None
     #: The writes one append cost as the job counted them (0: the workload has no appends).
     per_append: float = 0.0
+    #: A row-update mix's costs as the job counted them (None: not one).
+    row_costs: dict[str, Any] | None = None
 
     @property
     def expected_write_pct(self) -> float:
@@ -122,6 +124,7 @@ def derive(
     ranges: dbsize.RangeCost | None = None,
     no_ranges: str | None = None,
     per_append: float | None = None,
+    rows: dbrowmix.RowCosts | None = None,
 ) -> DbJob:
     """The parameters and the rate of one scale; ``costs`` the device reads of an operation
     that reads ``cf1`` and the writes one update cost, ``scan_requests`` the device requests
@@ -137,7 +140,9 @@ def derive(
     Otherwise range reads (``ranges``: what one costs) make the captured mean read size
     (:mod:`sim.replay.dbsize`), or without them (``no_ranges``: why) scans (:func:`_read_size`).
     Where the workload appends and SLOB's mix alone does not make the captured writes (or
-    makes them only by those cached scans), appends make the rest (:func:`_append_mix`)."""
+    makes them only by those cached scans), row updates make them (``rows``: their costs,
+    None where the workload has none; :mod:`sim.replay.dbrowmix`), else appends make the rest
+    (:func:`_append_mix`)."""
     iops = capture.iops * scale
     widest = work_unit_for(capture.iops)
     sizing = ((scan_requests, scan_blocks), (ranges, no_ranges))
@@ -153,11 +158,18 @@ def derive(
     source = "calibrated" if writes_per_update else "model"
     asked = (q, wanted, asked_write_pct)
     mix = _slob_mix(capture, iops, w, (reads, per_update), asked, sizing, source)
-    if per_append is not None and _appends_wanted(capture, mix):
+    rowed = None
+    if rows is not None and _appends_wanted(capture, mix):
+        rowed = _row_mix(capture, iops, rows)
+    if rowed is not None and (rowed.why is None or per_append is None):
+        mix, w = rowed, dbrowmix.ROW_WORK_UNIT
+    elif per_append is not None and _appends_wanted(capture, mix):
         appended = _append_mix(capture, iops, w, (reads, per_update, per_append), asked, sizing)
         if appended.why is None or mix.why is not None:
             mix = appended
     range_cost = dbsize.as_dict(ranges) if mix.range_pct is not None else None
+    if rowed is not None and mix is rowed:
+        range_cost = dbsize.as_dict(rows.ranges) if rows is not None else None
     return _job(capture, scale, (w, widest), mix, (reads, per_update, per_append), range_cost)
 
 
@@ -180,11 +192,16 @@ def _job(
         "redo_stress": "HEAVY" if heavy else "LITE",
     }
     if mix.range_pct is not None:
-        params.update(range_pct=mix.range_pct, range_blocks=dbsize.RANGE_BLOCKS)
+        params.update(range_pct=mix.range_pct, range_blocks=mix.range_blocks)
     if mix.append_pct:
         params["append_pct"] = mix.append_pct
+    if mix.row_costs is not None:
+        params["row_update_pct"] = mix.row_update_pct
     warmup, why_warmup = warmup_for(capture)
     narrowed = f"; narrowed from {widest}: {NARROWED}" if w < widest else ""
+    if mix.row_costs is not None:  # the plain reads fill in the row updates' finest steps
+        narrowed = f"; the row-update mix's plain reads: {ROW_NARROWED}"
+        reads = (w - 1) * mix.row_costs.reads_per_row
     how = [
         f"work_unit {w}: {reads:.3g} block reads an operation, at least {MIN_OPS_S:g} ops/s "
         f"at 1x{narrowed}",
@@ -196,7 +213,7 @@ def _job(
         scale, capture.iops * scale, params, mix.reads_op, mix.writes_op,
         100.0 * capture.write_iops / capture.iops if capture.iops > 0 else 0.0,
         mix.why is None, mix.why, how, warmup, mix.sized.why, reads, per_update, range_cost,
-        per_append if per_append is not None else 0.0,
+        per_append if per_append is not None else 0.0, dbrowmix.as_dict(mix.row_costs),
     )  # fmt: skip
 
 
@@ -206,6 +223,10 @@ NARROWED = (
     "fewer reads an operation make finer steps of the write share (the widest range whose "
     "steps reach it on the model's costs)"
 )
+
+
+#: Why a row-update mix's plain reads read two rows.
+ROW_NARROWED = "two rows, so each in 100 operations moves the reads by the least"
 
 
 @dataclass(frozen=True)
@@ -224,6 +245,10 @@ class Mix:
     words: str
     why: str | None
     diluted: bool = False
+    row_update_pct: int = 0
+    range_blocks: int = dbsize.RANGE_BLOCKS
+    #: The costs a row-update mix was derived from (None: not one).
+    row_costs: dbrowmix.RowCosts | None = None
 
 
 def _slob_mix(
@@ -251,6 +276,19 @@ def _slob_mix(
     why = slob_out_of_reach(capture, iops, reads_op, per_update, u, reads)
     return Mix(u, scan, 0, range_pct, reads_op, u / 100.0 * per_update, sized, words, why,
                bool(lever))  # fmt: skip
+
+
+def _row_mix(capture: Shape, iops: float, rows: dbrowmix.RowCosts) -> Mix:
+    """Row updates and range reads that make the captured writes and read size with writes
+    of scattered single blocks (:func:`sim.replay.dbrowmix.row_mix`)."""
+    asked_pct = 100.0 * capture.write_iops / capture.iops if capture.iops > 0 else 0.0
+    made = dbrowmix.row_mix(asked_pct, capture.read_kib, iops, rows)
+    ranged = rows.ranges is not None and made.range_pct > 0
+    how = "read size: single blocks" if not ranged else f"read size: {made.words}"
+    sized = SizeScans(None, 0.0, made.size_why or how, made.size_why)
+    return Mix(0, 0, 0, made.range_pct if ranged else None, made.got.reads_op,
+               made.got.writes_op, sized, made.words, made.why, False, made.row_update_pct,
+               dbrowmix.ROW_RANGE_BLOCKS, rows)  # fmt: skip
 
 
 def _appends_wanted(capture: Shape, mix: Mix) -> bool:

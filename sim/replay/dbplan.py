@@ -27,7 +27,7 @@ import asyncio
 from typing import Any
 
 from sim.bundle.files import new_bundle_dir
-from sim.replay import dbappend, dbsize, fidelity, verdict
+from sim.replay import dbappend, dbrowmix, dbsize, fidelity, verdict
 from sim.replay.dbjob import (
     CACHED_SCAN_REQUESTS,
     DbJob,
@@ -110,6 +110,8 @@ def _mix_moved(rates: list[fidelity.Check], run: DbScaleRun, job: DbJob) -> str:
         else ""
     )
     measured = run_costs(run, job)
+    if job.row_costs is not None:
+        return _row_mix_moved(first, total, run, job, measured["row_costs"])
     reads, per_update = measured["reads_per_op"], measured["writes_per_update"]
     per_append = measured["writes_per_append"]
     moved = []
@@ -150,6 +152,30 @@ def _mix_moved(rates: list[fidelity.Check], run: DbScaleRun, job: DbJob) -> str:
         f"per operation moved from the costs the job was derived from "
         f"({'; '.join(moved) or 'not measured'}; the closed loop holds the total, not the "
         f"split){steps}"
+    )
+
+
+def _row_mix_moved(first: fidelity.Check, total: str, run: DbScaleRun, job: DbJob, got: Any) -> str:
+    """:func:`_mix_moved` for a row-update mix: the row costs that moved, and what the job's
+    shares make on the costs the run measured (sim.replay.dbrowmix)."""
+    assert job.row_costs is not None
+    before = dbrowmix.RowCosts(
+        job.row_costs["reads_per_row"], job.row_costs["writes_per_row_update"], None, ""
+    )
+    made = ""
+    if got is not None:
+        p, r = int(job.parameters["row_update_pct"]), int(job.parameters.get("range_pct") or 0)
+        at = dbrowmix.figures(p, r, got)
+        made = (
+            f"; on the costs this run measured row_update_pct {p}, range_pct {r} make "
+            f"{at.write_pct:.1f} % writes and {at.read_kib:.3g} KiB reads, "
+            f"{job.asked_write_pct:.1f} % writes captured"
+        )
+    return (
+        f"the database's {first.figure} is not the capture's ({first.off}): {total}its I/O "
+        f"per operation moved from the costs the job was derived from "
+        f"({dbrowmix.moved_words(before, got)}; the closed loop holds the total, not the "
+        f"split){made}"
     )
 
 
@@ -200,6 +226,18 @@ def run_costs(run: DbScaleRun, job: DbJob) -> dict[str, Any]:
     operations = run.summary.get("operations") or {}
     ops_s = sum(float(o.get("ops_s") or 0.0) for o in operations.values())
     scan_ops_s = float((operations.get("scan") or {}).get("ops_s") or 0.0)
+    if job.row_costs is not None:  # a row-update mix: its own costs (sim.replay.dbrowmix)
+        rows = dbrowmix.run_row_costs(run.shape, operations, int(job.parameters["work_unit"]))
+        return {
+            "ops_s": ops_s,
+            "scan_ops_s": scan_ops_s,
+            "reads_per_op": None,
+            "writes_per_update": None,
+            "writes_per_append": None,
+            "scan_requests": None,
+            "range_cost": None,
+            "row_costs": rows,
+        }
     if int(job.parameters.get("range_pct") or 0) > 0:
         reads, per_update, cost = dbsize.run_range_costs(run.shape, operations)
         per_update, per_append = _writes_split(run, job, operations, per_update)
@@ -211,6 +249,7 @@ def run_costs(run: DbScaleRun, job: DbJob) -> dict[str, Any]:
             "writes_per_append": per_append,
             "scan_requests": None,  # the multi-block requests are the range reads'
             "range_cost": cost,
+            "row_costs": None,
         }
     per_scan, multiblock = measured_scan_requests(
         run.shape.read_iops, run.shape.read_kib, scan_ops_s
@@ -233,6 +272,7 @@ def run_costs(run: DbScaleRun, job: DbJob) -> dict[str, Any]:
         "writes_per_append": per_append,
         "scan_requests": per_scan,
         "range_cost": None,
+        "row_costs": None,
     }
 
 
@@ -255,6 +295,7 @@ def _writes_split(
 def calibrated_costs(plan: Any, run: DbScaleRun, job: DbJob) -> dict[str, Any]:
     got = run_costs(run, job)
     got["range_cost"] = dbsize.as_dict(got["range_cost"])
+    got["row_costs"] = dbrowmix.as_dict(got["row_costs"])
     return {
         "bundle": str(run.bundle),
         **got,
@@ -276,9 +317,12 @@ async def execute_db(plan: Any, stop: asyncio.Event, say: Any = None) -> dict[st
     no_ranges = dbsize.range_reads_on(base)
     ranges: dbsize.RangeCost | None = dbsize.MODEL if no_ranges is None else None
     no_appends = dbappend.appends_on(base)
+    rows = (
+        dbrowmix.model_costs(no_ranges is None) if dbrowmix.row_updates_on(base) is None else None
+    )
     first = derive(
         plan.production, 1.0, ranges=ranges, no_ranges=no_ranges,
-        per_append=_append_cost(None, no_appends),
+        per_append=_append_cost(None, no_appends), rows=rows,
     )  # fmt: skip
     if say:
         say(f"dbsim replay: calibrating at 1x for {plan.duration_s:g} s on {plan.target}")
@@ -295,11 +339,14 @@ async def execute_db(plan: Any, stop: asyncio.Event, say: Any = None) -> dict[st
     )
     if no_ranges is None:
         ranges = dbsize.corrected(ranges, run_costs(run, first)["range_cost"], 1.0, COST_STEP)
+    if rows is not None:  # the calibration's row costs are taken at once, as its others are
+        rows = dbrowmix.corrected(rows, run_costs(run, first)["row_costs"], 1.0, COST_STEP)
     scales = []
     for scale in plan.scales:
         job = derive(
             plan.production, scale, (costs[0], costs[1]), scan_requests=costs[2],
             ranges=ranges, no_ranges=no_ranges, per_append=_append_cost(costs[3], no_appends),
+            rows=rows,
         )  # fmt: skip
         if say:
             say(f"dbsim replay: {scale:g}x for {plan.duration_s:g} s, {job.parameters}")
@@ -309,18 +356,38 @@ async def execute_db(plan: Any, stop: asyncio.Event, say: Any = None) -> dict[st
         )  # fmt: skip
         done = entry(plan, job, run)
         costs, done["correction"] = corrected_costs(costs, run, job)
-        if no_ranges is None:
-            got = run_costs(run, job)["range_cost"]
-            before = ranges
-            if not run.stage.get("iops_unmet"):
-                ranges = dbsize.corrected(ranges, got, COST_GAIN, COST_STEP)
-            for name, field in (("range_multi", "multi"), ("range_multi_kib", "multi_kib")):
-                done["correction"][name] = {
-                    k: getattr(c, field) if c is not None else None
-                    for k, c in (("before", before), ("measured", got), ("after", ranges))
-                }
+        ranges, rows = _correct_shared(run, job, (ranges, rows), done["correction"], no_ranges)
         scales.append(done)
     return document(plan, home, scales, calibration)
+
+
+def _correct_shared(
+    run: DbScaleRun,
+    job: DbJob,
+    before: tuple[dbsize.RangeCost | None, dbrowmix.RowCosts | None],
+    correction: dict[str, Any],
+    no_ranges: str | None,
+) -> tuple[dbsize.RangeCost | None, dbrowmix.RowCosts | None]:
+    """The range read's cost and the row-update mix's costs after a scale, corrected as
+    :func:`corrected_costs` corrects the others, their rows added to ``correction``."""
+    ranges, rows = before
+    if no_ranges is None:
+        got = run_costs(run, job)["range_cost"]
+        old = ranges
+        if not run.stage.get("iops_unmet"):
+            ranges = dbsize.corrected(ranges, got, COST_GAIN, COST_STEP)
+        for name, field in (("range_multi", "multi"), ("range_multi_kib", "multi_kib")):
+            correction[name] = {
+                k: getattr(c, field) if c is not None else None
+                for k, c in (("before", old), ("measured", got), ("after", ranges))
+            }
+    if rows is not None:  # a row-update scale's own costs (its range reads' among them)
+        got_rows, old_rows = run_costs(run, job)["row_costs"], rows
+        if not run.stage.get("iops_unmet"):
+            rows = dbrowmix.corrected(rows, got_rows, COST_GAIN, COST_STEP)
+        if job.row_costs is not None:
+            correction.update(dbrowmix.correction_rows(old_rows, got_rows, rows))
+    return ranges, rows
 
 
 def _append_cost(measured: float | None, no_appends: str | None) -> float | None:

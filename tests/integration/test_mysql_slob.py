@@ -234,6 +234,24 @@ def test_slob_appends_fill_cf3_two_rows_an_innodb_page_and_drop_removes_it(
     )
 
 
+def test_slob_row_updates_change_one_row_each_on_innodb(
+    prefix: str, session_runner: AskedRunner
+) -> None:
+    """row_update_pct (not SLOB's) on InnoDB: each row update rewrites c2 and c20 of one
+    random key, nothing else."""
+    cf1 = f"{prefix}_1_cf1"
+    params = {"update_pct": 0, "row_update_pct": 40}
+    load_and_verify(*slob(prefix, **params))
+    workload, t = slob(prefix, **params)
+    counts = run(workload, t, session_runner, loops_per_session=50, sessions=4, seed=2)
+    # Per session of 50: 20 row updates (40 %), 30 reads.
+    assert counts == {"row_update": 80, "read": 120}
+    changed = sql(f"SELECT c2, c3, c20 FROM `{cf1}` WHERE c2 REGEXP '^[0-9]{{6}}[.]'")
+    assert 75 <= len(changed) <= 80  # 80 draws among 10,000 keys: a repeat counts once
+    assert all(c20 == c2 and c3 != c2 for c2, c3, c20 in changed)
+    drop_objects(*slob(prefix))
+
+
 def test_drop_leaves_a_foreign_table_of_the_same_prefix_alone(prefix: str) -> None:
     load_and_verify(*slob(prefix))
     sql(f"CREATE TABLE `{prefix}_9_cf1` (precious VARCHAR(20))")

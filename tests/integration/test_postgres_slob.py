@@ -254,6 +254,50 @@ def test_appends_fill_cf3_one_row_per_block_kept_by_loads_and_dropped(
     assert not sql("SELECT 1 FROM pg_class WHERE relname = $1", cf3)
 
 
+def test_row_updates_change_one_row_each_in_scattered_blocks(
+    session_runner: AskedRunner,
+) -> None:
+    """row_update_pct (not SLOB's): each row update rewrites c2 and c20 of one random key and
+    nothing else, in place (HOT: the row stays in its block), and the blocks they dirty are
+    scattered over cf1 (the keys' permutation), so two are neighbours about as often as
+    random blocks are (the kernel's write-back merges only neighbours: sim.replay.dbrowmix)."""
+    runner = session_runner.on("postgres")
+    prefix = f"pr{runner[0]}{RUN}"
+    cf1 = f"{prefix}_1_cf1"
+    params = {"update_pct": 0, "row_update_pct": 60, "range_pct": 20, "range_blocks": 16}
+    try:
+        load_and_verify(*workload(prefix, **params))
+        before = dict(sql(f"SELECT custid, ctid::text FROM {cf1}"))
+        slob, target = workload(prefix, **params)
+        load = Load(loops_per_session=100, sessions=3, seed=7, session_runner=runner)
+        engine = Engine(slob, target, load)
+        asyncio.run(engine.run())
+        assert engine.result.outcome == "completed", engine.result.error
+        session_runner.ran(engine.result.session_runner, engine.result.session_runner_why)
+        totals = engine.recorder.totals
+        assert sum(s.error_count for s in totals.values()) == 0
+        counts = {name: stats.count for name, stats in totals.items()}
+        # Per session of 100: 60 row updates, 8 range reads (20 % of the 40 reads), 32 reads.
+        assert counts == {"row_update": 180, "range": 24, "read": 96}
+        expected = slob.expected_mix(engine.result.op_ranges)
+        assert expected == {**counts, "update": 0, "scan": 0}
+        changed = sql(
+            f"SELECT custid, ctid::text, c2, c3, c20 FROM {cf1} WHERE c2 ~ '^[0-9]{{6}}[.]'"
+        )
+        # 180 draws among 10,000 keys: a key drawn twice (expected ~1.6 times) counts once.
+        assert 170 <= len(changed) <= 180
+        for key, ctid, c2, c3, c20 in changed:
+            assert UPDATE_VALUE.match(c2) and c20 == c2 and not UPDATE_VALUE.match(c3)
+            assert ctid.split(",")[0] == before[key].split(",")[0]  # the same heap block
+        blocks = sorted({int(ctid.strip("()").split(",")[0]) for _, ctid, *_ in changed})
+        neighbours = sum(1 for x, y in itertools.pairwise(blocks) if y - x == 1)
+        # Random blocks: ~n^2/N = 180^2/10,000 = 3.2 neighbour pairs expected; a range of
+        # keys in block order would make ~n. Eight bounds a Poisson(3.2) above 99 %.
+        assert neighbours <= 8, blocks
+    finally:
+        drop_objects(*workload(prefix))
+
+
 # ------------------------------------------------------------------ the target itself
 
 

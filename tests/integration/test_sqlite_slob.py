@@ -183,3 +183,32 @@ def test_appends_fill_cf3_one_row_per_page_kept_across_loads_and_dropped(tmp_pat
     with sqlite3.connect(db) as conn:
         names = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert not names & {"slob_1_cf1", "slob_1_cf2", "slob_1_cf3"}
+
+
+def test_row_updates_change_one_row_each_beside_slobs_updates(tmp_path: Path) -> None:
+    """row_update_pct (not SLOB's) on SQLite: of the operations that are not updates, the
+    share asked update c2 and c20 of one random key each, nothing else of the row."""
+    db = tmp_path / "rows.sqlite"
+    params = {"update_pct": 10, "row_update_pct": 50, "append_pct": 20}
+    load_and_verify(*workload(db, **params))
+    slob, target = workload(db, **params)
+    engine = Engine(slob, target, Load(loops_per_session=100, sessions=2))
+    asyncio.run(engine.run())
+    assert engine.result.outcome == "completed", engine.result.error
+    totals = engine.recorder.totals
+    assert sum(s.error_count for s in totals.values()) == 0
+    counts = {name: stats.count for name, stats in totals.items()}
+    # Per session of 100: 10 updates, 45 row updates (50 % of the other 90), 9 appends (20 %
+    # of the 45 left), 36 reads.
+    assert counts == {"update": 20, "row_update": 90, "append": 18, "read": 72}
+    assert slob.expected_mix(engine.result.op_ranges) == {**counts, "scan": 0}
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT c2, c3, c20 FROM slob_1_cf1 WHERE c2 GLOB '[0-9][0-9][0-9][0-9][0-9][0-9].*'"
+        ).fetchall()
+    # 20 SLOB updates of 63 rows and 90 row updates: every row update's value is in one row.
+    singles = {c2 for c2, _, _ in rows if sum(1 for r in rows if r[0] == c2) == 1}
+    # A later update of the same key hides an earlier one (a SLOB update covers 1,260 of the
+    # 10,000 rows: ~6 of the 90 expected hidden).
+    assert 70 <= len(singles) <= 90
+    assert all(c20 == c2 and not c3[:6].isdigit() for c2, c3, c20 in rows)

@@ -2,8 +2,9 @@
 summary reports and the exact counts a run's operations must come to.
 
 The order, per session: ``update_pct`` of every 100 operations are updates (SLOB's rule);
-of the others, ``append_pct`` append (dbsim's own: a write that reads nothing); of the reads
-left, ``scan_pct`` scan cf2; of the reads that do not scan, ``range_pct`` read consecutive
+of the others, ``row_update_pct`` update one random row (dbsim's own: one scattered block read
+and written); of the others left, ``append_pct`` append (dbsim's own: a write that reads
+nothing); of the reads left, ``scan_pct`` scan cf2; of the reads that do not scan, ``range_pct`` read consecutive
 blocks; the rest are SLOB's reads. Each choice numbers its own candidates (the n-th operation
 that is not an update, the n-th read …) and takes ``pct`` of every 100 of them, spread evenly
 (:func:`takes_this_op`), so any run's counts follow from the operation numbers alone.
@@ -34,11 +35,13 @@ def _passed(count: int, pct: int) -> int:
     return count - count * pct // 100
 
 
-def mix_shares(update: int, append: int, scan: int, ranged: int) -> dict[str, float]:
-    """Each operation's share of all operations, in percent; ``append`` and ``range`` only
-    when their percentage is set (SLOB's own mix reports SLOB's three)."""
+def mix_shares(update: int, append: int, scan: int, ranged: int, row: int = 0) -> dict[str, float]:
+    """Each operation's share of all operations, in percent; ``append``, ``range`` and
+    ``row_update`` only when their percentage is set (SLOB's own mix reports SLOB's three)."""
     updates = float(update)
     others = 100.0 - updates
+    rows = others * row / 100
+    others -= rows
     appends = others * append / 100
     reads = others - appends
     scans = reads * scan / 100
@@ -48,16 +51,25 @@ def mix_shares(update: int, append: int, scan: int, ranged: int) -> dict[str, fl
         shares["append"] = appends
     if ranged:
         shares["range"] = ranges
+    if row:
+        shares["row_update"] = rows
     return shares
 
 
 def mix_counts(
-    update: int, append: int, scan: int, ranged: int, op_ranges: Sequence[tuple[int, int]]
+    update: int,
+    append: int,
+    scan: int,
+    ranged: int,
+    op_ranges: Sequence[tuple[int, int]],
+    row: int = 0,
 ) -> dict[str, int]:
     """The operations each kind must count when session ``s`` issued its operations number
     ``op_ranges[s][0]`` up to (not including) ``op_ranges[s][1]``; the keys as
-    :func:`mix_shares` has them."""
+    :func:`mix_shares` has them (``row``: row_update_pct)."""
     totals = {"read": 0, "update": 0, "scan": 0}
+    if row:
+        totals["row_update"] = 0
     if append:
         totals["append"] = 0
     if ranged:
@@ -65,7 +77,9 @@ def mix_counts(
     for first, end in op_ranges:
         updates = _taken(first, end, update)
         # Each choice's candidates are what the one before left: numbered again from 0.
-        others = _passed(first, update), _passed(end, update)
+        not_updates = _passed(first, update), _passed(end, update)
+        rows = _taken(*not_updates, row)
+        others = _passed(not_updates[0], row), _passed(not_updates[1], row)
         appends = _taken(*others, append)
         reads = _passed(others[0], append), _passed(others[1], append)
         scans = _taken(*reads, scan)
@@ -77,7 +91,9 @@ def mix_counts(
             totals["append"] += appends
         if ranged:
             totals["range"] += ranges
-        totals["read"] += (end - first) - updates - appends - scans - ranges
+        if row:
+            totals["row_update"] += rows
+        totals["read"] += (end - first) - updates - rows - appends - scans - ranges
     return totals
 
 

@@ -7,8 +7,9 @@ HOTSPOT_FREQUENCY → hotspot_*. RUN_TIME, WORK_LOOP and THINK_TM_* are pacing, 
 the scenario's ``load`` section (duration_s, loops_per_session, think).
 
 Not SLOB's (dbsim's own, off by default): ``range_pct``/``range_blocks`` (range reads of
-consecutive blocks) and ``append_pct`` (inserts of one new row into ``cf3``, a write that
-reads nothing).
+consecutive blocks), ``row_update_pct`` (updates of one random row of ``cf1``: one block read
+and one written, scattered over the table, as an OLTP update) and ``append_pct`` (inserts of
+one new row into ``cf3``, a write that reads nothing).
 """
 
 from __future__ import annotations
@@ -67,6 +68,14 @@ class SlobParameters(BaseModel):
     )
     range_blocks: int = Field(
         default=2, ge=2, le=64, description="Consecutive cf1 blocks a range read reads."
+    )
+    row_update_pct: int = Field(
+        default=0,
+        ge=0,
+        le=100,
+        description="Not SLOB's: share of the operations that are not updates which update "
+        "one random row of cf1 instead (c2 and c20 of one key: one block read and dirtied, "
+        "scattered over the table, so the engine's write-back writes single blocks).",
     )
     append_pct: int = Field(
         default=0,

@@ -12,6 +12,9 @@ requests among the single blocks (``dbsim replay``'s mean read size, docs/captur
 SLOB's either: ``append_pct`` of the operations that are not updates insert one new row of
 cf1's shape into ``cf3`` (``append``), one new block written and none read, so a replay can
 set a write share SLOB's updates cannot reach (the order of the mix: workloads/slob/mix.py).
+Not SLOB's either: ``row_update_pct`` of the operations that are not updates update one random
+row of cf1 (``update_row``): one block read and dirtied, scattered over the table as an OLTP
+update's, where appended blocks are consecutive and the kernel's write-back merges them.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ STATEMENTS = frozenset(
         "read",
         "update_lite",
         "update_heavy",
+        "update_row",
         "scan",
         "range_read",
         "append",
@@ -120,12 +124,14 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
 
     def operations(self) -> Mapping[str, float]:
         p = self.p
-        return mix_shares(p.update_pct, p.append_pct, p.scan_pct, p.range_pct)
+        return mix_shares(p.update_pct, p.append_pct, p.scan_pct, p.range_pct, p.row_update_pct)
 
     def expected_mix(self, op_ranges: list[tuple[int, int]]) -> dict[str, int]:
         """Counts demanded by the rules over the given per-session operation ranges."""
         p = self.p
-        return mix_counts(p.update_pct, p.append_pct, p.scan_pct, p.range_pct, op_ranges)
+        return mix_counts(
+            p.update_pct, p.append_pct, p.scan_pct, p.range_pct, op_ranges, p.row_update_pct
+        )
 
     def default_sessions(self) -> int:
         return self.p.schemas * self.p.threads_per_schema
@@ -258,13 +264,14 @@ class SlobWorkload(SqlWorkload[SlobParameters]):
 
 
 class _SchemaStatements:
-    __slots__ = ("append", "range", "read", "scan", "update")
+    __slots__ = ("append", "range", "read", "row_update", "scan", "update")
 
     def __init__(self, workload: SlobWorkload, schema: int) -> None:
         table = workload.table_name(schema)
         self.read = workload.render("read", table=table)
         update_name = "update_lite" if workload.p.redo_stress == "LITE" else "update_heavy"
         self.update = workload.render(update_name, table=table)
+        self.row_update = workload.render("update_row", table=table)
         self.scan = workload.render("scan", scan_table=workload.scan_table_name(schema))
         has_range = workload.p.range_pct and workload.catalogue.has("range_read")
         self.range = workload.render("range_read", table=table) if has_range else None
@@ -282,8 +289,9 @@ class SlobSession(SqlSession):
     READ_ARGS = ("lo", "hi")
     UPDATE_ARGS = ("v", "lo", "hi")
     APPEND_ARGS = ("k", "v", "pad")
+    ROW_UPDATE_ARGS = ("v", "k")
     #: Committed one by one, as the engine's transaction or the native loop's autocommit.
-    WRITES = frozenset({"update", "append"})
+    WRITES = frozenset({"update", "row_update", "append"})
 
     def __init__(self, workload: SlobWorkload, index: int, conn: SqlConnection, seed: int) -> None:
         super().__init__(conn)
@@ -295,6 +303,7 @@ class SlobSession(SqlSession):
         self.reads = 0
         self.plain_reads = 0
         self.not_updates = 0
+        self.not_row_updates = 0
         schema = (index // p.threads_per_schema) % p.schemas + 1
         self.own = _SchemaStatements(workload, schema)
         self.hot = self.own if schema == 1 else _SchemaStatements(workload, 1)
@@ -303,11 +312,15 @@ class SlobSession(SqlSession):
             raise WorkloadError(f"{self.own.read.name}: binds must be lo and hi, once each")
         self.read_in_order = read_bind == [0, 1]
         self.update_bind = bind_order(self.own.update, self.UPDATE_ARGS)
+        self.row_update_bind = bind_order(self.own.row_update, self.ROW_UPDATE_ARGS)
+        if set(self.row_update_bind) != {0, 1}:
+            raise WorkloadError(f"{self.own.row_update.name}: binds must be v and k")
         # Parameters the hot path reads, as plain attributes (no model lookups per op).
         self.random = self.rng.random
         self.work_unit = p.work_unit
         self.update_pct = p.update_pct
         self.append_pct = p.append_pct
+        self.row_update_pct = p.row_update_pct
         self._bind_append(workload)
         self.scan_pct = p.scan_pct
         self.range_pct = p.range_pct
@@ -365,11 +378,20 @@ class SlobSession(SqlSession):
         if pct and (loop * pct // 100 > i * pct // 100):  # takes_this_op(i, pct), inlined
             args = (self._unique_value(loop), lo, hi)
             return "update", statements.update, tuple(args[k] for k in self.update_bind)
-        pct = self.append_pct
+        pct = self.row_update_pct
         if pct:
-            # The operations that are not updates are numbered for the appends among them.
+            # The operations that are not updates are numbered for the row updates among them.
             n = self.not_updates
             self.not_updates = n + 1
+            if (n + 1) * pct // 100 > n * pct // 100:  # takes_this_op(n, pct), inlined
+                one = (self._unique_value(loop), hi)
+                bound = tuple(one[k] for k in self.row_update_bind)
+                return "row_update", statements.row_update, bound
+        pct = self.append_pct
+        if pct:
+            # The operations that are neither kind of update are numbered for the appends.
+            n = self.not_row_updates
+            self.not_row_updates = n + 1
             taken = (n + 1) * pct // 100 > n * pct // 100  # takes_this_op(n, pct), inlined
             if taken and statements.append is not None:  # None: refused when built
                 row = (self.append_key_base + loop, self._unique_value(loop), self.append_pad)

@@ -10,6 +10,11 @@
 -- puts it in a new block: a block written (later, by the engine), none read. A dialect that
 -- pads its rows names its padding column here and binds :pad.
 
+-- update_row (not SLOB's: row_update_pct): one row of cf1 by its key, c2 and c20 as a LITE
+-- update: an index lookup, one random block read and dirtied. The keys are loaded in a random
+-- permutation, so the blocks these dirty are scattered over the table and the write-back
+-- writes them one by one (a range of cf1's blocks would be merged into larger requests).
+
 -- name: read
 SELECT COUNT(c2) FROM {table} WHERE custid > :lo AND custid < :hi
 
@@ -22,6 +27,9 @@ UPDATE {table}
        c11 = :v, c12 = :v, c13 = :v, c14 = :v, c15 = :v, c16 = :v, c17 = :v, c18 = :v,
        c19 = :v, c20 = :v
  WHERE custid > :lo AND custid < :hi
+
+-- name: update_row
+UPDATE {table} SET c2 = :v, c20 = :v WHERE custid = :k
 
 -- name: scan
 SELECT COUNT(c2) FROM {scan_table}

@@ -168,3 +168,6 @@ UPDATE slob_1_cf1
 
 -- update_lite binds=v,v,lo,hi
 UPDATE slob_1_cf1 SET c2 = %s, c20 = %s WHERE custid > %s AND custid < %s;
+
+-- update_row binds=v,v,k
+UPDATE slob_1_cf1 SET c2 = %s, c20 = %s WHERE custid = %s;

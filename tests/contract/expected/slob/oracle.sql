@@ -178,3 +178,6 @@ UPDATE slob_1_cf1
 
 -- update_lite binds=v,lo,hi
 UPDATE slob_1_cf1 SET c2 = :v, c20 = :v WHERE custid > :lo AND custid < :hi;
+
+-- update_row binds=v,k
+UPDATE slob_1_cf1 SET c2 = :v, c20 = :v WHERE custid = :k;

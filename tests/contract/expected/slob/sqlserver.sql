@@ -170,3 +170,6 @@ UPDATE slob_1_cf1
 
 -- update_lite binds=v,v,lo,hi
 UPDATE slob_1_cf1 SET c2 = ?, c20 = ? WHERE custid > ? AND custid < ?;
+
+-- update_row binds=v,v,k
+UPDATE slob_1_cf1 SET c2 = ?, c20 = ? WHERE custid = ?;
