@@ -17,18 +17,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
 import os
 import re
 import secrets
+import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 
 pyodbc = pytest.importorskip("pyodbc", reason="!!! pyodbc cannot load: ODBC NOT TESTED")
 
@@ -43,6 +48,7 @@ from workloads.slob.parameters import SlobParameters  # noqa: E402
 from workloads.slob.workload import SlobWorkload  # noqa: E402
 
 pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
 RUN = secrets.token_hex(3)
 ROWS = 10_000  # SLOB's minimum
 #: load.session_runner -> what the summary names (pyodbc blocks: its sessions run on threads).
@@ -300,7 +306,12 @@ def test_sessions_reconnect_after_their_backends_are_terminated(
     operations are counted under an error class and the run goes on to its end."""
     monkeypatch.setenv(PASSWORD_ENV, f"pw{secrets.token_hex(6)}")  # trust: sent, never checked
     server = SERVERS["postgres"]
-    target = OdbcTarget(server.settings(password_env=PASSWORD_ENV))
+    # Every connection of this run named (psqlODBC runs ConnSettings at connect), so the kill
+    # finds the sessions' own backends whatever their last statement (the pyodbc path's is
+    # often psqlODBC's RELEASE of its per-statement savepoint).
+    name = f"odbcloop{RUN}"
+    extra = {"ConnSettings": f"SET application_name = '{name}'"}
+    target = OdbcTarget(server.settings(password_env=PASSWORD_ENV, extra=extra))
     workload = SlobWorkload(
         SlobParameters(scale=ROWS, table_prefix=loaded_pg, update_pct=0), target
     )
@@ -309,7 +320,10 @@ def test_sessions_reconnect_after_their_backends_are_terminated(
     killed: list[str] = []
 
     def terminate() -> None:
-        killed.append(psql(f"SELECT count(pg_terminate_backend(pid)) {_on_table(loaded_pg)}"))
+        where = f"application_name = '{name}' AND pid <> pg_backend_pid()"
+        killed.append(
+            psql(f"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE {where}")
+        )
 
     timer = threading.Timer(2.0, terminate)
     timer.start()
@@ -329,18 +343,24 @@ def test_sessions_reconnect_after_their_backends_are_terminated(
     print("outages:", result.outages, "errors:", errors)
     assert errors, "the terminated backends left no error"
     assert os.environ[PASSWORD_ENV] not in repr(errors)
-    # Back at work after the outage: the sessions' new backends ran the read.
-    assert psql(f"SELECT count(*) {_on_table(loaded_pg)}") in {"0", "1", "2"}
     assert sum(s.count for s in engine.recorder.totals.values()) > 0
 
 
 def test_no_session_connection_outlives_its_run(loaded_pg: str, runner: str) -> None:
-    """Every session connection is closed when ``Engine.run`` returns, with collections off
+    """Every connection of the run is closed when ``Engine.run`` returns, with collections off
     (test_pgloop.py's test of the same name: a native program and its deck refer to each
-    other, so only an explicit close, OdbcProgram.close, ends its connection)."""
-    workload, target = slob(SERVERS["postgres"], loaded_pg, update_pct=0)
-    engine = Engine(workload, target, Load(sessions=3, duration_s=0.6, seed=11,
-                                           session_runner=runner))  # type: ignore[arg-type]  # fmt: skip
+    other, so only an explicit close, OdbcProgram.close, ends its connection). The run's
+    connections carry an application name of their own (psqlODBC's ConnSettings), the
+    engine's pyodbc ones and the native loop's alike."""
+    name = f"odbcgc{RUN}{runner[0]}"
+    extra = {"ConnSettings": f"SET application_name = '{name}'"}
+    target = OdbcTarget(SERVERS["postgres"].settings(extra=extra))
+    workload = SlobWorkload(
+        SlobParameters(scale=ROWS, table_prefix=loaded_pg, update_pct=0), target
+    )
+    load = Load(sessions=3, duration_s=0.6, seed=11, session_runner=runner)  # type: ignore[arg-type]
+    engine = Engine(workload, target, load)
+    mine = f"FROM pg_stat_activity WHERE application_name = '{name}'"
     gc.disable()
     try:
         asyncio.run(engine.run())
@@ -348,13 +368,12 @@ def test_no_session_connection_outlives_its_run(loaded_pg: str, runner: str) -> 
         assert engine.result.session_runner == RUNNERS[runner], engine.result.session_runner_why
         # A closed connection's backend leaves pg_stat_activity within milliseconds.
         settle = time.monotonic() + 5
-        while psql(f"SELECT count(*) {_on_table(loaded_pg)}") != "0" and time.monotonic() < settle:
+        while psql(f"SELECT count(*) {mine}") != "0" and time.monotonic() < settle:
             time.sleep(0.05)
         left = psql(
-            "SELECT string_agg(pid || ' ' || state || ' ' || left(query, 60), '; ') "
-            + _on_table(loaded_pg)
+            f"SELECT string_agg(pid || ' ' || state || ' ' || left(query, 60), '; ') {mine}"
         )
-        assert not left, f"session connections still open after the run: {left}"
+        assert not left, f"connections still open after the run: {left}"
     finally:
         gc.enable()
 
@@ -377,3 +396,76 @@ def test_open_loop_keeps_the_asked_rate(loaded_pg: str, runner: str) -> None:
     done = sum(s.count for s in engine.recorder.totals.values())
     expected = rate * result.measured_s
     assert 0.8 * expected <= done <= schedule_bound(load, result.measured_s), (done, expected)
+
+
+def test_a_refused_connection_is_worded_as_the_target_words_it_and_masked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A reconnect that fails is counted as ``connect`` with the target's own wording of the
+    attempt (PyodbcTarget._where(), as Engine._reconnect records target.connect()'s error),
+    the password masked (it is in the connection string the loop hands the driver)."""
+    require_native()
+    _reachable(SERVERS["postgres"])
+    secret = f"pw{secrets.token_hex(6)}"
+    monkeypatch.setenv(PASSWORD_ENV, secret)
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    pg = SERVERS["postgres"]
+    target = OdbcTarget(OdbcSettings(driver=pg.driver, port=port, password_env=PASSWORD_ENV))
+    asyncio.run(target.open(None))  # type: ignore[arg-type]  # resolves the password only
+    backend = odbcloop.OdbcBackend(target)
+    loop = backend.loop_for(target.settings, secret)
+    failure = tuple(loop.connect())
+    assert failure[0] == "08001" and failure[4], failure
+    assert odbcloop.failure_lost(failure) and odbcloop.failure_class(failure) == "OperationalError"
+    line = backend.failure_message("connect", failure, [secret])
+    with pytest.raises(pyodbc.Error) as caught:
+        target._connect_blocking()
+    theirs = str(translate_error(caught.value, target._where(), target._hide))
+    assert without_function(line) == without_function(theirs), (line, theirs)
+    assert type(caught.value).__name__ == "OperationalError"
+    assert secret not in line and f"127.0.0.1:{port}" in line
+    loop.close()
+
+
+def run_sql(tmp_path: Path, prefix: str, statement: dict[str, Any]) -> dict[str, Any]:
+    """``dbsim run --json`` of the ``sql`` workload with one statement on ``kind: odbc``."""
+    server = SERVERS["postgres"]
+    scenario = {
+        "name": "odbcloop_sql",
+        "target": {"kind": "odbc", "driver": server.driver, "dialect": "postgres",
+                   "host": "127.0.0.1", "port": server.port, "database": "test",
+                   "user": server.user},
+        "load": {"duration_s": 1.0, "warmup_s": 0.2, "sessions": 2},
+        "workload": {"name": "sql", "parameters": {"statements": [statement]}},
+    }  # fmt: skip
+    path = tmp_path / f"s{secrets.token_hex(3)}.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    argv = [sys.executable, "-m", "sim.cli", "run", str(path), "-o", str(tmp_path / "runs"),
+            "--json"]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != odbcloop.SWITCH}
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120,
+                          cwd=REPO, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
+    return dict(json.loads(done.stdout))
+
+
+def test_sql_workload_reads_stay_on_pyodbc_and_say_why(loaded_pg: str, tmp_path: Path) -> None:
+    """The ``sql`` workload ends every ODBC read with a rollback (workloads/sql ENDS_READS:
+    psqlODBC opens a transaction at a SELECT), so no statement of it is one statement alone:
+    it runs on pyodbc through the event loop's pool, as MariaDB's run on asyncmy, and the
+    summary says why (the native loop's autocommit would make the rollback moot; not taken)."""
+    require_native()
+    read = {"name": "lookup", "weight": 1,
+            "sql": f"SELECT c2 FROM {loaded_pg}_1_cf1 WHERE custid = :k",
+            "params": {"k": {"uniform": [1, ROWS]}}}  # fmt: skip
+    result = run_sql(tmp_path, loaded_pg, read)
+    chosen = result["session_runner"]
+    assert chosen["runner"] == "event loop", chosen
+    assert chosen["why"] == (
+        "native loop unavailable: statement shape not supported: statements run in a "
+        "transaction (read_then_rollback)"
+    ), chosen
+    lookup = result["operations"]["lookup"]
+    assert lookup["count"] > 20 and lookup["errors"] == 0, lookup
