@@ -21,11 +21,13 @@ PYTEST_ARGS ?=
 # (Google Cloud SDK's, which owns /usr/bin/kubectl and would collide with Debian's) stands in.
 # libpq-dev: libpq's headers, for the native PostgreSQL session loop (setup.py, optional);
 # libmariadb-dev: MariaDB Connector/C's, for the native MariaDB session loop (the same).
+# unixodbc-dev: unixODBC's, for the native ODBC session loop (the same); odbc-mariadb: MariaDB's ODBC driver,
+# so the ODBC tests run against MariaDB as well as PostgreSQL (psqlODBC, odbc-postgresql).
 TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio bpftrace prometheus fuse3 sysbench faketime kubernetes-client libpq-dev libmariadb-dev unixodbc-dev odbc-mariadb
 
 .PHONY: run test test-stressed test-servers venv install-project system-packages lint typecheck bench clean
 
-$(BIN)/dbsim: pyproject.toml setup.py storage/targets/native/fileloop.c storage/targets/native/pgloop.c storage/targets/native/pgloop.h storage/targets/native/pggroup.c storage/targets/native/pack.h storage/targets/native/marialoop.c
+$(BIN)/dbsim: pyproject.toml setup.py storage/targets/native/fileloop.c storage/targets/native/pgloop.c storage/targets/native/pgloop.h storage/targets/native/pggroup.c storage/targets/native/pack.h storage/targets/native/marialoop.c storage/targets/native/odbcloop.c
 	$(PYTHON) -m venv $(VENV)
 	@$(MAKE) --no-print-directory install-project
 	@touch $@
