@@ -65,17 +65,35 @@ DEVICE_UNITS: dict[str, str] = {
     "tests/integration/test_replay_db.py": "tests/integration/test_replay_db.py",
 }
 DEVICE_MODULES = frozenset(DEVICE_UNITS)
-#: The timing phase's longest units, handed out first in this order (longest processing time
-#: first, as measured on 2026-12-06: 225, 166, 128, 122, 116 and 82 s), so none starts last
-#: and holds the phase alone; the others follow in xdist's order.
-LONGEST_FIRST = (
-    GROUND_TRUTH_UNIT,
-    LOOP_UNIT,
-    "tests/integration/test_lab_iops.py",
-    "tests/integration/test_replay_fio.py",
-    "tests/integration/test_replay_files.py",
-    "tests/integration/test_replay_db.py",
-)
+#: Each timing unit's seconds on one worker (its tests' setup, call and teardown summed from
+#: the JUnit XML of `pytest -n 4 --dist loadscope -m timing`, 2026-12-06, load average 10-14:
+#: the phase took 347 s, its units 1,243 s, so four workers could have done it in 311 s). The
+#: phase is planned from them (:class:`PageScopes`); a unit not listed counts
+#: :data:`UNLISTED_S`. Exact figures do not matter, their order and rough size do.
+TIMING_SECONDS: dict[str, float] = {
+    GROUND_TRUTH_UNIT: 202,
+    "tests/integration/test_lab_iops.py": 143,
+    LOOP_UNIT: 143,
+    "tests/integration/test_replay_fio.py": 127,
+    "tests/integration/test_replay_files.py": 83,
+    "tests/integration/test_replay_db.py": 81,
+    "tests/integration/test_netns_hosts.py": 58,
+    "tests/integration/test_capture_live.py": 57,
+    "tests/integration/test_engine_pacing.py": 38,
+    "tests/integration/test_postgres_physical_reads.py": 33,
+    "tests/integration/test_reconnect.py": 29,
+    "tests/integration/test_netns_verdict.py": 28,
+    "tests/integration/test_eda_local.py": 24,
+    "tests/integration/test_netns_array.py": 22,
+    "tests/unit/test_iops_control.py": 20,
+    "tests/integration/test_pgloop_reconnect.py": 19,
+    "tests/integration/test_marialoop_reconnect.py": 19,
+    "tests/integration/test_pgloop.py": 17,
+    "tests/e2e/test_capture_cli.py": 15,
+    "tests/integration/test_blocklatency_shape.py": 12,
+    "tests/integration/test_marialoop.py": 10,
+}
+UNLISTED_S = 5.0
 _PAGE = re.compile(r"\[(?P<page>[^\]]+\.md):\d+\]$")
 
 
@@ -92,23 +110,56 @@ def scope_of(nodeid: str, timing_phase: bool = False) -> str:
 
 class PageScopes(LoadScopeScheduling):
     """``--dist loadscope`` with a unit per docs page; when the phase selects the timing tests
-    (``-m timing``), the device modules in their units, :data:`LONGEST_FIRST` handed out first."""
+    (``-m timing``), the device modules in their units, and the units planned over the workers.
+
+    The plan: the units, longest first (:data:`TIMING_SECONDS`), each to the worker with the
+    least planned so far (longest processing time first); a worker is then given its own
+    planned units in that order, and one that has run out of its own takes the longest unit
+    still waiting. Planned, not handed out from one queue, because xdist gives a worker its
+    next unit while it still runs the one before (a worker runs a test only once it knows the
+    next: a one-test unit waits for a second unit), and a unit queued so behind a long one
+    waited there while other workers stood idle: the phase took 347 s where its units' 1,243 s
+    fit in 311 on four workers."""
 
     def __init__(self, config: object, log: object = None) -> None:
         super().__init__(config, log)  # type: ignore[arg-type]
         self._timing = (getattr(config, "option", None) and config.option.markexpr) == "timing"  # type: ignore[attr-defined]
+        self._plan: dict[object, list[str]] | None = None
 
     def _split_scope(self, nodeid: str) -> str:
         return scope_of(nodeid, self._timing)
 
     def _assign_work_unit(self, node: object) -> None:
         if self._timing:
-            longest_first(self.workqueue)
+            if self._plan is None:
+                plans = plan_units(list(self.workqueue), len(self.nodes))
+                self._plan = dict(zip(self.nodes, plans, strict=True))
+            scope = next_unit(self._plan.get(node, []), self.workqueue)
+            self.workqueue.move_to_end(scope, last=False)
         super()._assign_work_unit(node)  # type: ignore[arg-type]
 
 
-def longest_first(workqueue: OrderedDict[str, Any]) -> None:
-    """Move the units of :data:`LONGEST_FIRST` still waiting to the queue's head, in order."""
-    for scope in reversed(LONGEST_FIRST):
+def unit_seconds(scope: str) -> float:
+    return TIMING_SECONDS.get(scope, UNLISTED_S)
+
+
+def plan_units(scopes: list[str], workers: int) -> list[list[str]]:
+    """Each worker's units: longest first, each to the worker with the least planned so far
+    (ties to the lowest worker; the order of equal units is the queue's)."""
+    plans: list[list[str]] = [[] for _ in range(workers)]
+    planned = [0.0] * workers
+    for scope in sorted(scopes, key=unit_seconds, reverse=True):
+        worker = planned.index(min(planned))
+        plans[worker].append(scope)
+        planned[worker] += unit_seconds(scope)
+    return plans
+
+
+def next_unit(plan: list[str], workqueue: OrderedDict[str, Any]) -> str:
+    """The worker's next planned unit still waiting (taken off its plan), else the longest
+    unit still waiting (another worker's, which has not reached it)."""
+    while plan:
+        scope = plan.pop(0)
         if scope in workqueue:
-            workqueue.move_to_end(scope, last=False)
+            return scope
+    return max(workqueue, key=unit_seconds)

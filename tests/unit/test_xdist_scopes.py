@@ -1,7 +1,7 @@
 """make test's parallel work units (tests/support/xdist_scopes.py): a module is one unit,
 the docs blocks one unit per page, in the page's order; in the timing phase the ground-truth
 truths one unit, the lab's short device modules another, the longest device modules a unit
-each, the longest handed out first."""
+each, and the units planned over the workers, longest first."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from tests.support.xdist_scopes import (
     DEVICE_MODULES,
     DEVICE_UNITS,
     GROUND_TRUTH_UNIT,
-    LONGEST_FIRST,
     LOOP_UNIT,
-    longest_first,
+    TIMING_SECONDS,
+    UNLISTED_S,
+    next_unit,
+    plan_units,
     scope_of,
 )
 
@@ -49,19 +51,31 @@ def test_in_the_timing_phase_the_device_modules_are_in_their_units() -> None:
     assert scope_of(f"{pacing}::test_z", timing_phase=True) == pacing
     # The parallel phase keeps every module its own unit (the device modules' other tests).
     assert scope_of(f"{truth}::test_x") == truth
-    # Every device unit is handed out first.
-    assert set(LONGEST_FIRST) == set(DEVICE_UNITS.values())
+    # Every device unit has its measured length (they are the longest: planned first).
+    assert set(DEVICE_UNITS.values()) <= set(TIMING_SECONDS)
 
 
-def test_the_timing_phase_hands_out_the_longest_units_first() -> None:
+def test_the_timing_units_are_planned_longest_first_on_the_least_loaded_worker() -> None:
+    queue = ["tests/unlisted_a.py", *TIMING_SECONDS, "tests/unlisted_b.py"]
+    plans = plan_units(queue, 4)
+    assert sorted(s for plan in plans for s in plan) == sorted(queue)  # each planned once
+    first_four = sorted(TIMING_SECONDS.values(), reverse=True)[:4]
+    assert sorted((TIMING_SECONDS[plan[0]] for plan in plans), reverse=True) == first_four
+    loads = [sum(TIMING_SECONDS.get(s, UNLISTED_S) for s in plan) for plan in plans]
+    total, longest = sum(loads), max(TIMING_SECONDS.values())
+    # LPT's bound: no worker ends more than one unit's length past the even share.
+    assert max(loads) <= total / 4 + longest
+    # The measured units fit in 4 workers within 1 % of an even share (311 s of 1,243 s).
+    assert max(loads) <= 1.01 * total / 4, loads
+
+
+def test_a_worker_takes_its_own_plan_then_the_longest_unit_left() -> None:
     queue: OrderedDict[str, dict[str, bool]] = OrderedDict(
-        (scope, {}) for scope in ["tests/a.py", "tests/b.py", *LONGEST_FIRST]
+        (scope, {}) for scope in ["tests/a.py", LOOP_UNIT, GROUND_TRUTH_UNIT, "tests/b.py"]
     )
-    longest_first(queue)
-    assert list(queue) == [*LONGEST_FIRST, "tests/a.py", "tests/b.py"]
-    queue.popitem(last=False)  # the first handed out; the rest keep their order
-    longest_first(queue)
-    assert list(queue) == [*LONGEST_FIRST[1:], "tests/a.py", "tests/b.py"]
+    plan = ["tests/gone.py", "tests/b.py"]  # its first unit already taken by another worker
+    assert next_unit(plan, queue) == "tests/b.py" and plan == []
+    assert next_unit(plan, queue) == GROUND_TRUTH_UNIT
 
 
 def test_every_device_module_exists_and_holds_timing_tests() -> None:
