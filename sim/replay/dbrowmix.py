@@ -24,9 +24,14 @@ writes a row update, a range read making ``a`` single-block and ``b`` multi-bloc
 (``B`` a block). The captured write/read ratio ``q`` and mean read ``m`` hold when
 ``writes = q reads`` and ``bytes = m reads``: two equations, two shares. A row update alone
 writes ``W / (h + W)`` of its I/Os, so the write share is reachable only below that (a cache
-hit makes ``h`` < 1: the lab's 80,000-row table reads about 0.85 a row); the reads' size asks
-for few requests carrying many bytes, hence ranges of 16 blocks (about four requests, 150 KiB
-mean, measured: sim.replay.dbsize) rather than the append mix's two. The shares move in whole
+hit makes ``h`` < 1: the lab's 80,000-row table reads about 0.9 a row); every request a range
+read adds dilutes the write share, so the reads' size asks for requests carrying many bytes,
+but few range reads make a noisy size: 16-block ranges (5-7 requests of ~110 KiB, measured)
+took 8-16 range reads in a 20 s run, and the read size missed by 10-12 % in one run of two
+(bench/README.md, run F). Four blocks (a block, then two requests of the read-ahead: 74 KiB
+mean, sim.replay.dbsize's measurement of k 3 and 4) need about four times as many: half the
+noise, with the write share still in reach; two blocks (the append mix's) would need every
+read a range and still fall short of pgbench's 11 KiB. The shares move in whole
 percents, so :func:`row_mix` takes the pair whose figures are nearest the captured ones, each
 distance counted in its tolerance (the write share's 2 points, the read size's 10 %).
 
@@ -47,13 +52,13 @@ from sim.replay.fidelity import READ_SHARE_POINTS, SIZE_TOL
 BLOCK_KIB = dbsize.BLOCK_KIB
 #: The plain reads' work_unit in a row-update mix: two rows, the finest step of reads.
 ROW_WORK_UNIT = 3
-#: Consecutive blocks a range read of a row-update mix reads: the read-ahead's window ramps up
-#: over them, so a few requests carry the size (dbsize: k 6 to 16, about four requests).
-ROW_RANGE_BLOCKS = 16
-#: Before a run measured it: a block, then three requests of the ramping read-ahead, 150 KiB
-#: mean over the four (dbsize's measurement of k 6 to 16: 600 KiB, 592 of them in three).
+#: Consecutive blocks a range read of a row-update mix reads (module docstring: the fewest
+#: that keep the write share in reach with the most range reads, so the least noisy size).
+ROW_RANGE_BLOCKS = 4
+#: Before a run measured it: a block, then two read-ahead requests, 52 KiB mean over the
+#: three (dbsize's measurement of k 3 and 4: 156 KiB, 148 of them in two).
 ROW_RANGE_MODEL = dbsize.RangeCost(
-    1.0, 3.0, 197.0, "model: a block, then three read-ahead requests (150 KiB mean over four)"
+    1.0, 2.0, 74.0, "model: a block, then two read-ahead requests (52 KiB mean over three)"
 )
 
 

@@ -29,11 +29,11 @@ LAB = dbrowmix.RowCosts(0.85, 1.0, dbrowmix.ROW_RANGE_MODEL, "test")
 
 
 def test_the_figures_of_a_mix_are_the_documented_model() -> None:
-    """row_update_pct 90, range_pct 50 at h 0.85, W 1, ranges 1 + 3 requests of 197 KiB:
-    per operation 0.9 x 0.85 row reads, 0.1 x (0.5 x 4 + 0.5 x 2 x 0.85) reads of the reads."""
+    """row_update_pct 90, range_pct 50 at h 0.85, W 1, ranges 1 + 2 requests of 74 KiB:
+    per operation 0.9 x 0.85 row reads, 0.1 x (0.5 x 3 + 0.5 x 2 x 0.85) reads of the reads."""
     got = dbrowmix.figures(90, 50, LAB)
-    reads = 0.9 * 0.85 + 0.1 * (0.5 * 4 + 0.5 * 1.7)
-    kib = 8 * 0.9 * 0.85 + 0.1 * (0.5 * (8 + 3 * 197) + 0.5 * 8 * 1.7)
+    reads = 0.9 * 0.85 + 0.1 * (0.5 * 3 + 0.5 * 1.7)
+    kib = 8 * 0.9 * 0.85 + 0.1 * (0.5 * (8 + 2 * 74) + 0.5 * 8 * 1.7)
     assert got.reads_op == pytest.approx(reads)
     assert got.writes_op == pytest.approx(0.9)
     assert got.read_kib == pytest.approx(kib / reads)
