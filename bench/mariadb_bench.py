@@ -29,69 +29,16 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from pgbench_slob import _median, cpu_figures, dbsim, on_uvloop  # type: ignore[import-not-found]
-from pydantic import BaseModel
+from point_workload import PointParameters, PointWorkload  # type: ignore[import-not-found]
 
-from sim.protocols import Connection, SqlConnection, Target, Workload, sql_connection
-from sim.sql import Statement
 from storage.targets.mysql import MysqlSettings, MysqlTarget
-from workloads.sqlkit import SqlSession
 
 RESULTS = Path(__file__).parent / "results"
 POINT_SQL = "SELECT c FROM sbtest1 WHERE id = %s"
-
-
-class PointParameters(BaseModel):
-    rows: int
-
-
-class _PointSession(SqlSession):
-    """A SQL session (sqlkit's contract), so either runner deals it: ``next_statement``."""
-
-    def __init__(self, conn: SqlConnection, statement: Statement, rows: int, seed: int) -> None:
-        super().__init__(conn)
-        self.statement = statement
-        self.rows = rows
-        self.randint = random.Random(seed).randint
-
-    def next_statement(self) -> tuple[str, Statement, tuple[int]]:
-        return "point", self.statement, (self.randint(1, self.rows),)
-
-
-class SysbenchPointWorkload(Workload):
-    """Bench-only: sysbench's point select on its own sbtest1 (loaded by sysbench)."""
-
-    name: ClassVar[str] = "sysbench_point"
-    parameters_model: ClassVar[type[BaseModel]] = PointParameters
-    needs: ClassVar[str] = "sql"
-
-    def __init__(self, parameters: BaseModel, target: Target) -> None:
-        super().__init__(parameters, target)
-        assert isinstance(parameters, PointParameters)
-        self.p = parameters
-        self.statement = Statement("point", POINT_SQL, ("id",))
-
-    def operations(self) -> Mapping[str, float]:
-        return {"point": 100.0}
-
-    async def load(self, progress: Any) -> dict[str, Any]:
-        return {}
-
-    async def verify(self) -> dict[str, Any]:
-        return {}
-
-    def statement_inventory(self) -> list[Statement]:
-        return [self.statement]
-
-    def new_session(self, index: int, connection: Connection, seed: int) -> _PointSession:
-        return _PointSession(sql_connection(connection), self.statement, self.p.rows, seed)
-
-    async def drop(self) -> list[str]:
-        return []
 
 
 def sysbench_command(args: argparse.Namespace, action: str) -> list[str]:
@@ -227,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             for runner in runners:  # alternating with sysbench in every repeat
                 settings = MysqlSettings(host=args.host, port=args.port, user=args.user)
                 target = MysqlTarget(settings)
-                workload = SysbenchPointWorkload(PointParameters(rows=args.rows), target)
+                workload = PointWorkload(PointParameters(sql=POINT_SQL, rows=args.rows), target)
                 report[f"dbsim_{runner}"].append(dbsim(args, workload, target, runner))
             if args.drivers:
                 for sessions in (4, 8):

@@ -27,17 +27,13 @@ import resource
 import sys
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from pgbench_slob import _median, cpu_figures, dbsim  # type: ignore[import-not-found]
-from pydantic import BaseModel
+from point_workload import PointParameters, PointWorkload  # type: ignore[import-not-found]
 
-from sim.protocols import Connection, SqlConnection, Target, Workload, sql_connection
-from sim.sql import Statement
 from storage.targets.settings import OdbcSettings
-from workloads.sqlkit import SqlSession
 
 RESULTS = Path(__file__).parent / "results"
 #: server -> (ODBC driver, dialect, port, user).
@@ -49,53 +45,6 @@ TABLE = "odbc_bench_point"
 POINT_SQL = f"SELECT c FROM {TABLE} WHERE id = ?"
 
 
-class PointParameters(BaseModel):
-    rows: int
-
-
-class _PointSession(SqlSession):
-    """A SQL session (sqlkit's contract), so either runner deals it: ``next_statement``."""
-
-    def __init__(self, conn: SqlConnection, statement: Statement, rows: int, seed: int) -> None:
-        super().__init__(conn)
-        self.statement = statement
-        self.rows = rows
-        self.randint = random.Random(seed).randint
-
-    def next_statement(self) -> tuple[str, Statement, tuple[int]]:
-        return "point", self.statement, (self.randint(1, self.rows),)
-
-
-class PointWorkload(Workload):
-    """Bench-only: a point lookup on the table this script built."""
-
-    name: ClassVar[str] = "odbc_point"
-    parameters_model: ClassVar[type[BaseModel]] = PointParameters
-    needs: ClassVar[str] = "sql"
-
-    def __init__(self, parameters: BaseModel, target: Target) -> None:
-        super().__init__(parameters, target)
-        assert isinstance(parameters, PointParameters)
-        self.p = parameters
-        self.statement = Statement("point", POINT_SQL, ("id",))
-
-    def operations(self) -> Mapping[str, float]:
-        return {"point": 100.0}
-
-    async def load(self, progress: Any) -> dict[str, Any]:
-        return {}
-
-    async def verify(self) -> dict[str, Any]:
-        return {}
-
-    def statement_inventory(self) -> list[Statement]:
-        return [self.statement]
-
-    def new_session(self, index: int, connection: Connection, seed: int) -> _PointSession:
-        return _PointSession(sql_connection(connection), self.statement, self.p.rows, seed)
-
-    async def drop(self) -> list[str]:
-        return []
 
 
 def connection_string(server: str) -> str:
@@ -166,7 +115,7 @@ def dbsim_odbc(server: str, args: argparse.Namespace, runner: str) -> dict[str, 
     driver, dialect, port, user = SERVERS[server]
     settings = OdbcSettings(driver=driver, dialect=dialect, port=port, database="test", user=user)
     target = OdbcTarget(settings)
-    workload = PointWorkload(PointParameters(rows=args.rows), target)
+    workload = PointWorkload(PointParameters(sql=POINT_SQL, rows=args.rows), target)
     figures = dbsim(args, workload, target, runner)
     if figures["session_runner"] != ("native" if runner == "native" else "threads"):
         raise SystemExit(f"dbsim ran {figures['session_runner']}, not {runner}")

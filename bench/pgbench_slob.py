@@ -34,23 +34,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, cast
-
-from pydantic import BaseModel
+from typing import Any, TypeVar, cast
 
 from sim.config.scenario import Load
 from sim.core.engine import Engine
 from sim.core.loops import new_event_loop
-from sim.protocols import Connection, EngineContext, SqlConnection, Target, Workload, sql_connection
-from sim.sql import Statement, quote_identifier
+from sim.protocols import EngineContext, Target, Workload
+from sim.sql import quote_identifier
 from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.workload import SlobWorkload
-from workloads.sqlkit import SqlSession
+
+from point_workload import PointParameters, PointWorkload  # type: ignore[import-not-found]
 
 T = TypeVar("T")
 RESULTS = Path(__file__).parent / "results"
@@ -66,56 +65,6 @@ FIGURES = ("ops_s", "cpu_us_per_op", "user_us_per_op", "sys_us_per_op", "latency
 def point_sql(table: str) -> str:
     quoted = quote_identifier("postgres", table)
     return f"SELECT COUNT(c2) FROM {quoted} WHERE custid = $1"
-
-
-class PointParameters(BaseModel):
-    table: str
-    rows: int
-
-
-class _PointSession(SqlSession):
-    """A SQL session (sqlkit's contract), so either runner deals it: ``next_statement``."""
-
-    def __init__(self, conn: SqlConnection, statement: Statement, rows: int, seed: int) -> None:
-        super().__init__(conn)
-        self.statement = statement
-        self.rows = rows
-        self.randint = random.Random(seed).randint
-
-    def next_statement(self) -> tuple[str, Statement, tuple[int]]:
-        return "point", self.statement, (self.randint(1, self.rows),)
-
-
-class PointLookupWorkload(Workload):
-    """Bench-only: one operation, a random single-key lookup on an already loaded SLOB table."""
-
-    name: ClassVar[str] = "point_lookup"
-    parameters_model: ClassVar[type[BaseModel]] = PointParameters
-    needs: ClassVar[str] = "sql"
-
-    def __init__(self, parameters: BaseModel, target: Target) -> None:
-        super().__init__(parameters, target)
-        assert isinstance(parameters, PointParameters)
-        self.p = parameters
-        self.statement = Statement("point", point_sql(parameters.table), ("r",))
-
-    def operations(self) -> Mapping[str, float]:
-        return {"point": 100.0}
-
-    async def load(self, progress: Any) -> dict[str, Any]:
-        return {}
-
-    async def verify(self) -> dict[str, Any]:
-        return {}
-
-    def statement_inventory(self) -> list[Statement]:
-        return [self.statement]
-
-    def new_session(self, index: int, connection: Connection, seed: int) -> _PointSession:
-        return _PointSession(sql_connection(connection), self.statement, self.p.rows, seed)
-
-    async def drop(self) -> list[str]:
-        return []
 
 
 # --------------------------------------------------------------------------- the two tools
@@ -334,8 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "point": Case(
             f"\\set r random(1, :scale)\nSELECT COUNT(c2) FROM {table} WHERE custid = :r;\n",
-            lambda: PointLookupWorkload(
-                PointParameters(table=table, rows=rows), PostgresTarget(settings)
+            lambda: PointWorkload(
+                PointParameters(sql=point_sql(table), rows=rows, param="r"), PostgresTarget(settings)
             ),
             point_sql(table),
             lambda rng: (rng.randint(1, rows),),
