@@ -11,7 +11,6 @@ runner: tests/e2e/test_signal_sweep_native.py; a server restart: test_marialoop_
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 import uuid
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from sim.core.engine import Engine  # noqa: E402
 from storage.targets import marialoop  # noqa: E402
 from storage.targets.mysql import MysqlTarget  # noqa: E402
 from storage.targets.mysql_record import MysqlSettings  # noqa: E402
+from tests.support.native_loops import require_native  # noqa: E402
 from tests.support.open_loop import schedule_bound  # noqa: E402
 from workloads.slob.parameters import SlobParameters  # noqa: E402
 from workloads.slob.workload import SlobWorkload  # noqa: E402
@@ -48,19 +48,10 @@ def _server() -> None:
         pytest.skip(f"!!! MariaDB on {DSN['host']}:{DSN['port']} is not reachable: {exc}")
 
 
-def require_native() -> None:
-    """Skip loudly on the suite's asyncmy pass (DBSIM_MARIALOOP=0); fail when not built
-    (libmariadb-dev is a test package: Makefile)."""
-    if os.environ.get(marialoop.SWITCH) == "0":
-        pytest.skip(f"!!! NOT RUN on the native loop: {marialoop.unavailable()}")
-    if marialoop.unavailable():
-        pytest.fail(f"the native loop is not built here: {marialoop.unavailable()}")
-
-
 @pytest.fixture(params=sorted(RUNNERS))
 def runner(request: pytest.FixtureRequest) -> str:
     if request.param == "native":
-        require_native()
+        require_native(marialoop)
     return str(request.param)
 
 
@@ -118,7 +109,7 @@ def batch(loop: Any, ops: list[tuple[int, tuple[Any, ...]]]) -> tuple[int, np.nd
 
 
 def test_failed_statements_are_classed_as_asyncmy_and_masked() -> None:
-    require_native()
+    require_native(marialoop)
     secret = f"pw{secrets.token_hex(6)}"
     loop = marialoop.loop_for(MysqlSettings(), None)
     assert loop.connect() is None
@@ -147,7 +138,7 @@ def test_open_loop_keeps_the_asked_rate_natively(loaded: str) -> None:
     runner): above, the schedule's due starts and one operation per session
     (``schedule_bound``); below, a backlog left by a stall of the shared host or server at the
     window's end of at most 20 % of the run (0.8): 1.2 s."""
-    require_native()
+    require_native(marialoop)
     rate, duration = 300.0, 6.0
     workload, target = slob(loaded, update_pct=0)
     load = Load(sessions=2, warmup_s=0.3, duration_s=duration, seed=5, mode="open",

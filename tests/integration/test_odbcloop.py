@@ -25,7 +25,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +42,7 @@ from sim.core.engine import Engine  # noqa: E402
 from storage.targets import odbcloop  # noqa: E402
 from storage.targets.odbc import OdbcTarget, translate_error  # noqa: E402
 from storage.targets.settings import OdbcSettings  # noqa: E402
+from tests.support.native_loops import backends_left, require_native  # noqa: E402
 from tests.support.open_loop import schedule_bound  # noqa: E402
 from workloads.slob.parameters import SlobParameters  # noqa: E402
 from workloads.slob.workload import SlobWorkload  # noqa: E402
@@ -97,19 +97,10 @@ def _reachable(server: Server) -> None:
         pytest.skip(f"!!! {server.name} is not reachable through ODBC: {exc}")
 
 
-def require_native() -> None:
-    """Skip loudly on the suite's pyodbc pass (DBSIM_ODBCLOOP=0); fail when not built
-    (unixodbc-dev is a test package: Makefile)."""
-    if os.environ.get(odbcloop.SWITCH) == "0":
-        pytest.skip(f"!!! NOT RUN on the native loop: {odbcloop.unavailable()}")
-    if odbcloop.unavailable():
-        pytest.fail(f"the native loop is not built here: {odbcloop.unavailable()}")
-
-
 @pytest.fixture(params=sorted(RUNNERS))
 def runner(request: pytest.FixtureRequest) -> str:
     if request.param == "native":
-        require_native()
+        require_native(odbcloop)
     return str(request.param)
 
 
@@ -232,7 +223,7 @@ def without_function(line: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(SERVERS))
 def test_failed_statements_are_classed_and_worded_as_pyodbc_and_masked(name: str) -> None:
-    require_native()
+    require_native(odbcloop)
     server = SERVERS[name]
     _reachable(server)
     secret = f"pw{secrets.token_hex(6)}"
@@ -269,7 +260,7 @@ def test_failed_statements_are_classed_and_worded_as_pyodbc_and_masked(name: str
 
 def test_a_secret_in_a_driver_message_is_masked_as_pyodbc_masks_it() -> None:
     """psqlODBC repeats a refused text value in its message: the password masked there."""
-    require_native()
+    require_native(odbcloop)
     server = SERVERS["postgres"]
     _reachable(server)
     secret = f"pw{secrets.token_hex(6)}"
@@ -366,13 +357,7 @@ def test_no_session_connection_outlives_its_run(loaded_pg: str, runner: str) -> 
         asyncio.run(engine.run())
         assert engine.result.outcome == "completed", engine.result.error
         assert engine.result.session_runner == RUNNERS[runner], engine.result.session_runner_why
-        # A closed connection's backend leaves pg_stat_activity within milliseconds.
-        settle = time.monotonic() + 5
-        while psql(f"SELECT count(*) {mine}") != "0" and time.monotonic() < settle:
-            time.sleep(0.05)
-        left = psql(
-            f"SELECT string_agg(pid || ' ' || state || ' ' || left(query, 60), '; ') {mine}"
-        )
+        left = backends_left(psql, mine)
         assert not left, f"connections still open after the run: {left}"
     finally:
         gc.enable()
@@ -404,7 +389,7 @@ def test_a_refused_connection_is_worded_as_the_target_words_it_and_masked(
     """A reconnect that fails is counted as ``connect`` with the target's own wording of the
     attempt (PyodbcTarget._where(), as Engine._reconnect records target.connect()'s error),
     the password masked (it is in the connection string the loop hands the driver)."""
-    require_native()
+    require_native(odbcloop)
     _reachable(SERVERS["postgres"])
     secret = f"pw{secrets.token_hex(6)}"
     monkeypatch.setenv(PASSWORD_ENV, secret)
@@ -456,7 +441,7 @@ def test_sql_workload_reads_stay_on_pyodbc_and_say_why(loaded_pg: str, tmp_path:
     psqlODBC opens a transaction at a SELECT), so no statement of it is one statement alone:
     it runs on pyodbc through the event loop's pool, as MariaDB's run on asyncmy, and the
     summary says why (the native loop's autocommit would make the rollback moot; not taken)."""
-    require_native()
+    require_native(odbcloop)
     read = {"name": "lookup", "weight": 1,
             "sql": f"SELECT c2 FROM {loaded_pg}_1_cf1 WHERE custid = :k",
             "params": {"k": {"uniform": [1, ROWS]}}}  # fmt: skip

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import os
 import re
 import secrets
 import subprocess
@@ -35,6 +34,7 @@ from storage.targets import pgloop
 from storage.targets.pgloop_session import PgProgram
 from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings
+from tests.support.native_loops import backends_left, require_native
 from tests.support.open_loop import schedule_bound
 from tests.support.postgres import require_postgres
 from workloads.slob.parameters import SlobParameters
@@ -55,19 +55,10 @@ def _server() -> None:
     require_postgres()
 
 
-def require_native() -> None:
-    """Skip loudly when the suite runs with the native loop switched off (DBSIM_PGLOOP=0, the
-    asyncpg pass); fail when it is not built (libpq-dev is a test package: Makefile)."""
-    if os.environ.get(pgloop.SWITCH) == "0":
-        pytest.skip(f"!!! NOT RUN on the native loop: {pgloop.unavailable()}")
-    if pgloop.unavailable():
-        pytest.fail(f"the native loop is not built here: {pgloop.unavailable()}")
-
-
 @pytest.fixture(params=sorted(RUNNERS))
 def runner(request: pytest.FixtureRequest) -> str:
     if request.param == "native":
-        require_native()
+        require_native(pgloop)
     return str(request.param)
 
 
@@ -120,7 +111,7 @@ def test_a_thread_per_session_runs_the_same_exact_mix(
 ) -> None:
     """DBSIM_PGLOOP_GROUP=1: each session on a thread of its own (Loop.run), not several on
     one (run_group, which the other native tests run: they have 2-3 sessions, one group)."""
-    require_native()
+    require_native(pgloop)
     monkeypatch.setenv("DBSIM_PGLOOP_GROUP", "1")
 
     def no_group(*args: Any) -> None:
@@ -160,13 +151,7 @@ def test_no_session_connection_outlives_its_run(
         asyncio.run(engine.run())
         assert engine.result.outcome == "completed", engine.result.error
         assert engine.result.session_runner == RUNNERS[runner], engine.result.session_runner_why
-        # A closed connection's backend leaves pg_stat_activity within milliseconds.
-        settle = time.monotonic() + 5
-        while psql(f"SELECT count(*) {on_table}") != "0" and time.monotonic() < settle:
-            time.sleep(0.05)
-        left = psql(
-            f"SELECT string_agg(pid || ' ' || state || ' ' || left(query, 60), '; ') {on_table}"
-        )
+        left = backends_left(psql, on_table)
         assert not left, f"session connections still open after the run: {left}"
     finally:
         gc.enable()
@@ -215,7 +200,7 @@ def test_check_finds_an_idle_connection_the_server_closed() -> None:
     """What a group asks its other members when one finds its connection lost (pggroup's
     reconnect_group): an idle connection whose backend was terminated reads as lost without
     an operation run on it; a live one reads as up and stays usable."""
-    require_native()
+    require_native(pgloop)
     settings = PostgresSettings(**SETTINGS)
     loops = [pgloop.new_loop(pgloop.connection_params(settings, None), []) for _ in range(2)]
     for loop in loops:
@@ -247,7 +232,7 @@ def test_a_group_reconnects_every_lost_member_in_one_pass(loaded: str) -> None:
     outage entry found at the same moment, not when its own next operation would come (a
     restart was found by two of four at 12.198 s, 1 ms after the first two were back).
     Members 1 and 2 lose their backends without running an operation; member 3 keeps its."""
-    require_native()
+    require_native(pgloop)
     slob, target = workload(loaded)
     engine = Engine(slob, target, Load(sessions=4, duration_s=1))
     engine._t0 = engine.clock()
@@ -295,7 +280,7 @@ def run_sql(tmp_path: Path, statements: list[dict[str, Any]]) -> dict[str, Any]:
 def test_sql_workload_plain_reads_run_natively_transactions_say_why(
     loaded: str, tmp_path: Path
 ) -> None:
-    require_native()
+    require_native(pgloop)
     read = {"name": "lookup", "weight": 1, "read_only": True,
             "sql": f"SELECT c2 FROM {loaded}_1_cf1 WHERE custid = :k",
             "params": {"k": {"uniform": [1, ROWS]}}}  # fmt: skip
