@@ -53,7 +53,7 @@ from typing import Any
 
 import pytest
 
-from sim.replay import dbjob, dbsize, fidelity
+from sim.replay import dbjob, dbsize, dbwarmup, fidelity
 from storage.lab import Lab, system
 from tests.e2e.conftest import Dbsim, clean_environment, read_summary, single_bundle
 from tests.integration.test_ground_truth import GroundLab
@@ -200,10 +200,18 @@ def test_a_pgbench_production_replayed_on_another_postgresql(
     production = doc["capture"]["shape"]
     assert production["read_iops"] > 0  # the lookups reached lab A's device
     assert [s["scale"] for s in doc["scales"]] == [1.0, 2.0]
+    # pgbench -S writes nothing of its own (the file system's 0.2 % quiet): no write-back to
+    # wait for (a production with writes: bench/replay_db.py, docs/capture.md). On a busy host
+    # one capture held 1.2 % writes (3/s of 8.5 KiB) and the replay, by its rule, waited for
+    # their write-back: the rule is what is checked, not the host's quiet.
+    wrote = production["write_iops"] >= dbwarmup.WRITE_SHARE_MIN * (
+        production["read_iops"] + production["write_iops"]
+    )
     for entry in doc["scales"]:
-        # pgbench -S writes nothing of its own (the file system's 0.2 %): no write-back to wait
-        # for (a production with writes: bench/replay_db.py, docs/capture.md).
-        assert entry["slob"]["warmup_s"] == dbjob.SHORT_WARMUP_S
+        if wrote:
+            assert entry["slob"]["warmup_s"] > dbjob.SHORT_WARMUP_S, production
+        else:
+            assert entry["slob"]["warmup_s"] == dbjob.SHORT_WARMUP_S, production
         assert entry["slob"]["rate_iops"] == pytest.approx(
             entry["scale"] * (production["read_iops"] + production["write_iops"])
         )
