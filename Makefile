@@ -27,7 +27,7 @@ TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio bp
 
 .PHONY: run test test-stressed test-servers venv install-project system-packages lint typecheck bench clean
 
-$(BIN)/dbsim: pyproject.toml setup.py storage/targets/native/fileloop.c storage/targets/native/pgloop.c storage/targets/native/pgloop.h storage/targets/native/pggroup.c storage/targets/native/pack.h storage/targets/native/marialoop.c storage/targets/native/odbcloop.c
+$(BIN)/dbsim: pyproject.toml setup.py storage/targets/native/fileloop.c storage/targets/native/pgloop.c storage/targets/native/pgloop.h storage/targets/native/pggroup.c storage/targets/native/pack.h storage/targets/native/batch.h storage/targets/native/marialoop.c storage/targets/native/odbcloop.c
 	$(PYTHON) -m venv $(VENV)
 	@$(MAKE) --no-print-directory install-project
 	@touch $@

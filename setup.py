@@ -41,13 +41,18 @@ setup(
         Extension(
             "storage.targets._fileloop",
             sources=["storage/targets/native/fileloop.c"],
+            depends=["storage/targets/native/batch.h"],
             extra_compile_args=FLAGS,
             optional=True,
         ),
         Extension(
             "storage.targets._pgloop",
             sources=["storage/targets/native/pgloop.c", "storage/targets/native/pggroup.c"],
-            depends=["storage/targets/native/pgloop.h", "storage/targets/native/pack.h"],
+            depends=[
+                "storage/targets/native/pgloop.h",
+                "storage/targets/native/batch.h",
+                "storage/targets/native/pack.h",
+            ],
             include_dirs=[pg_include()],
             libraries=["pq"],
             extra_compile_args=FLAGS,
@@ -56,7 +61,7 @@ setup(
         Extension(
             "storage.targets._marialoop",
             sources=["storage/targets/native/marialoop.c"],
-            depends=["storage/targets/native/pack.h"],
+            depends=["storage/targets/native/batch.h", "storage/targets/native/pack.h"],
             include_dirs=mariadb_include(),
             libraries=["mariadb"],
             extra_compile_args=FLAGS,
@@ -65,7 +70,7 @@ setup(
         Extension(
             "storage.targets._odbcloop",
             sources=["storage/targets/native/odbcloop.c"],
-            depends=["storage/targets/native/pack.h"],
+            depends=["storage/targets/native/batch.h", "storage/targets/native/pack.h"],
             libraries=["odbc"],
             extra_compile_args=FLAGS,
             optional=True,

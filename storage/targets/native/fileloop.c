@@ -13,8 +13,7 @@
  * in place must have one link and, when the tree was recorded, its recorded inode; files and
  * directories the session makes are created with O_EXCL / mkdirat under its own token.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "batch.h" /* Python.h (first, as Python asks), the clock and the open-loop schedule */
 
 #include <dirent.h>
 #include <errno.h>
@@ -96,18 +95,6 @@ typedef struct {
 } Loop;
 
 /* ------------------------------------------------------------------ helpers */
-
-static inline int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void sleep_until(int64_t due_ns) {
-    struct timespec ts = {due_ns / 1000000000, due_ns % 1000000000};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
-}
 
 /* splitmix64: the picks only need to be uniform and reproducible per session. */
 static inline double next_random(Loop *s) {
@@ -634,29 +621,17 @@ static PyObject *Loop_run(Loop *s, PyObject *args) {
     const int32_t *code = codes.buf;
     int64_t *lat_us = lat.buf, *arg = argb.buf;
     int32_t *errs = err.buf;
-    const int64_t *generation = gen.buf;
+    Schedule schedule = {gen.buf, gen_value, deadline, open_loop, period, due};
     Py_ssize_t i = 0;
     Py_BEGIN_ALLOW_THREADS
     for (; i < count; i++) {
-        if (__atomic_load_n(generation, __ATOMIC_ACQUIRE) != gen_value) break;
-        int64_t start = now_ns();
-        if (i > 0 && start >= deadline) break;
-        if (open_loop) {
-            if (due > start) {
-                if (due > deadline) break; /* the caller sleeps, responsive to stops */
-                sleep_until(due);
-                if (__atomic_load_n(generation, __ATOMIC_ACQUIRE) != gen_value) break;
-                start = now_ns();
-            } else {
-                start = due; /* behind schedule: timed from the intended start */
-            }
-            due += period;
-        }
+        int64_t start;
+        if (!schedule_current(&schedule) || !schedule_start(&schedule, i, &start)) break;
         errs[i] = run_op(s, code[i], &arg[i]);
         lat_us[i] = (now_ns() - start) / 1000;
     }
     Py_END_ALLOW_THREADS
-    result = Py_BuildValue("(nL)", i, due);
+    result = Py_BuildValue("(nL)", i, (long long)schedule.due);
 done:
     PyBuffer_Release(&codes), PyBuffer_Release(&lat), PyBuffer_Release(&err);
     PyBuffer_Release(&argb), PyBuffer_Release(&gen);

@@ -12,12 +12,11 @@
  * whether the connection is gone) and a lost connection ends the batch so that Python can
  * reconnect.
  */
+#include "batch.h"
 #include "pack.h"
 
-#include <errno.h>
 #include <mysql.h>
 #include <stdio.h>
-#include <time.h>
 
 #define MAX_PARAMS 64
 #define MAX_STATEMENTS 256
@@ -43,18 +42,6 @@ typedef struct {
     Failure failures[MAX_ERRORS];
     int n_failures;
 } Loop;
-
-static inline int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void sleep_until(int64_t due_ns) {
-    struct timespec ts = {due_ns / 1000000000, due_ns % 1000000000};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
-}
 
 static char *copy_string(const char *text) {
     if (text == NULL) return NULL;
@@ -176,7 +163,9 @@ static int open_connection(Loop *s) {
     return -1;
 }
 
-static PyObject *failure_tuple(const Failure *f) {
+/* The loop's failure i as Python reads it: (code, sqlstate, message, lost). */
+static PyObject *failure_tuple(void *loop, int i) {
+    const Failure *f = &((Loop *)loop)->failures[i];
     return Py_BuildValue("(Issi)", f->code, f->sqlstate, f->message, f->lost);
 }
 
@@ -192,7 +181,7 @@ static PyObject *Loop_connect(Loop *s, PyObject *unused) {
     f = open_connection(s);
     Py_END_ALLOW_THREADS
     if (f < 0) Py_RETURN_NONE;
-    return failure_tuple(&s->failures[f]);
+    return failure_tuple(s, f);
 }
 
 /* prepare(sql, n_params) -> (index, None or the failure): one more statement. */
@@ -217,13 +206,17 @@ static PyObject *Loop_prepare(Loop *s, PyObject *args) {
     f = prepare_one(s, i);
     Py_END_ALLOW_THREADS
     if (!f) return Py_BuildValue("(iO)", i, Py_None);
-    PyObject *failure = failure_tuple(&s->failures[f - 1]);
+    PyObject *failure = failure_tuple(s, f - 1);
     return failure ? Py_BuildValue("(iN)", i, failure) : NULL;
 }
 
-/* Runs operation i's statement c with its parameters bound; 0, or the failure's index + 1. */
-static int run_one(Loop *s, int c, int n, const int64_t *value, const int8_t *kind,
-                   const char *text, Py_ssize_t text_len) {
+/* run()'s round trip (batch.h): the operation's statement with its parameters bound; 0, or
+ * the failure's index + 1. */
+static int run_one(void *loop, const SqlOp *op) {
+    Loop *s = loop;
+    int c = op->code, n = op->n;
+    const int64_t *value = op->value;
+    const int8_t *kind = op->kind;
     MYSQL_BIND bind[MAX_PARAMS];
     if (s->stmt[c] == NULL) { /* refused before: prepared within this operation's time */
         int f = prepare_one(s, c);
@@ -236,10 +229,10 @@ static int run_one(Loop *s, int c, int n, const int64_t *value, const int8_t *ki
             if (kind[j] == KIND_INT) {
                 bind[j].buffer_type = MYSQL_TYPE_LONGLONG;
                 bind[j].buffer = (void *)&value[j];
-            } else if (kind[j] == KIND_TEXT && value[j] >= 0 && value[j] < text_len) {
+            } else if (kind[j] == KIND_TEXT && value[j] >= 0 && value[j] < op->texts_len) {
                 bind[j].buffer_type = MYSQL_TYPE_STRING;
-                bind[j].buffer = (void *)(text + value[j]);
-                bind[j].buffer_length = strlen(text + value[j]);
+                bind[j].buffer = (void *)(op->texts + value[j]);
+                bind[j].buffer_length = strlen(op->texts + value[j]);
             } else {
                 bind[j].buffer_type = MYSQL_TYPE_NULL;
             }
@@ -256,110 +249,38 @@ static int run_one(Loop *s, int c, int n, const int64_t *value, const int8_t *ki
     return 0;
 }
 
-/* run(codes, offsets, ints, kinds, texts, latency_us, errors, args, generation,
- *     generation_value, count, deadline_ns, open_loop, period_ns, next_due_ns)
- *     -> (done, next_due_ns): as pgloop.c's Loop.run, over this connection. */
+/* After the clock: a statement the server forgot is prepared again at its next use; a lost
+ * connection ends the batch. */
+static int settle(void *loop, const SqlOp *op, int f, int *ends_batch) {
+    Loop *s = loop;
+    if (!f) return 0;
+    const Failure *failure = &s->failures[f - 1];
+    if (failure->code == 1243 || failure->code == 1615) { /* the server forgot it */
+        mysql_stmt_close(s->stmt[op->code]);
+        s->stmt[op->code] = NULL;
+    }
+    *ends_batch = failure->lost;
+    return f;
+}
+
+static const SqlBatchOps MARIA_BATCH = {"marialoop", NULL, run_one, settle};
+
+/* run(...) -> (done, next_due_ns): batch.h's sql_batch_run, over this connection. */
 static PyObject *Loop_run(Loop *s, PyObject *args) {
-    Py_buffer codes, offs, ints, kinds, texts, lat, err, argb, gen;
-    long long gen_value, deadline, period, due;
-    Py_ssize_t count;
-    int open_loop;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*w*w*w*y*LnLpLL", &codes, &offs, &ints, &kinds, &texts,
-                          &lat, &err, &argb, &gen, &gen_value, &count, &deadline, &open_loop,
-                          &period, &due))
-        return NULL;
-    PyObject *result = NULL;
-    Py_ssize_t n_values = ints.len / 8;
-    if (count < 0 || codes.len < count * 4 || offs.len < count * 8 || kinds.len < n_values ||
-        lat.len < count * 8 || err.len < count * 4 || argb.len < count * 8 || gen.len < 8) {
-        PyErr_SetString(PyExc_ValueError, "marialoop: arrays shorter than the batch");
-        goto done;
-    }
-    if (s->conn == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "marialoop: not connected");
-        goto done;
-    }
-    const int32_t *code = codes.buf;
-    const int64_t *offset = offs.buf, *value = ints.buf, *generation = gen.buf;
-    const int8_t *kind = kinds.buf;
-    int64_t *lat_us = lat.buf, *arg = argb.buf;
-    int32_t *errs = err.buf;
-    Py_ssize_t i = 0;
-    int bad_code = 0;
-    s->n_failures = 0;
-    Py_BEGIN_ALLOW_THREADS
-    for (; i < count; i++) {
-        if (__atomic_load_n(generation, __ATOMIC_ACQUIRE) != gen_value) break;
-        int32_t c = code[i];
-        int n = c >= 0 && c < s->n_statements ? s->n_params[c] : -1;
-        Py_ssize_t first = offset[i];
-        if (n < 0 || first < 0 || first + n > n_values) {
-            bad_code = 1;
-            break;
-        }
-        int64_t start = now_ns();
-        if (i > 0 && start >= deadline) break;
-        if (open_loop) {
-            if (due > start) {
-                if (due > deadline) break; /* the caller sleeps, responsive to stops */
-                sleep_until(due);
-                if (__atomic_load_n(generation, __ATOMIC_ACQUIRE) != gen_value) break;
-                start = now_ns();
-            } else {
-                start = due; /* behind schedule: timed from the intended start */
-            }
-            due += period;
-        }
-        int f = run_one(s, c, n, value + first, kind + first, texts.buf, texts.len);
-        lat_us[i] = (now_ns() - start) / 1000;
-        arg[i] = 0;
-        errs[i] = f;
-        if (!f) continue;
-        const Failure *failure = &s->failures[f - 1];
-        if (failure->code == 1243 || failure->code == 1615) { /* the server forgot it */
-            mysql_stmt_close(s->stmt[c]);
-            s->stmt[c] = NULL;
-        }
-        if (failure->lost) {
-            i++;
-            break;
-        }
-    }
-    Py_END_ALLOW_THREADS
-    if (bad_code) {
-        PyErr_Format(PyExc_ValueError,
-                     "marialoop: operation %zd: no such statement or parameters", i);
-        goto done;
-    }
-    result = Py_BuildValue("(nL)", i, due);
-done:
-    PyBuffer_Release(&codes), PyBuffer_Release(&offs), PyBuffer_Release(&ints);
-    PyBuffer_Release(&kinds), PyBuffer_Release(&texts), PyBuffer_Release(&lat);
-    PyBuffer_Release(&err), PyBuffer_Release(&argb), PyBuffer_Release(&gen);
-    return result;
+    SqlSession session = {s, s->conn != NULL, s->n_statements, s->n_params, &s->n_failures};
+    return sql_batch_run(&session, &MARIA_BATCH, args);
 }
 
 /* failures() -> [(code, sqlstate, message, lost)]: the last batch's errors, by index. */
 static PyObject *Loop_failures(Loop *s, PyObject *unused) {
     (void)unused;
-    PyObject *list = PyList_New(s->n_failures);
-    for (int i = 0; list != NULL && i < s->n_failures; i++) {
-        PyObject *item = failure_tuple(&s->failures[i]);
-        if (item == NULL) Py_CLEAR(list);
-        else PyList_SET_ITEM(list, i, item);
-    }
-    return list;
+    return failure_list(s, s->n_failures, failure_tuple);
 }
 
 /* thread_id() -> the server's id of this connection (0: none). */
 static PyObject *Loop_thread_id(Loop *s, PyObject *unused) {
     (void)unused;
     return PyLong_FromUnsignedLong(s->conn != NULL ? mysql_thread_id(s->conn) : 0);
-}
-
-static PyObject *Loop_pack(Loop *s, PyObject *ops) {
-    (void)s;
-    return native_pack(ops);
 }
 
 static PyObject *Loop_close(Loop *s, PyObject *unused) {
@@ -374,7 +295,7 @@ static PyMethodDef Loop_methods[] = {
     {"connect", (PyCFunction)Loop_connect, METH_NOARGS,
      "(Re)connect and prepare the statements (GIL released)."},
     {"prepare", (PyCFunction)Loop_prepare, METH_VARARGS, "Add (and prepare) a statement."},
-    {"pack", (PyCFunction)Loop_pack, METH_O, "A batch's codes and parameters as run() reads."},
+    {"pack", native_pack, METH_O, "A batch's codes and parameters as run() reads."},
     {"run", (PyCFunction)Loop_run, METH_VARARGS, "Run a batch of operations (GIL released)."},
     {"failures", (PyCFunction)Loop_failures, METH_NOARGS, "The last batch's errors."},
     {"thread_id", (PyCFunction)Loop_thread_id, METH_NOARGS, "The server's connection id."},

@@ -17,13 +17,12 @@
  * the ODBC function, whether the connection is gone) and a lost connection ends the batch so
  * that Python can reconnect.
  */
+#include "batch.h"
 #include "pack.h"
 
-#include <errno.h>
 #include <sql.h>
 #include <sqlext.h>
 #include <stdio.h>
-#include <time.h>
 
 #define MAX_PARAMS 64
 #define MAX_STATEMENTS 256
@@ -65,18 +64,6 @@ typedef struct {
     Failure failures[MAX_ERRORS];
     int n_failures;
 } Loop;
-
-static inline int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void sleep_until(int64_t due_ns) {
-    struct timespec ts = {due_ns / 1000000000, due_ns % 1000000000};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
-}
 
 /* A Python str as NUL-terminated UTF-16 in native order (SQLWCHAR is 16 bits in unixODBC);
  * its length in code units in *units. NULL with an exception set. */
@@ -284,7 +271,9 @@ static int open_connection(Loop *s) {
     return -1;
 }
 
-static PyObject *failure_tuple(const Failure *f) {
+/* The loop's failure i as Python reads it: (sqlstate, native, message, function, lost). */
+static PyObject *failure_tuple(void *loop, int i) {
+    const Failure *f = &((Loop *)loop)->failures[i];
     int order = PY_BIG_ENDIAN ? 1 : -1;
     PyObject *message = PyUnicode_DecodeUTF16((const char *)f->message,
                                               (Py_ssize_t)f->message_len * sizeof(SQLWCHAR),
@@ -305,7 +294,7 @@ static PyObject *Loop_connect(Loop *s, PyObject *unused) {
     f = open_connection(s);
     Py_END_ALLOW_THREADS
     if (f < 0) Py_RETURN_NONE;
-    return failure_tuple(&s->failures[f]);
+    return failure_tuple(s, f);
 }
 
 /* prepare(sql, n_params) -> (index, None or the failure): one more statement. */
@@ -336,7 +325,7 @@ static PyObject *Loop_prepare(Loop *s, PyObject *args) {
     f = prepare_one(s, i);
     Py_END_ALLOW_THREADS
     if (!f) return Py_BuildValue("(iO)", i, Py_None);
-    PyObject *failure = failure_tuple(&s->failures[f - 1]);
+    PyObject *failure = failure_tuple(s, f - 1);
     return failure ? Py_BuildValue("(iN)", i, failure) : NULL;
 }
 
@@ -413,16 +402,17 @@ static int bind_params(Loop *s, int c, int n, const int64_t *value, const int8_t
     return 0;
 }
 
-/* Runs statement c with an operation's parameters, its rows fetched and dropped; 0, or the
- * failure's index + 1. */
-static int run_one(Loop *s, int c, int n, const int64_t *value, const int8_t *kind,
-                   const char *text, Py_ssize_t text_len) {
+/* run()'s round trip (batch.h): the operation's statement with its parameters, its rows
+ * fetched and dropped; 0, or the failure's index + 1. */
+static int run_one(void *loop, const SqlOp *op) {
+    Loop *s = loop;
+    int c = op->code;
     if (s->stmt[c] == NULL) { /* refused before: prepared within this operation's time */
         int f = prepare_one(s, c);
         if (f) return f;
     }
-    n = s->n_params[c]; /* the statement's markers, once it is prepared */
-    int f = bind_params(s, c, n, value, kind, text, text_len);
+    int n = s->n_params[c]; /* the statement's markers, once it is prepared */
+    int f = bind_params(s, c, n, op->value, op->kind, op->texts, op->texts_len);
     if (f) return f;
     SQLHSTMT stmt = s->stmt[c];
     if (!ok(SQLExecute(stmt))) return keep_failure(s, SQL_HANDLE_STMT, stmt, "SQLExecute") + 1;
@@ -438,98 +428,26 @@ static int run_one(Loop *s, int c, int n, const int64_t *value, const int8_t *ki
     return f;
 }
 
-/* run(codes, offsets, ints, kinds, texts, latency_us, errors, args, generation,
- *     generation_value, count, deadline_ns, open_loop, period_ns, next_due_ns)
- *     -> (done, next_due_ns): as pgloop.c's Loop.run, over this connection. */
+/* After the clock: a lost connection ends the batch. */
+static int settle(void *loop, const SqlOp *op, int f, int *ends_batch) {
+    Loop *s = loop;
+    (void)op;
+    *ends_batch = f && s->failures[f - 1].lost;
+    return f;
+}
+
+static const SqlBatchOps ODBC_BATCH = {"odbcloop", NULL, run_one, settle};
+
+/* run(...) -> (done, next_due_ns): batch.h's sql_batch_run, over this connection. */
 static PyObject *Loop_run(Loop *s, PyObject *args) {
-    Py_buffer codes, offs, ints, kinds, texts, lat, err, argb, gen;
-    long long gen_value, deadline, period, due;
-    Py_ssize_t count;
-    int open_loop;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*w*w*w*y*LnLpLL", &codes, &offs, &ints, &kinds, &texts,
-                          &lat, &err, &argb, &gen, &gen_value, &count, &deadline, &open_loop,
-                          &period, &due))
-        return NULL;
-    PyObject *result = NULL;
-    Py_ssize_t n_values = ints.len / 8;
-    if (count < 0 || codes.len < count * 4 || offs.len < count * 8 || kinds.len < n_values ||
-        lat.len < count * 8 || err.len < count * 4 || argb.len < count * 8 || gen.len < 8) {
-        PyErr_SetString(PyExc_ValueError, "odbcloop: arrays shorter than the batch");
-        goto done;
-    }
-    if (s->dbc == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "odbcloop: not connected");
-        goto done;
-    }
-    const int32_t *code = codes.buf;
-    const int64_t *offset = offs.buf, *value = ints.buf, *generation = gen.buf;
-    const int8_t *kind = kinds.buf;
-    int64_t *lat_us = lat.buf, *arg = argb.buf;
-    int32_t *errs = err.buf;
-    Py_ssize_t i = 0;
-    int bad_code = 0;
-    s->n_failures = 0;
-    Py_BEGIN_ALLOW_THREADS
-    for (; i < count; i++) {
-        if (__atomic_load_n(generation, __ATOMIC_ACQUIRE) != gen_value) break;
-        int32_t c = code[i];
-        int n = c >= 0 && c < s->n_statements ? s->n_params[c] : -1;
-        Py_ssize_t first = offset[i];
-        if (n < 0 || first < 0 || first + n > n_values) {
-            bad_code = 1;
-            break;
-        }
-        int64_t start = now_ns();
-        if (i > 0 && start >= deadline) break;
-        if (open_loop) {
-            if (due > start) {
-                if (due > deadline) break; /* the caller sleeps, responsive to stops */
-                sleep_until(due);
-                if (__atomic_load_n(generation, __ATOMIC_ACQUIRE) != gen_value) break;
-                start = now_ns();
-            } else {
-                start = due; /* behind schedule: timed from the intended start */
-            }
-            due += period;
-        }
-        int f = run_one(s, c, n, value + first, kind + first, texts.buf, texts.len);
-        lat_us[i] = (now_ns() - start) / 1000;
-        arg[i] = 0;
-        errs[i] = f;
-        if (f && s->failures[f - 1].lost) {
-            i++;
-            break;
-        }
-    }
-    Py_END_ALLOW_THREADS
-    if (bad_code) {
-        PyErr_Format(PyExc_ValueError, "odbcloop: operation %zd: no such statement or parameters",
-                     i);
-        goto done;
-    }
-    result = Py_BuildValue("(nL)", i, due);
-done:
-    PyBuffer_Release(&codes), PyBuffer_Release(&offs), PyBuffer_Release(&ints);
-    PyBuffer_Release(&kinds), PyBuffer_Release(&texts), PyBuffer_Release(&lat);
-    PyBuffer_Release(&err), PyBuffer_Release(&argb), PyBuffer_Release(&gen);
-    return result;
+    SqlSession session = {s, s->dbc != NULL, s->n_statements, s->n_params, &s->n_failures};
+    return sql_batch_run(&session, &ODBC_BATCH, args);
 }
 
 /* failures() -> [(sqlstate, native, message, function, lost)]: the last batch's errors. */
 static PyObject *Loop_failures(Loop *s, PyObject *unused) {
     (void)unused;
-    PyObject *list = PyList_New(s->n_failures);
-    for (int i = 0; list != NULL && i < s->n_failures; i++) {
-        PyObject *item = failure_tuple(&s->failures[i]);
-        if (item == NULL) Py_CLEAR(list);
-        else PyList_SET_ITEM(list, i, item);
-    }
-    return list;
-}
-
-static PyObject *Loop_pack(Loop *s, PyObject *ops) {
-    (void)s;
-    return native_pack(ops);
+    return failure_list(s, s->n_failures, failure_tuple);
 }
 
 static PyObject *Loop_close(Loop *s, PyObject *unused) {
@@ -544,7 +462,7 @@ static PyMethodDef Loop_methods[] = {
     {"connect", (PyCFunction)Loop_connect, METH_NOARGS,
      "(Re)connect and prepare the statements (GIL released)."},
     {"prepare", (PyCFunction)Loop_prepare, METH_VARARGS, "Add (and prepare) a statement."},
-    {"pack", (PyCFunction)Loop_pack, METH_O, "A batch's codes and parameters as run() reads."},
+    {"pack", native_pack, METH_O, "A batch's codes and parameters as run() reads."},
     {"run", (PyCFunction)Loop_run, METH_VARARGS, "Run a batch of operations (GIL released)."},
     {"failures", (PyCFunction)Loop_failures, METH_NOARGS, "The last batch's errors."},
     {"close", (PyCFunction)Loop_close, METH_NOARGS, "Close the connection."},

@@ -1,8 +1,9 @@
 /*
  * The parameters of a batch of operations, packed once in C for a native statement loop
- * (pgloop.c, marialoop.c): pack(ops: list[tuple[int, Sequence]]) -> (codes, offsets, ints,
- * kinds, texts), as bytes (int32, int64, int64, int8, NUL-separated UTF-8). Integers are
- * int64, None is NULL, bool is true/false, anything else its text (the server parses it).
+ * (pgloop.c, marialoop.c, odbcloop.c): pack(ops: list[tuple[int, Sequence]]) -> (codes,
+ * offsets, ints, kinds, texts), as bytes (int32, int64, int64, int8, NUL-separated UTF-8).
+ * Integers are int64, None is NULL, bool is true/false, anything else its text (the server
+ * parses it).
  * Included by each loop's source (static functions: each extension is built on its own).
  */
 #ifndef DBSIM_PACK_H
@@ -75,8 +76,10 @@ static int pack_value(PyObject *v, int64_t *value, int8_t *kind, char **blob, Py
 }
 
 /* pack(ops: list[tuple[int, Sequence]]) -> (codes, offsets, ints, kinds, texts), as bytes
- * in the layouts run() reads (int32, int64, int64, int8, NUL-separated UTF-8). */
-static PyObject *native_pack(PyObject *ops) {
+ * in the layouts run() reads (int32, int64, int64, int8, NUL-separated UTF-8). Each loop's
+ * Loop.pack (METH_O); what it packs does not depend on the loop. */
+static PyObject *native_pack(PyObject *loop, PyObject *ops) {
+    (void)loop;
     if (!PyList_Check(ops)) {
         PyErr_SetString(PyExc_TypeError, "native loop: pack takes a list");
         return NULL;

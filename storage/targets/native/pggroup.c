@@ -44,9 +44,7 @@ static int slot_parse(Slot *t, PyObject *entry) {
     t->s = (Loop *)loop;
     t->period = period, t->due = due;
     t->n_values = b[2].len / 8;
-    if (t->count < 0 || b[0].len < t->count * 4 || b[1].len < t->count * 8 ||
-        b[3].len < t->n_values || b[5].len < t->count * 8 || b[6].len < t->count * 4 ||
-        b[7].len < t->count * 8) {
+    if (!batch_arrays_fit(t->count, &b[0], &b[1], &b[2], &b[3], &b[5], &b[6], &b[7])) {
         PyErr_SetString(PyExc_ValueError, "pgloop: arrays shorter than the batch");
         return -1;
     }
@@ -66,11 +64,8 @@ static void slot_complete(Slot *t, int32_t code) {
     errs[t->i] = t->failure + 1;
     t->i++;
     t->state = IDLE;
-    if (t->failure >= 0) {
-        const Failure *f = &t->s->failures[t->failure];
-        if (strcmp(f->sqlstate, "26000") == 0) t->s->prepared[code] = 0; /* gone */
-        if (f->lost) t->state = FINISHED; /* Python reconnects */
-    }
+    if (t->failure >= 0 && pgloop_failure_ends_batch(t->s, code, t->failure))
+        t->state = FINISHED; /* Python reconnects */
 }
 
 /* Starts operation t->i if it is due; 0, or -1 when its code or parameters are out of range. */
@@ -97,17 +92,9 @@ static int slot_begin(Slot *t, int64_t now, int64_t deadline) {
     }
     char digits[MAX_PARAMS][24];
     const char *bound[MAX_PARAMS];
-    const int64_t *value = t->buf[2].buf;
-    const int8_t *kind = t->buf[3].buf;
-    for (int j = 0; j < n; j++) {
-        Py_ssize_t at = first + j;
-        if (kind[at] == KIND_INT)
-            bound[j] = pgloop_format_int(value[at], digits[j]);
-        else if (kind[at] == KIND_TEXT && value[at] >= 0 && value[at] < t->buf[4].len)
-            bound[j] = (const char *)t->buf[4].buf + value[at];
-        else
-            bound[j] = NULL;
-    }
+    pgloop_bind_text(n, (const int64_t *)t->buf[2].buf + first,
+                     (const int8_t *)t->buf[3].buf + first, t->buf[4].buf, t->buf[4].len, digits,
+                     bound);
     t->failure = -1;
     if (!s->prepared[code]) { /* refused before: prepared within this operation's time */
         PGresult *r = PQprepare(s->conn, s->names[code], s->sql[code], n, NULL);

@@ -16,12 +16,6 @@
 
 #include <poll.h>
 
-static void sleep_until(int64_t due_ns) {
-    struct timespec ts = {due_ns / 1000000000, due_ns % 1000000000};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
-}
-
 static char *copy_string(const char *text) {
     size_t n = strlen(text) + 1;
     char *out = PyMem_RawMalloc(n);
@@ -199,14 +193,8 @@ static PyObject *Loop_prepare(Loop *s, PyObject *args) {
     return Py_BuildValue("(i(ssi))", i, f->sqlstate, f->message, f->lost);
 }
 
-/* pack(ops) -> the batch's arrays as run() reads them (pack.h). */
-static PyObject *Loop_pack(Loop *s, PyObject *ops) {
-    (void)s;
-    return native_pack(ops);
-}
-
 /* Formats v in decimal into out (at least 21 bytes); returns out. */
-char *pgloop_format_int(int64_t v, char *out) {
+static char *format_int(int64_t v, char *out) {
     char tmp[24];
     int n = 0;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
@@ -221,145 +209,79 @@ char *pgloop_format_int(int64_t v, char *out) {
     return out;
 }
 
-/* run(codes, offsets, ints, kinds, texts, latency_us, errors, args, generation,
- *     generation_value, count, deadline_ns, open_loop, period_ns, next_due_ns)
- *     -> (done, next_due_ns)
- * Operation i runs statement codes[i] with its parameters at ints/kinds[offsets[i] : + n]
- * (KIND_TEXT: ints holds the offset of a NUL-terminated string in texts). Stops at the end,
- * when the generation cell changes (a stage change or a stop), at the deadline, when the next
- * intended start (open loop) lies beyond it, or after an operation that lost the connection.
- * errors[i]: 0, or 1 + the index of the batch's failure (see failures()). */
-static PyObject *Loop_run(Loop *s, PyObject *args) {
-    Py_buffer codes, offs, ints, kinds, texts, lat, err, argb, gen;
-    long long gen_value, deadline, period, due;
-    Py_ssize_t count;
-    int open_loop;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*w*w*w*y*LnLpLL", &codes, &offs, &ints, &kinds, &texts,
-                          &lat, &err, &argb, &gen, &gen_value, &count, &deadline, &open_loop,
-                          &period, &due))
-        return NULL;
-    PyObject *result = NULL;
-    Py_ssize_t n_values = ints.len / 8;
-    if (count < 0 || codes.len < count * 4 || offs.len < count * 8 || kinds.len < n_values ||
-        lat.len < count * 8 ||
-        err.len < count * 4 || argb.len < count * 8 || gen.len < 8) {
-        PyErr_SetString(PyExc_ValueError, "pgloop: arrays shorter than the batch");
-        goto done;
+void pgloop_bind_text(int n, const int64_t *value, const int8_t *kind, const char *texts,
+                      Py_ssize_t texts_len, char digits[][24], const char **bound) {
+    for (int j = 0; j < n; j++) {
+        if (kind[j] == KIND_INT)
+            bound[j] = format_int(value[j], digits[j]);
+        else if (kind[j] == KIND_TEXT && value[j] >= 0 && value[j] < texts_len)
+            bound[j] = texts + value[j];
+        else
+            bound[j] = NULL;
     }
-    if (s->conn == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "pgloop: not connected");
-        goto done;
-    }
-    const int32_t *code = codes.buf;
-    const int64_t *offset = offs.buf;
-    const int64_t *value = ints.buf;
-    const int8_t *kind = kinds.buf;
-    const char *text = texts.buf;
-    int64_t *lat_us = lat.buf, *arg = argb.buf;
-    int32_t *errs = err.buf;
-    const int64_t *generation = gen.buf;
-    Py_ssize_t i = 0;
-    int bad_code = 0;
-    s->n_failures = 0;
-    Py_BEGIN_ALLOW_THREADS
-    char digits[MAX_PARAMS][24];
-    const char *bound[MAX_PARAMS];
-    for (; i < count; i++) {
-        if (__atomic_load_n(generation, __ATOMIC_ACQUIRE) != gen_value) break;
-        int32_t c = code[i];
-        if (c < 0 || c >= s->n_statements) {
-            bad_code = 1;
-            break;
-        }
-        int n = s->n_params[c];
-        Py_ssize_t first = offset[i];
-        if (first < 0 || first + n > n_values) {
-            bad_code = 1;
-            break;
-        }
-        /* The parameters before the clock starts: dealing is not the server's time. */
-        for (int j = 0; j < n; j++) {
-            Py_ssize_t at = first + j;
-            int8_t k = kind[at];
-            if (k == KIND_INT)
-                bound[j] = pgloop_format_int(value[at], digits[j]);
-            else if (k == KIND_TEXT && value[at] >= 0 && value[at] < texts.len)
-                bound[j] = text + value[at];
-            else
-                bound[j] = NULL;
-        }
-        int64_t start = now_ns();
-        if (i > 0 && start >= deadline) break;
-        if (open_loop) {
-            if (due > start) {
-                if (due > deadline) break; /* the caller sleeps, responsive to stops */
-                sleep_until(due);
-                if (__atomic_load_n(generation, __ATOMIC_ACQUIRE) != gen_value) break;
-                start = now_ns();
-            } else {
-                start = due; /* behind schedule: timed from the intended start */
-            }
-            due += period;
-        }
-        PGresult *r;
-        if (!s->prepared[c]) { /* refused before: prepared within this operation's time */
-            r = PQprepare(s->conn, s->names[c], s->sql[c], n, NULL);
-            if (PQresultStatus(r) == PGRES_COMMAND_OK) {
-                s->prepared[c] = 1;
-                PQclear(r);
-                r = NULL;
-            }
-        } else {
+}
+
+int pgloop_failure_ends_batch(Loop *s, int32_t code, int f) {
+    if (strcmp(s->failures[f].sqlstate, "26000") == 0) s->prepared[code] = 0; /* gone */
+    return s->failures[f].lost;
+}
+
+/* run()'s hooks (batch.h). The parameters as text before the clock starts: dealing is not
+ * the server's time. */
+static void before_start(void *loop, const SqlOp *op) {
+    Loop *s = loop;
+    pgloop_bind_text(op->n, op->value, op->kind, op->texts, op->texts_len, s->digits, s->bound);
+}
+
+/* One PQexecPrepared round trip; its result kept for settle(). Not 0 when it failed. */
+static int run_one(void *loop, const SqlOp *op) {
+    Loop *s = loop;
+    int32_t c = op->code;
+    PGresult *r = NULL;
+    if (!s->prepared[c]) { /* refused before: prepared within this operation's time */
+        r = PQprepare(s->conn, s->names[c], s->sql[c], op->n, NULL);
+        if (PQresultStatus(r) == PGRES_COMMAND_OK) {
+            s->prepared[c] = 1;
+            PQclear(r);
             r = NULL;
         }
-        if (r == NULL) r = PQexecPrepared(s->conn, s->names[c], n, bound, NULL, NULL, 0);
-        ExecStatusType status = PQresultStatus(r);
-        int64_t end = now_ns();
-        lat_us[i] = (end - start) / 1000;
-        arg[i] = 0;
-        if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
-            errs[i] = 0;
-            PQclear(r);
-            continue;
-        }
-        int f = pgloop_keep_failure(s, r);
-        PQclear(r);
-        errs[i] = f + 1;
-        if (strcmp(s->failures[f].sqlstate, "26000") == 0) s->prepared[c] = 0; /* gone */
-        if (s->failures[f].lost) {
-            i++;
-            break;
-        }
     }
-    Py_END_ALLOW_THREADS
-    if (bad_code) {
-        PyErr_Format(PyExc_ValueError, "pgloop: operation %zd: no such statement or parameters",
-                     i);
-        goto done;
-    }
-    result = Py_BuildValue("(nL)", i, due);
-done:
-    PyBuffer_Release(&codes), PyBuffer_Release(&offs), PyBuffer_Release(&ints), PyBuffer_Release(&kinds);
-    PyBuffer_Release(&texts), PyBuffer_Release(&lat), PyBuffer_Release(&err);
-    PyBuffer_Release(&argb), PyBuffer_Release(&gen);
-    return result;
+    if (r == NULL) r = PQexecPrepared(s->conn, s->names[c], op->n, s->bound, NULL, NULL, 0);
+    s->result = r;
+    ExecStatusType status = PQresultStatus(r);
+    return status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK;
+}
+
+/* The result freed off the clock; a failure kept once per batch, and what it does. */
+static int settle(void *loop, const SqlOp *op, int failed, int *ends_batch) {
+    Loop *s = loop;
+    PGresult *r = s->result;
+    s->result = NULL;
+    int f = failed ? pgloop_keep_failure(s, r) : -1;
+    PQclear(r);
+    if (f >= 0) *ends_batch = pgloop_failure_ends_batch(s, op->code, f);
+    return f + 1;
+}
+
+static const SqlBatchOps PG_BATCH = {"pgloop", before_start, run_one, settle};
+
+/* run(...) -> (done, next_due_ns): batch.h's sql_batch_run, one PQexecPrepared round trip an
+ * operation (the extended protocol's Bind/Execute/Sync, as pgbench -M prepared). */
+static PyObject *Loop_run(Loop *s, PyObject *args) {
+    SqlSession session = {s, s->conn != NULL, s->n_statements, s->n_params, &s->n_failures};
+    return sql_batch_run(&session, &PG_BATCH, args);
+}
+
+/* The loop's failure i as Python reads it: (sqlstate, message, lost). */
+static PyObject *failure_tuple(void *loop, int i) {
+    const Failure *f = &((Loop *)loop)->failures[i];
+    return Py_BuildValue("(ssi)", f->sqlstate, f->message, f->lost);
 }
 
 /* failures() -> [(sqlstate, message, lost)]: the last batch's errors, by index. */
 static PyObject *Loop_failures(Loop *s, PyObject *unused) {
     (void)unused;
-    PyObject *list = PyList_New(s->n_failures);
-    if (list == NULL) return NULL;
-    for (int i = 0; i < s->n_failures; i++) {
-        const Failure *f = &s->failures[i];
-        PyObject *item = Py_BuildValue("(ssi)", f->sqlstate, f->message, f->lost);
-        if (item == NULL) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, i, item);
-    }
-    return list;
+    return failure_list(s, s->n_failures, failure_tuple);
 }
 
 static void quiet_notice(void *arg, const char *message) { (void)arg, (void)message; }
@@ -417,7 +339,7 @@ static PyMethodDef Loop_methods[] = {
     {"connect", (PyCFunction)Loop_connect, METH_NOARGS,
      "(Re)connect and prepare the statements (GIL released)."},
     {"prepare", (PyCFunction)Loop_prepare, METH_VARARGS, "Add (and prepare) a statement."},
-    {"pack", (PyCFunction)Loop_pack, METH_O, "A batch's codes and parameters as run() reads."},
+    {"pack", native_pack, METH_O, "A batch's codes and parameters as run() reads."},
     {"run", (PyCFunction)Loop_run, METH_VARARGS, "Run a batch of operations (GIL released)."},
     {"failures", (PyCFunction)Loop_failures, METH_NOARGS, "The last batch's errors."},
     {"check", (PyCFunction)Loop_check, METH_NOARGS,

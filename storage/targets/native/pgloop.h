@@ -2,15 +2,11 @@
 #ifndef DBSIM_PGLOOP_H
 #define DBSIM_PGLOOP_H
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "batch.h"
 
 #include <libpq-fe.h>
-#include <errno.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_PARAMS 64
 #define MAX_STATEMENTS 256
@@ -39,18 +35,23 @@ typedef struct {
     Failure failures[MAX_ERRORS];
     Failure refused; /* no connection object at all (libpq out of memory) */
     int n_failures;
+    /* run()'s operation in flight: its parameters as text, and its result until it is freed
+     * off the clock (batch.h's before_start and settle). */
+    char digits[MAX_PARAMS][24];
+    const char *bound[MAX_PARAMS];
+    PGresult *result;
 } Loop;
-
-static inline int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* The error of the last call into libpq (status, result) as a failure; returns its index. */
 int pgloop_keep_failure(Loop *s, const PGresult *r);
-/* Formats v in decimal into out (at least 21 bytes); returns out. */
-char *pgloop_format_int(int64_t v, char *out);
+/* An operation's n parameters as libpq's text format takes them, into bound: an integer in
+ * decimal (written into digits), text as it stands in texts, anything else NULL. */
+void pgloop_bind_text(int n, const int64_t *value, const int8_t *kind, const char *texts,
+                      Py_ssize_t texts_len, char digits[][24], const char **bound);
+/* What failure f of an operation on statement code does: a statement the server no longer
+ * knows (26000) is prepared again at its next use. Returns whether the connection is lost
+ * (the batch ends there: Python reconnects). */
+int pgloop_failure_ends_batch(Loop *s, int32_t code, int f);
 /* run_group(entries, generation, generation_value, deadline_ns) (pggroup.c). */
 PyObject *pgloop_run_group(PyObject *module, PyObject *args);
 extern PyTypeObject LoopType;
