@@ -161,7 +161,11 @@ def derive(
     rowed = None
     if rows is not None and _appends_wanted(capture, mix):
         rowed = _row_mix(capture, iops, rows)
-    if rowed is not None and (rowed.why is None or per_append is None):
+    if rowed is not None and (
+        rowed.why is None
+        or per_append is None
+        or dbrowmix.rows_preferred(asked_write_pct, capture.write_kib, rows)
+    ):
         mix, w = rowed, dbrowmix.ROW_WORK_UNIT
     elif per_append is not None and _appends_wanted(capture, mix):
         appended = _append_mix(capture, iops, w, (reads, per_update, per_append), asked, sizing)

@@ -142,6 +142,24 @@ class RowMix:
     size_why: str | None  # why the read size is (None: it is not)
 
 
+def rows_preferred(write_pct: float, write_kib: float | None, costs: RowCosts | None) -> bool:
+    """Whether row updates are taken even though their mix leaves the captured write share
+    out of reach: the capture's writes are single database blocks (their mean within the
+    size tolerance of one) and its write share is within the share's tolerance of what row
+    updates alone write. Appends cannot make single blocks where the kernel merges their
+    consecutive blocks (bench/README.md run E: 16-44 KiB writes for 8.2), row updates'
+    scattered blocks can; and the share they reach rises once the calibration measures a
+    row's reads below one (a cache holds part of the table: 52 % at 0.92). Run G (51.6 %
+    writes captured) took appends on the model's 50 % and missed every figure but the read
+    size."""
+    if costs is None:
+        return False
+    h, w_row = costs.reads_per_row, costs.writes_per_row_update
+    top = 100.0 * w_row / (h + w_row) if h + w_row > 0 else 0.0
+    single = write_kib is not None and write_kib <= BLOCK_KIB * (1.0 + SIZE_TOL)
+    return single and write_pct <= top + READ_SHARE_POINTS
+
+
 def row_mix(write_pct: float, read_kib: float | None, iops: float, costs: RowCosts) -> RowMix:
     """The whole-percent row_update_pct and range_pct whose figures are nearest the captured
     write share (%) and mean read (KiB) at ``iops`` device I/Os a second (module docstring);

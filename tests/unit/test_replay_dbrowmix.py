@@ -124,6 +124,25 @@ def test_appends_stay_where_row_updates_cannot_make_the_writes() -> None:
     assert "row_update_pct" not in job.parameters and job.parameters["append_pct"] > 0
 
 
+def test_single_block_writes_take_row_updates_a_little_beyond_their_model_share() -> None:
+    """Run G's capture (51.6 % writes of 8.16 KiB, reads of 9.57): on the model's costs row
+    updates alone write 50 %, and with the reads that size the mean read less, so their mix
+    misses the share; appends would reach it on the model but merge into 16-27 KiB writes.
+    Row updates are taken (their share rises with the calibration's measured cache hits);
+    writes of several blocks, or a share beyond the tolerance, keep the appends."""
+    model = dbrowmix.model_costs(True)
+    capture = replace(_pgbench(68.5, 73.1, 9.57, 14.0), write_kib=8.16)
+    job = dbjob.derive(capture, 1.0, ranges=dbsize.MODEL, per_append=1.0, rows=model)
+    assert job.parameters.get("row_update_pct", 0) > 80 and "append_pct" not in job.parameters
+    assert dbrowmix.rows_preferred(51.6, 8.16, model)
+    assert not dbrowmix.rows_preferred(51.6, 24.0, model)  # merged: not single blocks
+    assert not dbrowmix.rows_preferred(50.0 + READ_SHARE_POINTS + 0.1, 8.16, model)
+    assert not dbrowmix.rows_preferred(51.6, 8.16, None)
+    merged = replace(capture, write_kib=24.0)
+    job = dbjob.derive(merged, 1.0, ranges=dbsize.MODEL, per_append=1.0, rows=model)
+    assert "row_update_pct" not in job.parameters and job.parameters["append_pct"] > 0
+
+
 # ------------------------------------------------------------------ the workload's side
 
 
