@@ -94,40 +94,6 @@ TIMING_SECONDS: dict[str, float] = {
     "tests/integration/test_marialoop.py": 10,
 }
 UNLISTED_S = 5.0
-#: The parallel phase's longest units (wall seconds of each module or docs page on one of eight
-#: workers sharing two CPUs, tests/support/cpu_profile.py's per-unit sums, 2026-12-06), handed
-#: out first, longest first; the others follow in xdist's order. The phase is bound by the
-#: CPUs, so a long unit handed out late runs on alone at the end with CPUs idle: a fresh-clone
-#: run's phase kept its CPUs 94 % busy (706 CPU-s in 375 s) where the same work had taken 359 s
-#: at 98 % when its long modules happened to come early.
-PARALLEL_SECONDS: dict[str, float] = {
-    "tests/integration/test_distributed.py": 110,
-    "tests/integration/test_postgres_slob.py": 110,
-    "tests/integration/test_distributed_load.py": 109,
-    "tests/integration/test_sqlite_slob.py": 108,
-    "tests/integration/test_bundle_faults.py": 102,
-    "tests/integration/test_pgloop.py": 100,
-    "tests/integration/test_odbcloop.py": 100,
-    "tests/e2e/test_check_cli.py": 97,
-    f"{DOCS_MODULE}::docs/validation.md": 94,
-    "tests/integration/test_answer_iops.py": 82,
-    "tests/integration/test_sql_workload.py": 78,
-    "tests/e2e/test_secrets_everywhere.py": 76,
-    f"{DOCS_MODULE}::docs/capture.md": 74,
-    "tests/integration/test_lab_identity.py": 73,
-    "tests/e2e/test_signal_sweep_native.py": 69,
-    "tests/unit/test_bad_input_properties.py": 69,
-    "tests/integration/test_engines.py": 66,
-    "tests/e2e/test_cli_run.py": 59,
-    "tests/unit/test_nfs_cut_baseline.py": 59,
-    f"{DOCS_MODULE}::docs/quickstart.md": 58,
-    "tests/unit/test_nfs_baseline_mutations.py": 55,
-    "tests/unit/test_table_names.py": 55,
-    "tests/integration/test_sql_ownership.py": 55,
-    "tests/e2e/test_baseline_cli.py": 54,
-    "tests/unit/test_start_imports.py": 53,
-    "tests/e2e/test_web_ui.py": 50,
-}
 _PAGE = re.compile(r"\[(?P<page>[^\]]+\.md):\d+\]$")
 
 
@@ -143,8 +109,7 @@ def scope_of(nodeid: str, timing_phase: bool = False) -> str:
 
 
 class PageScopes(LoadScopeScheduling):
-    """``--dist loadscope`` with a unit per docs page, the parallel phase's longest units
-    handed out first (:data:`PARALLEL_SECONDS`); when the phase selects the timing tests
+    """``--dist loadscope`` with a unit per docs page; when the phase selects the timing tests
     (``-m timing``), the device modules in their units, and the units planned over the workers.
 
     The plan: the units, longest first (:data:`TIMING_SECONDS`), each to the worker with the
@@ -160,15 +125,11 @@ class PageScopes(LoadScopeScheduling):
         super().__init__(config, log)  # type: ignore[arg-type]
         self._timing = (getattr(config, "option", None) and config.option.markexpr) == "timing"  # type: ignore[attr-defined]
         self._plan: dict[object, list[str]] | None = None
-        self._ordered = False
 
     def _split_scope(self, nodeid: str) -> str:
         return scope_of(nodeid, self._timing)
 
     def _assign_work_unit(self, node: object) -> None:
-        if not self._timing and not self._ordered:
-            self._ordered = True
-            longest_first(self.workqueue, PARALLEL_SECONDS)
         if self._timing:
             if self._plan is None:
                 plans = plan_units(list(self.workqueue), len(self.nodes))
@@ -176,13 +137,6 @@ class PageScopes(LoadScopeScheduling):
             scope = next_unit(self._plan.get(node, []), self.workqueue)
             self.workqueue.move_to_end(scope, last=False)
         super()._assign_work_unit(node)  # type: ignore[arg-type]
-
-
-def longest_first(workqueue: OrderedDict[str, Any], seconds: dict[str, float]) -> None:
-    """Move the units listed in ``seconds`` to the queue's head, longest first."""
-    for scope in sorted(seconds, key=seconds.__getitem__):
-        if scope in workqueue:
-            workqueue.move_to_end(scope, last=False)
 
 
 def unit_seconds(scope: str) -> float:

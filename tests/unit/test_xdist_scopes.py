@@ -13,10 +13,8 @@ from tests.support.xdist_scopes import (
     DEVICE_UNITS,
     GROUND_TRUTH_UNIT,
     LOOP_UNIT,
-    PARALLEL_SECONDS,
     TIMING_SECONDS,
     UNLISTED_S,
-    longest_first,
     next_unit,
     plan_units,
     scope_of,
@@ -86,24 +84,3 @@ def test_every_device_module_exists_and_holds_timing_tests() -> None:
         path = root / module
         assert path.is_file(), module
         assert "mark.timing" in path.read_text(), f"{module}: no timing test"
-
-
-def test_the_parallel_phase_hands_out_its_longest_units_first() -> None:
-    listed = sorted(PARALLEL_SECONDS, key=PARALLEL_SECONDS.__getitem__, reverse=True)
-    queue: OrderedDict[str, dict[str, bool]] = OrderedDict(
-        (scope, {}) for scope in ["tests/a.py", *reversed(listed), "tests/b.py"]
-    )
-    longest_first(queue, PARALLEL_SECONDS)
-    head = list(queue)[: len(listed)]
-    assert set(head) == set(listed)
-    assert [PARALLEL_SECONDS[s] for s in head] == sorted(PARALLEL_SECONDS.values(), reverse=True)
-    assert list(queue)[len(listed) :] == ["tests/a.py", "tests/b.py"]
-
-
-def test_every_listed_unit_exists() -> None:
-    root = Path(__file__).resolve().parents[2]
-    for scope in [*PARALLEL_SECONDS, *TIMING_SECONDS]:
-        module, _, page = scope.partition("::")
-        if module.startswith("tests/"):
-            assert (root / module).is_file(), scope
-            assert not page or (root / page).is_file(), scope
