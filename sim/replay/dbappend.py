@@ -54,18 +54,10 @@ FIXED_POINT_STEP = 1e-4
 
 
 def appends_on(base: dict[str, Any]) -> str | None:
-    """Why the scenario's slob workload cannot append here (its parameters have no
-    ``append_pct``, or the target's dialect has no ``append`` statement), None when it can."""
-    from sim import registry
-
-    if "append_pct" not in registry.workloads()["slob"].parameters_model.model_fields:
-        return "the slob workload here has no append_pct (rows appended into cf3)"
-    dialect, catalogue = dbsize.slob_catalogue(base)
-    if catalogue is None:
-        return f"the target kind {dialect} has no SQL dialect here"
-    if catalogue.has("append"):
-        return None
-    return f"{dialect} has no append statement (an insert of one row into cf3)"
+    """Why the scenario's slob workload cannot append here, None when it can."""
+    return dbsize.slob_statement_missing(
+        base, "append_pct", "append", "an insert of one row into cf3"
+    )
 
 
 def append_fraction(

@@ -80,16 +80,9 @@ def model_costs(ranges_on: bool) -> RowCosts:
 
 def row_updates_on(base: dict[str, Any]) -> str | None:
     """Why the scenario's slob workload cannot update single rows here, None when it can."""
-    from sim import registry
-
-    if "row_update_pct" not in registry.workloads()["slob"].parameters_model.model_fields:
-        return "the slob workload here has no row_update_pct"
-    dialect, catalogue = dbsize.slob_catalogue(base)
-    if catalogue is None:
-        return f"the target kind {dialect} has no SQL dialect here"
-    if catalogue.has("update_row"):
-        return None
-    return f"{dialect} has no update_row statement"
+    return dbsize.slob_statement_missing(
+        base, "row_update_pct", "update_row", "an update of one random row of cf1"
+    )
 
 
 @dataclass(frozen=True)

@@ -156,6 +156,24 @@ def slob_catalogue(base: dict[str, Any]) -> tuple[str, Any]:
     return dialect, Catalogue.load(sql_dir, dialect)
 
 
+def slob_statement_missing(
+    base: dict[str, Any], parameter: str, statement: str, what: str
+) -> str | None:
+    """Why the scenario's slob workload cannot deal ``statement`` here (its parameters have no
+    ``parameter``, or the target's dialect has no such statement; ``what`` says what it does),
+    None when it can: the appends' and the row updates' one check."""
+    from sim import registry
+
+    if parameter not in registry.workloads()["slob"].parameters_model.model_fields:
+        return f"the slob workload here has no {parameter} ({what})"
+    dialect, catalogue = slob_catalogue(base)
+    if catalogue is None:
+        return f"the target kind {dialect} has no SQL dialect here"
+    if catalogue.has(statement):
+        return None
+    return f"{dialect} has no {statement} statement ({what})"
+
+
 def range_reads_on(base: dict[str, Any]) -> str | None:
     """Why the scenario's target has no range read (its dialect marks ``range_read``
     unsupported), None when it has."""
