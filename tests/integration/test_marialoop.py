@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 pymysql = pytest.importorskip("pymysql", reason="!!! PyMySQL missing: MariaDB NOT TESTED")
@@ -28,7 +27,7 @@ from sim.core.engine import Engine  # noqa: E402
 from storage.targets import marialoop  # noqa: E402
 from storage.targets.mysql import MysqlTarget  # noqa: E402
 from storage.targets.mysql_record import MysqlSettings  # noqa: E402
-from tests.support.native_loops import require_native  # noqa: E402
+from tests.support.native_loops import batch, require_native  # noqa: E402
 from tests.support.open_loop import schedule_bound  # noqa: E402
 from workloads.slob.parameters import SlobParameters  # noqa: E402
 from workloads.slob.workload import SlobWorkload  # noqa: E402
@@ -94,18 +93,6 @@ def test_slob_runs_on_the_runner_asked_with_the_exact_mix(loaded: str, runner: s
             assert int(cursor.fetchone()[0]) > 0
     finally:
         conn.close()
-
-
-def batch(loop: Any, ops: list[tuple[int, tuple[Any, ...]]]) -> tuple[int, np.ndarray, list[Any]]:
-    """Runs ``ops`` in one batch; (done, error indices, the loop's failures)."""
-    codes, offsets, ints, kinds, texts = loop.pack(ops)
-    n = len(ops)
-    latency, errors, args = np.zeros(n, np.int64), np.zeros(n, np.int32), np.zeros(n, np.int64)
-    generation = np.zeros(1, dtype=np.int64)
-    done, _ = loop.run(codes, offsets, ints, kinds, texts, latency, errors, args, generation,
-                       0, n, 2**62, False, 0, 0)  # fmt: skip
-    assert (latency[:done] >= 0).all()
-    return int(done), errors, loop.failures()
 
 
 def test_failed_statements_are_classed_as_asyncmy_and_masked() -> None:

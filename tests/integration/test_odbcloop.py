@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import json
 import os
 import re
@@ -30,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 import yaml
 
@@ -42,7 +40,7 @@ from sim.core.engine import Engine  # noqa: E402
 from storage.targets import odbcloop  # noqa: E402
 from storage.targets.odbc import OdbcTarget, translate_error  # noqa: E402
 from storage.targets.settings import OdbcSettings  # noqa: E402
-from tests.support.native_loops import backends_left, require_native  # noqa: E402
+from tests.support.native_loops import batch, require_native, run_leaving_no_backend  # noqa: E402
 from tests.support.open_loop import schedule_bound  # noqa: E402
 from workloads.slob.parameters import SlobParameters  # noqa: E402
 from workloads.slob.workload import SlobWorkload  # noqa: E402
@@ -193,18 +191,6 @@ def test_the_switch_keeps_pyodbc_and_says_why(
     )  # fmt: skip
 
 
-def batch(loop: Any, ops: list[tuple[int, tuple[Any, ...]]]) -> tuple[int, np.ndarray, list[Any]]:
-    """Runs ``ops`` in one batch; (done, error indices, the loop's failures)."""
-    codes, offsets, ints, kinds, texts = loop.pack(ops)
-    n = len(ops)
-    latency, errors, args = np.zeros(n, np.int64), np.zeros(n, np.int32), np.zeros(n, np.int64)
-    generation = np.zeros(1, dtype=np.int64)
-    done, _ = loop.run(codes, offsets, ints, kinds, texts, latency, errors, args, generation,
-                       0, n, 2**62, False, 0, 0)  # fmt: skip
-    assert (latency[:done] >= 0).all()
-    return int(done), errors, loop.failures()
-
-
 def pyodbc_error(server: Server, statement: str, *params: Any) -> Exception:
     """pyodbc's own exception for the statement (the fallback path's driver)."""
     connect = pyodbc.connect(server.connection_string(), autocommit=True)
@@ -352,15 +338,7 @@ def test_no_session_connection_outlives_its_run(loaded_pg: str, runner: str) -> 
     load = Load(sessions=3, duration_s=0.6, seed=11, session_runner=runner)  # type: ignore[arg-type]
     engine = Engine(workload, target, load)
     mine = f"FROM pg_stat_activity WHERE application_name = '{name}'"
-    gc.disable()
-    try:
-        asyncio.run(engine.run())
-        assert engine.result.outcome == "completed", engine.result.error
-        assert engine.result.session_runner == RUNNERS[runner], engine.result.session_runner_why
-        left = backends_left(psql, mine)
-        assert not left, f"connections still open after the run: {left}"
-    finally:
-        gc.enable()
+    run_leaving_no_backend(engine, RUNNERS[runner], psql, mine)
 
 
 @pytest.mark.timing

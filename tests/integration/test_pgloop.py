@@ -11,7 +11,6 @@ prefix unique to this test run and is dropped at the end.
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import re
 import secrets
@@ -34,7 +33,7 @@ from storage.targets import pgloop
 from storage.targets.pgloop_session import PgProgram
 from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings
-from tests.support.native_loops import backends_left, require_native
+from tests.support.native_loops import require_native, run_leaving_no_backend
 from tests.support.open_loop import schedule_bound
 from tests.support.postgres import require_postgres
 from workloads.slob.parameters import SlobParameters
@@ -146,15 +145,7 @@ def test_no_session_connection_outlives_its_run(
     on_table = (
         f"FROM pg_stat_activity WHERE query LIKE '%{loaded}_1_cf1%' AND pid <> pg_backend_pid()"
     )
-    gc.disable()
-    try:
-        asyncio.run(engine.run())
-        assert engine.result.outcome == "completed", engine.result.error
-        assert engine.result.session_runner == RUNNERS[runner], engine.result.session_runner_why
-        left = backends_left(psql, on_table)
-        assert not left, f"session connections still open after the run: {left}"
-    finally:
-        gc.enable()
+    run_leaving_no_backend(engine, RUNNERS[runner], psql, on_table)
 
 
 def test_failed_statements_are_classed_as_asyncpg_and_masked() -> None:
