@@ -120,15 +120,25 @@ def main() -> int:
         help="device latency objective handed to dbsim replay (read_p99=..., repeatable): "
         "with one, the replay judges each scale and names the headroom",
     )  # fmt: skip
+    ap.add_argument(
+        "--images", type=Path, default=None,
+        help="the directory for the lab's volume images (default: beside the lab's state, on "
+        "the host's disk; the suite's test gives a tmpfs of its own)",
+    )  # fmt: skip
+    ap.add_argument("--pg-port", type=int, default=55700 + os.getpid() % 200)
+    ap.add_argument(
+        "--out", type=Path, default=None,
+        help="the results file (default bench/results/replay_db-<stamp>.json)",
+    )  # fmt: skip
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="dbsim-bench-rdb-", dir="/var/tmp"))
     base.chmod(0o755)  # postgres must search every parent directory
-    lab = Lab(base / "state", base / "images", name=f"dbsim-bench-rdb-{os.getpid()}")
+    lab = Lab(base / "state", args.images or base / "images", name=f"dbsim-bench-rdb-{os.getpid()}")
     started = time.monotonic()
     try:
         status = lab.up(
             3 * GiB, base / "mnt", memory_limit_bytes=128 * MiB, postgres=True,
-            pg_port=55700 + os.getpid() % 200,
+            pg_port=args.pg_port,
             volumes=[parse_volume("old"), parse_volume("new")],
         )  # fmt: skip
         doc = run(lab, status, base, args)
@@ -139,7 +149,7 @@ def main() -> int:
             if not problems:  # the lab's directories and the run bundles (figures kept below)
                 shutil.rmtree(base, ignore_errors=True)
     doc["wall_s"] = round(time.monotonic() - started, 1)
-    out = REPO / "bench" / "results" / f"replay_db-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out = args.out or REPO / "bench" / "results" / f"replay_db-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"wall {doc['wall_s']} s; written {out}")

@@ -63,6 +63,7 @@ DEVICE_UNITS: dict[str, str] = {
     "tests/integration/test_replay_fio.py": "tests/integration/test_replay_fio.py",
     "tests/integration/test_replay_files.py": "tests/integration/test_replay_files.py",
     "tests/integration/test_replay_db.py": "tests/integration/test_replay_db.py",
+    "tests/integration/test_replay_db_writes.py": "tests/integration/test_replay_db_writes.py",
 }
 DEVICE_MODULES = frozenset(DEVICE_UNITS)
 #: Each timing unit's seconds on one worker (its tests' setup, call and teardown summed from
@@ -71,6 +72,7 @@ DEVICE_MODULES = frozenset(DEVICE_UNITS)
 #: phase is planned from them (:class:`PageScopes`); a unit not listed counts
 #: :data:`UNLISTED_S`. Exact figures do not matter, their order and rough size do.
 TIMING_SECONDS: dict[str, float] = {
+    "tests/integration/test_replay_db_writes.py": 235,  # alone, quiet: 231 s (2026-12-06)
     GROUND_TRUTH_UNIT: 202,
     "tests/integration/test_lab_iops.py": 143,
     LOOP_UNIT: 143,
