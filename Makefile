@@ -25,7 +25,7 @@ PYTEST_ARGS ?=
 # so the ODBC tests run against MariaDB as well as PostgreSQL (psqlODBC, odbc-postgresql).
 TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio bpftrace prometheus fuse3 sysbench faketime kubernetes-client libpq-dev libmariadb-dev unixodbc-dev odbc-mariadb
 
-.PHONY: run test test-stressed test-servers venv install-project system-packages lint typecheck bench clean
+.PHONY: run test test-long test-stressed test-servers venv install-project system-packages lint typecheck bench clean
 
 $(BIN)/dbsim: pyproject.toml setup.py storage/targets/native/fileloop.c storage/targets/native/pgloop.c storage/targets/native/pgloop.h storage/targets/native/pggroup.c storage/targets/native/pack.h storage/targets/native/batch.h storage/targets/native/marialoop.c storage/targets/native/odbcloop.c
 	$(PYTHON) -m venv $(VENV)
@@ -95,8 +95,8 @@ CPU_BUSY_TICKS := awk '/^cpu /{print $$2+$$3+$$4+$$7+$$8+$$9, $$9; exit}' /proc/
 TEST_WORKERS ?= 8
 TIMING_WORKERS ?= 4
 TEST_REPORT_DIR ?=
-PARALLEL_MARKS := not timing
-SERIAL_MARKS := timing
+PARALLEL_MARKS := not timing and not long
+SERIAL_MARKS := timing and not long
 
 # The tests start dbsim as a child process hundreds of times. Where PYTHONDONTWRITEBYTECODE is
 # set (it is on this machine), no process caches the project's compiled modules and each one
@@ -174,6 +174,12 @@ test-servers:
 	env $(TEST_SERVERS_ENV) $(BIN)/python -m pytest -rs $(TEST_SERVERS_TESTS) $(PYTEST_ARGS); rc=$$?; \
 	echo "=== test-servers: pytest exit $$rc; taking $(TEST_SERVERS) down"; \
 	down; exit $$rc
+
+# The tests marked long (pyproject.toml): a database production with writes captured and
+# replayed (tests/integration/test_replay_db_writes.py, ~4 minutes of waiting for the host's
+# write-back, more than make test's twelve minutes carry beside its timing phase). Root, alone.
+test-long: system-packages venv
+	$(BIN)/python -m pytest -m long -p no:cacheprovider $(PYTEST_ARGS)
 
 # Issue #25's load check: the timing phase STRESS_RUNS times in a row with `stress-ng --cpu 2`
 # beside it (the whole time, at nice 0, in a session of its own as when started from another

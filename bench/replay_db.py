@@ -131,6 +131,8 @@ def main() -> int:
         help="the results file (default bench/results/replay_db-<stamp>.json)",
     )  # fmt: skip
     args = ap.parse_args()
+    # A SIGTERM (the suite's test on its timeout) unwinds through the lab's teardown below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     base = Path(tempfile.mkdtemp(prefix="dbsim-bench-rdb-", dir="/var/tmp"))
     base.chmod(0o755)  # postgres must search every parent directory
     lab = Lab(base / "state", args.images or base / "images", name=f"dbsim-bench-rdb-{os.getpid()}")

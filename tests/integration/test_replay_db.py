@@ -32,9 +32,8 @@ then three runs of ~20 s (calibration, 1x, 2x): 91 s at a load average of 0.7-5.
 was a private_ground_lab of this module's own until it took the session's (same table,
 settings and memory group), which the ground-truth unit of make test's timing phase has
 built by then: one lab up and load less on that unit's one worker. A
-production with writes is replayed by bench/replay_db.py instead: its writes reach the device
-a write-back delay (35 s here) after they are made, which every run then waits for (~5
-minutes in all).
+production with writes (pgbench -N) is test_replay_db_writes.py's: its writes reach the device
+a write-back delay (35 s here) after they are made, which every run then waits for.
 """
 
 from __future__ import annotations

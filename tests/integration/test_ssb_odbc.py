@@ -1,5 +1,6 @@
 """SSB-like over ``kind: odbc`` into the local PostgreSQL through psqlODBC, in the default
-batches: the load, the exact mix of a short run, and a drop that takes only dbsim's tables.
+batches: the load, the exact mix of a short run (on both session runners: the native unixODBC
+loop and pyodbc on threads), and a drop that takes only dbsim's tables.
 
 Regression: the second load batch failed "String data, right truncation: length 740 buffer
 510". pyodbc re-executes its prepared INSERT on the same cursor and resets the parameters
@@ -26,11 +27,14 @@ from sim.core.engine import Engine
 from sim.protocols import EngineContext, Target, connect_sql
 from sim.run.runner import build_target, build_workload
 from sim.sql import Statement
+from tests.support.session_runners import AskedRunner, session_runner
 from workloads.ssb.parameters import SsbParameters
 from workloads.ssb.schema import TEXT_COLUMNS, TEXT_WIDTH
 from workloads.ssb.workload import SsbWorkload
 
 pytestmark = pytest.mark.integration
+# The fixture the engine run takes: the native ODBC loop and pyodbc on threads in turn.
+__all__ = ["session_runner"]
 
 DRIVER = "PostgreSQL Unicode"
 HOST, PORT, DATABASE, USER = "127.0.0.1", 5432, "test", "postgres"
@@ -146,13 +150,19 @@ def test_load_in_default_batches_completes_with_every_row(
         assert counted == (rows, rows, 1, rows) + (TEXT_WIDTH,) * (2 * len(TEXT_COLUMNS))
 
 
-def test_a_short_run_keeps_the_exact_mix_and_commits(prefix: str) -> None:
-    ssb, target, parsed = built(prefix, duration_s=RUN_S, warmup_s=0.3, seed=7)
+def test_a_short_run_keeps_the_exact_mix_and_commits(
+    prefix: str, session_runner: AskedRunner
+) -> None:
+    runner = session_runner.on("odbc")
+    ssb, target, parsed = built(
+        prefix, duration_s=RUN_S, warmup_s=0.3, seed=7, session_runner=runner
+    )
     load_and_verify(ssb, target)
     before = dict(sql(f"SELECT custid, c1 FROM {prefix}_1"))
     engine = Engine(ssb, target, parsed.load)
     asyncio.run(engine.run())
     assert engine.result.outcome == "completed", engine.result.error
+    session_runner.ran(engine.result.session_runner, engine.result.session_runner_why)
     totals = engine.recorder.totals
     assert sum(s.error_count for s in totals.values()) == 0
     counts = {name: stats.count for name, stats in totals.items()}

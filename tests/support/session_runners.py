@@ -1,5 +1,6 @@
-"""Both session runners of a PostgreSQL or MariaDB run (issue #33): the native C loop (libpq,
-MariaDB Connector/C) and the Python fallback (asyncpg, asyncmy on the engine's event loop).
+"""Both session runners of a PostgreSQL, MariaDB or ODBC run (issue #33): the native C loop
+(libpq, MariaDB Connector/C, unixODBC) and the Python fallback (asyncpg, asyncmy on the
+engine's event loop; pyodbc, which blocks, on OS threads).
 
 ``session_runner`` (a fixture; import it into the module that uses it) is parametrised over
 the two. Each case asks for its runner in the scenario's ``load.session_runner`` — never
@@ -21,7 +22,10 @@ from typing import Any
 import pytest
 
 #: load.session_runner asked -> what the summary's session_runner.runner then says.
-SUMMARY_NAMES = {"native": "native", "loop": "event loop"}
+SUMMARY_NAMES = {"native": "native", "loop": "event loop", "threads": "threads"}
+#: The target kinds whose Python driver blocks (pyodbc): their fallback case asks for OS
+#: threads, as the engine's own fallback gives them (sim.core.session_choice).
+BLOCKING_KINDS = frozenset({"odbc", "sqlserver"})
 
 
 def native_unavailable(kind: str) -> str:
@@ -34,27 +38,35 @@ def native_unavailable(kind: str) -> str:
         from storage.targets import marialoop
 
         return marialoop.unavailable()
+    if kind in BLOCKING_KINDS:
+        from storage.targets import odbcloop
+
+        return odbcloop.unavailable()
     raise ValueError(f"no native session loop for target kind {kind!r}")
 
 
-@dataclass(frozen=True)
+@dataclass
 class AskedRunner:
-    """One case of ``session_runner``: ``name`` is the value of ``load.session_runner``."""
+    """One case of ``session_runner``: ``name`` is the case (``native`` or ``loop``, the Python
+    driver's), ``asked`` the value :meth:`on` last gave ``load.session_runner``."""
 
     name: str
+    asked: str = ""
 
     def on(self, kind: str) -> str:
         """``load.session_runner`` for a run on this target kind; the native case skips loudly
-        where that kind's native loop cannot run."""
+        where that kind's native loop cannot run; the Python case of a blocking driver's kind
+        asks for threads."""
         if self.name == "native":
             why = native_unavailable(kind)
             if why:
                 pytest.skip(f"!!! NOT RUN: the native {kind} session loop: {why}")
-        return self.name
+        self.asked = "threads" if self.name == "loop" and kind in BLOCKING_KINDS else self.name
+        return self.asked
 
     def ran(self, runner: str, why: str) -> None:
         """Fail unless the run's summary names the runner asked (``session_runner.runner``)."""
-        expected = SUMMARY_NAMES[self.name]
+        expected = SUMMARY_NAMES[self.asked or self.name]
         assert runner == expected, (
             f"load.session_runner {self.name} asked, the run used {runner!r}: {why}"
         )
@@ -65,7 +77,7 @@ class AskedRunner:
         self.ran(chosen["runner"], chosen["why"])
 
 
-@pytest.fixture(params=sorted(SUMMARY_NAMES))
+@pytest.fixture(params=["loop", "native"])
 def session_runner(request: pytest.FixtureRequest) -> AskedRunner:
     """Each session runner in turn: ``native`` (the C loop) and ``loop`` (the Python driver)."""
     return AskedRunner(str(request.param))

@@ -65,8 +65,8 @@ def test_the_timing_units_are_planned_longest_first_on_the_least_loaded_worker()
     total, longest = sum(loads), max(TIMING_SECONDS.values())
     # LPT's bound: no worker ends more than one unit's length past the even share.
     assert max(loads) <= total / 4 + longest
-    # The measured units fit in 4 workers within 2 % of an even share (361 s of 1,425 s).
-    assert max(loads) <= 1.02 * total / 4, loads
+    # The measured units fit in 4 workers within 1 % of an even share (311 s of 1,243 s).
+    assert max(loads) <= 1.01 * total / 4, loads
 
 
 def test_a_worker_takes_its_own_plan_then_the_longest_unit_left() -> None:
