@@ -170,15 +170,6 @@ class SqlDialect:
     #: the identity of tables still registered, so not before the last); () where dropping
     #: frees the space itself.
     after_drop: tuple[str, ...] = ()
-    #: Statements run once after a load that built a table, so that what the load wrote is on
-    #: the device before any session starts (PostgreSQL: CHECKPOINT writes every dirty buffer
-    #: and fsyncs the files). Without it a run measured right after its load (a replay's
-    #: calibration, ``dbsim run`` loading first) sees the load's write-back — the kernel's 30 s
-    #: later, the next checkpoint minutes later — as device writes of its own. A refusal (no
-    #: privilege) is a warning, not a failed load. () where the engine gives no such statement
-    #: to a plain user (InnoDB, Oracle's needs ALTER SYSTEM) or a commit is already durable
-    #: (SQLite).
-    after_load: tuple[str, ...] = ()
     #: The settings that make the storage do the work with caches of at most ``{cap_mb}`` MiB
     #: in all (``{quarter_mb}``: a quarter of it), one clause for the cache warning
     #: (sim.core.cache); "" when the dialect has none to offer.

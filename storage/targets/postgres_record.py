@@ -54,6 +54,4 @@ POSTGRES_DIALECT = SqlDialect(
     cache=POSTGRES_CACHE,
     cache_recipe=POSTGRES_CACHE_RECIPE,
     first_contact=FIRST_CONTACT,
-    # Superuser or pg_checkpoint (PostgreSQL 15+); refused otherwise, said as a warning.
-    after_load=("CHECKPOINT",),
 )

@@ -18,7 +18,6 @@ The sequence, the same for every SQL workload (docs/safety.md says why each step
 
 from __future__ import annotations
 
-import logging
 import re
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
@@ -43,8 +42,6 @@ from workloads.common import (
 from workloads.naming import like_prefix, number_of, owned_pattern
 from workloads.ownership import TableRegistry
 from workloads.tablespace import drop_tablespace, ensure_tablespace
-
-log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     # Annotations only: a workload is built without SQLAlchemy (dbsim validate, issue #25).
@@ -189,13 +186,9 @@ class SqlWorkload(Workload, Generic[ParamsT]):
             statements.append(insert_statement(table, self.dialect, self.target.paramstyle))
             statements.append(drop_statement(str(table.name), self.dialect))
         identifiers = self.inventory_identifiers(tables)
-        record = dialect_of(self.target)
-        after_load = record.after_load if record is not None else ()
-        return (
-            statements
-            + [self.render(name, **identifiers) for name in sorted(self.catalogue.statements)]
-            + [Statement(f"after_load_{n}", sql, ()) for n, sql in enumerate(after_load)]
-        )
+        return statements + [
+            self.render(name, **identifiers) for name in sorted(self.catalogue.statements)
+        ]
 
     # ------------------------------------------------------------------ load
 
@@ -206,29 +199,9 @@ class SqlWorkload(Workload, Generic[ParamsT]):
         try:
             await self._claim(conn, planned)
             tables = [await self._load_table(conn, table, progress) for table in planned]
-            built = any(t["built"] for t in tables)
-            durable = await self._after_load(conn) if built else None
         finally:
             await conn.close()
-        return {"tables": tables, "built": built, "after_load": durable, **self.load_facts()}
-
-    async def _after_load(self, conn: SqlConnection) -> str | None:
-        """The dialect's ``after_load`` statements (sim.dialects), so the load's writes reach
-        the device before any measured session; what ran, or why it could not (a warning:
-        the tables are loaded either way). None where the dialect has none."""
-        record = dialect_of(self.target)
-        if record is None or not record.after_load:
-            return None
-        for number, sql in enumerate(record.after_load):
-            try:
-                await conn.execute(Statement(f"after_load_{number}", sql, ()))
-            except Exception as exc:  # a driver's refusal (privilege): said, never fatal
-                said = " ".join(str(exc).split()) or type(exc).__name__
-                why = f"{sql} after the load failed ({said})"
-                log.warning("%s: the load's writes may reach the device during the first "
-                            "measured minutes", why)  # fmt: skip
-                return why
-        return "; ".join(record.after_load)
+        return {"tables": tables, "built": any(t["built"] for t in tables), **self.load_facts()}
 
     async def _claim(self, conn: SqlConnection, planned: Sequence[PlannedTable]) -> None:
         """Refuse anything foreign before writing anything, then make the registry and the

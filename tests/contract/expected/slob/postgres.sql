@@ -189,6 +189,3 @@ UPDATE slob_1_cf1 SET c2 = $1, c20 = $2 WHERE custid > $3 AND custid < $4;
 
 -- update_row binds=v,v,k
 UPDATE slob_1_cf1 SET c2 = $1, c20 = $2 WHERE custid = $3;
-
--- after_load_0 binds=-
-CHECKPOINT;

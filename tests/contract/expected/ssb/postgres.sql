@@ -118,6 +118,3 @@ SELECT COUNT(*)
 
 -- update binds=v,s,e
 UPDATE user_1 SET c1 = $1 WHERE custid BETWEEN $2 AND $3;
-
--- after_load_0 binds=-
-CHECKPOINT;
