@@ -21,7 +21,7 @@ all on a quiet host (2026-12-06 18:15: 1x reads +0.7 % of ±11 %, writes +4.2 % 
 -0.84 pt, read size +5.4 %, write size -0.7 %; 2x -3.7 %, +3.4 %, -1.76 pt, +2.7 %, -1.0 %).
 That is more than make test's twelve minutes carry beside its timing phase (four workers,
 ~320 s planned each), so this test is marked ``long`` and runs in ``make test-long`` (root,
-alone). Beside `stress-ng --cpu 2` and four other timing workers it outlasted pytest's
+alone). In a timing phase of five workers beside `stress-ng --cpu 2` it outlasted pytest's
 default 300 s once: its own bound is below. A production without writes (pgbench -S) is
 test_replay_db.py's, in make test, with the read-ahead's sizes.
 """
@@ -29,6 +29,7 @@ test_replay_db.py's, in make test, with the read-ahead's sizes.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,8 +52,9 @@ REPO = Path(__file__).resolve().parents[2]
 GiB = 1 << 30
 SCALE_S = 8
 CAPTURE_S = 12
-#: The bench's own bound (alone 231 s; under `stress-ng --cpu 2` and four timing workers it
-#: passed pytest's default 300 s), and what its lab's teardown gets after a SIGTERM.
+#: The bench's own bound (alone 231 s; beside `stress-ng --cpu 2` and four other timing
+#: workers it went past pytest's default 300 s), and what its lab's teardown gets after a
+#: SIGTERM.
 BENCH_TIMEOUT_S = 780
 TEARDOWN_S = 60
 
@@ -80,7 +82,7 @@ def test_a_pgbench_production_with_writes_replayed_faithfully_at_1x_and_2x(
 ) -> None:
     _require_lab()
     for tool in ("pgbench", "bpftrace"):
-        if subprocess.run(["which", tool], capture_output=True).returncode:
+        if shutil.which(tool) is None:
             pytest.skip(f"!!! NOT RUN: {tool} is missing")
     images = tmp_path / "images"
     ram = mount_ram(images, 4 * GiB)
