@@ -131,6 +131,9 @@ def main() -> int:
         help="the results file (default bench/results/replay_db-<stamp>.json)",
     )  # fmt: skip
     args = ap.parse_args()
+    if args.out is not None and os.path.lexists(args.out):  # before minutes of work, not after
+        print(f"error: --out {args.out}: exists; the results go to a new file", file=sys.stderr)
+        return 2
     # A SIGTERM (the suite's test on its timeout) unwinds through the lab's teardown below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     base = Path(tempfile.mkdtemp(prefix="dbsim-bench-rdb-", dir="/var/tmp"))
@@ -153,7 +156,10 @@ def main() -> int:
     doc["wall_s"] = round(time.monotonic() - started, 1)
     out = args.out or REPO / "bench" / "results" / f"replay_db-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(doc, indent=1) + "\n")
+    # A new file only: never one that is there (or a link to one) by the time the run ends.
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(doc, indent=1) + "\n")
     print(f"wall {doc['wall_s']} s; written {out}")
     return int(doc.get("exit_code") or 0)
 

@@ -97,6 +97,12 @@ UNLISTED_S = 5.0
 _PAGE = re.compile(r"\[(?P<page>[^\]]+\.md):\d+\]$")
 
 
+def is_timing_phase(markexpr: str | None) -> bool:
+    """Whether ``-m markexpr`` selects make test's timing phase: ``timing``, or ``timing and
+    not long`` (the Makefile's SERIAL_MARKS); not ``not timing …`` (the parallel phase)."""
+    return (markexpr or "").split(" and ")[0].strip() == "timing"
+
+
 def scope_of(nodeid: str, timing_phase: bool = False) -> str:
     """The work unit of a test: its page for a docs block, in the timing phase a device
     module's unit (:data:`DEVICE_UNITS`), else its module (or class)."""
@@ -123,8 +129,7 @@ class PageScopes(LoadScopeScheduling):
 
     def __init__(self, config: object, log: object = None) -> None:
         super().__init__(config, log)  # type: ignore[arg-type]
-        markexpr = getattr(getattr(config, "option", None), "markexpr", "") or ""
-        self._timing = markexpr.split(" and ")[0] == "timing"  # make test: "timing and not long"
+        self._timing = is_timing_phase(getattr(getattr(config, "option", None), "markexpr", ""))
         self._plan: dict[object, list[str]] | None = None
 
     def _split_scope(self, nodeid: str) -> str:

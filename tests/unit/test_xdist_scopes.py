@@ -15,6 +15,7 @@ from tests.support.xdist_scopes import (
     LOOP_UNIT,
     TIMING_SECONDS,
     UNLISTED_S,
+    is_timing_phase,
     next_unit,
     plan_units,
     scope_of,
@@ -84,3 +85,9 @@ def test_every_device_module_exists_and_holds_timing_tests() -> None:
         path = root / module
         assert path.is_file(), module
         assert "mark.timing" in path.read_text(), f"{module}: no timing test"
+
+
+def test_the_timing_phase_is_known_by_its_mark_expression() -> None:
+    assert is_timing_phase("timing") and is_timing_phase("timing and not long")
+    assert not is_timing_phase("not timing and not long") and not is_timing_phase("not timing")
+    assert not is_timing_phase("") and not is_timing_phase(None) and not is_timing_phase("long")
