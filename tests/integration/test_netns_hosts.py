@@ -289,7 +289,14 @@ class IostatWindow:
         # that far off the edge and a checkpoint's burst in between counted on one side only.
         timed = [sys.executable, "-c", TIMED_EXEC, repr(at)]
         argv = ["chrt", "-f", str(RT_PRIORITY), *timed, "stdbuf", "-oL", *iostat.split()]
-        return subprocess.Popen(self.host.argv(argv), stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            self.host.argv(argv), stdout=subprocess.PIPE, text=True, start_new_session=True
+        )
+        # The host's teardown kills and waits for it, however the test ends (one left running
+        # was reaped by the garbage collector during a later test on the same worker, whose
+        # unraisable ResourceWarning failed that test).
+        self.host.procs.append(proc)
+        return proc
 
     def _lines(self, proc: subprocess.Popen[str]) -> Iterator[tuple[float, str]]:
         """The device's lines of ``proc``, each with when it arrived."""
@@ -362,13 +369,16 @@ def test_three_hosts_exact_counts_per_host_block_and_a_shifted_clock(tmp_path: P
         # start (the worker's first report, within Locust's 3 s report period).
         iostats: dict[str, IostatWindow] = {}
         seen: dict[str, float] = {}
-        while len(iostats) < 2:
-            assert time.monotonic() < cluster.deadline, "no interval from the workers"
+
+        def every_window_open() -> bool:
             for worker in cluster.status().get("workers") or []:
                 host = next(h for h in hosts if h.hostname == worker["host"])
                 if worker["intervals_start"] and host.name not in iostats:
                     seen[host.name] = time.time()
                     iostats[host.name] = IostatWindow(host, worker["intervals_start"])
+            return len(iostats) == 2
+
+        _wait("an interval from each worker", every_window_open, cluster.deadline, cluster.stacks)
         # While it runs: /metrics labels each host's device gauge with its host.
         metrics = _ui(cluster.master, "GET", "/metrics")
         for host in hosts[1:]:
