@@ -20,8 +20,13 @@ device, its contents) and named on a warning; what is still the lab's is removed
 lab's own file system is hidden under a foreign mount, `down` cannot remove it: a problem,
 the state file kept, and a second `down` after the foreign mount is gone leaves nothing.
 The foreign objects are removed by each test's finalizer. The command line is driven through
-a child process whose ``Lab()`` is this test's private lab: `down` exits 0 with `warning:`
-lines when only foreign things are left, 3 with `error:` lines when the lab's are.
+``sim.cli.entry.main`` in the test process (tests/e2e/conftest.py's ``InProcessDbsim``: the
+child's directory, environment and logging, stdout and stderr captured) with
+``storage.lab.Lab`` pointed at this test's private lab for the call; it used to be a child
+process (``python -c`` with a shim doing the same), ~0.3 CPU-s of interpreter start-up and
+imports for each of the module's 24 commands, while what is checked is the command's decision
+(its lines and exit code, what it created), not the process boundary: `down` exits 0 with
+`warning:` lines when only foreign things are left, 3 with `error:` lines when the lab's are.
 
 The options of `lab up` are refused in one `error:` line naming the option, exit 2, with
 nothing created: huge numbers, out-of-range values, repeated keys, size 0, a memory limit of
@@ -36,7 +41,6 @@ import os
 import pwd
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,9 +48,11 @@ from typing import Any
 
 import pytest
 
+import storage.lab
 from sim.errors import ConfigError
 from storage.lab import Lab, parse_volume
 from storage.lab.pgcluster import PG_USER, Cluster, pg_bin
+from tests.e2e.conftest import CliResult, InProcessDbsim
 from tests.integration.test_lab import _free_port, _mounted_under
 from tests.integration.test_lab import _require_lab as require_lab
 
@@ -56,20 +62,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 MiB = 1 << 20
 LAB_SIZE = 16 * MiB  # the smallest the lab accepts: these are safety tests
 HUGE = "9" * 5000
-CLI_TIMEOUT_S = 120
-
-# The real CLI with storage.lab.Lab pointed at the test's private lab.
-# argv: base directory, lab name, then dbsim's argv.
-SHIM = """
-import sys
-from pathlib import Path
-import storage.lab
-from storage.lab.lifecycle import Lab
-base, name = Path(sys.argv[1]), sys.argv[2]
-storage.lab.Lab = lambda: Lab(base / "state", base / "images", name)
-from sim.cli import main
-sys.exit(main(sys.argv[3:]))
-"""
 
 
 class Private:
@@ -84,16 +76,15 @@ class Private:
         self.foreign_loops: list[str] = []
         self.foreign_dirs: list[Path] = []
 
-    def cli(self, *argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-c", SHIM, str(self.base), self.name, *argv],
-            cwd=cwd or REPO_ROOT,
-            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=CLI_TIMEOUT_S,
-        )
+    def cli(self, *argv: str, cwd: Path | None = None) -> CliResult:
+        """The real CLI (``sim.cli.entry.main``, in this process) with ``storage.lab.Lab``
+        pointed at this private lab for the call (the commands look it up when they run)."""
+        own = storage.lab.Lab
+        storage.lab.Lab = lambda: Lab(self.base / "state", self.base / "images", self.name)
+        try:
+            return InProcessDbsim(cwd or REPO_ROOT, dict(os.environ), child_logging=True)(*argv)
+        finally:
+            storage.lab.Lab = own
 
     def up(self) -> dict[str, Any]:
         return self.lab.up(LAB_SIZE, self.mount)
@@ -383,7 +374,7 @@ def test_the_cluster_directory_is_removed_only_while_it_is_the_lab_s(
 # ---------------------------------------------------------------------------- options
 
 
-def _refused(done: subprocess.CompletedProcess[str], option: str) -> None:
+def _refused(done: CliResult, option: str) -> None:
     lines = done.stderr.splitlines()
     assert done.returncode == 2, done
     assert len(lines) == 1 and lines[0].startswith("error: "), lines

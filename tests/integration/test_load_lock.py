@@ -5,6 +5,11 @@ fresh data, sees both say they wait, lets go: exactly one builds, both succeed â
 file, a PostgreSQL table prefix and an EDA tree. PostgreSQL through asyncpg and through psqlODBC
 take the same advisory lock (so either kind excludes the other), shared locks share, and a run
 waiting for the lock still stops on SIGINT. Every child process is bounded in time.
+
+The ``dbsim`` children are forked from the worker's pre-imported zygote
+(tests/support/forked_dbsim.py: real processes of their own, their pids, signals, pipes and
+exit codes, without the ~0.5 CPU-s of interpreter start-up and imports each of the seven
+exec'd ones cost); their stderr is read unbuffered, a line at a time, on a thread.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import concurrent.futures
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -35,6 +41,7 @@ from storage.targets.settings import (
     SqliteSettings,
 )
 from storage.targets.sqlite import SqliteTarget
+from tests.support import forked_dbsim
 
 pytestmark = pytest.mark.integration
 
@@ -71,22 +78,49 @@ async def _opened(target: Target) -> AsyncIterator[Target]:
         executor.shutdown(wait=True)
 
 
-async def _until_line(proc: asyncio.subprocess.Process, text: str) -> list[str]:
-    """stderr lines up to the first one holding ``text`` (bounded)."""
+def _start(*argv: str) -> subprocess.Popen[bytes]:
+    """``python -m sim.cli ARGV`` in the repository, forked from the zygote; its pipes
+    unbuffered, so the lines :func:`_until_line` reads leave nothing behind in a buffer that
+    :func:`_finish` would not see."""
+    return forked_dbsim.popen(
+        [sys.executable, "-m", "sim.cli", *argv],
+        cwd=REPO,
+        env=_env(),
+        bufsize=0,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+async def _until_line(proc: subprocess.Popen[bytes], text: str) -> list[str]:
+    """stderr lines up to the first one holding ``text`` (bounded; the caller kills the
+    process on a failure, which ends the reading thread)."""
     assert proc.stderr is not None
+    stderr = proc.stderr
     seen: list[str] = []
 
-    async def read() -> None:
+    def read() -> None:
         while True:
-            line = (await proc.stderr.readline()).decode()  # type: ignore[union-attr]
+            line = stderr.readline().decode()
             if not line:
                 raise AssertionError(f"no {text!r} before the end: {seen}")
             seen.append(line)
             if text in line:
                 return
 
-    await asyncio.wait_for(read(), WAIT_LINE_TIMEOUT_S)
+    await asyncio.wait_for(asyncio.to_thread(read), WAIT_LINE_TIMEOUT_S)
     return seen
+
+
+async def _finish(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes]:
+    """The rest of its stdout and stderr once it exited (killed if not within ``timeout``)."""
+    try:
+        return await asyncio.to_thread(proc.communicate, timeout=timeout)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await asyncio.to_thread(proc.communicate)
 
 
 async def _two_loaders_while_held(target: Target, key: str, scenario: Path) -> list[dict[str, Any]]:
@@ -95,22 +129,7 @@ async def _two_loaders_while_held(target: Target, key: str, scenario: Path) -> l
     async with _opened(target):
         async with target.load_lock(key) as held:
             assert held.held, held
-            procs = [
-                await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-m",
-                    "sim.cli",
-                    "load",
-                    str(scenario),
-                    "--json",
-                    cwd=REPO,
-                    env=_env(),
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
-                )
-                for _ in range(2)
-            ]
+            procs = [_start("load", str(scenario), "--json") for _ in range(2)]
             try:
                 for proc in procs:
                     lines = await _until_line(proc, WAITING)
@@ -121,7 +140,7 @@ async def _two_loaders_while_held(target: Target, key: str, scenario: Path) -> l
                 raise
         reports = []
         for proc in procs:
-            out, err = await asyncio.wait_for(proc.communicate(), CHILD_TIMEOUT_S)
+            out, err = await _finish(proc, CHILD_TIMEOUT_S)
             assert proc.returncode == 0, err.decode()[-3000:]
             reports.append(json.loads(out))
     return reports
@@ -230,28 +249,15 @@ def test_sigint_while_waiting_for_the_lock_stops_the_run(tmp_path: Path) -> None
     async def main() -> tuple[int, str]:
         target = SqliteTarget(SqliteSettings(path=db))
         async with _opened(target), target.load_lock("slob"):
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "sim.cli",
-                "run",
-                "--set",
-                f"target.path={db}",
-                "-o",
-                str(out),
-                cwd=REPO,
-                env=_env(),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-            )
+            proc = _start("run", "--set", f"target.path={db}", "-o", str(out))
             try:
                 await _until_line(proc, f"{WAITING} of {db}")
                 proc.send_signal(signal.SIGINT)
-                _, err = await asyncio.wait_for(proc.communicate(), 30)
+                _, err = await _finish(proc, 30)
             finally:
                 if proc.returncode is None:
                     proc.kill()
+                    proc.communicate()
             assert proc.returncode is not None
             return proc.returncode, err.decode()
 
