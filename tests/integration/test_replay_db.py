@@ -52,12 +52,13 @@ from typing import Any
 
 import pytest
 
-from sim.replay import dbjob, dbsize, dbwarmup, fidelity
+from sim.replay import dbjob, dbsize, dbwarmup
 from storage.lab import Lab, system
 from tests.e2e.conftest import Dbsim, clean_environment, read_summary, single_bundle
 from tests.integration.test_ground_truth import GroundLab
 from tests.integration.test_lab import _free_port, _mounted_under
 from tests.support.ramdisk import mount_ram, unmount_ram
+from tests.support.replay_figures import recomputed
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
 
@@ -128,26 +129,7 @@ def _check_scale(production: dict[str, Any], entry: dict[str, Any]) -> None:
     three runs here -0.3 to +1.6 %) and the read share. A figure out of its tolerance must be one
     replay.json lists as failed, and the cause must name why."""
     scale, got, fid = entry["scale"], entry["replay"], entry["fidelity"]
-    ok: dict[str, bool] = {}
-    unjudged = set()
-    for figure, key in (("read IOPS", "read_iops"), ("write IOPS", "write_iops")):
-        want = production[key] * scale
-        if want > 0:  # the larger of ±5 % and the two counts' Poisson interval
-            poisson = fidelity.poisson_tolerance(
-                production[key] * production["window"]["seconds"],
-                want * got["window"]["seconds"],
-            )
-            if poisson is None or poisson >= fidelity.NOT_JUDGED_HALF_WIDTH:
-                unjudged.add(key.split("_")[0])  # not judged, nor its mean size: said
-                continue  # (tests/unit/test_replay_fidelity.py)
-            ok[figure] = abs(got[key] - want) <= max(fidelity.IOPS_TOL, poisson) * want
-    diff = abs(got["read_pct"] - production["read_pct"])
-    ok["read share"] = diff <= fidelity.READ_SHARE_POINTS
-    for figure, key in (("read size", "read_kib"), ("write size", "write_kib")):
-        if key.split("_")[0] in unjudged:
-            continue
-        if production[key] and got[key] is not None:  # judged as sim.replay.fidelity judges
-            ok[figure] = abs(got[key] - production[key]) <= fidelity.SIZE_TOL * production[key]
+    ok, _ = recomputed(production, entry)
     print(f"{scale:g}x", ok, fid["cause"], entry["slob"]["parameters"], got["read_kib"])
     assert ok["read IOPS"] and ok["read share"], (scale, got, production)
     # The mean read size within the documented ±10 %: range reads of consecutive cf1 blocks
