@@ -214,11 +214,12 @@ def sweep(case: Case, monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
             collector = NfsClientCollector(mount, Path("unread"), {}, 64)
             reader.reading = cut
             assert reader.outcome(collector, None) is None, k  # started: waits if need be
-            got, _ = memo.run(("A", mount), collector, later, case.interval)
+            state = memo.state(collector, mount)  # A and B1 sample the same started state
+            got, _ = memo.run(("A", mount), collector, later, case.interval, state)
             seen["A: " + judge(got, reference[mount], mount, limits[mount], k)] += 1
-            first, b = memo.run(("B1", mount), collector, whole, 5.0)
+            first, b = memo.run(("B1", mount), collector, whole, 5.0, state)
             seen["B1: " + judge(first, None, mount, limits[mount], k)] += 1
-            second, _ = memo.run(("B2", mount), b, later, 5.0 + case.interval)
+            second, _ = memo.run(("B2", mount), b, later, 5.0 + case.interval, memo.state(b, mount))
             assert comparable(second) == comparable(reference[mount]), (k, mount, second)
             seen["B2: the uncut pair's figures"] += 1
     return seen
@@ -234,29 +235,35 @@ class Memo:
         self.reader, self.whole = reader, whole
         self.done: dict[tuple[Any, ...], tuple[Any, NfsClientCollector]] = {}
 
-    def run(
-        self, key: tuple[str, str], collector: NfsClientCollector, reading: MountstatsFile,
-        now: float,
-    ) -> tuple[Any, NfsClientCollector]:  # fmt: skip
-        """The outcome of sampling a copy of ``collector`` at ``now`` and the copy after it."""
-        # The state: every attribute, the baseline named as none or the uncut one (``_last``
-        # serves describe() only). A baseline that is neither is not memoised.
+    def state(self, collector: NfsClientCollector, mount: str) -> tuple[Any, ...] | None:
+        """The state: every attribute, the baseline named as none or the uncut one (``_last``
+        serves describe() only); None for a baseline that is neither (not memoised)."""
         prev = vars(collector)["_prev"]
-        if prev is not None and prev != self.whole.get(key[1]):
-            after = copy.copy(collector)
-            self.reader.reading = reading
-            return self.reader.outcome(after, now), after
+        if prev is not None and prev != self.whole.get(mount):
+            return None
         rest = [
             (k, v if isinstance(v, (str, int, float, frozenset, Path, type(None))) else repr(v))
             for k, v in sorted(vars(collector).items())
             if k not in ("_prev", "_last")
         ]
-        state = (*key, prev is None, *rest)
-        if state not in self.done:
+        return (prev is None, *rest)
+
+    def run(
+        self, key: tuple[str, str], collector: NfsClientCollector, reading: MountstatsFile,
+        now: float, state: tuple[Any, ...] | None,
+    ) -> tuple[Any, NfsClientCollector]:  # fmt: skip
+        """The outcome of sampling a copy of ``collector`` (whose :meth:`state` is ``state``)
+        at ``now``, and the copy after it."""
+        if state is None:
             after = copy.copy(collector)
             self.reader.reading = reading
-            self.done[state] = (self.reader.outcome(after, now), after)
-        return self.done[state]
+            return self.reader.outcome(after, now), after
+        memo = (*key, *state)
+        if memo not in self.done:
+            after = copy.copy(collector)
+            self.reader.reading = reading
+            self.done[memo] = (self.reader.outcome(after, now), after)
+        return self.done[memo]
 
 
 def comparable(outcome: Any) -> Any:
