@@ -338,26 +338,24 @@ def test_eacces_mid_run_stops_with_one_line_and_keeps_what_was_measured(base: Pa
 
 def test_eacces_mid_run_under_locust_workers_stops_the_run_at_once(base: Path) -> None:
     """``run --workers``: the master writes the merged bundle; when it cannot, the run stops
-    then (as a single-process run does), not after the 20 s it was asked to measure."""
+    then (as a single-process run does), not after the hour it was asked to measure: a run
+    that went on would outlast finish()'s RUN_TIMEOUT_S and fail there. (No stopwatch: a bound
+    of 17 s on a stop that takes 2-3 s was a time assertion in the parallel phase.)"""
     out = base / "out"
     proc = start_cli(
-        "run", "--workers", "1", "-o", out, *SHORT_RUN,
+        "run", "--workers", "1", "-o", out, *SHORT_RUN, "--duration", "3600",
         cwd=base / "cwd", env_tmp=base / "tmp", unprivileged=True,
     )  # fmt: skip
     bundle = wait_for_measure(proc, out, timeout=60.0)
+    assert "duration_s: 3600.0" in (bundle / "scenario.yaml").read_text()  # the last --duration
     time.sleep(1.0)
-    locked_at = time.monotonic()
     bundle.chmod(0o555)
     result = finish(proc)
-    took = time.monotonic() - locked_at
     line = one_error_line(result, EXIT_RUN_FAILED)
     assert line == (
         f"error: bundle: cannot write {bundle / 'summary.json'}: EACCES (Permission denied); "
         "run stopped during measure, the bundle keeps what was written before"
     )
-    # Stopped within a flush and the workers' final reports (2-3 s on a quiet host), not at
-    # the end of the 20 s: a run that went on would take the 19 s it had left.
-    assert took < 17.0, f"the run went on for {took:.1f} s after its bundle failed"
     on_disk = assert_bundle_whole(bundle, locked=True)
     assert on_disk["status"] == "running" and on_disk["state"] == "measure"
     _, rows = read_csv(bundle / "timeseries" / "ops.csv")
