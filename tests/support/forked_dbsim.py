@@ -338,6 +338,13 @@ def _preload() -> None:
     register_commands(None)
     for name in PRELOAD:
         __import__(name)
+    # The registry's plugins too (every target, workload and collector module, ~80 modules,
+    # 0.15-0.18 CPU-s): a command that resolves a scenario imports them all on first use, and
+    # a forked command otherwise paid that again each time.
+    from sim import registry
+
+    for workload in registry.workloads().values():
+        workload.workload_class  # noqa: B018  (imports the class's module)
     if "gevent" in sys.modules:
         raise RuntimeError("the zygote imported gevent: a forked dbsim would run patched")
 
