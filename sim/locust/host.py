@@ -282,12 +282,16 @@ class EngineHost:
         while queue:
             packet = queue.popleft()
             self.latest_samples = packet_samples(packet)
-            batches = packet_batches(packet)
-            if batches:
-                method = self.engine.workload.name if self.engine is not None else "dbsim"
-                self.fed_operations += feed(
-                    self.environment.stats, method, batches, *packet_wall(packet)
-                )
+            try:
+                batches = packet_batches(packet)
+                if batches:
+                    method = self.engine.workload.name if self.engine is not None else "dbsim"
+                    self.fed_operations += feed(
+                        self.environment.stats, method, batches, *packet_wall(packet)
+                    )
+            except Exception:  # Locust's table misses it; the packet still goes on (an
+                # exception here ended this pump: nothing more shipped, the run never ended)
+                log.exception("feeding Locust's statistics failed (interval %s)", packet.get("i"))
             if self.on_packet is not None:
                 try:
                     self.on_packet(packet)

@@ -11,11 +11,16 @@ Storage samples of several workers are merged by :func:`sim.live.worker_samples.
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import logging
 import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgpack
 from hdrh.histogram import HdrHistogram
+from locust.rpc import protocol
 
 from sim.core.engine import Engine
 from sim.core.metrics import Interval, OpStats
@@ -23,6 +28,10 @@ from sim.locust.stats import LatencyBatch, batch_from_stats
 from sim.protocols import Sample
 
 PACKET_VERSION = 1
+#: msgpack's integers: what is outside travels as text.
+_INT_RANGE = (-(2**63), 2**64)
+
+log = logging.getLogger(__name__)
 
 Packet = dict[str, Any]
 
@@ -153,3 +162,35 @@ def final_report(engine: Engine, packets: int) -> dict[str, Any]:
         "collector_errors": result.collector_errors,
         "messages": engine.events.failures(),
     }
+
+
+def wire_safe(item: Any, what: str) -> Any:
+    """``item`` (a packet, a final report) as Locust's channel carries it: itself when msgpack
+    takes it, else a copy in which numpy scalars are plain numbers, sets are lists and anything
+    else is its text, with an error logged naming ``what``. A value msgpack refuses (a numpy
+    integer, a set) raises inside Locust's stats reporter, whose greenlet then dies: the
+    worker stays alive on its heartbeats and sends nothing more for the rest of the run."""
+    try:
+        msgpack.packb(item, default=protocol.encode)  # as Locust's Message.serialize
+        return item
+    except (TypeError, ValueError, OverflowError) as exc:
+        log.error("%s: a value msgpack cannot carry (%s); sent as plain values", what, exc)
+        return _plain(item)
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, str, bytes, float, datetime.datetime)):
+        return value  # (datetimes: Locust's encoder carries them)
+    if isinstance(value, int):
+        return value if _INT_RANGE[0] <= value < _INT_RANGE[1] else str(value)
+    if isinstance(value, Mapping):
+        return {k if isinstance(k, (str, int)) else str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_plain(v) for v in value), key=str)
+    scalar = getattr(value, "item", None)  # a numpy scalar
+    if callable(scalar):
+        with contextlib.suppress(Exception):
+            return _plain(scalar())
+    return str(value)

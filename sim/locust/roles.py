@@ -46,7 +46,7 @@ from sim.live.clock import reply as clock_reply
 from sim.live.phase import describe
 from sim.locust.form import scenario_from_options, share_scenario
 from sim.locust.host import ROLE_LOCAL, ROLE_WORKER, EngineHost
-from sim.locust.packets import Packet, decode_ops
+from sim.locust.packets import Packet, decode_ops, wire_safe
 from sim.protocols import Sample
 
 log = logging.getLogger(__name__)
@@ -292,7 +292,8 @@ class WorkerController(Controller):
 
     def _report(self, client_id: str, data: dict[str, Any]) -> None:
         if self.outbox:
-            data[REPORT_KEY] = {"run": self.run_id, "packets": list(self.outbox)}
+            packets = [wire_safe(p, f"interval {p.get('i')}") for p in self.outbox]
+            data[REPORT_KEY] = {"run": self.run_id, "packets": packets}
             self.outbox.clear()
 
     def _final(self, final: dict[str, Any]) -> None:
@@ -330,7 +331,8 @@ class WorkerController(Controller):
         runner = self.environment.runner
         assert runner is not None
         packets, self.outbox[:] = list(self.outbox), []
-        runner.send_message(MSG_FINAL, {"run": self.run_id, "packets": packets, "final": final})
+        message = {"run": self.run_id, "packets": packets, "final": final}
+        runner.send_message(MSG_FINAL, wire_safe(message, "the final report"))
 
     def samples(self) -> list[Sample]:
         return self.host.latest_samples
