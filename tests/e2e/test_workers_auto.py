@@ -13,6 +13,8 @@ from tests.e2e.conftest import Dbsim, read_summary, single_bundle
 
 pytestmark = pytest.mark.e2e
 
+LOOPS = 100  # transactions per session
+
 
 def test_a_closed_file_loop_is_spread_over_the_cpus(
     dbsim: Dbsim, tmp_path: Path, out_dir: Path
@@ -30,7 +32,9 @@ def test_a_closed_file_loop_is_spread_over_the_cpus(
                         "frontend": {"processes_per_job_set": 2, "mix": {"stat": 90, "access": 10}},
                     },
                 },
-                "load": {"mode": "closed", "duration_s": 2, "warmup_s": 0.5},
+                # A fixed count per session, not 2 s of a closed loop on every CPU (~2 CPU-s
+                # a second, spent on nothing checked): the merged counts are then known exactly.
+                "load": {"mode": "closed", "loops_per_session": LOOPS, "warmup_s": 0.5},
                 "output": {"directory": str(out_dir)},
             }
         )
@@ -53,3 +57,7 @@ def test_a_closed_file_loop_is_spread_over_the_cpus(
         for op, v in worker["operations"].items():
             summed[op] = summed.get(op, 0) + v["count"]
     assert merged == summed and merged["stat"] > 0
+    assert sum(merged.values()) == LOOPS * summary["sessions"]
+    assert merged == summary["mix"]["expected_by_rule"]
+    for worker in workers:
+        assert sum(v["count"] for v in worker["operations"].values()) == LOOPS * worker["sessions"]

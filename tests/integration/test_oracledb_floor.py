@@ -68,6 +68,13 @@ def _install(version: str, where: Path) -> Path:
     return target
 
 
+@pytest.fixture(scope="module")
+def floor_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The floor, installed once for the module's two tests that run it (a pip install is
+    ~1 CPU-s; the tests only read the installed package, never change it)."""
+    return _install(ORACLEDB_FLOOR, tmp_path_factory.mktemp("oracledb-floor"))
+
+
 def _probe(site: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{REPO}"}
     return subprocess.run(
@@ -122,9 +129,8 @@ print("missing:", sorted(set(missing)))
 """
 
 
-def test_every_name_and_keyword_dbsim_uses_exists_at_the_floor(tmp_path: Path) -> None:
-    site = _install(ORACLEDB_FLOOR, tmp_path)
-    env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{REPO}", "W": "x"}
+def test_every_name_and_keyword_dbsim_uses_exists_at_the_floor(floor_site: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": f"{floor_site}{os.pathsep}{REPO}", "W": "x"}
     done = subprocess.run(
         [sys.executable, "-c", API],
         capture_output=True,
@@ -143,8 +149,8 @@ def test_pyproject_declares_the_floor() -> None:
     assert wanted in project["project"]["dependencies"]
 
 
-def test_the_floor_connects_up_to_the_refusal(tmp_path: Path) -> None:
-    done = _probe(_install(ORACLEDB_FLOOR, tmp_path))
+def test_the_floor_connects_up_to_the_refusal(floor_site: Path) -> None:
+    done = _probe(floor_site)
     assert f"oracledb {ORACLEDB_FLOOR}" in done.stdout, done.stdout + done.stderr
     assert "refused:" in done.stdout and "DPY-6005" in done.stdout, done.stdout + done.stderr
     assert "TypeError" not in done.stderr, done.stderr
