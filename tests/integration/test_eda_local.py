@@ -26,6 +26,7 @@ from sim.errors import OwnershipError, WorkloadError
 from sim.protocols import EngineContext, Sample
 from storage.targets.filetree import FileTreeTarget
 from storage.targets.settings import FileTreeSettings
+from tests.support import forked_dbsim
 from tests.support.loopfs import loop_ext4
 from workloads.eda import tree as layout
 from workloads.eda.parameters import EdaParameters
@@ -279,7 +280,9 @@ collectors: {{enabled: none}}
 """
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("DBSIM_")}
-        done = subprocess.run(
+        # Forked from the worker's pre-imported zygote: a real ``dbsim run`` process (its exit
+        # status and streams), without another interpreter start.
+        done = forked_dbsim.run(
             [sys.executable, "-m", "sim.cli", "run", str(scenario), "-o", str(out)],
             cwd=tmp_path,
             env=env,

@@ -12,7 +12,8 @@ three packets each in a shuffled order, one worker finishing two intervals early
 mid-run, phases from warm-up to measured. Every merged interval (its index, times, phase, each
 operation's count, errors and histogram, the merged samples), the live samples after every
 report and the run's totals must be identical, and each interval merged after the same report. Locust and gevent patch the process that
-imports them, so both run in a child process that prints what they gave as JSON.
+imports them, so both run in a child process that prints what they gave as JSON (one child
+for the three seeds, each seed's mergers as a child of its own would run them).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,27 +138,44 @@ def drive(cls, out, reports, order):
     merger._pool.kill(); merger._decoder.kill(); merger._watcher.kill()
     return {"merged": merged, "live": live, "totals": totals, "next": merger.next_index}
 
-rng = random.Random(int(sys.argv[2]))
-reports = packets(rng)
-order = [(cid, b) for cid in HOSTS for b in range(len(reports[cid]))]
-# Each worker's reports stay in its order; the workers' interleave at random.
-rng.shuffle(order)
-order.sort(key=lambda item: (item[1] + rng.random() * 1.5))
-print(json.dumps({"new": drive(RunMerger, sys.argv[1], reports, order),
-                  "old": drive(OLD, sys.argv[1], reports, order)}))
+import os
+results = {}
+for seed in sys.argv[2:]:
+    rng = random.Random(int(seed))
+    reports = packets(rng)
+    order = [(cid, b) for cid in HOSTS for b in range(len(reports[cid]))]
+    # Each worker's reports stay in its order; the workers' interleave at random.
+    rng.shuffle(order)
+    order.sort(key=lambda item: (item[1] + rng.random() * 1.5))
+    out = os.path.join(sys.argv[1], seed)
+    results[seed] = {"new": drive(RunMerger, out, reports, order),
+                     "old": drive(OLD, out, reports, order)}
+print(json.dumps(results))
 """
 
+SEEDS = (1, 2, 3)
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_incremental_merge_gives_what_the_old_one_gave(tmp_path: Path, seed: int) -> None:
+
+@pytest.fixture(scope="module")
+def merged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every seed's merges, from one child: the child's Locust and gevent imports (~1 CPU-s)
+    once for the module, not once per seed; each seed's packets and both mergers are the
+    same as in a child of its own (a new ``random.Random(seed)``, a directory of its own)."""
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(tmp_path), str(seed)],
+        [sys.executable, "-c", CHILD, str(tmp_path_factory.mktemp("merge")), *map(str, SEEDS)],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_incremental_merge_gives_what_the_old_one_gave(
+    merged: dict[str, Any], seed: int
+) -> None:
+    result = merged[str(seed)]
     new, old = result["new"], result["old"]
     assert old["next"] == new["next"] == 12  # every interval merged, w2's last two without it
     assert [m[1] for m in new["merged"]] == list(range(12))
