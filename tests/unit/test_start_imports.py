@@ -1,12 +1,20 @@
 """What a dbsim start does not import (issue #25: the suite starts dbsim thousands of times,
-and a start's CPU is mostly imports): each probe runs in a fresh interpreter and lists the
-modules it must not have loaded. The workloads register their classes by name
+and a start's CPU is mostly imports): each probe runs in a fresh process and lists the
+modules it must not have loaded. The processes are forks of one interpreter started for this
+module that has imported ``sim.cli.entry`` and nothing else of dbsim (what every ``dbsim``
+start imports first; ~0.2 CPU-s a probe when each imported it again): whatever that import
+loads is in every probe's ``sys.modules``, so a probe can only find more, never less, than a
+new interpreter would. The workloads register their classes by name
 (sim.registry.WorkloadEntry), so reading a scenario imports only their parameter models."""
 
 from __future__ import annotations
 
+import json
+import select
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,16 +34,101 @@ HEAVY = (
 )
 
 
-def _loaded_after(*argv: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
+#: The forking interpreter: reads one probe a line (JSON: code, stdout and stderr paths), forks,
+#: runs the code in the child as ``python -c`` would (stdin /dev/null, cwd the repository), and
+#: answers with the child's exit status once it has ended (reaped: its CPU is counted).
+SERVER = """
+import json, os, sys, traceback
+from sim.cli.entry import main  # every dbsim start imports it first
+for line in sys.stdin:
+    request = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        null = os.open(os.devnull, os.O_RDONLY)
+        out = os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        for fd, to in ((null, 0), (out, 1), (err, 2)):
+            os.dup2(fd, to)
+        code = 0
+        try:
+            exec(compile(request["code"], "<string>", "exec"), {"__name__": "__main__"})
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    print(os.waitstatus_to_exitcode(status), flush=True)
+"""
+
+
+@dataclass
+class Probe:
+    """What one probe printed, and its exit status."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class ProbeServer:
+    """The SERVER process, and the probes sent to it one at a time."""
+
+    def __init__(self, where: Path) -> None:
+        self.where = where
+        self.count = 0
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", SERVER],
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def run(self, code: str, timeout: float = 120) -> Probe:
+        self.count += 1
+        out, err = (self.where / f"probe-{self.count}.{n}" for n in ("out", "err"))
+        assert self.proc.stdin and self.proc.stdout
+        request = {"code": code, "stdout": str(out), "stderr": str(err)}
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert ready, f"the probe took more than {timeout} s"
+        status = self.proc.stdout.readline()
+        assert status, "the probe server ended"
+        return Probe(int(status), _text(out), _text(err))
+
+    def close(self) -> None:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.close()  # the server's loop ends at end of input
+        self.proc.wait(timeout=60)
+        self.proc.stdout.close()
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+@pytest.fixture(scope="module")
+def probes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProbeServer]:
+    server = ProbeServer(tmp_path_factory.mktemp("probes"))
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _loaded_after(probes: ProbeServer, *argv: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
     """Which of ``modules`` ``dbsim ARGV`` (run in a fresh interpreter) loaded."""
     probe = (
         "import sys\nfrom sim.cli.entry import main\n"
         f"code = main({list(argv)!r})\n"
         f"print(sorted(m for m in {modules!r} if m in sys.modules))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO
-    )
+    done = probes.run(probe)
     return [m.strip("' ") for m in done.stdout.strip().splitlines()[-1].strip("[]").split(",") if m]
 
 
@@ -56,7 +149,9 @@ RUN_MACHINERY = (
 
 
 @pytest.mark.parametrize("example", ["quickstart.yaml", "eda-blended.yaml", "ssb"])
-def test_validate_imports_no_run_machinery(example: str, tmp_path: Path) -> None:
+def test_validate_imports_no_run_machinery(
+    probes: ProbeServer, example: str, tmp_path: Path
+) -> None:
     scenario = REPO / "examples" / example
     if example == "ssb":  # no example runs SSB: on SQLite, the other SQL workload with rows
         scenario = tmp_path / "ssb.yaml"
@@ -64,52 +159,57 @@ def test_validate_imports_no_run_machinery(example: str, tmp_path: Path) -> None
     # The registry imports every target and collector module: those import asyncio, ssl and
     # http.client in the functions that use them (the EDA workload's sessions do need asyncio).
     event_loop = () if example == "eda-blended.yaml" else ("asyncio", "ssl", "http.client")
-    assert _loaded_after("validate", str(scenario), modules=(*RUN_MACHINERY, *event_loop)) == []
+    assert (
+        _loaded_after(probes, "validate", str(scenario), modules=(*RUN_MACHINERY, *event_loop))
+        == []
+    )
 
 
-def test_version_imports_no_scenario_machinery() -> None:
+def test_version_imports_no_scenario_machinery(probes: ProbeServer) -> None:
     modules = (*RUN_MACHINERY, "asyncio", "yaml", "sim.config.resolve", "sim.run.runner")
-    assert _loaded_after("version", modules=modules) == []
+    assert _loaded_after(probes, "version", modules=modules) == []
 
 
-def test_an_import_writes_its_capture_without_numpy(tmp_path: Path) -> None:
+def test_an_import_writes_its_capture_without_numpy(probes: ProbeServer, tmp_path: Path) -> None:
     iostat = REPO / "tests" / "data" / "iostat" / "iostatplot_object1_indented.out"
     argv = ("import", "iostat", str(iostat), "-o", str(tmp_path))
-    assert _loaded_after(*argv, modules=RUN_MACHINERY) == []
+    assert _loaded_after(probes, *argv, modules=RUN_MACHINERY) == []
 
 
-def test_the_capture_loop_imports_no_numpy() -> None:
+def test_the_capture_loop_imports_no_numpy(probes: ProbeServer) -> None:
     # dbsim capture writes intervals without operations (sim.core.intervals), no histograms.
     probe = "import sys\nimport sim.capture.loop\nprint('numpy' in sys.modules)"
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO
-    )
+    done = probes.run(probe)
     assert done.stdout.split() == ["False"], done.stderr[-2000:]
 
 
-def test_drop_imports_neither_numpy_nor_the_load_progress(tmp_path: Path) -> None:
+def test_drop_imports_neither_numpy_nor_the_load_progress(
+    probes: ProbeServer, tmp_path: Path
+) -> None:
     scenario = tmp_path / "drop.yaml"
     scenario.write_text(
         f"name: d\ntarget:\n  kind: sqlite\n  path: {tmp_path / 'absent.db'}\n"
         "workload:\n  name: slob\n"
     )
-    assert _loaded_after("drop", str(scenario), modules=(*RUN_MACHINERY, "rich")) == []
+    assert _loaded_after(probes, "drop", str(scenario), modules=(*RUN_MACHINERY, "rich")) == []
 
 
 @pytest.mark.parametrize("command", ["run", "validate"])
-def test_a_scenario_refused_by_its_fields_imports_no_workload(tmp_path: Path, command: str) -> None:
+def test_a_scenario_refused_by_its_fields_imports_no_workload(
+    probes: ProbeServer, tmp_path: Path, command: str
+) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nworkload:\n  name: slob\nload:\n  sessions: -1\n")
     modules = (*HEAVY, *RUN_MACHINERY, "rich", "sim.run.runner")
-    assert _loaded_after(command, str(bad), modules=modules) == []
+    assert _loaded_after(probes, command, str(bad), modules=modules) == []
 
 
-def test_the_schema_imports_no_workload() -> None:
-    assert _loaded_after("schema") == []
+def test_the_schema_imports_no_workload(probes: ProbeServer) -> None:
+    assert _loaded_after(probes, "schema") == []
 
 
-def test_a_file_tree_scenario_imports_no_sql_workload() -> None:
-    loaded = _loaded_after("validate", str(REPO / "examples" / "eda-blended.yaml"))
+def test_a_file_tree_scenario_imports_no_sql_workload(probes: ProbeServer) -> None:
+    loaded = _loaded_after(probes, "validate", str(REPO / "examples" / "eda-blended.yaml"))
     assert "workloads.eda.workload" in loaded  # validate builds the workload it checks
     assert not {"sqlalchemy", "workloads.common", "workloads.slob.workload"} & set(loaded)
 
@@ -130,7 +230,7 @@ def test_an_entry_by_name_without_its_model_is_refused() -> None:
         registry.WorkloadEntry("x", "workloads.slob.workload:SlobWorkload", "x")
 
 
-def test_choosing_a_sqlite_runs_runner_leaves_the_native_sql_loops_out() -> None:
+def test_choosing_a_sqlite_runs_runner_leaves_the_native_sql_loops_out(probes: ProbeServer) -> None:
     probe = (
         "import sys\n"
         "from sim.config.resolve import resolve\n"
@@ -141,9 +241,7 @@ def test_choosing_a_sqlite_runs_runner_leaves_the_native_sql_loops_out() -> None
         "print(sorted(m for m in ('storage.targets.pgloop_session', 'asyncpg', 'asyncmy')"
         " if m in sys.modules))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO
-    )
+    done = probes.run(probe)
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr[-2000:]
 
 
@@ -154,7 +252,9 @@ def test_the_kinds_asked_for_a_native_loop_are_the_loops_backends() -> None:
     assert set(NATIVE_SQL_KINDS) == set(BACKENDS)
 
 
-def test_the_native_sql_loops_module_leaves_asyncmy_out_until_an_error_is_classed() -> None:
+def test_the_native_sql_loops_module_leaves_asyncmy_out_until_an_error_is_classed(
+    probes: ProbeServer,
+) -> None:
     probe = (
         "import sys\n"
         "import storage.targets.pgloop_session\n"
@@ -162,8 +262,6 @@ def test_the_native_sql_loops_module_leaves_asyncmy_out_until_an_error_is_classe
         "before = 'asyncmy' in sys.modules\n"
         "print(before, marialoop.error_class(1146), marialoop.error_class(2013))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO
-    )
+    done = probes.run(probe)
     # 1146 (no such table) is a ProgrammingError by asyncmy's table, read when first asked.
     assert done.stdout.split() == ["False", "ProgrammingError", "OperationalError"], done.stderr
