@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 import pwd
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,27 +31,12 @@ from storage.lab import Lab
 from storage.lab.pgcluster import PG_USER, pg_bin
 from storage.lab.status import postgres_target, text_lines
 from tests.integration.test_lab import _free_port, lab_env  # noqa: F401 - the fixture
-from tests.integration.test_lab_volumes import CLI_TIMEOUT_S, REPO_ROOT
-from tests.support import forked_dbsim
+from tests.integration.test_lab_volumes import _cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
 MiB = 1 << 20
 ROWS = 20_480  # one 8 KiB block each: 160 MiB, so the recommended cap is 40 MiB
-
-
-def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    """``dbsim`` forked from the worker's pre-imported zygote: a real command process
-    without another interpreter start (~0.4 CPU-s each); the test is not about start-up."""
-    done = forked_dbsim.run(
-        [sys.executable, "-m", "sim.cli", *argv],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-    )
-    assert done.returncode == 0, f"dbsim {' '.join(argv)}: {done.returncode}\n{done.stderr}"
-    return done
 
 
 def test_a_run_on_the_cache_cap_the_warning_recommended_exercises_the_storage(

@@ -33,6 +33,7 @@ from storage.lab.pgcluster import PG_USER, pg_bin
 from storage.lab.status import postgres_target
 from tests.integration.test_lab import _free_port, _mounted_under
 from tests.integration.test_lab import _require_lab as require_lab
+from tests.support import forked_dbsim
 from tests.support.ramdisk import mount_ram, unmount_ram
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
@@ -124,7 +125,10 @@ def _scenario(status: dict[str, Any], volume: dict[str, Any], runs: Path, load: 
 
 
 def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
+    """``dbsim`` forked from the worker's pre-imported zygote (tests/support/forked_dbsim.py):
+    a real command process without another interpreter start (~0.4 CPU-s each); the lab
+    tests are not about start-up."""
+    done = forked_dbsim.run(
         [sys.executable, "-m", "sim.cli", *argv],
         cwd=REPO_ROOT,
         capture_output=True,
