@@ -157,8 +157,10 @@ class MasterController(Controller):
         run_id = uuid.uuid4().hex[:12]
         index = {cid: runner.get_worker_index(cid) for cid in workers}  # type: ignore[attr-defined]
         try:
-            # Only built, never opened: who sees the data it loads decides who loads it.
-            scope = build_target(scenario).data_scope
+            # Only built, never opened: who sees the data it loads decides who loads it. In
+            # gevent's thread pool: a target's first build imports its module, which held the
+            # hub past the monitor's threshold on a loaded host (heartbeats and the UI wait).
+            scope = gevent.get_hub().threadpool.apply(_data_scope, (scenario,))
         except SimError as exc:
             log.error("cannot start: %s", exc)
             stop_runner(self.environment)
@@ -380,3 +382,8 @@ class MasterController(Controller):
             "notes": list(self.notes),
             "error": summary.get("error"),
         }
+
+
+def _data_scope(scenario: ScenarioBase) -> str:
+    """Who sees the data the scenario's target loads (:attr:`sim.protocols.Target.data_scope`)."""
+    return build_target(scenario).data_scope
