@@ -201,8 +201,13 @@ def test_a_pgbench_production_replayed_on_another_postgresql(
         for check in unjudged:  # never a silent pass: the console says it
             assert check["note"].split(" (")[0] in done.stdout.replace("\n    ", " ")
     # What a range read cost at the device, measured by the calibration: requests above one
-    # block (the read-ahead's window), not a cached range.
-    cost = doc["calibration"]["range_cost"]
+    # block (the read-ahead's window), not a cached range. A capture that held writes (a busy
+    # host's write-back: 1.7 % in stop 42's CI) is replayed as a row-update mix, which keeps its
+    # range reads' cost among its row costs.
+    calibration = doc["calibration"]
+    rows = calibration["row_costs"]
+    cost = calibration["range_cost"] if rows is None else rows["ranges"]
+    assert cost is not None, calibration
     assert cost["multi"] >= dbsize.CACHED_RANGE_REQUESTS and cost["multi_kib"] > 8.0, cost
     faithful = all(s["fidelity"]["faithful"] for s in doc["scales"])
     assert done.rc == (0 if faithful else 5), done.describe()
