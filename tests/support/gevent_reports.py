@@ -16,27 +16,55 @@ only on a thread with no hub of its own, so the hub reported is not that thread'
 hub whose thread had ended (a threadpool worker's), its thread id since given to a new thread
 (a collector's reader waiting for its subprocess: ``Popen.wait`` sleeps in a loop), whose
 stack the monitor then prints (seen alone, 2026-12-06, at the 0.1 s threshold).
+
+Nor is one where dbsim's innermost frame hands the work to Locust's web stack (Flask, Werkzeug,
+Jinja, blinker, Locust): dbsim's request guard (sim/locust/guard.py) wraps every route of
+Locust's web UI, so each of Locust's own pages runs "through" dbsim. Seen in a rehearsal's
+parallel phase (2026-12-07, CPUs 97 % busy): Locust rendering its index page, the stack ending
+in blinker's ``receivers_for``, the guard's pass-through the only dbsim frame. A route of
+dbsim's own, called by Flask, has a dbsim frame after Flask's and still counts; so does dbsim
+calling a blocking function itself (its frame innermost, or followed by the standard
+library's or a driver's).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 _REPO = Path(__file__).resolve().parents[2]
 PRODUCT_DIRS = tuple(f'File "{_REPO / name}/' for name in ("sim", "workloads", "storage"))
 
 
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+', re.MULTILINE)
+#: Locust's web stack: work dbsim's guard hands on is theirs until a dbsim frame comes back.
+WEB_STACK = tuple(
+    f"/site-packages/{name}/" for name in ("flask", "werkzeug", "jinja2", "blinker", "locust")
+)
+
+
 def hub_blocks_in_dbsim(stderr: str) -> list[str]:
-    """The blocked stacks (from "Blocked Stack" to the report's "Info:") with a dbsim frame."""
+    """The blocked stacks (from "Blocked Stack" to the report's "Info:") whose work at the
+    moment of the report was dbsim's (the module docstring says which are not)."""
     stacks = (part.split("Info:", 1)[0] for part in stderr.split("Blocked Stack")[1:])
     return [
         stack
         for stack in stacks
         if "No thread found for hub" not in stack
         and not stack.rstrip().endswith("real_sleep(seconds)")
-        and any(d in stack for d in PRODUCT_DIRS)
+        and _dbsim_at_work(stack)
     ]
+
+
+def _dbsim_at_work(stack: str) -> bool:
+    """Whether a dbsim frame is in the stack and, after the innermost one, no frame of Locust's
+    web stack: dbsim's own code, or what it called itself."""
+    paths = [f'File "{m["path"]}' for m in _FRAME.finditer(stack)]
+    ours = [i for i, path in enumerate(paths) if path.startswith(PRODUCT_DIRS)]
+    if not ours:
+        return False
+    return not any(web in path for path in paths[ours[-1] + 1 :] for web in WEB_STACK)
 
 
 def hub_monitor_env(threshold_s: float = 0.1) -> dict[str, str]:
