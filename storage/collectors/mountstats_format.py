@@ -87,7 +87,7 @@ XPRT_FORMATS: dict[str, tuple[tuple[str, Kind], ...]] = {
 }
 """Fields of an ``xprt:`` line after the protocol, with their kinds. Kernels before the
 slot-table statistics print tcp, udp and local lines without the last three; rdma goes on with
-counters of its own (kept in :attr:`Xprt.extra`)."""
+counters of its own (kept in :attr:`Xprt.extra`). A line of any other protocol is refused."""
 XPRT_FIELDS: dict[str, tuple[str, ...]] = {
     proto: tuple(name for name, _ in spec) for proto, spec in XPRT_FORMATS.items()
 }
@@ -234,7 +234,12 @@ class NfsSection:
         if not words:
             raise ValueError("xprt: no protocol")
         proto, nums = words[0], words[1:]
-        spec = XPRT_FORMATS.get(proto, ())
+        spec = XPRT_FORMATS.get(proto)
+        if spec is None:
+            # Read as a transport of no known fields, a line that lost its protocol word
+            # ("xprt: 720 0 1 …") would count as a connection with no sends: wrong figures.
+            raise ValueError(f"xprt: {proto!r} is not a transport the kernel prints "
+                             f"({', '.join(XPRT_FORMATS)})")  # fmt: skip
         lengths = _XPRT_LENGTHS.get(proto)
         if lengths is not None and len(nums) not in lengths:
             shown = " or ".join(map(str, lengths))

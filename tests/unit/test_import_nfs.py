@@ -14,7 +14,7 @@ import pytest
 
 from sim.bundle.reader import read_csv_rows, read_summary
 from sim.errors import ConfigError
-from sim.imports import nfsiostat
+from sim.imports import mountstats, nfsiostat
 from sim.imports.run import run_import
 from sim.imports.source import Dropped, ImportClock, read_source
 from storage.collectors.nfs import NfsClientCollector
@@ -103,6 +103,31 @@ def test_a_snapshot_without_a_time_is_refused(tmp_path: Path) -> None:
     assert str(refused.value) == (
         f"{plain}: time: a snapshot without a time line before it or a time in the file name"
     )
+
+
+def test_an_xprt_line_without_its_protocol_drops_that_mount_and_says_why(
+    tmp_path: Path,
+) -> None:
+    # test_import_properties, "drop a column": line 286, the first of /mnt/new build's two
+    # nconnect transports, without "tcp". Read as a transport of no known fields, it counted as
+    # a connection with no sends: rpc_sends_s 1.6 and connects 1.0 instead of 3.6 and 2.0.
+    lines = (SERIES / "mixed_mounts.series").read_text(encoding="utf-8").split("\n")
+    assert lines[285] == "\txprt:\ttcp 720 0 1 0 0 20 20 0 40 0 2 20 20"
+    lines[285] = "\txprt:\t720 0 1 0 0 20 20 0 40 0 2 20 20"
+    path = tmp_path / "mixed_mounts.series"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    dropped = Dropped()
+    parsed = mountstats.parse([read_source(path, dropped)])
+    assert dropped.entries == [
+        {
+            "file": str(path),
+            "line": 286,
+            "why": "/mnt/new build: xprt: '720' is not a transport the kernel prints "
+            "(tcp, udp, local, rdma)",
+        }
+    ]
+    assert not [row for row in parsed.rows if row[2].startswith("/mnt/new build")]
+    assert {row[2] for row in parsed.rows} >= {"/home", "/scratch"}
 
 
 def test_nfsiostat_read_write_statvers10(tmp_path: Path) -> None:
