@@ -65,21 +65,28 @@ def test_guide_builds_in_strict_mode(tmp_path: Path) -> None:
     assert (tmp_path / "site" / "reference" / "scenario" / "index.html").is_file()
 
 
-@pytest.mark.parametrize(
-    ("breakage", "expected"),
-    [
-        ("[gone](no-such-page.md)", "no-such-page.md"),
-        ("[anchor](report.md#no-such-heading)", "#no-such-heading"),
-        ("[outside](../README.md)", "../README.md"),
-    ],
-    ids=["missing-page", "missing-anchor", "outside-docs"],
-)
-def test_a_broken_link_fails_the_strict_build(tmp_path: Path, breakage: str, expected: str) -> None:
+#: Each breakage and what the strict build names in its warning.
+BREAKAGES = {
+    "missing-page": ("[gone](no-such-page.md)", "no-such-page.md"),
+    "missing-anchor": ("[anchor](report.md#no-such-heading)", "#no-such-heading"),
+    "outside-docs": ("[outside](../README.md)", "../README.md"),
+}
+
+
+def test_each_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
+    """One build of a copy broken in the three ways (one build, not one each: MkDocs reports
+    every warning before strict mode aborts). Each breakage must be a WARNING of its own, and
+    in strict mode one warning alone fails the build; the build warns of nothing else."""
     copy = tmp_path / "guide"
     shutil.copytree(REPO / "docs", copy / "docs")
     shutil.copy2(REPO / "mkdocs.yml", copy / "mkdocs.yml")
     index = copy / "docs" / "index.md"
-    index.write_text(index.read_text(encoding="utf-8") + f"\n{breakage}\n", encoding="utf-8")
+    links = "".join(f"\n{breakage}\n" for breakage, _ in BREAKAGES.values())
+    index.write_text(index.read_text(encoding="utf-8") + links, encoding="utf-8")
     result = _build(copy, tmp_path / "site")
-    assert result.returncode != 0, f"the strict build accepted {breakage}"
-    assert expected in result.stderr
+    assert result.returncode != 0, f"the strict build accepted {list(BREAKAGES)}"
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("WARNING")]
+    for name, (breakage, expected) in BREAKAGES.items():
+        named = [line for line in warnings if expected in line]
+        assert len(named) == 1, f"{name}: {breakage} gave no warning of its own:\n{result.stderr}"
+    assert len(warnings) == len(BREAKAGES), result.stderr  # the copy's own: none else
