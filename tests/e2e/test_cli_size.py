@@ -24,6 +24,12 @@ pytestmark = pytest.mark.e2e
 EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_BAD_INPUT, EXIT_NO_VERDICT = 0, 1, 2, 4
 VERDICTS = {EXIT_OK: "fits", EXIT_DOES_NOT_FIT: "does_not_fit", EXIT_NO_VERDICT: "no_verdict"}
 ISSUE_SOURCE = "Nível de serviço extremo › Tamanho do bloco de 4 KiB (E/S aleatória)"
+# The runs made to be sized are paced (issue #25): what is sized is the block device's means
+# (or the score's file operations), whatever rate the sessions reached; closed loop, two
+# sessions take ~1.4 CPUs while they run. A sweep of sessions stays closed loop, with a think
+# time (~100 ops/s a session), as tests/e2e/test_exit_codes.py's sweeps.
+PACED = ("--set", "load.mode=open", "--set", "load.rate_ops_s=400")
+THINK = "think: {min_ms: 8, max_ms: 12}"
 
 
 def dbsim_size(
@@ -180,7 +186,7 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_sizing_a_real_bundle(
     dbsim: Dbsim, dbsim_in_process: InProcessDbsim, out_dir: Path
 ) -> None:
-    run = dbsim("run", "--duration", "3", "-o", out_dir, "--quiet")
+    run = dbsim("run", "--duration", "3", *PACED, "-o", out_dir, "--quiet")
     assert run.rc == EXIT_OK, run.describe()
     bundle = single_bundle(out_dir)
     summary = json.loads((bundle / "summary.json").read_text(encoding="utf-8"))
@@ -216,7 +222,7 @@ def test_a_stepped_bundle_is_sized_by_one_step_never_by_the_mix(
     scenario.write_text(
         "target: {kind: sqlite}\nworkload: {name: slob}\n"
         "load: {warmup_s: 0, sweep: {vary: sessions, start: 1, step: 1, max: 2, "
-        "step_duration_s: 2}}\n"
+        f"step_duration_s: 2}}, {THINK}}}\n"
         "slos: [{op: read, p99_us_max: 60000000}]\n",
         encoding="utf-8",
     )
@@ -255,11 +261,14 @@ def test_a_stepped_bundle_is_sized_by_one_step_never_by_the_mix(
 
 
 def _eda_bundle(dbsim: Dbsim, out_dir: Path, tmp_path: Path) -> Path:
-    """A 3-second EDA_BLENDED run of one job set on a local tree (open loop, 450 ops/s)."""
+    """A 3-second EDA_BLENDED run of one job set on a local tree (open loop, 450 ops/s), its
+    backend files of 1 MiB: a tree of 100 MiB, not the reference's 1 GiB, written each run
+    (what is sized is the run's file operations and MiB/s, whatever the files' size)."""
     scenario = tmp_path / "eda.yaml"
     scenario.write_text(
         f"target: {{kind: filetree, path: {tmp_path / 'tree'}}}\n"
-        "workload: {name: eda, parameters: {component: EDA_BLENDED, job_sets: 1}}\n"
+        "workload: {name: eda, parameters: {component: EDA_BLENDED, job_sets: 1, "
+        "backend: {file_size_bytes: 1M}}}\n"
         "load: {mode: open, warmup_s: 0.5, duration_s: 3, sessions: 5, rate_ops_s: 450}\n",
         encoding="utf-8",
     )
