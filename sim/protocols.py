@@ -36,11 +36,15 @@ class EngineContext:
     """What the engine lends to targets and collectors: its loop and its bounded thread pool.
 
     Blocking drivers (sqlite3, pyodbc) and file-system calls must run through
-    :meth:`run_blocking`, never directly on the loop.
+    :meth:`run_blocking`, never directly on the loop. ``sessions``: the most session
+    connections the caller holds at once, beside the few of its set-up steps and collectors
+    (a target's pool keeps room for those); None when it cannot say (as many as a scenario
+    may have).
     """
 
     loop: asyncio.AbstractEventLoop
     executor: concurrent.futures.ThreadPoolExecutor
+    sessions: int | None = None
 
     def run_blocking(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         return self.loop.run_in_executor(self.executor, fn, *args)

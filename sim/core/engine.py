@@ -213,7 +213,7 @@ class Engine(CoroutineSessions, IntervalTicker):
         executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.max_sessions + EXTRA_POOL_THREADS, thread_name_prefix="dbsim-io"
         )
-        self.context = EngineContext(self._loop, executor)
+        self.context = EngineContext(self._loop, executor, sessions=self.max_sessions)
         self._connections = []
         target_open = False
         try:

@@ -27,7 +27,8 @@ def run_opened(
     executor = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix=thread_name)
 
     async def main() -> T:
-        await target.open(EngineContext(loop, executor))
+        # No sessions: one step at a time, on a connection or two of its own.
+        await target.open(EngineContext(loop, executor, sessions=0))
         try:
             return await work()
         finally:

@@ -46,7 +46,9 @@ _DISCONNECTS: tuple[type[BaseException], ...] = (
 APPLICATION_NAME = "dbsim"
 #: Pool connections beyond the sessions: loader, verifier, the ``db`` collector, spares.
 POOL_SPARE = 8
-#: Connections are opened lazily (min 0), so a large maximum costs nothing until used.
+#: Connections are opened lazily (min 0), but asyncpg makes a holder per possible connection
+#: when the pool is created and a task for each of them twice when it closes: ~85 ms of CPU
+#: for this maximum, so the pool is sized to the caller's sessions when it says (EngineContext).
 POOL_MAX = MAX_SESSIONS + POOL_SPARE
 #: How long ``close()`` waits for held connections before terminating them.
 CLOSE_TIMEOUT_S = 10.0
@@ -304,7 +306,7 @@ class PostgresTarget(Target):
                 password=password,
                 timeout=s.connect_timeout_s,
                 min_size=0,
-                max_size=POOL_MAX,
+                max_size=POOL_MAX if context.sessions is None else context.sessions + POOL_SPARE,
                 server_settings={
                     **s.session_settings,
                     "application_name": APPLICATION_NAME,
