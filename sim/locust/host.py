@@ -87,7 +87,9 @@ def build_engine(
     job (sim.locust.loading), which samples no collector; ``shared_collectors`` False: leave
     out the collectors of a system every worker reaches (scope ``shared``: the array's
     counters, a database server's statistics), which the master has one worker sample."""
-    run_machinery()  # off the hub, before any session (sim.run.preload)
+    # Off the hub (gevent's thread pool), before any session (sim.run.preload): what a worker's
+    # start left out, SQLAlchemy and this target's dialect, if the workload needs SQL.
+    run_machinery(scenario)
     target = build_target(scenario)
     workload = build_workload(scenario, target)
     settings = scenario.collectors
@@ -243,7 +245,6 @@ class EngineHost:
             log.exception("preparing the run failed")
             self._finish_failed(redact_known(f"unexpected {type(exc).__name__}: {exc}"))
             return
-        warm_inspect_caches()  # the run's own modules are imported now
         self.engine = engine
         if self._stop_reason is not None:
             engine.request_stop(self._stop_reason)  # honoured as soon as the loop starts
@@ -315,6 +316,9 @@ class EngineHost:
         engine.events.progress.add_listener(self._on_progress)
         for listener in self.engine_listeners:
             listener(engine, scenario, self.bundle if self.role == ROLE_LOCAL else None)
+        # The run's own modules are imported now (a worker's SQLAlchemy: hundreds of modules);
+        # their files are checked here, off the hub.
+        warm_inspect_caches()
         return engine
 
     async def _wait_for_go(self) -> None:
