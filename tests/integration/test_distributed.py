@@ -1,11 +1,14 @@
 """Locust master + 2 local workers on loopback: one merged bundle, exact counts, a lost worker,
 SLOs judged on the merged bundle (exit 0 met, 1 missed) and sweeps refused up front (exit 2).
 
-``python -m sim.locust run --workers 2`` (the ``dbsim run --workers 2`` command) is run as a
-child process; its workers are its own children, ``python -m sim.locust worker --master
-127.0.0.1:<port>``. Each worker prints one ``dbsim-worker-report {json}`` line on stderr with
-the operations its own engine counted; the merged bundle must hold exactly their sum. Every
-child is bounded in time and killed at teardown if still there.
+``dbsim run --workers 2`` is run as a child process, forked from the pytest worker's zygote
+(tests/support/forked_dbsim.py: ``python -m sim.cli`` with its imports made, ~0.8 CPU-s a run
+less than an exec'd ``python -m sim.locust``; it imports Locust, as the installed ``dbsim``
+does, when it reaches ``--workers``); its workers are its own children, exec'd by the product:
+``python -m sim.locust worker --master 127.0.0.1:<port>``. Each worker prints one
+``dbsim-worker-report {json}`` line on stderr with the operations its own engine counted; the
+merged bundle must hold exactly their sum. Every child is bounded in time and killed at
+teardown if still there.
 
 Each run starts three processes that import Locust, gevent and the run's machinery (about 6
 CPU-s a run before its first operation), so a run serves every check that needs the same
@@ -34,6 +37,7 @@ from typing import Any
 import pytest
 
 from sim import registry
+from tests.support import forked_dbsim
 from tests.support.gevent_reports import hub_blocks_in_dbsim, hub_monitor_env
 from tests.support.ontap_replay import Entity, OntapReplay
 from tests.support.worker_port_garbage import check_drop_lines, local_master_port, send_garbage
@@ -57,7 +61,7 @@ VOL_DATA = Entity(
 
 
 def _command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "sim.locust", *args]
+    return [sys.executable, "-m", "sim.cli", *args]
 
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
@@ -87,8 +91,9 @@ def started(tmp_path: Path) -> Iterator[list[subprocess.Popen[str]]]:
 def _start_master(
     tmp_path: Path, started: list[subprocess.Popen[str]], *args: str, **env: str
 ) -> subprocess.Popen[str]:
-    """``dbsim ARGS`` as a child (registered with ``started`` for clean-up)."""
-    proc = subprocess.Popen(
+    """``dbsim ARGS`` as a child, forked where it can be (registered with ``started`` for
+    clean-up)."""
+    proc = forked_dbsim.popen(
         _command(*args),
         cwd=tmp_path,
         env=_env(tmp_path, **env),

@@ -14,7 +14,9 @@ run checks it on master and workers of tests/support/verify_race.py, which widen
 row"; the suite runs each once, to keep its time in bounds: bench/load_once.py runs the loops).
 
 What the suite's CPU goes to (issue #25): a run's three processes import Locust, gevent and the
-run's machinery (about 6 CPU-s before the first operation), so the fresh SQLite file's run
+run's machinery (about 6 CPU-s before the first operation; the master, ``dbsim run``, is forked
+from the pytest worker's zygote, which has made ``python -m sim.cli``'s imports: ~0.8 CPU-s a
+run less than an exec'd ``python -m sim.locust``), so the fresh SQLite file's run
 also checks that the start waits for late reports of placed users (Locust's wait set to 0: what
 test_the_start_waits_for_late_reports_of_placed_users checked is asserted there); the SLOB
 sessions think 20 ms between transactions (``PACED``), as nothing here is about throughput
@@ -37,6 +39,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import forked_dbsim
 from tests.support.gevent_reports import hub_blocks_in_dbsim, hub_monitor_env
 from tests.support.worker_reports import worker_reports
 
@@ -63,9 +66,11 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
 def _dbsim(
     tmp: Path, *args: str, timeout: float = RUN_TIMEOUT_S, **env: str
 ) -> tuple[int, str, str]:
-    """``python -m sim.locust ARGS`` (the ``dbsim`` command) to its end, bounded."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "sim.locust", *args],
+    """``dbsim ARGS`` to its end, bounded: forked from the pytest worker's zygote
+    (tests/support/forked_dbsim.py), which has made the imports of ``python -m sim.cli``; it
+    imports Locust, as the installed ``dbsim`` does, at ``--workers``."""
+    proc = forked_dbsim.run(
+        [sys.executable, "-m", "sim.cli", *args],
         cwd=tmp,
         env=_env(tmp, **env),
         stdin=subprocess.DEVNULL,
@@ -365,8 +370,8 @@ def test_sigint_during_the_load_stops_every_worker(tmp_path: Path) -> None:
         await target.open(EngineContext(asyncio.get_running_loop(), executor))
         try:
             async with target.load_lock("slob"):
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "sim.locust", "run", str(scenario), *workers_2],
+                proc = forked_dbsim.popen(
+                    [sys.executable, "-m", "sim.cli", "run", str(scenario), *workers_2],
                     cwd=tmp_path,
                     env=_env(tmp_path),
                     stdin=subprocess.DEVNULL,
