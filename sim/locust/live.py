@@ -40,6 +40,8 @@ from sim.report.scales import fmt_us
 from sim.report.svg import Panel, Series, time_panels
 
 LIVE_REFRESH_S = 3.0
+#: How long a request waits for the view being rebuilt (LiveCache).
+FRESH_WAIT_S = 5.0
 APP_SOURCE = "ops"
 ROW_KEYS = ("t", "interval", "phase", "entity", "step", "op")
 
@@ -192,29 +194,41 @@ def live_view(bundle_path: str | None, running: bool, phase: str = "measuring") 
 
 
 class LiveCache:
-    """The live view, rebuilt in gevent's thread pool at most every LIVE_REFRESH_S."""
+    """The live view, rebuilt in gevent's thread pool at most every LIVE_REFRESH_S.
+
+    A request that finds the view being rebuilt (by itself or another) waits for it, up to
+    FRESH_WAIT_S, in its own greenlet (the hub serves the others meanwhile): it gets the view as
+    of its request, not the one before. Served at once, the old view showed "No run yet" to a
+    page opened on a running run, and the last "so far" verdict after the end, until the
+    page's next poll (2 s); the charts moved one poll late."""
 
     def __init__(self) -> None:
         self.view: dict[str, Any] = live_view(None, False)
         self._key: tuple[str | None, bool, str] | None = None
         self._at = 0.0
         self._busy = False
+        self._pending: gevent.Greenlet | None = None
 
     def get(self, bundle: str | None, running: bool, phase: str = "measuring") -> dict[str, Any]:
         key = (bundle, running, phase)
         stale = key != self._key or (running and time.monotonic() - self._at > LIVE_REFRESH_S)
         if bundle and stale and not self._busy:
             self._busy, self._key, self._at = True, key, time.monotonic()
-            gevent.spawn(self._refresh, bundle, running, phase)
+            self._pending = gevent.spawn(self._refresh, bundle, running, phase)
+        if bundle and self._busy and self._pending is not None:
+            self._pending.join(timeout=FRESH_WAIT_S)
         return self.view
 
     def _refresh(self, bundle: str, running: bool, phase: str) -> None:
         try:
-            self.view = gevent.get_hub().threadpool.apply(live_view, (bundle, running, phase))
+            self.view = gevent.get_hub().threadpool.apply(self._build, (bundle, running, phase))
         except Exception as exc:  # a bundle being rewritten: keep the last view, say why
             self.view = {**self.view, "problem": f"{type(exc).__name__}: {exc}"}
         finally:
             self._busy = False
+
+    def _build(self, bundle: str, running: bool, phase: str) -> dict[str, Any]:
+        return live_view(bundle, running, phase)
 
 
 def now_view(bundle_path: str) -> dict[str, Any]:
@@ -234,10 +248,5 @@ class NowCache(LiveCache):
         super().__init__()
         self.view = {"window": {}, "slos": []}
 
-    def _refresh(self, bundle: str, running: bool, phase: str) -> None:
-        try:
-            self.view = gevent.get_hub().threadpool.apply(now_view, (bundle,))
-        except Exception as exc:  # a bundle being rewritten: keep the last view, say why
-            self.view = {**self.view, "problem": f"{type(exc).__name__}: {exc}"}
-        finally:
-            self._busy = False
+    def _build(self, bundle: str, running: bool, phase: str) -> dict[str, Any]:
+        return now_view(bundle)
