@@ -25,7 +25,7 @@ PYTEST_ARGS ?=
 # so the ODBC tests run against MariaDB as well as PostgreSQL (psqlODBC, odbc-postgresql).
 TEST_DEB_PACKAGES := sysstat unixodbc odbc-postgresql chromium nfs-common fio bpftrace prometheus fuse3 sysbench faketime kubernetes-client libpq-dev libmariadb-dev unixodbc-dev odbc-mariadb
 
-.PHONY: run test test-long test-stressed test-servers venv install-project system-packages lint typecheck bench clean
+.PHONY: run test test-long test-explore test-stressed test-servers venv install-project system-packages lint typecheck bench clean
 
 $(BIN)/dbsim: pyproject.toml setup.py storage/targets/native/fileloop.c storage/targets/native/pgloop.c storage/targets/native/pgloop.h storage/targets/native/pggroup.c storage/targets/native/pack.h storage/targets/native/batch.h storage/targets/native/marialoop.c storage/targets/native/odbcloop.c
 	$(PYTHON) -m venv $(VENV)
@@ -180,6 +180,13 @@ test-servers:
 # write-back, more than make test's twelve minutes carry beside its timing phase). Root, alone.
 test-long: system-packages venv
 	$(BIN)/python -m pytest -m long -p no:cacheprovider $(PYTEST_ARGS)
+
+# The property tests (Hypothesis) with random seeds and HYPOTHESIS_EXPLORE_SCALE (10) times their
+# examples: a hunt for latent bugs, run on purpose; make test runs them derandomized
+# (tests/README.md, "Property tests: derandomized in CI, explored on purpose").
+test-explore: system-packages venv
+	HYPOTHESIS_PROFILE=explore $(BIN)/python -m pytest -n 2 -m "not timing and not long" -p no:cacheprovider \
+	  $$(grep -rlE "^(from|import) hypothesis" tests/unit tests/integration | sort) $(PYTEST_ARGS)
 
 # Issue #25's load check: the timing phase STRESS_RUNS times in a row with `stress-ng --cpu 2`
 # beside it (the whole time, at nice 0, in a session of its own as when started from another

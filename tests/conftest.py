@@ -12,9 +12,25 @@ need of them in-process lives outside sim.locust (sim.live.storage_table, sim.li
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
+from hypothesis import settings
+from hypothesis.internal.detection import is_hypothesis_test
+
+# Hypothesis profiles (tests/README.md, "Property tests: derandomized in CI, explored on
+# purpose"). Loaded here, before any test module is imported: a test's own @settings takes
+# every value it does not set from the profile loaded when it is decorated.
+# "ci", the default: the same examples on every run, so a bug found at random never fails a
+# session's CI; print_blob lets a failure be replayed with @reproduce_failure.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+# "explore" (make test-explore): fresh random examples, EXPLORE_SCALE times each test's own
+# max_examples (pytest_collection_modifyitems below), failures printed with their blob.
+settings.register_profile("explore", derandomize=False, database=None, print_blob=True)
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+EXPLORE_SCALE = int(os.environ.get("HYPOTHESIS_EXPLORE_SCALE", "10"))
+settings.load_profile(HYPOTHESIS_PROFILE)
 
 
 def _patched() -> list[str]:
@@ -30,6 +46,26 @@ def pytest_configure(config: pytest.Config) -> None:
     from tests.support.cpu_profile import register
 
     register(config)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under "explore", each property test runs EXPLORE_SCALE times its own max_examples with
+    random seeds, whatever its @settings pin (max_examples, derandomize): a per-test @settings
+    overrides any profile, so the profile alone could not raise them."""
+    if HYPOTHESIS_PROFILE != "explore":
+        return
+    done: set[int] = set()
+    for item in items:
+        test = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+        if not is_hypothesis_test(test) or id(test) in done:
+            continue  # a parametrized test shares one function: scaled once
+        done.add(id(test))
+        own = getattr(test, "_hypothesis_internal_use_settings", None)
+        if own is None:  # where Hypothesis keeps a test's settings (hypothesis/core.py)
+            raise pytest.UsageError(f"{item.nodeid}: Hypothesis keeps its settings elsewhere now")
+        test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
+            own, max_examples=own.max_examples * EXPLORE_SCALE, derandomize=False, database=None
+        )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
