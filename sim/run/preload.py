@@ -9,8 +9,10 @@ measured latencies), and on a Locust process's gevent hub nothing is served unti
 tests/integration/test_distributed.py's hub monitor caught numpy (the SLO judge's first live
 window) and rich (a worker's load progress) blocking the hub for over 0.4 s on a busy host.
 So every process that runs a scenario calls :func:`run_machinery` while nothing is timed:
-``dbsim run`` before it prepares the run (sim.cli.run), a worker's ``build_engine``
-(sim.locust.host) and each Locust process at its start (sim.locust.app; a ``dbsim run
+``dbsim run`` before it prepares the run (sim.cli.run), each Locust process at its start
+(sim.locust.app: ``dbsim ui`` everything, its scenario not known yet; a worker
+:data:`RUN_MODULES` but not SQLAlchemy, which its ``build_engine`` (sim.locust.host) imports
+with the target's dialect, in gevent's thread pool, when a scenario needs SQL; a ``dbsim run
 --workers`` master, which runs no session, only :data:`MASTER_MODULES`).
 tests/e2e/test_run_imports.py checks that a run makes no first import between its first
 session and the end of its measured window.
