@@ -53,6 +53,7 @@ from typing import Any
 import pytest
 
 from sim.replay import dbjob, dbsize, dbwarmup
+from sim.replay.shape import production_window
 from storage.lab import Lab, system
 from tests.e2e.conftest import Dbsim, clean_environment, read_summary, single_bundle
 from tests.integration.test_ground_truth import GroundLab
@@ -67,6 +68,8 @@ PGBENCH_SCALE = 20  # ~300 MiB of accounts and index against lab A's 128 MiB mem
 RATE_TPS = 150
 PRODUCTION_S = 12
 SCALE_S = 8
+#: Captures of the production at most, until one is read-only (:func:`_read_only_capture`).
+CAPTURES = 3
 
 
 @contextlib.contextmanager
@@ -157,8 +160,8 @@ def test_a_pgbench_production_replayed_on_another_postgresql(
     with production_lab(port_a) as (status, password):
         _pgbench(port_a, password, "-i", "-s", str(PGBENCH_SCALE), "-I", "dtGvp", "-q")
         _pgbench_checkpoint(port_a, password)
-        bundle = _capture(
-            dbsim, status["postgres"]["data_dir"], tmp_path / "captures", port_a, password
+        bundle = _read_only_capture(
+            dbsim, status["postgres"]["data_dir"], tmp_path, port_a, password
         )
     # Lab B: the session's ground-truth lab (tests/integration/conftest.py), the same lab this
     # module built for itself until now (private_ground_lab: same table, settings and memory
@@ -211,6 +214,33 @@ def test_a_pgbench_production_replayed_on_another_postgresql(
     assert cost["multi"] >= dbsize.CACHED_RANGE_REQUESTS and cost["multi_kib"] > 8.0, cost
     faithful = all(s["fidelity"]["faithful"] for s in doc["scales"])
     assert done.rc == (0 if faithful else 5), done.describe()
+
+
+def _read_only_capture(
+    dbsim: Dbsim, data_dir: str, tmp_path: Path, port: int, password: str
+) -> Path:
+    """A capture of the read-only production this test is about, taken up to
+    :data:`CAPTURES` times: pgbench -S writes nothing (alone and beside ``stress-ng --cpu 2``,
+    0.3 writes/s on lab A's device: two WAL writes, the journal's commits), but in two of four
+    timing phases of 2026-12-07 something of the host's wrote 3.4-3.5/s of 6.7-7.7 KiB there
+    during the capture (1.7-1.9 % of the I/Os; not found: a bpftrace of every loop device's
+    writes through the next phase did not meet it). Such a capture is a production with
+    writes, whose replay at 1x meets SLOB's modelled write cost a row update (2 against 7.7
+    measured) and misses the read share: test_replay_db_writes' case (make test-long), not
+    this one. Each capture set aside is printed with its figures; the last is used whatever
+    it holds, and then the checks below judge it as they would any."""
+    for attempt in range(1, CAPTURES + 1):
+        bundle = _capture(dbsim, data_dir, tmp_path / f"captures-{attempt}", port, password)
+        profiled = dbsim("profile", bundle, "--json")
+        assert profiled.rc == 0, profiled.describe()
+        seen = production_window(json.loads(profiled.stdout))
+        if seen.write_iops < dbwarmup.WRITE_SHARE_MIN * (seen.read_iops + seen.write_iops):
+            break
+        print(
+            f"capture {attempt} held writes: {seen.read_iops:.1f} reads/s, "
+            f"{seen.write_iops:.2f} writes/s ({bundle})"
+        )
+    return bundle
 
 
 def _pgbench_checkpoint(port: int, password: str) -> None:
