@@ -117,6 +117,7 @@ class OntapClient:
             conn: http.client.HTTPConnection = http.client.HTTPConnection(host, port, timeout)
         else:
             conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=self._context)
+        response: http.client.HTTPResponse | None = None
         try:
             conn.request("GET", target, headers=self._headers)
             response = conn.getresponse()
@@ -133,7 +134,15 @@ class OntapClient:
         except ValueError:  # not JSON; the status says more
             body = None
         finally:
+            # The response too: an answer that closes its connection (HTTP/1.0, ONTAP's and
+            # the test replay's) is handed to the response, which conn.close() then leaves
+            # open, its socket held until a garbage collection (when a read failed, by the
+            # traceback): a CI rehearsal's ResourceWarning, "unclosed <ssl.SSLSocket>".
+            if response is not None:
+                response.close()
             conn.close()
+        if response is None:  # a ValueError raised before any answer (not the body's JSON)
+            raise self.error(f"GET {path}: the request could not be sent")
         if response.status != 200:
             raise self.error(self._http_problem(response.status, path, dig(body, "error")))
         if not isinstance(body, dict):

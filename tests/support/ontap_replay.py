@@ -232,7 +232,11 @@ def _matches(entity: Entity, query: dict[str, str]) -> bool:
 
 
 class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+    # Handler threads are joined by server_close() (close() sets ``release`` first, so a hung
+    # answer ends at once): every connection the server accepted is closed before the test
+    # that made it ends, never by a garbage collection during a later one (an "unclosed
+    # <ssl.SSLSocket>" ResourceWarning failed a rehearsal's ONTAP test).
+    daemon_threads = False
     replay: OntapReplay
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -242,6 +246,9 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    #: A connection that sends nothing (a client gone mid-handshake) ends its thread in this
+    #: many seconds, so server_close() never waits longer.
+    timeout = 10
 
     def do_GET(self) -> None:
         answer = self.server.replay.answer(self.path, self.headers.get("Authorization"))
