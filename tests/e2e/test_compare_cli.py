@@ -28,7 +28,10 @@ pytestmark = pytest.mark.e2e
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_COMPARABLE = 0, 2, 4
 RUN_S = "2"
-SLOW_RATE_OPS_S = 50  # the paced closed loop below runs at ~250 ops/s
+#: The paced closed loop below runs at ~250 ops/s, and at 65 on a host 97 % busy (a
+#: rehearsal): the slow run's rate stays far enough below either that their delivered loads
+#: (ops/s: cached runs have no device load to match) never fall within 15 % of each other.
+SLOW_RATE_OPS_S = 20
 # The two closed-loop runs are paced (issue #25) by the same think time: still closed loop
 # (the candidate's open loop is another load shape), but not taking whatever CPU is free for
 # the verdict between two runs of one scenario, which is what is checked.
