@@ -206,17 +206,17 @@ class LiveCache:
         self.view: dict[str, Any] = live_view(None, False)
         self._key: tuple[str | None, bool, str] | None = None
         self._at = 0.0
-        self._busy = False
-        self._pending: gevent.Greenlet | None = None
+        self._pending: gevent.Greenlet | None = None  # the rebuild under way, if any
 
     def get(self, bundle: str | None, running: bool, phase: str = "measuring") -> dict[str, Any]:
         key = (bundle, running, phase)
         stale = key != self._key or (running and time.monotonic() - self._at > LIVE_REFRESH_S)
-        if bundle and stale and not self._busy:
-            self._busy, self._key, self._at = True, key, time.monotonic()
-            self._pending = gevent.spawn(self._refresh, bundle, running, phase)
-        if bundle and self._busy and self._pending is not None:
-            self._pending.join(timeout=FRESH_WAIT_S)
+        pending = self._pending if self._pending is not None and not self._pending.ready() else None
+        if bundle and stale and pending is None:
+            self._key, self._at = key, time.monotonic()
+            pending = self._pending = gevent.spawn(self._refresh, bundle, running, phase)
+        if bundle and pending is not None:
+            pending.join(timeout=FRESH_WAIT_S)
         return self.view
 
     def _refresh(self, bundle: str, running: bool, phase: str) -> None:
@@ -224,8 +224,6 @@ class LiveCache:
             self.view = gevent.get_hub().threadpool.apply(self._build, (bundle, running, phase))
         except Exception as exc:  # a bundle being rewritten: keep the last view, say why
             self.view = {**self.view, "problem": f"{type(exc).__name__}: {exc}"}
-        finally:
-            self._busy = False
 
     def _build(self, bundle: str, running: bool, phase: str) -> dict[str, Any]:
         return live_view(bundle, running, phase)

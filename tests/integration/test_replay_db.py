@@ -204,9 +204,9 @@ def test_a_pgbench_production_replayed_on_another_postgresql(
         for check in unjudged:  # never a silent pass: the console says it
             assert check["note"].split(" (")[0] in done.stdout.replace("\n    ", " ")
     # What a range read cost at the device, measured by the calibration: requests above one
-    # block (the read-ahead's window), not a cached range. A capture that held writes (a busy
-    # host's write-back: 1.7 % in stop 42's CI) is replayed as a row-update mix, which keeps its
-    # range reads' cost among its row costs.
+    # block (the read-ahead's window), not a cached range. A capture that held writes (the
+    # host's, 1.7 % in stop 42's CI; the last of _read_only_capture's may still) is replayed as
+    # a row-update mix, which keeps its range reads' cost among its row costs.
     calibration = doc["calibration"]
     rows = calibration["row_costs"]
     cost = calibration["range_cost"] if rows is None else rows["ranges"]
