@@ -21,9 +21,8 @@ the previous one. A burst shorter than :data:`INFLIGHT_MS` can fall between two 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import signal
+import shutil
 import subprocess
 import threading
 import time
@@ -38,14 +37,22 @@ STOP_WAIT_S = 1.5
 INFLIGHT_MS = 100
 
 
-def _die_with_parent() -> None:
-    # The child must not outlive dbsim killed without a chance to stop it (SIGKILL, OOM):
-    # PR_SET_PDEATHSIG (1) sends it SIGKILL when its parent goes. Not SIGTERM, which bpftrace
-    # catches: beside three other suites one was still in epoll_wait 60 s after its parent's
-    # SIGKILL (nothing asks an orphan to print, so nothing woke it). Its output has no reader
-    # then anyway, and the kernel detaches its probes however it exits.
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+def dying_with_parent(argv: list[str]) -> list[str]:
+    """``argv`` run so that the kernel kills it with SIGKILL when its parent goes
+    (PR_SET_PDEATHSIG), set by util-linux's ``setpriv`` before it execs ``argv``.
+
+    Why: the child must not outlive dbsim killed without a chance to stop it (SIGKILL, OOM).
+    Not SIGTERM, which bpftrace catches: beside three other suites one was still in epoll_wait
+    60 s after its parent's SIGKILL (nothing asks an orphan to print, so nothing woke it). Its
+    output has no reader then anyway, and the kernel detaches its probes however it exits.
+    Why setpriv and not a ``preexec_fn`` calling prctl: a preexec_fn runs Python in the child
+    between fork and exec, which in a process with threads can deadlock on a lock another
+    thread held at the fork — a Locust worker (gevent's thread pool, the run's collector
+    threads) hung so in ``subprocess``'s wait for the exec, and its run never reported an
+    interval. Without setpriv (not util-linux) bpftrace runs without the signal, and outlives
+    a killed dbsim until its next print request fails (none comes: it waits to be killed)."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--", *argv] if setpriv else list(argv)
 
 
 def inflight_count(text: bytes) -> int:
@@ -118,13 +125,12 @@ class BpftraceReader:
     ) -> None:
         # Its own session: the terminal's Ctrl-C reaches dbsim, whose stop() ends it in order.
         self.process = subprocess.Popen(
-            [command, "-e", script],
+            dying_with_parent([command, "-e", script]),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,  # only a prctl call before exec
+            start_new_session=True,  # setsid() in C: no Python between fork and exec
         )
         self.ready = threading.Event()
         self.failure: str | None = None

@@ -7,6 +7,8 @@ it and holds what it printed. The real program is run by tests/integration/test_
 from __future__ import annotations
 
 import asyncio
+import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -95,3 +97,26 @@ def test_the_reader_hands_over_each_print_with_the_inflight_peak(tmp_path: Path)
         reader.stop()
     assert reader.process.returncode is not None  # ended and reaped
     assert reader.failure is None  # stopped, not failed
+
+
+def test_bpftrace_is_set_to_die_with_its_parent_before_it_execs(tmp_path: Path) -> None:
+    """PR_SET_PDEATHSIG (SIGKILL) is in place in the program the reader starts, set by setpriv
+    before the exec: no Python runs in the child between fork and exec (a preexec_fn calling
+    prctl deadlocked a Locust worker whose other threads held a lock at the fork)."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("!!! NOT RUN: no setpriv (util-linux) on this host")
+    seen = tmp_path / "pdeathsig"
+    script = stand_in(tmp_path)
+    # The stand-in first writes its own parent-death signal (PR_GET_PDEATHSIG, 2).
+    script.write_text(script.read_text().replace("prints = 0\n", (
+        "import ctypes\nsig = ctypes.c_int()\n"
+        "ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0)\n"
+        f"open({str(seen)!r}, 'w').write(str(sig.value))\nprints = 0\n"
+    ), 1))  # fmt: skip
+    reader = BpftraceReader("", {}, command=str(script))
+    try:
+        assert reader.ready.wait(20.0)
+        assert reader.process.args[:4] == [shutil.which("setpriv"), "--pdeathsig", "KILL", "--"]
+    finally:
+        reader.stop()
+    assert seen.read_text() == str(int(signal.SIGKILL))
