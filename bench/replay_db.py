@@ -4,8 +4,8 @@ One lab of this script's own (root): two volumes, ``old`` and ``new``, each an e
 device with a QoS ceiling of read and write IOPS (the lab's blkio rule), one throwaway
 PostgreSQL whose backends are in the lab's groups (128 MiB memory: reads reach the devices).
 Production is ``pgbench -N --rate`` (TPC-B-like without the branch/teller updates: a read
-and an update of a random account, a history insert) with its tables in a tablespace on
-``old``; ``dbsim capture --path`` records it once its writes are in steady state (the host's
+and an update of a random account, a history insert), or ``--mix``'s built-in scripts with
+weights, with its tables in a tablespace on ``old``; ``dbsim capture --path`` records it once its writes are in steady state (the host's
 write-back delay after pgbench starts). The replay: a slob scenario on ``new`` (its own
 tablespace), ``dbsim replay CAPTURE --on SCENARIO --scale …``. Prints replay.json's per-scale
 figures and the answer; writes ``bench/results/replay_db-<stamp>.json`` (replay.json and the
@@ -112,6 +112,11 @@ def main() -> int:
     ap.add_argument("--old-iops", type=int, default=300, help="old volume's ceiling")
     ap.add_argument("--new-iops", type=int, default=400, help="new volume's ceiling")
     ap.add_argument("--rate", type=int, default=40, help="pgbench --rate (tps)")
+    ap.add_argument(
+        "--mix", default="-N",
+        help="production's pgbench transactions: -N (the default), or built-in scripts with "
+        "weights, e.g. 'select-only@49,simple-update@1' (a read production with a few writes)",
+    )  # fmt: skip
     ap.add_argument("--pgbench-scale", type=int, default=20)
     ap.add_argument("--rows", type=int, default=80_000, help="SLOB rows on new (8 KiB each)")
     ap.add_argument("--capture-s", type=float, default=30.0)
@@ -164,6 +169,14 @@ def main() -> int:
     return int(doc.get("exit_code") or 0)
 
 
+def pgbench_mix(mix: str) -> list[str]:
+    """pgbench's options for --mix: ``-N``, or ``-b SCRIPT@WEIGHT`` for each comma-separated
+    built-in script."""
+    if mix == "-N":
+        return ["-N"]
+    return [arg for script in mix.split(",") for arg in ("-b", script.strip())]
+
+
 def run(lab: Lab, status: dict[str, Any], base: Path, args: argparse.Namespace) -> dict[str, Any]:
     pg = status["postgres"]
     port, vols = pg["port"], {v["name"]: v for v in status["volumes"]}
@@ -187,7 +200,8 @@ def run(lab: Lab, status: dict[str, Any], base: Path, args: argparse.Namespace) 
     delay, how = writeback_delay_s()
     warm = delay + 2.0
     total = warm + args.capture_s + 2.0
-    bench = ["pgbench", *conn, "-N", f"--rate={args.rate}", "-T", f"{total:.0f}", "-c", "4"]
+    bench = ["pgbench", *conn, *pgbench_mix(args.mix), f"--rate={args.rate}", "-T", f"{total:.0f}"]
+    bench += ["-c", "4"]
     print(
         f"production: {' '.join(bench[len(conn) + 1 :])} on old; capture after {warm:g} s ({how})"
     )
