@@ -5,8 +5,8 @@ device with a QoS ceiling of read and write IOPS (the lab's blkio rule), one thr
 PostgreSQL whose backends are in the lab's groups (128 MiB memory: reads reach the devices).
 Production is ``pgbench -N --rate`` (TPC-B-like without the branch/teller updates: a read
 and an update of a random account, a history insert), or ``--mix``'s built-in scripts with
-weights, with its tables in a tablespace on ``old``; ``dbsim capture --path`` records it once its writes are in steady state (the host's
-write-back delay after pgbench starts). The replay: a slob scenario on ``new`` (its own
+weights, with its tables in a tablespace on ``old``; ``dbsim capture --path`` records it once
+its writes are in steady state (the host's write-back delay after pgbench starts). The replay: a slob scenario on ``new`` (its own
 tablespace), ``dbsim replay CAPTURE --on SCENARIO --scale …``. Prints replay.json's per-scale
 figures and the answer; writes ``bench/results/replay_db-<stamp>.json`` (replay.json and the
 command). The cluster's settings are the lab's (the user's), never tuned here.

@@ -49,8 +49,8 @@ def dying_with_parent(argv: list[str]) -> list[str]:
     between fork and exec, which in a process with threads can deadlock on a lock another
     thread held at the fork — a Locust worker (gevent's thread pool, the run's collector
     threads) hung so in ``subprocess``'s wait for the exec, and its run never reported an
-    interval. Without setpriv (not util-linux) bpftrace runs without the signal, and outlives
-    a killed dbsim until its next print request fails (none comes: it waits to be killed)."""
+    interval. Without setpriv (not util-linux) bpftrace runs without the signal: a dbsim killed
+    outright leaves it running until it is killed itself."""
     setpriv = shutil.which("setpriv")
     return [setpriv, "--pdeathsig", "KILL", "--", *argv] if setpriv else list(argv)
 
