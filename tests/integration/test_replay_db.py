@@ -225,8 +225,8 @@ def _read_only_capture(
     timing phases of 2026-12-07 something of the host's wrote 3.4-3.5/s of 6.7-7.7 KiB there
     during the capture (1.7-1.9 % of the I/Os; not found: a bpftrace of every loop device's
     writes through the next phase did not meet it). Such a capture is a production with
-    writes, whose replay at 1x meets SLOB's modelled write cost a row update (2 against 7.7
-    measured) and misses the read share: test_replay_db_writes' case (make test-long), not
+    writes, whose replay at 1x met 7.7 writes a row update against the 2 it was derived from
+    (docs/capture.md, a read production with few writes) and missed the read share: test_replay_db_writes' case (make test-long), not
     this one. Each capture set aside is printed with its figures; the last is used whatever
     it holds, and then the checks below judge it as they would any."""
     for attempt in range(1, CAPTURES + 1):

@@ -101,8 +101,8 @@ def test_the_reader_hands_over_each_print_with_the_inflight_peak(tmp_path: Path)
 
 def test_bpftrace_is_set_to_die_with_its_parent_before_it_execs(tmp_path: Path) -> None:
     """PR_SET_PDEATHSIG (SIGKILL) is in place in the program the reader starts, set by setpriv
-    before the exec: no Python runs in the child between fork and exec (a preexec_fn calling
-    prctl deadlocked a Locust worker whose other threads held a lock at the fork)."""
+    before the exec: no Python runs in the child between fork and exec (with a preexec_fn
+    calling prctl, a Locust worker with other threads hung waiting for that exec)."""
     if shutil.which("setpriv") is None:
         pytest.skip("!!! NOT RUN: no setpriv (util-linux) on this host")
     seen = tmp_path / "pdeathsig"
