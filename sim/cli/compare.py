@@ -9,6 +9,12 @@ does). Exit codes: 0 the candidate is not worse (better, equivalent, no signific
 difference, or undetermined: a change with no interval to weigh it), 1 it is significantly worse beyond a threshold, 2 bad input (not a bundle, a bad
 thresholds file or option), 4 the runs cannot be compared (a run is invalid, or a caveat
 such as a different data size, mix or load shape invalidates the comparison).
+
+``dbsim compare CAPTURE REPLAY``, when the second argument is a replay's directory (it holds
+``replay.json``): the replay against the capture it was made from, per scale and figure,
+recomputed from both bundles, with each side's intervals (:mod:`sim.replay.against`). Exit
+codes: 0 every scale faithful, 5 a scale unfaithful (replay.json's judgement), 2 bad input
+(not the capture the replay was made from, no readable replay.json).
 """
 
 from __future__ import annotations
@@ -84,7 +90,8 @@ def compare(
         list[Path] | None,
         typer.Argument(
             help="BASELINE CANDIDATE, or BASELINE... vs CANDIDATE... (repeated runs of each "
-            "side, or runs at several load levels).",
+            "side, or runs at several load levels), or CAPTURE REPLAY (a replay's directory: "
+            "the replay against the capture it was made from).",
             show_default=False,
             metavar="BASELINE [vs] CANDIDATE",
         ),
@@ -102,10 +109,21 @@ def compare(
     csv_path: CsvOpt = None,
 ) -> None:
     """Compare runs (per operation and storage) with the 95 % interval of each change;
-    exit 1 when the candidate is significantly worse, 4 when the runs cannot be compared."""
+    exit 1 when the candidate is significantly worse, 4 when the runs cannot be compared.
+    CAPTURE REPLAY: the replay against its capture, per scale and figure; exit 5 when a
+    scale was unfaithful."""
     from sim.judge.compare import compare_runs, load_thresholds
 
-    baselines, candidates = split_sides(bundles or [])
+    given = bundles or []
+    if len(given) == 2 and _is_replay(given[1]):
+        judged = (max_p50, max_p99, max_ops_s, max_await, max_iops, max_ios_per_op, max_error_pct)
+        if thresholds is not None or any(v is not None for v in judged):
+            raise ConfigError(
+                "compare CAPTURE REPLAY: the regression thresholds judge runs; a replay is "
+                "judged by its fidelity tolerances (replay.json)"
+            )
+        _against_replay(given[0], given[1], as_json, html, csv_path)
+    baselines, candidates = split_sides(given)
     limits = load_thresholds(
         thresholds,
         {
@@ -134,6 +152,37 @@ def compare(
     call = result["verdict"]["call"]
     codes = {"worse": EXIT_SLO_MISSED, "invalid": EXIT_NOT_COMPARABLE}
     raise typer.Exit(codes.get(call, EXIT_OK))
+
+
+def _is_replay(path: Path) -> bool:
+    from sim.replay.against import is_replay_dir
+
+    return is_replay_dir(path)
+
+
+def _against_replay(
+    capture: Path, replay: Path, as_json: bool, html: Path | None, csv_path: Path | None
+) -> None:
+    """``dbsim compare CAPTURE REPLAY``: the model, its files, its text; exits."""
+    from sim.replay.against import compare_replay, dumps
+    from sim.report.against import console_lines, render_csv
+
+    result = compare_replay(capture, replay)
+    if html is not None:
+        from sim.report.against_page import render_page
+
+        _write(html, "--html", lambda: render_page(result))
+        result["html"] = str(html)
+    if csv_path is not None:
+        _write(csv_path, "--csv", lambda: render_csv(result))
+        result["csv"] = str(csv_path)
+    if as_json:
+        sys.stdout.write(dumps(result) + "\n")
+    else:
+        lines = console_lines(result)
+        lines += [f"{key}: {result[key]}" for key in ("html", "csv") if result.get(key)]
+        sys.stdout.write("\n".join(lines) + "\n")
+    raise typer.Exit(result["exit_code"])
 
 
 def split_sides(bundles: list[Path]) -> tuple[list[Path], list[Path]]:

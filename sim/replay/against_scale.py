@@ -1,0 +1,239 @@
+"""One scale of a replay against its capture (:mod:`sim.replay.against`): the device figures
+recomputed from both bundles, a file replay's call figures, or a day shape's steps as
+``replay.json`` holds them; the mismatches with what ``replay.json`` stored, and its
+judgement of record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sim.errors import ConfigError
+from sim.replay import fidelity
+from sim.replay.against import (
+    FIGURES,
+    Window,
+    differs,
+    figure_row,
+    locate,
+    replay_window,
+    shape_mismatches,
+)
+from sim.replay.spread import file_values, side
+
+
+def judgement(entry: dict[str, Any]) -> dict[str, Any]:
+    """The judgement of record: ``replay.json``'s fidelity of the scale."""
+    fid = entry.get("fidelity") or {}
+    return {
+        "faithful": bool(fid.get("faithful")),
+        "cause": fid.get("cause"),
+        "failed": list(fid.get("failed") or []),
+        "not_judged": [
+            c["figure"] for c in fid.get("checks") or [] if c.get("tolerance") == "not judged"
+        ],
+    }
+
+
+def scale_entry(
+    entry: dict[str, Any], doc: dict[str, Any], replay: Path, cap: Window, capture: Path
+) -> dict[str, Any]:
+    """One scale of the comparison (the module docstring)."""
+    scale = float(entry["scale"])
+    out: dict[str, Any] = {"scale": scale, "judgement": judgement(entry)}
+    if "day" in entry:
+        return {**out, **_day(entry)}
+    if not isinstance(entry.get("bundle"), str):
+        raise ConfigError(f"{replay}: replay.json names no bundle for the scale {scale:g}x")
+    bundle = locate(entry["bundle"], doc, replay)
+    if not bundle.is_dir():
+        raise ConfigError(f"{replay}: the bundle of the scale {scale:g}x is missing ({bundle})")
+    rep = replay_window(bundle, entry.get("replay") or {})
+    files = bool(doc.get("files"))
+    found = {} if files else {c.figure: c for c in fidelity.checks(cap.shape, rep.shape, scale)}
+    rows = [figure_row(f, (cap, rep), scale, found) for f in FIGURES]
+    mismatches = shape_mismatches("replay", rep.shape.as_dict(), entry.get("replay") or {})
+    stored = {c["figure"]: c for c in (entry.get("fidelity") or {}).get("checks") or []}
+    file_rows: list[dict[str, Any]] = []
+    if files:
+        file_rows, file_mismatches = _files(entry, doc, bundle, capture, scale)
+        mismatches += file_mismatches
+    judged = [r for r in (*rows, *file_rows) if r["check"]]
+    mismatches += _check_mismatches(judged, stored)
+    extra = [c for name, c in stored.items() if name not in {r["check"] for r in judged}]
+    return {
+        **out,
+        "bundle": str(bundle),
+        "windows": {"capture": cap.shape.window.how, "replay": rep.shape.window.how},
+        "intervals": {"capture": len(cap.picked), "replay": len(rep.picked)},
+        "figures": rows,
+        "file_figures": file_rows,
+        "judged_elsewhere": [
+            {"figure": c["figure"], "ok": c.get("ok"), "off": c.get("off")} for c in extra
+        ],
+        "mismatches": mismatches,
+        "series": _series(cap, rep, scale),
+    }
+
+
+def _check_mismatches(rows: list[dict[str, Any]], stored: dict[str, Any]) -> list[str]:
+    """A recomputed check whose verdict or figures are not the stored one's."""
+    out = []
+    for row in rows:
+        theirs = stored.get(row["check"])
+        if theirs is None:
+            out.append(f"{row['check']}: judged here, absent from replay.json's checks")
+            continue
+        ok = theirs.get("ok") if theirs.get("tolerance") != fidelity.NOT_JUDGED else None
+        if ok != row["ok"] or theirs.get("tolerance") != row["tolerance"]:
+            out.append(
+                f"{row['check']}: recomputed {_said(row['ok'], row['tolerance'])}, replay.json "
+                f"{_said(ok, theirs.get('tolerance'))}"
+            )
+        elif differs(theirs.get("expected"), row["asked"]) or differs(
+            theirs.get("delivered"), row["replay"]
+        ):
+            out.append(
+                f"{row['check']}: recomputed asked {row['asked']!r} delivered {row['replay']!r}, "
+                f"replay.json {theirs.get('expected')!r} and {theirs.get('delivered')!r}"
+            )
+    return out
+
+
+def _said(ok: bool | None, tolerance: Any) -> str:
+    return f"{'not judged' if ok is None else 'ok' if ok else 'NOT ok'} at {tolerance}"
+
+
+def _series(cap: Window, rep: Window, scale: float) -> dict[str, Any]:
+    """Per side the per-interval read and write IOPS (the capture's times the scale) and
+    read share, on seconds since the side's window began, for the page's charts."""
+    out = {}
+    for name, win, factor in (("asked", cap, scale), ("replay", rep, 1.0)):
+        s, picked = win.series, win.picked
+        start = win.shape.window.first_t
+        reads = [float(s["read_iops"][i] or 0.0) for i in picked]
+        writes = [float(s["write_iops"][i] or 0.0) for i in picked]
+        out[name] = {
+            "t": [float(s["t"][i]) - start for i in picked],
+            "read_iops": [factor * r for r in reads],
+            "write_iops": [factor * w for w in writes],
+            "read_pct": [
+                100 * r / (r + w) if r + w > 0 else None for r, w in zip(reads, writes, strict=True)
+            ],
+        }
+    return out
+
+
+def _day(entry: dict[str, Any]) -> dict[str, Any]:
+    """A day-shape scale as replay.json holds it (nothing recomputed)."""
+    fid = entry.get("fidelity") or {}
+    return {
+        "day": dict(entry["day"]),
+        "steps": list(fid.get("steps") or []),
+        "unit": fid.get("unit", "IOPS"),
+        "peak": fid.get("peak"),
+        "total": fid.get("total"),
+        "recomputed": False,
+        "what": "the day shape's steps as replay.json holds them: not recomputed",
+        "mismatches": [],
+    }
+
+
+def _files(
+    entry: dict[str, Any], doc: dict[str, Any], bundle: Path, capture: Path, scale: float
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """A file replay's call figures: the capture's calls over its window and the scale's over
+    its run's measured stage, judged by :func:`sim.replay.fileplan.checks` again."""
+    from sim.replay.filejob import REPRODUCED, production_window, read_series, shape_over
+    from sim.replay.fileplan import checks
+
+    cap_files = production_window(capture)
+    rows = _stage_rows(bundle, read_series(bundle), float(doc.get("interval_s") or 1.0))
+    rep_files = shape_over(rows, str((entry.get("files") or {}).get("window", "")))
+    cap_rows = _capture_rows(capture, cap_files.intervals, read_series, production_window)
+    out = []
+    for check in checks(cap_files, rep_files, scale):
+        key = _file_key(check.figure)
+        factor = scale if key == "calls_s" else 1.0
+        captured = None if check.expected is None else check.expected / factor
+        out.append({
+            "figure": check.figure, "key": key, "unit": check.unit, "check": check.figure,
+            "capture": captured, "asked": check.expected, "replay": check.delivered,
+            "off": check.off, "tolerance": check.tolerance, "ok": check.ok, "judged": True,
+            "band": _file_band(check),
+            "asked_intervals": side(*file_values(cap_rows, key, REPRODUCED), factor).as_dict(),
+            "replay_intervals": side(*file_values(rows, key, REPRODUCED)).as_dict(),
+        })  # fmt: skip
+    mismatches = _file_mismatches("capture", cap_files.as_dict(), doc["capture"].get("files"))
+    mismatches += _file_mismatches("replay", rep_files.as_dict(), entry.get("files"))
+    return out, mismatches
+
+
+def _file_key(figure: str) -> str:
+    if figure == "calls/s":
+        return "calls_s"
+    if figure.endswith(" share"):
+        return f"{figure.removesuffix(' share')}_share"
+    return f"{figure.removesuffix(' size')}_kib"
+
+
+def _file_band(check: fidelity.Check) -> list[float] | None:
+    want = check.expected
+    if want is None:
+        return None
+    if check.unit == "%":
+        from sim.replay.fileplan import SHARE_POINTS
+
+        return [want - SHARE_POINTS, want + SHARE_POINTS]
+    tol = fidelity.IOPS_TOL if check.unit == "1/s" else fidelity.SIZE_TOL
+    return [want * (1 - tol), want * (1 + tol)]
+
+
+def _stage_rows(
+    bundle: Path, rows: list[dict[str, float]], interval_s: float
+) -> list[dict[str, float]]:
+    """The ``fileops`` rows wholly inside the run's measured stage (as the replay took them)."""
+    from sim.replay.dbrun import measured_stage
+    from sim.safeio import read_json_file
+
+    summary = read_json_file(bundle / "summary.json", what="run summary")
+    stage = measured_stage(summary)
+    start, end = float(stage["t"]), float(stage["t"]) + float(stage["duration_s"])
+    return [r for r in rows if r["t"] - interval_s >= start - 1e-6 and r["t"] <= end + 1e-6]
+
+
+def _capture_rows(capture: Path, intervals: int, read: Any, window: Any) -> list[dict[str, float]]:
+    """The capture's ``fileops`` rows its window holds: the run of ``intervals`` rows whose
+    shape is the window's (:func:`sim.replay.filejob.production_window` keeps its picks to
+    itself; found by the running sum of the reproduced calls, then checked whole)."""
+    from sim.replay.filejob import REPRODUCED, shape_over
+
+    rows, shape = read(capture), window(capture)
+    calls = [sum(r.get(f"{c.lower()}_s", 0.0) for c in REPRODUCED) for r in rows]
+    total = [0.0]
+    for n in calls:
+        total.append(total[-1] + n)
+    for first in range(len(rows) - intervals + 1):
+        mean = (total[first + intervals] - total[first]) / intervals
+        if differs(mean, shape.reproduced):
+            continue
+        picked = rows[first : first + intervals]
+        ours = shape_over(picked, "")
+        if not any(differs(ours.rates[c], shape.rates[c]) for c in shape.rates):
+            return picked
+    return []
+
+
+def _file_mismatches(name: str, ours: dict[str, Any], stored: Any) -> list[str]:
+    stored = stored or {}
+    out = []
+    for key in ("reproduced_calls_s", "read_kib", "write_kib"):
+        if differs(ours.get(key), stored.get(key)):
+            out.append(
+                f"{name} {key}: recomputed {ours.get(key)!r}, replay.json {stored.get(key)!r}"
+            )
+    for cls, rate in (ours.get("calls_s") or {}).items():
+        if differs(rate, (stored.get("calls_s") or {}).get(cls)):
+            out.append(f"{name} {cls} calls/s: recomputed {rate!r}, replay.json "
+                       f"{(stored.get('calls_s') or {}).get(cls)!r}")  # fmt: skip
+    return out
