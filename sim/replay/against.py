@@ -97,7 +97,10 @@ def read_replay(replay: Path) -> dict[str, Any]:
 
 
 def is_replay_dir(path: Path) -> bool:
-    return path.is_dir() and (path / REPLAY_NAME).exists()
+    """Whether ``path`` is given as a replay's directory: it holds ``replay.json`` (readable
+    or not: :func:`read_replay` says), or it is named as ``dbsim replay`` names them
+    (``<time>-replay``)."""
+    return path.is_dir() and ((path / REPLAY_NAME).exists() or path.name.endswith("-replay"))
 
 
 def _ran_in(doc: dict[str, Any], replay: Path) -> Path | None:

@@ -55,8 +55,9 @@ def scale_entry(
     mismatches = shape_mismatches("replay", rep.shape.as_dict(), entry.get("replay") or {})
     stored = {c["figure"]: c for c in (entry.get("fidelity") or {}).get("checks") or []}
     file_rows: list[dict[str, Any]] = []
+    file_series: dict[str, Any] = {}
     if files:
-        file_rows, file_mismatches = _files(entry, doc, bundle, capture, scale)
+        file_rows, file_mismatches, file_series = _files(entry, doc, bundle, capture, scale)
         mismatches += file_mismatches
     judged = [r for r in (*rows, *file_rows) if r["check"]]
     mismatches += _check_mismatches(judged, stored)
@@ -73,6 +74,7 @@ def scale_entry(
         ],
         "mismatches": mismatches,
         "series": _series(cap, rep, scale),
+        "file_series": file_series,
     }
 
 
@@ -141,9 +143,10 @@ def _day(entry: dict[str, Any]) -> dict[str, Any]:
 
 def _files(
     entry: dict[str, Any], doc: dict[str, Any], bundle: Path, capture: Path, scale: float
-) -> tuple[list[dict[str, Any]], list[str]]:
+) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
     """A file replay's call figures: the capture's calls over its window and the scale's over
-    its run's measured stage, judged by :func:`sim.replay.fileplan.checks` again."""
+    its run's measured stage, judged by :func:`sim.replay.fileplan.checks` again; and both
+    sides' reproduced calls per interval for the page (the capture's times the scale)."""
     from sim.replay.filejob import REPRODUCED, production_window, read_series, shape_over
     from sim.replay.fileplan import checks
 
@@ -166,7 +169,16 @@ def _files(
         })  # fmt: skip
     mismatches = _file_mismatches("capture", cap_files.as_dict(), doc["capture"].get("files"))
     mismatches += _file_mismatches("replay", rep_files.as_dict(), entry.get("files"))
-    return out, mismatches
+    series = {
+        name: {
+            "t": [r["t"] - picked[0]["t"] for r in picked] if picked else [],
+            "calls_s": [
+                factor * v for v in file_values(picked, "calls_s", REPRODUCED)[0] if v is not None
+            ],
+        }
+        for name, picked, factor in (("asked", cap_rows, scale), ("replay", rows, 1.0))
+    }
+    return out, mismatches, series
 
 
 def _file_key(figure: str) -> str:

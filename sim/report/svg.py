@@ -64,6 +64,9 @@ class Panel:
     y_max: float | None = None  # e.g. 100 for percentages, so 40 % does not fill the panel
     right_format: Formatter = fmt_number
     right_max: float | None = None
+    #: The lowest the left axis starts at (0: a rate's axis holds 0); None: at the data's
+    #: own ticks (a tolerance band of a few percent, seen, not flattened against 0).
+    y_floor: float | None = 0.0
 
 
 def _axis_values(series: Sequence[Series], right: bool, log: bool) -> list[float]:
@@ -202,7 +205,8 @@ def _panel_axes(panel: Panel, box: _Box) -> tuple[str, dict[bool, Scale]]:
         values = _axis_values(panel.series, on_right, panel.log_y)
         if y_max is not None and not panel.log_y:
             values = [*values, y_max]
-        lo, hi, *ticks = domain(values, log=panel.log_y)
+        floor = panel.y_floor if not on_right else 0.0
+        lo, hi, *ticks = domain(values, log=panel.log_y, floor=floor)
         scale = scales[on_right] = Scale(lo, hi, box.bottom, box.top, log=panel.log_y)
         for tick in ticks:
             y = scale(tick)
