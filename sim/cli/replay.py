@@ -52,6 +52,12 @@ CompressOpt = Annotated[
     typer.Option("--compress", help="Replay the day shape: the whole captured curve, this "
                  "many times faster (48: a day in 30 minutes), instead of the peak."),
 ]  # fmt: skip
+WriteScenarioOpt = Annotated[
+    Path | None,
+    typer.Option("--write-scenario", help="Also write each scale's derived workload here, "
+                 "new (a scenario for dbsim run; a fio job for block-level production); "
+                 "{scale} in the name when several scales are replayed."),
+]  # fmt: skip
 StepOpt = Annotated[
     float | None,
     typer.Option("--step", help="With --compress: seconds of replay per step (default: at "
@@ -89,13 +95,15 @@ def replay(
     as_json: AsJsonOpt = False,
     compress: CompressOpt = None,
     step: StepOpt = None,
+    write_scenario: WriteScenarioOpt = None,
 ) -> None:
     """Replay the captured profile on the storage under test at each scale: fidelity first,
     then the latency verdict and the headroom."""
     from sim.bundle.files import atomic_write
     from sim.capture.budget import parse_size
+    from sim.replay import scenario_out
     from sim.replay.console import lines
-    from sim.replay.plan import execute, make_plan
+    from sim.replay.plan import execute, make_plan, runs_fio
     from sim.safeio import strict_json
 
     size_bytes = None
@@ -108,6 +116,8 @@ def replay(
         bundle, on, scale, duration_s=duration, interval_s=interval, size_bytes=size_bytes,
         slos=slo, output=output, compress=compress, step_s=step,
     )  # fmt: skip
+    fio = runs_fio(plan)
+    where = scenario_out.destinations(write_scenario, plan.scales, fio) if write_scenario else {}
     loop, stop = _stoppable_loop()
 
     def say(text: str) -> None:
@@ -125,7 +135,20 @@ def replay(
     if doc is None or stop.is_set():
         print_error("replay stopped by a signal; the bundles written so far are kept")
         raise typer.Exit(EXIT_SIGINT)
+    refused = None
+    if where:
+        try:
+            doc["scenarios_written"] = scenario_out.write(doc, where, fio)
+        except ConfigError as exc:  # the replay's own answer is kept all the same
+            refused = exc
     text = strict_json(doc) + "\n"
     atomic_write(Path(doc["directory"]) / "replay.json", text)
-    sys.stdout.write(text if as_json else "\n".join(lines(doc)) + "\n")
+    if refused is not None:
+        raise ConfigError(f"{refused} (the replay: {doc['directory']}/replay.json)")
+    said = lines(doc)
+    if where:  # before the last line, replay.json's path
+        said[-1:-1] = [f"Derived, rerun each with {'fio' if fio else 'dbsim run'} FILE:"] + [
+            f"  {w['scale']}x: {w['path']}" for w in doc["scenarios_written"]
+        ]
+    sys.stdout.write(text if as_json else "\n".join(said) + "\n")
     raise typer.Exit(int(doc["exit_code"]))

@@ -11,6 +11,7 @@ from typing import Any
 from sim.errors import TargetError
 from sim.replay.day import day_text, fio_windows, judge_day, step_seconds, steps_of
 from sim.replay.fiojob import derive, log_period_ms
+from sim.replay.runner import rerun_job
 
 
 async def day_scale(
@@ -35,9 +36,10 @@ async def day_scale(
     logs = Path(scale_run.keywords["output"]) / f"day-{scale:g}x-fio-logs"
     logs.mkdir()
     text = day_text(plan.production, steps, scale, correction, where, step_s, (logs, period))
+    rerun = day_text(plan.production, steps, scale, correction, where, step_s)
     run = await scale_run(
-        job=first, runtime_s=runtime, name=f"day-{scale:g}x", text=text, ramp_s=0.0,
-        interval_s=interval,
+        job=first, runtime_s=runtime, name=f"day-{scale:g}x", text=text, rerun_text=rerun,
+        ramp_s=0.0, interval_s=interval,
     )  # fmt: skip
     try:
         report = json.loads(Path(run.fio_report).read_text(encoding="utf-8"))
@@ -51,6 +53,7 @@ async def day_scale(
         "job": first.as_dict(),
         "bundle": str(run.bundle),
         "fio_report": str(run.fio_report),
+        "job_file": str(rerun_job(run.bundle)),
         "fio_logs": str(logs),
         "fio": run.fio,
         "replay": run.shape.as_dict(),

@@ -86,6 +86,14 @@ def is_scenario(target: Path) -> bool:
     return target.suffix in (".yaml", ".yml") and target.is_file()
 
 
+def runs_fio(plan: ReplayPlan) -> bool:
+    """Whether the replay runs fio jobs (block-level production), not ``dbsim run`` scenarios
+    (a database replay, or file production replayed as an EDA mix deck)."""
+    from sim.replay.filejob import is_file_capture
+
+    return not is_scenario(plan.target) and not is_file_capture(plan.bundle)
+
+
 def make_plan(
     bundle: Path,
     on: Path,
@@ -217,6 +225,8 @@ def _calibration_section(
 
 def _scale_entry(plan: ReplayPlan, job: Any, run: Any) -> dict[str, Any]:
     """One scale of ``replay.json``: the job, fidelity, and the verdict when faithful."""
+    from sim.replay.runner import rerun_job
+
     asked = {d.rw.removeprefix("rand"): d.iops for d in job.directions}
     done = {d: f["iops"] for d, f in run.fio.items()}
     judged = fidelity.judge(plan.production, run.shape, run.scale, done, asked)
@@ -226,6 +236,7 @@ def _scale_entry(plan: ReplayPlan, job: Any, run: Any) -> dict[str, Any]:
         "job": job.as_dict(),
         "bundle": str(run.bundle),
         "fio_report": str(run.fio_report),
+        "job_file": str(rerun_job(run.bundle)),
         "fio": run.fio,
         "replay": run.shape.as_dict(),
         "fidelity": judged,

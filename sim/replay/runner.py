@@ -26,6 +26,9 @@ from sim.replay.shape import Shape, between, device_series, shape_over
 
 RAMP_S = 1.0
 JOB_NAME = "replay.fio"
+#: The same job without the IOPS logs the replay reads back: what ``fio FILE`` reruns and
+#: ``dbsim replay --write-scenario`` writes out (:mod:`sim.replay.scenario_out`).
+RERUN_NAME = "rerun.fio"
 OUTPUT_NAME = "replay.json"
 LAYOUT_FILE = f"{FIO_FILE_PREFIX}0"  # what layout_job's filename_format names job 0's file
 
@@ -40,6 +43,11 @@ class ScaleRun:
     fio_report: Path
     window: tuple[float, float]
     clock_t0: float = 0.0  # the capture's t = 0 on time.monotonic (CLOCK_MONOTONIC), s
+
+
+def rerun_job(bundle: Path) -> Path:
+    """A scale's job file without the replay's own logs, in its bundle (:data:`RERUN_NAME`)."""
+    return bundle / "fio" / RERUN_NAME
 
 
 def check_output_elsewhere(output: Path, work: Path) -> None:
@@ -145,10 +153,12 @@ async def run_scale(
     name: str,
     stop: asyncio.Event,
     text: str | None = None,
+    rerun_text: str | None = None,
     ramp_s: float = RAMP_S,
 ) -> ScaleRun:
     """``job`` at its scale for ``runtime_s`` (after ``ramp_s``) under dbsim's capture of
-    the target; ``text``, when given, is the job file to run instead (the day shape's)."""
+    the target; ``text``, when given, is the job file to run instead (the day shape's), and
+    ``rerun_text`` the same without its logs (:data:`RERUN_NAME`)."""
     from sim.core.result import OUTCOME_COMPLETED
 
     capture, task, bundle = await _started(work, interval_s, output, name)
@@ -163,7 +173,10 @@ async def run_scale(
     if text is None:  # each direction's IOPS log beside its report: where fio really ran
         logs = (bundle / "fio", period)
         text = job_text(job, data_file, size_bytes, runtime_s, ramp_s, comments, logs)
+        rerun_text = job_text(job, data_file, size_bytes, runtime_s, ramp_s, comments)
     job_path.write_text(text, encoding="utf-8")
+    if rerun_text is not None:
+        rerun_job(bundle).write_text(rerun_text, encoding="utf-8")
     try:
         await asyncio.sleep(interval_s)  # one interval of the target before the replay
         t_start = now()

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from sim.replay import dbjob, dbsize, dbwarmup
 from sim.replay.shape import production_window
@@ -170,7 +171,8 @@ def test_a_pgbench_production_replayed_on_another_postgresql(
     try:
         done = dbsim(
             "replay", bundle, "--on", scenario, "--scale", "1,2", "--duration", str(SCALE_S),
-            "-o", tmp_path / "replays", timeout=600,
+            "-o", tmp_path / "replays", "--write-scenario", tmp_path / "derived-{scale}x.yaml",
+            timeout=600,
         )  # fmt: skip
     finally:
         # The replay's calibration loads what its scale needs (cf2 when scan_pct > 0: 1 here):
@@ -179,7 +181,8 @@ def test_a_pgbench_production_replayed_on_another_postgresql(
     print(done.stdout)
     written = list((tmp_path / "replays").glob("*/replay.json"))
     assert written, done.describe()
-    assert all(len(line) <= 80 for line in done.stdout.splitlines()[:-1])
+    # 80 columns, but for a line that ends in a path (a path is not wrapped)
+    assert all(len(line) <= 80 for line in done.stdout.splitlines() if ": /" not in line)
     doc = json.loads(written[0].read_text())
     production = doc["capture"]["shape"]
     assert production["read_iops"] > 0  # the lookups reached lab A's device
@@ -214,6 +217,24 @@ def test_a_pgbench_production_replayed_on_another_postgresql(
     assert cost["multi"] >= dbsize.CACHED_RANGE_REQUESTS and cost["multi_kib"] > 8.0, cost
     faithful = all(s["fidelity"]["faithful"] for s in doc["scales"])
     assert done.rc == (0 if faithful else 5), done.describe()
+    _check_written_scenarios(dbsim, doc, tmp_path)
+
+
+def _check_written_scenarios(dbsim: Dbsim, doc: dict[str, Any], tmp_path: Path) -> None:
+    """``--write-scenario``: each scale's scenario, as its run ran it, below a header naming
+    its capture and fidelity; ``dbsim validate`` takes it as ``dbsim run`` would."""
+    assert [w["path"] for w in doc["scenarios_written"]] == [
+        str(tmp_path / "derived-1x.yaml"), str(tmp_path / "derived-2x.yaml")
+    ]  # fmt: skip
+    for entry, written in zip(doc["scales"], doc["scenarios_written"], strict=True):
+        text = Path(written["path"]).read_text()
+        ran = Path(entry["scenario"]).read_text()
+        assert text.endswith(ran) and text[: -len(ran)].count("\n# ") == 3, text
+        assert f"from the capture {doc['capture']['bundle']}" in text
+        checked = dbsim("validate", written["path"])
+        assert checked.rc == 0, checked.describe()
+        as_run = yaml.safe_load(checked.stdout)  # validate prints it as it would run
+        assert as_run["load"]["rate_iops"] == pytest.approx(entry["slob"]["rate_iops"], abs=0.05)
 
 
 def _read_only_capture(
