@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -99,12 +99,9 @@ def replay(
 ) -> None:
     """Replay the captured profile on the storage under test at each scale: fidelity first,
     then the latency verdict and the headroom."""
-    from sim.bundle.files import atomic_write
     from sim.capture.budget import parse_size
     from sim.replay import scenario_out
-    from sim.replay.console import lines
     from sim.replay.plan import execute, make_plan, runs_fio
-    from sim.safeio import strict_json
 
     size_bytes = None
     if size is not None:
@@ -135,6 +132,18 @@ def replay(
     if doc is None or stop.is_set():
         print_error("replay stopped by a signal; the bundles written so far are kept")
         raise typer.Exit(EXIT_SIGINT)
+    _answer(doc, where, fio, as_json)
+    raise typer.Exit(int(doc["exit_code"]))
+
+
+def _answer(doc: dict[str, Any], where: dict[float, Path], fio: bool, as_json: bool) -> None:
+    """The derived workloads written where asked, replay.json (kept even when a write is
+    refused), and the console's answer or the JSON."""
+    from sim.bundle.files import atomic_write
+    from sim.replay import scenario_out
+    from sim.replay.console import lines
+    from sim.safeio import strict_json
+
     refused = None
     if where:
         try:
@@ -151,4 +160,3 @@ def replay(
             f"  {w['scale']}x: {w['path']}" for w in doc["scenarios_written"]
         ]
     sys.stdout.write(text if as_json else "\n".join(said) + "\n")
-    raise typer.Exit(int(doc["exit_code"]))
