@@ -114,29 +114,21 @@ def compare(
     scale was unfaithful."""
     from sim.judge.compare import compare_runs, load_thresholds
 
+    options = {
+        "max_p50_regression_pct": max_p50,
+        "max_p99_regression_pct": max_p99,
+        "max_ops_s_regression_pct": max_ops_s,
+        "max_await_regression_pct": max_await,
+        "max_iops_regression_pct": max_iops,
+        "max_ios_per_op_regression_pct": max_ios_per_op,
+        "max_error_pct_increase": max_error_pct,
+    }
     given = bundles or []
-    if len(given) == 2 and _is_replay(given[1]):
-        judged = (max_p50, max_p99, max_ops_s, max_await, max_iops, max_ios_per_op, max_error_pct)
-        if thresholds is not None or any(v is not None for v in judged):
-            raise ConfigError(
-                "compare CAPTURE REPLAY: the regression thresholds judge runs; a replay is "
-                "judged by its fidelity tolerances (replay.json)"
-            )
-        _against_replay(given[0], given[1], as_json, html, csv_path)
+    if len(given) == 2 and _is_replay(given[1]):  # CAPTURE REPLAY
+        judged = [thresholds, *options.values()]
+        _against_replay(given[0], given[1], judged, as_json, (html, csv_path))
     baselines, candidates = split_sides(given)
-    limits = load_thresholds(
-        thresholds,
-        {
-            "max_p50_regression_pct": max_p50,
-            "max_p99_regression_pct": max_p99,
-            "max_ops_s_regression_pct": max_ops_s,
-            "max_await_regression_pct": max_await,
-            "max_iops_regression_pct": max_iops,
-            "max_ios_per_op_regression_pct": max_ios_per_op,
-            "max_error_pct_increase": max_error_pct,
-        },
-    )
-    result = compare_runs(baselines, candidates, limits)
+    result = compare_runs(baselines, candidates, load_thresholds(thresholds, options))
     if html is not None:
         _write(html, "--html", lambda: _html(result))
         result["html"] = str(html)
@@ -161,12 +153,23 @@ def _is_replay(path: Path) -> bool:
 
 
 def _against_replay(
-    capture: Path, replay: Path, as_json: bool, html: Path | None, csv_path: Path | None
+    capture: Path,
+    replay: Path,
+    thresholds: list[Any],
+    as_json: bool,
+    files: tuple[Path | None, Path | None],
 ) -> None:
-    """``dbsim compare CAPTURE REPLAY``: the model, its files, its text; exits."""
+    """``dbsim compare CAPTURE REPLAY``: the model, its files (``--html``, ``--csv``), its
+    text; exits. The runs' regression thresholds are refused: they judge runs."""
     from sim.replay.against import compare_replay, dumps
     from sim.report.against import console_lines, render_csv
 
+    if any(v is not None for v in thresholds):
+        raise ConfigError(
+            "compare CAPTURE REPLAY: the regression thresholds judge runs; a replay is "
+            "judged by its fidelity tolerances (replay.json)"
+        )
+    html, csv_path = files
     result = compare_replay(capture, replay)
     if html is not None:
         from sim.report.against_page import render_page

@@ -10,15 +10,8 @@ from typing import Any
 
 from sim.errors import ConfigError
 from sim.replay import fidelity
-from sim.replay.against import (
-    FIGURES,
-    Window,
-    differs,
-    figure_row,
-    locate,
-    replay_window,
-    shape_mismatches,
-)
+from sim.replay.against_figures import FIGURES, differs, figure_row, shape_mismatches
+from sim.replay.against_windows import Window, locate, replay_window
 from sim.replay.spread import file_values, side
 
 
