@@ -1,0 +1,191 @@
+"""``dbsim compare CAPTURE REPLAY``'s arithmetic and its refusals, on hand-made series and
+directories: each side's per-interval range and the 95 % interval of its mean (exact numbers),
+the per-interval values as a window's figure weighs them, a judged rate's tolerance band, the
+paths ``replay.json`` names, and the capture's identity (device and inode). The whole command
+on real captures and replays: tests/integration/test_replay_fio.py and test_replay_files.py."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sim.cli import main
+from sim.errors import ConfigError
+from sim.replay.against import check_identity, is_replay_dir, read_replay
+from sim.replay.against_figures import band, differs, shape_mismatches
+from sim.replay.against_windows import locate
+from sim.replay.fidelity import Check
+from sim.replay.shape import Shape, Window
+from sim.replay.spread import device_values, file_values, mean_interval, side, spread
+
+T975_9 = 2.262  # Student's t, 9 degrees of freedom (sim.analysis.stats' table)
+
+
+def test_spread_is_the_lowest_and_highest_interval() -> None:
+    assert spread([3.0, None, 1.0, 2.5]) == (1.0, 3.0)
+    assert spread([None, float("nan")]) is None
+
+
+def test_mean_interval_from_ten_uncorrelated_intervals() -> None:
+    # 1, 3, 1, 3 ...: no positive autocorrelation, so ten batches of one interval each; mean
+    # 2, sample sd sqrt(10/9), standard error 1/3: 2 +- 2.262/3.
+    low, high, batches = mean_interval([1.0, 3.0] * 5, [1.0] * 10) or (0, 0, 0)
+    assert batches == 10
+    assert low == pytest.approx(2 - T975_9 / 3, abs=1e-9)
+    assert high == pytest.approx(2 + T975_9 / 3, abs=1e-9)
+
+
+def test_side_scales_every_value_and_holds_the_mean_interval_at_zero() -> None:
+    scaled = side([1.0, 3.0] * 5, [1.0] * 10, factor=2.0)
+    assert (scaled.low, scaled.high, scaled.intervals) == (2.0, 6.0, 10)
+    assert scaled.mean_low == pytest.approx(4 - 2 * T975_9 / 3, abs=1e-9)
+    assert scaled.mean_high == pytest.approx(4 + 2 * T975_9 / 3, abs=1e-9)
+    # Nine idle intervals and one of 10: mean 1, sd sqrt(10), standard error 1: 1 +- 2.262,
+    # whose low end (-1.262) no rate can take.
+    burst = side([0.0] * 9 + [10.0], [1.0] * 10)
+    assert burst.mean_low == 0.0
+    assert burst.mean_high == pytest.approx(1 + T975_9, abs=1e-9)
+
+
+def test_fewer_than_five_batch_means_give_no_interval() -> None:
+    few = side([1.0, 2.0, 3.0, 4.0], [1.0] * 4)
+    assert (few.low, few.high, few.mean_low, few.mean_high, few.batches) == (
+        1.0, 4.0, None, None, 0
+    )  # fmt: skip
+    # A zero weight leaves its interval out (an interval without reads has no read size).
+    assert side([5.0, 7.0], [0.0, 1.0]).intervals == 1
+
+
+def test_device_values_weigh_as_the_window_does() -> None:
+    series = {
+        "t": [1.0, 2.0, 3.0],
+        "interval_s": [1.0, 1.0, 2.0],
+        "read_iops": [30.0, 0.0, 10.0],
+        "write_iops": [10.0, 0.0, 30.0],
+        "read_kib": [8.0, None, 16.0],
+    }
+    assert device_values(series, [0, 1, 2], "read_iops") == ([30.0, 0.0, 10.0], [1.0, 1.0, 2.0])
+    shares, weights = device_values(series, [0, 1, 2], "read_pct")
+    assert shares == [75.0, None, 25.0] and weights == [40.0, 0.0, 80.0]
+    sizes, reads = device_values(series, [0, 2], "read_kib")
+    assert sizes == [8.0, 16.0] and reads == [30.0, 20.0]
+    # A column the profile does not have (no blocklatency: no p99) is all None.
+    assert device_values(series, [0], "read_p99") == ([None], [30.0])
+
+
+def test_file_values_per_interval() -> None:
+    rows = [
+        {"t": 1.0, "read_s": 30.0, "write_s": 10.0, "_read_b": 30.0 * 4096},
+        {"t": 2.0, "read_s": 0.0, "write_s": 20.0},
+    ]
+    classes = ("READ", "WRITE")
+    assert file_values(rows, "calls_s", classes) == ([40.0, 20.0], [1.0, 1.0])
+    assert file_values(rows, "READ_share", classes) == ([75.0, 0.0], [40.0, 20.0])
+    assert file_values(rows, "read_kib", classes) == ([4.0, None], [30.0, 0.0])
+
+
+def _shape(read: float, write: float, seconds: float) -> Shape:
+    return Shape(Window(0.0, seconds, seconds, int(seconds), "test"), read, write, 8.0, 8.0)
+
+
+def test_a_rates_band_is_widened_by_its_counts_poisson_interval() -> None:
+    # 1 read/s over the capture's 100 s (100 reads) asked at 2x over the replay's 50 s (100):
+    # 1.96 x sqrt(1/100 + 1/100) = 27.7 %, wider than the 5 %.
+    capture, replay = _shape(1.0, 100.0, 100.0), _shape(2.0, 200.0, 50.0)
+    check = Check("read IOPS", "1/s", 2.0, 2.1, "±28 % Poisson", True, "+5.0 %")
+    half = 1.96 * (2 / 100) ** 0.5
+    assert band(check, capture, replay, 2.0) == pytest.approx([2 * (1 - half), 2 * (1 + half)])
+    many = Check("write IOPS", "1/s", 200.0, 201.0, "±5 %", True, "+0.5 %")
+    assert band(many, capture, replay, 2.0) == pytest.approx([190.0, 210.0])
+    share = Check("read share", "%", 1.0, 1.2, "±2 points", True, "+0.2 pt")
+    assert band(share, capture, replay, 2.0) == [-1.0, 3.0]
+    unjudged = Check("write IOPS", "1/s", 2.0, 0.0, "not judged", True, "-100 %")
+    assert band(unjudged, capture, replay, 2.0) is None
+    # A direction the capture did not have: up to 1 % of the asked IOPS (101/s x 2).
+    stray = Check("write IOPS", "1/s", 0.0, 0.5, "≤ 1 % of asked", True, "+0.5/s")
+    assert band(stray, _shape(101.0, 0.0, 100.0), replay, 2.0) == pytest.approx([0.0, 2.02])
+
+
+def test_a_recomputed_figure_differs_only_beyond_rounding() -> None:
+    assert not differs(100.0, 100.0 * (1 + 1e-9)) and differs(100.0, 100.01)
+    assert differs(None, 1.0) and not differs(None, None)
+    ours = _shape(10.0, 5.0, 10.0).as_dict()
+    stored = dict(ours, write_iops=5.5)
+    assert shape_mismatches("replay", ours, ours) == []
+    assert shape_mismatches("replay", ours, stored) == [
+        "replay write IOPS: recomputed 5, replay.json 5.5"
+    ]
+    latency = dict(ours, latency_ms={"read_p99": 1.0})
+    assert shape_mismatches("capture", latency, ours) == [
+        "capture read p99: recomputed 1, replay.json none"
+    ]
+
+
+def test_locate_reads_names_from_where_the_replay_ran(tmp_path: Path) -> None:
+    replay = tmp_path / "work" / "replays" / "20261207-1-replay"
+    doc = {"directory": "replays/20261207-1-replay"}
+    # Under the replay's own directory: there, as it is now (even moved).
+    assert locate("replays/20261207-1-replay/1x", doc, replay) == replay / "1x"
+    # A relative capture: from the directory the replay ran in (work/), not from here.
+    assert locate("captures/c", doc, replay) == tmp_path / "work" / "captures" / "c"
+    assert locate("/abs/c", doc, replay) == Path("/abs/c")
+    # The replay's directory does not end as replay.json wrote it: read from here.
+    assert locate("captures/c", doc, tmp_path / "moved") == Path(os.path.abspath("captures/c"))
+
+
+def _replay_dir(tmp_path: Path, capture: str) -> Path:
+    replay = tmp_path / "replays" / "x-replay"
+    replay.mkdir(parents=True)
+    doc = {"directory": "replays/x-replay", "capture": {"bundle": capture}, "scales": []}
+    (replay / "replay.json").write_text(json.dumps(doc))
+    return replay
+
+
+def test_the_capture_is_told_by_device_and_inode(tmp_path: Path) -> None:
+    (tmp_path / "captures" / "c").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    os.symlink(tmp_path / "captures" / "c", tmp_path / "link")
+    replay = _replay_dir(tmp_path, str(tmp_path / "captures" / "c"))
+    doc = read_replay(replay)
+    assert check_identity(tmp_path / "link", doc, replay) == tmp_path / "captures" / "c"
+    with pytest.raises(ConfigError, match="is not the capture"):
+        check_identity(tmp_path / "other", doc, replay)
+    # The same name, another directory: not the capture (the name is not what is compared).
+    os.rename(tmp_path / "captures" / "c", tmp_path / "captures" / "old")
+    (tmp_path / "captures" / "c").mkdir()
+    (tmp_path / "link").unlink()
+    os.symlink(tmp_path / "captures" / "old", tmp_path / "link")
+    with pytest.raises(ConfigError, match="is not the capture"):
+        check_identity(tmp_path / "link", doc, replay)
+
+
+def test_a_replay_directory_without_a_readable_document_is_bad_input(tmp_path: Path) -> None:
+    named = tmp_path / "20261207-000000-replay"
+    named.mkdir()
+    assert is_replay_dir(named) and not is_replay_dir(tmp_path)
+    with pytest.raises(ConfigError, match="replay"):
+        read_replay(named)
+    (named / "replay.json").write_text("{")
+    with pytest.raises(ConfigError, match="JSON"):
+        read_replay(named)
+    (named / "replay.json").write_text('{"scales": "none"}')
+    with pytest.raises(ConfigError, match="not a replay document"):
+        read_replay(named)
+
+
+def test_cli_another_capture_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "captures" / "c").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    replay = _replay_dir(tmp_path, str(tmp_path / "captures" / "c"))
+    assert main(["compare", str(tmp_path / "other"), str(replay)]) == 2
+    said = capsys.readouterr()
+    assert said.out == "" and len(said.err.strip().splitlines()) == 1, said.err
+    assert "is not the capture" in said.err and "Traceback" not in said.err
+    assert main(["compare", str(tmp_path / "captures" / "c"), str(replay), "--thresholds",
+                 str(tmp_path / "t.yaml")]) == 2  # fmt: skip
+    assert "thresholds judge runs" in capsys.readouterr().err
