@@ -32,12 +32,14 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sim.replay.shape import production_window
 from tests.e2e.conftest import Dbsim, clean_environment, read_summary, single_bundle
 from tests.support.ramdisk import ram_dir
+from tests.support.replay_compare import check_compare
 
 pytestmark = [pytest.mark.integration, pytest.mark.timing]
 
@@ -252,6 +254,7 @@ def test_replay_of_fio_is_faithful_at_1x_and_2x_and_names_the_ceiling_at_3x(
             argv = dbsim.command(
                 "replay", bundle, "--on", target, "--scale", "1,2,3", "--duration", str(SCALE_S),
                 "--size", "96M", "-o", tmp_path / "replays", "--slo", "read_p99=50",
+                "--write-scenario", tmp_path / "job-{scale}x.fio",
             )  # fmt: skip
             enter = f'echo $$ > {group / "cgroup.procs"} && exec "$@"'
             done = subprocess.run(
@@ -260,8 +263,8 @@ def test_replay_of_fio_is_faithful_at_1x_and_2x_and_names_the_ceiling_at_3x(
             )  # fmt: skip
     print(done.stdout)
     assert done.returncode == 5, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    # 80 columns, but for the last line: the path of replay.json, whole
-    assert all(len(line) <= 80 for line in done.stdout.splitlines()[:-1])
+    # 80 columns, but for a line that ends in a path (replay.json's, a derived job's), whole
+    assert all(len(line) <= 80 for line in done.stdout.splitlines() if ": /" not in line)
     doc = json.loads(next((tmp_path / "replays").glob("*/replay.json")).read_text())
     production = doc["capture"]["shape"]
     by_scale = {s["scale"]: s for s in doc["scales"]}
@@ -287,6 +290,28 @@ def test_replay_of_fio_is_faithful_at_1x_and_2x_and_names_the_ceiling_at_3x(
     assert out.index("UNFAITHFUL at 3x") < out.index("Answer:")
     assert "headroom about 2x" in out
     assert not target.exists()  # dbsim created it for the replay, and removed it
+    # dbsim compare CAPTURE REPLAY: recomputed from both bundles, replay.json's figures; exit 5
+    written = next((tmp_path / "replays").glob("*/replay.json"))
+    check_compare(dbsim, bundle, written, productions["burst"], tmp_path)
+    _check_written_jobs(doc, [tmp_path / f"job-{s:g}x.fio" for s in (1, 2, 3)])
+
+
+def _check_written_jobs(doc: dict[str, Any], paths: list[Path]) -> None:
+    """``--write-scenario``: each scale's fio job as it ran, without the IOPS logs the replay
+    read back, below a header naming its capture; fio itself parses it."""
+    assert [w["path"] for w in doc["scenarios_written"]] == [str(p) for p in paths]
+    for entry, path in zip(doc["scales"], paths, strict=True):
+        text = path.read_text()
+        ran = (Path(entry["bundle"]) / "fio" / "replay.fio").read_text()
+        assert "write_iops_log" in ran and "write_iops_log" not in text
+        sections = [line for line in ran.splitlines() if line.startswith("[")]
+        assert [line for line in text.splitlines() if line.startswith("[")] == sections
+        assert f"# Rerun: fio {path.name}" in text
+        assert f"from the capture {doc['capture']['bundle']}" in text
+        parsed = subprocess.run(
+            ["fio", "--parse-only", str(path)], capture_output=True, text=True, timeout=30
+        )
+        assert parsed.returncode == 0, parsed.stderr
 
 
 BURST_JOB = """[global]
@@ -330,7 +355,8 @@ def test_the_day_shape_compressed_keeps_the_burst(
     with loop_fs(tmp_path / "b.img", tmp_path / "b"):
         done = dbsim(
             "replay", productions["burst"], "--on", tmp_path / "b" / "replay", "--compress", "3", "--step", "2",
-            "--duration", "6", "--size", "96M", "-o", tmp_path / "replays", timeout=300,
+            "--duration", "6", "--size", "96M", "-o", tmp_path / "replays",
+            "--write-scenario", tmp_path / "day.fio", timeout=300,
         )  # fmt: skip
     print(done.stdout)
     # What the day shape must keep is the burst's step and height (below). The replay's
@@ -358,3 +384,7 @@ def test_the_day_shape_compressed_keeps_the_burst(
     assert abs(peak["busiest_delivered_step"] - peak["asked_step"]) <= 1
     assert peak["delivered_at_asked_step"] == pytest.approx(peak["asked_iops"], rel=0.10)
     assert "<- burst" in done.stdout
+    # dbsim compare CAPTURE REPLAY: the steps as replay.json holds them, its exit code
+    written = next((tmp_path / "replays").glob("*/replay.json"))
+    check_compare(dbsim, productions["burst"], written, productions["steady"], tmp_path)
+    _check_written_jobs(doc, [tmp_path / "day.fio"])
