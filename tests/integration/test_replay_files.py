@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.e2e.conftest import Dbsim, clean_environment
 from tests.integration.test_replay_fio import (
@@ -266,11 +267,14 @@ def test_file_day_shape_compressed_keeps_the_burst(
     with loop_fs(tmp_path / "b.img", tmp_path / "b"):
         done = dbsim(
             "replay", productions["day"], "--on", tmp_path / "b" / "replay", "--compress", "3",
-            "--step", "2", "-o", tmp_path / "replays", timeout=300,
+            "--step", "2", "-o", tmp_path / "replays", "--write-scenario", tmp_path / "day.yaml",
+            timeout=300,
         )  # fmt: skip
-    print(done.stdout)
-    assert done.rc in (0, 5), done.describe()
-    assert all(len(line) <= 80 for line in done.stdout.splitlines()[:-1])
+        print(done.stdout)
+        assert done.rc in (0, 5), done.describe()
+        _check_written_scenario(dbsim, tmp_path / "day.yaml", tmp_path / "replays")
+    # 80 columns, but for a line that ends in a path (replay.json's, the derived scenario's)
+    assert all(len(line) <= 80 for line in done.stdout.splitlines() if ": /" not in line)
     doc = json.loads(next((tmp_path / "replays").glob("*/replay.json")).read_text())
     assert doc["files"] and doc["exit_code"] == done.rc
     entry = doc["scales"][0]
@@ -293,3 +297,17 @@ def test_file_day_shape_compressed_keeps_the_burst(
     assert abs(peak["busiest_delivered_step"] - peak["asked_step"]) <= 1
     assert peak["delivered_at_asked_step"] == pytest.approx(peak["asked_calls_s"], rel=0.10)
     assert "<- burst" in done.stdout
+
+
+def _check_written_scenario(dbsim: Dbsim, path: Path, replays: Path) -> None:
+    """``--write-scenario`` of a day shape: the scenario its run ran (a load step per step),
+    below a header naming its capture; ``dbsim validate`` takes it as ``dbsim run`` would."""
+    doc = json.loads(next(replays.glob("*/replay.json")).read_text())
+    assert [w["path"] for w in doc["scenarios_written"]] == [str(path)]
+    text = path.read_text()
+    ran = Path(doc["scales"][0]["run"]["scenario"]).read_text()
+    assert text.endswith(ran) and f"from the capture {doc['capture']['bundle']}" in text
+    checked = dbsim("validate", path)
+    assert checked.rc == 0, checked.describe()
+    steps = yaml.safe_load(checked.stdout)["load"]["steps"]
+    assert len(steps) == doc["scales"][0]["day"]["steps"], steps
