@@ -174,10 +174,10 @@ def _against_replay(
     if html is not None:
         from sim.report.against_page import render_page
 
-        _write(html, "--html", lambda: render_page(result))
+        _write_new(html, "--html", render_page(result))
         result["html"] = str(html)
     if csv_path is not None:
-        _write(csv_path, "--csv", lambda: render_csv(result))
+        _write_new(csv_path, "--csv", render_csv(result))
         result["csv"] = str(csv_path)
     if as_json:
         sys.stdout.write(dumps(result) + "\n")
@@ -186,6 +186,21 @@ def _against_replay(
         lines += [f"{key}: {result[key]}" for key in ("html", "csv") if result.get(key)]
         sys.stdout.write("\n".join(lines) + "\n")
     raise typer.Exit(result["exit_code"])
+
+
+def _write_new(path: Path, option: str, text: str) -> None:
+    """``text`` in a new file at ``path`` (``O_EXCL|O_NOFOLLOW``: never over a file, never
+    through a link); a path that is taken or cannot be written is bad input."""
+    from sim.nofollow import write_new
+
+    try:
+        write_new(str(path), text.encode("utf-8"))
+    except FileExistsError:
+        raise ConfigError(
+            f"{option} {path}: exists; a new file is written, never over one"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
 
 
 def split_sides(bundles: list[Path]) -> tuple[list[Path], list[Path]]:

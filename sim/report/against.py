@@ -95,7 +95,7 @@ def judgement_lines(entry: Mapping[str, Any]) -> list[str]:
 
 def mismatch_lines(mismatches: Sequence[str], what: str) -> list[str]:
     if not mismatches:
-        return wrap(f"  recomputed {what} agree with replay.json's (to {1e-6:g} relative).")
+        return wrap(f"  recomputed {what} agree with replay.json's (to a millionth).")
     out = wrap(
         f"  MISMATCH: recomputed from the bundles, {len(mismatches)} figure(s) differ from "
         "replay.json's beyond rounding (a bug; the judgement of record is replay.json's):"
@@ -127,11 +127,7 @@ def scale_lines(entry: Mapping[str, Any]) -> list[str]:
     out = ["", *judgement_lines(entry)]
     if "day" in entry:
         return out + day_lines(entry)
-    counts = entry["intervals"]
-    out += wrap(
-        f"  capture: {counts['capture']} intervals; replay: {counts['replay']} intervals, "
-        f"{entry['windows']['replay']}"
-    )
+    out += wrap(f"  replay window: {entry['windows']['replay']}")
     if entry["file_figures"]:
         out += figure_lines(entry["file_figures"], "file calls")
         out += interval_lines(entry["file_figures"])
@@ -154,13 +150,12 @@ def console_lines(result: Mapping[str, Any]) -> list[str]:
     )
     out += wrap(f"  capture window ({cap['intervals']} intervals): {cap['window']}")
     out += wrap(
-        "  capture = the production's figure over its window, recomputed from its bundle; "
-        "asked = capture x scale for a rate (derived); replay = the scale's own capture over "
-        "the window replay.json judged, recomputed (measured); off, tolerance and ok: the "
-        "fidelity check run again on both; range = the lowest and highest interval; mean CI "
-        "= the 95 % interval of the window's mean from batch means ('-' under 5 batches); "
-        "asked ranges are the capture's intervals x scale for a rate. Latencies and the "
-        "sequential share are shown, not judged."
+        "  capture: the production's figure over its window; replay: the scale's own capture "
+        "over the window replay.json judged (both measured, recomputed from the bundles); "
+        "asked: capture x scale for a rate (derived); off, tolerance, ok: the fidelity check "
+        "run again (latencies and the sequential share shown, not judged); range: the lowest "
+        "and highest interval (asked: the capture's x scale); mean CI: the 95 % interval of "
+        "the window's mean from batch means ('-': under 5 batches)."
     )
     out += mismatch_lines(cap["mismatches"], "capture figures")
     for entry in result["scales"]:
