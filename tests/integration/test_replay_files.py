@@ -42,6 +42,7 @@ from tests.integration.test_replay_fio import (
     capture_productions,
     loop_fs,
 )
+from tests.support.replay_compare import check_compare
 
 pytestmark = [pytest.mark.integration, pytest.mark.timing]
 
@@ -234,6 +235,10 @@ def test_file_production_is_replayed_faithfully_at_1x_and_2x_and_the_ceiling_nam
     out = done.stdout
     assert out.index("UNFAITHFUL at 3x") < out.index("Answer:")
     assert "the ceiling about" in out
+    # dbsim compare CAPTURE REPLAY: the calls and the device recomputed from both bundles
+    written = next((tmp_path / "replays").glob("*/replay.json"))
+    result = check_compare(dbsim, bundle, written, productions["day"], tmp_path)
+    assert all(s["file_figures"] for s in result["scales"])
 
 
 def test_file_day_shape_compressed_keeps_the_burst(
@@ -297,6 +302,8 @@ def test_file_day_shape_compressed_keeps_the_burst(
     assert abs(peak["busiest_delivered_step"] - peak["asked_step"]) <= 1
     assert peak["delivered_at_asked_step"] == pytest.approx(peak["asked_calls_s"], rel=0.10)
     assert "<- burst" in done.stdout
+    written = next((tmp_path / "replays").glob("*/replay.json"))
+    check_compare(dbsim, productions["day"], written, productions["steady"], tmp_path)
 
 
 def _check_written_scenario(dbsim: Dbsim, path: Path, replays: Path) -> None:
