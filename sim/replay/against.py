@@ -14,7 +14,8 @@ judged (its ``replay.window``, :func:`~sim.replay.shape.between`), and the fidel
 run again on them (:func:`sim.replay.fidelity.checks`; a file replay's
 :func:`sim.replay.fileplan.checks` on the calls its ``fileops`` series counted over the run's
 measured stage). Where a recomputed figure or check departs from what ``replay.json`` stored
-beyond rounding (:data:`sim.replay.against_figures.SAME_REL`), the scale's ``mismatches`` say so: that is a bug.
+beyond rounding (:data:`sim.replay.against_figures.SAME_REL`), the scale's ``mismatches`` say
+so: that is a bug.
 
 Per figure each side also gets its **intervals** (:mod:`sim.replay.spread`): the per-interval
 spread (the lowest and the highest interval's value) and the 95 % interval of the window's

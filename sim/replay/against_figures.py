@@ -105,8 +105,9 @@ def figure_row(
     asked = None if captured is None else captured * factor
     got = shape_value(rep.shape.as_dict(), figure.key)
     check = checks.get(figure.check or "")
-    asked_side = side(*device_values(cap.series, cap.picked, figure.key), factor)
-    replay_side = side(*device_values(rep.series, rep.picked, figure.key), 1.0)
+    most = 100.0 if figure.unit == "%" else None
+    asked_side = side(*device_values(cap.series, cap.picked, figure.key), factor, most)
+    replay_side = side(*device_values(rep.series, rep.picked, figure.key), 1.0, most)
     return {
         "figure": figure.label,
         "key": figure.key,

@@ -151,14 +151,16 @@ def _files(
     for check in checks(cap_files, rep_files, scale):
         key = _file_key(check.figure)
         factor = scale if key == "calls_s" else 1.0
+        most = 100.0 if check.unit == "%" else None
         captured = None if check.expected is None else check.expected / factor
+        asked = side(*file_values(cap_rows, key, REPRODUCED), factor, most)
+        got = side(*file_values(rows, key, REPRODUCED), 1.0, most)
         out.append({
             "figure": check.figure, "key": key, "unit": check.unit, "check": check.figure,
             "capture": captured, "asked": check.expected, "replay": check.delivered,
             "off": check.off, "tolerance": check.tolerance, "ok": check.ok, "judged": True,
             "band": _file_band(check),
-            "asked_intervals": side(*file_values(cap_rows, key, REPRODUCED), factor).as_dict(),
-            "replay_intervals": side(*file_values(rows, key, REPRODUCED)).as_dict(),
+            "asked_intervals": asked.as_dict(), "replay_intervals": got.as_dict(),
         })  # fmt: skip
     mismatches = _file_mismatches("capture", cap_files.as_dict(), doc["capture"].get("files"))
     mismatches += _file_mismatches("replay", rep_files.as_dict(), entry.get("files"))

@@ -10,8 +10,9 @@ requests, a share by all the requests). Each side gets two intervals from those 
   :data:`sim.judge.noise.BATCHES` contiguous batches, each batch's weighted mean one sample
   (:func:`sim.judge.noise.batch_means`, which lengthens the batches of a correlated series),
   and ``mean ± t(k-1) × sd / sqrt(k)`` over the ``k`` batch means (Student's t,
-  :func:`sim.analysis.stats.t975`), its low end held at 0 (every figure here is a rate, a
-  share, a size or a latency; a wide interval of few batches reaches below); none with fewer
+  :func:`sim.analysis.stats.t975`), its low end held at 0 and a share's high end at 100 %
+  (every figure here is a rate, a share, a size or a latency; a wide interval of few batches
+  reaches beyond what the figure can be); none with fewer
   than :data:`sim.judge.noise.MIN_BATCHES` batch means, as the run comparison gives none.
 
 A side asked "times the scale" multiplies every value (the capture's IOPS as the replay was
@@ -53,10 +54,11 @@ def spread(values: Sequence[float | None]) -> tuple[float, float] | None:
 
 
 def mean_interval(
-    values: Sequence[float | None], weights: Sequence[float]
+    values: Sequence[float | None], weights: Sequence[float], ceiling: float | None = None
 ) -> tuple[float, float, int] | None:
     """The 95 % interval of the weighted mean from batch means (module docstring): its low
-    and high ends and the batches; None with fewer than ``MIN_BATCHES`` of them."""
+    and high ends (the high held at ``ceiling``, a share's 100 %) and the batches; None with
+    fewer than ``MIN_BATCHES`` of them."""
     x = np.asarray([np.nan if v is None else float(v) for v in values], dtype=np.float64)
     means = batch_means(x, np.asarray(weights, dtype=np.float64))
     k = int(means.size)
@@ -64,16 +66,22 @@ def mean_interval(
         return None
     centre = float(np.mean(means))
     half = t975(k - 1) * float(np.std(means, ddof=1)) / math.sqrt(k)
-    return max(0.0, centre - half), centre + half, k
+    high = centre + half if ceiling is None else min(ceiling, centre + half)
+    return max(0.0, centre - half), high, k
 
 
-def side(values: Sequence[float | None], weights: Sequence[float], factor: float = 1.0) -> Side:
+def side(
+    values: Sequence[float | None],
+    weights: Sequence[float],
+    factor: float = 1.0,
+    ceiling: float | None = None,
+) -> Side:
     """One side's :class:`Side` of ``values`` (weighted as the window's figure is), each
-    times ``factor``."""
+    times ``factor``; ``ceiling``: the most the figure can be (100 for a share)."""
     scaled = [None if v is None else float(v) * factor for v in values]
     kept = [w for v, w in zip(scaled, weights, strict=True) if v is not None and w > 0]
     ends = spread(scaled)
-    ci = mean_interval(scaled, weights)
+    ci = mean_interval(scaled, weights, ceiling)
     return Side(
         intervals=len(kept),
         low=ends[0] if ends else None,

@@ -55,7 +55,7 @@ def figure_lines(rows: Sequence[Mapping[str, Any]], title: str) -> list[str]:
         asked = num(row["asked"]) if row["asked"] is not None else DASH
         out.append(
             f"  {label(row):<16}{num(row['capture']):>10}{asked:>10}{num(row['replay']):>10}"
-            f"{row['off']:>10}  {row['tolerance']:<16}{ok_cell(row):<3}".rstrip()
+            f"{row['off']:>11}  {row['tolerance']:<16}{ok_cell(row):<3}".rstrip()
         )
     return out
 
@@ -141,6 +141,20 @@ def scale_lines(entry: Mapping[str, Any]) -> list[str]:
     return out + mismatch_lines(entry["mismatches"], "figures and checks")
 
 
+LEGEND = (
+    "  capture: the production's figure over its window; replay: the scale's own capture over "
+    "the window replay.json judged (both measured, recomputed from the bundles); asked: capture "
+    "x scale for a rate (derived); off, tolerance, ok: the fidelity check run again (latencies "
+    "and the sequential share shown, not judged); range: the lowest and highest interval "
+    "(asked: the capture's x scale); mean CI: the 95 % interval of the window's mean from batch "
+    "means ('-': under 5 batches)."
+)
+DAY_LEGEND = (
+    "  asked: each step's captured rate x scale; delivered: the replay's over the window the "
+    "step ran in; both as replay.json holds them (a day shape is not recomputed)."
+)
+
+
 def console_lines(result: Mapping[str, Any]) -> list[str]:
     cap, rep = result["capture"], result["replay"]
     out = wrap(
@@ -149,14 +163,8 @@ def console_lines(result: Mapping[str, Any]) -> list[str]:
         "  ",
     )
     out += wrap(f"  capture window ({cap['intervals']} intervals): {cap['window']}")
-    out += wrap(
-        "  capture: the production's figure over its window; replay: the scale's own capture "
-        "over the window replay.json judged (both measured, recomputed from the bundles); "
-        "asked: capture x scale for a rate (derived); off, tolerance, ok: the fidelity check "
-        "run again (latencies and the sequential share shown, not judged); range: the lowest "
-        "and highest interval (asked: the capture's x scale); mean CI: the 95 % interval of "
-        "the window's mean from batch means ('-': under 5 batches)."
-    )
+    days = all("day" in e for e in result["scales"])
+    out += wrap(DAY_LEGEND if days else LEGEND)
     out += mismatch_lines(cap["mismatches"], "capture figures")
     for entry in result["scales"]:
         out += scale_lines(entry)

@@ -50,6 +50,15 @@ def test_side_scales_every_value_and_holds_the_mean_interval_at_zero() -> None:
     assert burst.mean_high == pytest.approx(1 + T975_9, abs=1e-9)
 
 
+def test_a_shares_mean_interval_is_held_at_100() -> None:
+    # Nine intervals at 100 % and one at 0: mean 90, sd sqrt(1000), standard error 10:
+    # 90 +- 22.62, whose high end (112.62 %) no share can take.
+    share = side([100.0] * 9 + [0.0], [1.0] * 10, ceiling=100.0)
+    assert share.mean_high == 100.0
+    assert share.mean_low == pytest.approx(90 - 10 * T975_9, abs=1e-9)
+    assert side([100.0] * 9 + [0.0], [1.0] * 10).mean_high == pytest.approx(90 + 10 * T975_9)
+
+
 def test_fewer_than_five_batch_means_give_no_interval() -> None:
     few = side([1.0, 2.0, 3.0, 4.0], [1.0] * 4)
     assert (few.low, few.high, few.mean_low, few.mean_high, few.batches) == (
