@@ -60,6 +60,7 @@ from tests.e2e.conftest import Dbsim, clean_environment, read_summary, single_bu
 from tests.integration.test_ground_truth import GroundLab
 from tests.integration.test_lab import _free_port, _mounted_under
 from tests.support.ramdisk import mount_ram, unmount_ram
+from tests.support.replay_compare import check_compare
 from tests.support.replay_figures import recomputed
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.timing]
@@ -218,6 +219,8 @@ def test_a_pgbench_production_replayed_on_another_postgresql(
     faithful = all(s["fidelity"]["faithful"] for s in doc["scales"])
     assert done.rc == (0 if faithful else 5), done.describe()
     _check_written_scenarios(dbsim, doc, tmp_path)
+    # dbsim compare CAPTURE REPLAY: the device figures recomputed from both bundles
+    check_compare(dbsim, bundle, written[0], Path(doc["scales"][0]["bundle"]), tmp_path)
 
 
 def _check_written_scenarios(dbsim: Dbsim, doc: dict[str, Any], tmp_path: Path) -> None:
