@@ -101,8 +101,12 @@ class _Member:
                 # The measured stage began during this batch, which ran in the warm-up: it is
                 # neither recorded nor counted (loops_per_session stays exact).
                 return False
-            lat, err, arg = self.latency[:done], self.errors[:done], self.args[:done]
-            fold(self.recorder, self.program, codes[:done], lat, err, arg)
+            code = clean_code(self.program)
+            if code is not None:  # one operation, no failure: nothing of the batch to scan
+                _append(self.recorder, self.program.names[code], self.latency[:done].tobytes())
+            else:
+                lat, err, arg = self.latency[:done], self.errors[:done], self.args[:done]
+                fold(self.recorder, self.program, codes[:done], lat, err, arg)
             measuring = tally.book(engine, done)
         return bool(measuring and self.loops_limit is not None and tally.loops >= self.loops_limit)
 
@@ -174,6 +178,21 @@ def run_native_group(
                 settle(member.index)
 
 
+def clean_code(program: Any) -> int | None:
+    """The last batch's one operation code when the program knows that every operation of it
+    ran that code and none failed (a deck of one operation, and a loop that counts its
+    failures: the file loop), else None.
+
+    Why it matters: a batch of blocking calls leaves the CPU cold for the thread's hand-over
+    (on the 2-CPU VM of bench/README.md every numpy call there cost 50-150 us, 1-6 us warm),
+    and a 64 KiB O_DIRECT read stream hands over every 50 ms: fold's scans of the batch were
+    most of a hand-over that kept one reader off the disk for ~1 % of the run (issue #33)."""
+    if getattr(program, "failed", None) != 0:
+        return None
+    code: int | None = getattr(program.deck, "constant", None)
+    return code
+
+
 def fold(
     recorder: ThreadRecorder,
     program: Any,
@@ -202,23 +221,28 @@ def fold(
             return
     first = int(codes[0])
     if not np.any(codes != first):
-        _append(recorder, names[first], latency)
+        _append(recorder, names[first], _raw_bytes(latency))
         return
     # One stable sort, then a slice per operation (not a mask per operation).
     order = np.argsort(codes, kind="stable")
     ordered = codes[order]
     starts = np.flatnonzero(np.diff(ordered)) + 1
     for run in np.split(order, starts):
-        _append(recorder, names[int(codes[run[0]])], latency[run])
+        _append(recorder, names[int(codes[run[0]])], _raw_bytes(latency[run]))
 
 
-def _append(recorder: ThreadRecorder, name: str, values: np.ndarray) -> None:
+def _raw_bytes(values: np.ndarray) -> bytes:
+    return np.ascontiguousarray(values, dtype=np.int64).tobytes()
+
+
+def _append(recorder: ThreadRecorder, name: str, values: bytes) -> None:
+    """Latencies (native int64 µs) onto the recorder's raw array of ``name``."""
     raw = recorder.raw.get(name)
     if raw is None:
         from array import array
 
         raw = recorder.raw[name] = array("q")
-    raw.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+    raw.frombytes(values)
 
 
 __all__ = [
@@ -226,6 +250,7 @@ __all__ = [
     "BATCH_OPS",
     "NATIVE_SLEEP_NS",
     "PARKED",
+    "clean_code",
     "fold",
     "run_native",
     "run_native_group",

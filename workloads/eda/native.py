@@ -88,6 +88,11 @@ class DeckCodes:
         self._constant = fileloop.CODES[live[0]] if len(live) == 1 else None
         self._size = sum(weights.values())
 
+    @property
+    def constant(self) -> int | None:
+        """The one operation code of every deck, or None for a mix."""
+        return self._constant
+
     def _deck(self) -> np.ndarray:
         self._k += 1
         codes = fileloop.CODES
@@ -96,6 +101,13 @@ class DeckCodes:
 
     def ahead(self, n: int) -> np.ndarray:
         """The next ``n`` codes (not consumed): a contiguous int32 array."""
+        if self._constant is not None:
+            # Every code is the same: one array serves every batch. Refilling it (a
+            # concatenate and a fill) each batch cost ~25 us of the hand-over, which runs on a
+            # cold CPU after a batch of blocking reads (sim.core.session_native).
+            if len(self._codes) < n:
+                self._codes = np.full(n, self._constant, dtype=np.int32)
+            return self._codes[:n]
         if len(self._codes) - self._pos < n:
             rest = self._codes[self._pos :]
             self._codes = np.concatenate([rest, *self._more(n - len(rest))])
@@ -115,11 +127,16 @@ class DeckCodes:
         return dealt
 
     def consume(self, n: int) -> None:
-        self._pos += n
+        if self._constant is None:
+            self._pos += n
 
 
 class NativeProgram:
     """One EDA session's native loop: its tables, its deck codes, its counters."""
+
+    #: How many operations of the last batch failed (the C loop counts them as it runs:
+    #: sim.core.session_native folds a batch without scanning it when this is 0).
+    failed: int | None = None
 
     def __init__(
         self, session: EdaSession, tables: dict[str, Sequence[str]], *, backend: bool
@@ -217,8 +234,8 @@ class NativeProgram:
     # ------------------------------------------------------------------ batches
 
     def run(self, *args: Any) -> tuple[int, int]:
-        result: tuple[int, int] = self.loop.run(*args)
-        return result
+        done, due_ns, self.failed = self.loop.run(*args)
+        return done, due_ns
 
     def advance(self, codes: np.ndarray, done: int) -> None:
         """``done`` operations of ``codes`` completed: consume them, count them as dealt and
@@ -226,13 +243,21 @@ class NativeProgram:
         self.deck.consume(done)
         session = self.session
         dealt = session.dealt
-        for code, n in enumerate(np.bincount(codes[:done], minlength=len(self.names)).tolist()):
-            if n:
-                name = self.names[code]
-                dealt[name] = dealt.get(name, 0) + n
+        constant = self.deck.constant
+        if constant is not None:  # one operation: nothing to count by code (no numpy call)
+            name = self.names[constant]
+            dealt[name] = dealt.get(name, 0) + done
+        else:
+            counts = np.bincount(codes[:done], minlength=len(self.names)).tolist()
+            for code, n in enumerate(counts):
+                if n:
+                    name = self.names[code]
+                    dealt[name] = dealt.get(name, 0) + n
         by_op, read, written = self.loop.counters()
         old_by_op, old_read, old_written = self._counted
-        for code, (new, old) in enumerate(zip(by_op, old_by_op, strict=True)):
+        # An operation moves only its own byte counter: one to look at for a constant deck.
+        for code in range(len(by_op)) if constant is None else (constant,):
+            new, old = by_op[code], old_by_op[code]
             if new != old:
                 name = self.names[code]
                 session.bytes_by_op[name] = session.bytes_by_op.get(name, 0) + new - old
