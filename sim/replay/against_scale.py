@@ -166,7 +166,7 @@ def _files(
     mismatches += _file_mismatches("replay", rep_files.as_dict(), entry.get("files"))
     series = {
         name: {
-            "t": [r["t"] - picked[0]["t"] for r in picked] if picked else [],
+            "t": [r["t"] - picked[0]["t"] + _period(picked) for r in picked],
             "calls_s": [
                 factor * v for v in file_values(picked, "calls_s", REPRODUCED)[0] if v is not None
             ],
@@ -174,6 +174,11 @@ def _files(
         for name, picked, factor in (("asked", cap_rows, scale), ("replay", rows, 1.0))
     }
     return out, mismatches, series
+
+
+def _period(rows: list[dict[str, float]]) -> float:
+    """The rows' interval (their first gap): an interval's end since its window began."""
+    return rows[1]["t"] - rows[0]["t"] if len(rows) > 1 else 1.0
 
 
 def _file_key(figure: str) -> str:

@@ -8,6 +8,7 @@ run report's (:func:`sim.report.svg.time_panels`), in the compare page's colours
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -60,11 +61,10 @@ def _placed(values: Sequence[Any], positions: Sequence[int | None], n: int) -> l
 
 def _panel(
     title: str, key: str, sides: Mapping[str, Mapping[str, Any]], band: Sequence[float] | None,
-    axis: tuple[list[float], dict[str, list[int | None]]], percent: bool = False,
+    positions: Mapping[str, list[int | None]], n: int, percent: bool = False,
 ) -> Panel:  # fmt: skip
-    """One figure's panel: asked and replay on the shared axis, the band as two dashed lines."""
-    t, positions = axis
-    n = len(t)
+    """One figure's panel: asked and replay placed on the shared axis (``positions``: each
+    side's intervals' places among its ``n`` points), the band's edges as dashed lines."""
     lines = [
         Series(
             "asked (capture x scale)", _placed(sides["asked"][key], positions["asked"], n), ASKED
@@ -72,37 +72,42 @@ def _panel(
         Series("replay", _placed(sides["replay"][key], positions["replay"], n), REPLAY),
     ]
     if band is not None:
-        for end, name in zip(band, ("tolerance low", "tolerance high"), strict=True):
-            lines.append(Series(name, [end] * n, AXIS, dashed=True))
+        lines += [Series("tolerance", [end] * n, AXIS, dashed=True) for end in band]
     # The axis at the data and the band (not from 0): a band of a few percent, seen.
     if percent:
         return Panel(title, lines, y_format=fmt_pct, y_floor=None)
     return Panel(title, lines, y_floor=None)
 
 
+def _snapped(t: Sequence[float]) -> list[float]:
+    """A side's times on its own intervals' grid (multiples of its median interval): sides
+    whose intervals end a few ms apart then share one axis's points, where their raw times
+    made a grid of those few ms (overlay_axis takes its period from all sides' times)."""
+    gaps = sorted(b - a for a, b in itertools.pairwise(t) if b > a)
+    period = gaps[len(gaps) // 2] if gaps else 1.0
+    return [round(v / period) * period for v in t]
+
+
 def _chart(entry: Mapping[str, Any]) -> str:
-    """The scale's picture: read and write IOPS and the read share (a file replay: its
-    reproduced calls first) on one axis."""
+    """The scale's picture on one time axis: a file replay's reproduced calls first, then the
+    device's read and write IOPS and read share."""
     bands = {r["key"]: r["band"] for r in [*entry["figures"], *entry["file_figures"]]}
-    panels, axes = [], []
-    files = entry.get("file_series") or {}
-    if files.get("asked", {}).get("t"):
-        axis = overlay_axis(files)
-        panels.append(_panel("reproduced calls/s", "calls_s", files, bands.get("calls_s"), axis))
-        axes.append(axis)
-    sides = entry["series"]
-    axis = overlay_axis(sides)
+    device, calls = entry["series"], entry.get("file_series") or {}
+    roles = {name: {"t": _snapped(side["t"])} for name, side in device.items()}
+    roles.update({f"{name} calls": {"t": _snapped(side["t"])} for name, side in calls.items()})
+    t, where = overlay_axis(roles)
+    panels = []
+    if calls.get("asked", {}).get("t"):
+        places = {name: where[f"{name} calls"] for name in calls}
+        panels.append(_panel("reproduced calls/s", "calls_s", calls, bands.get("calls_s"),
+                             places, len(t)))  # fmt: skip
     for title, key, pct in (
         ("device read IOPS", "read_iops", False),
         ("device write IOPS", "write_iops", False),
         ("device read share", "read_pct", True),
     ):
-        panels.append(_panel(title, key, sides, bands.get(key), axis, pct))
-    if axes:  # the calls' axis and the device's differ: one chart each
-        calls = time_panels(axes[0][0], panels[:1], label="calls", panel_height=110)
-        device = time_panels(axis[0], panels[1:], label="device", panel_height=110)
-        return calls + device
-    return time_panels(axis[0], panels, label="asked and replay", panel_height=110)
+        panels.append(_panel(title, key, device, bands.get(key), where, len(t), pct))
+    return time_panels(t, panels, label="asked and replay", panel_height=110)
 
 
 def _day_chart(entry: Mapping[str, Any]) -> str:
@@ -182,7 +187,13 @@ def render_page(result: Mapping[str, Any]) -> str:
         f'{esc(rep["directory"])} (<span style="color:{REPLAY}">vermilion</span>): the bundle '
         "it was made from (same device and inode).</p></header>"
     )
-    verdict = "unfaithful at " + ", ".join(f"{e['scale']:g}x" for e in bad) if bad else "faithful"
+    good = [e for e in result["scales"] if e["judgement"]["faithful"]]
+    scales = [", ".join(f"{e['scale']:g}x" for e in group) for group in (bad, good)]
+    if bad:
+        verdict = f"{badge('UNFAITHFUL', 'fail')} at {esc(scales[0])}"
+        verdict += f"; faithful at {esc(scales[1])}" if good else ""
+    else:
+        verdict = f"{badge('FAITHFUL', 'pass')} at {esc(scales[1])}"
     legend = (
         f"Capture window: {cap['window']}. Figures recomputed from both bundles; the fidelity "
         f"checks run again on them. Range: {result['intervals']['spread']}. 95 % CI of the "
@@ -191,7 +202,10 @@ def render_page(result: Mapping[str, Any]) -> str:
     summary = section(
         "summary",
         "Summary",
-        Safe(f'<p class="verdict">Every scale: {esc(verdict)} (replay.json\'s judgement).</p>'),
+        Safe(
+            f'<p class="verdict">{verdict} (replay.json\'s judgement; exit '
+            f"{result['exit_code']}).</p>"
+        ),
         Safe(f'<p class="note">{esc(legend)}</p>'),
         _mismatches(cap["mismatches"]),
     )

@@ -180,7 +180,10 @@ def _panel_frame(
                 out.append(
                     draw.text((x(t0) + x(t1)) / 2, box.top + 11, band, anchor="middle", fill=AXIS)
                 )
-    legend = [(s.label, s.color, "dashed" if s.dashed else "line") for s in panel.series]
+    # Once per entry: two lines drawn alike under one label (a band's two edges) are one.
+    legend = list(
+        dict.fromkeys((s.label, s.color, "dashed" if s.dashed else "line") for s in panel.series)
+    )
     title_end = box.left + len(panel.title) * draw.CHAR_W + 16
     out.append(draw.legend(legend, box.right, box.top - 12, left=title_end))
     out.append(
