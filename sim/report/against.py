@@ -35,7 +35,13 @@ def pair(low: float | None, high: float | None) -> str:
 
 
 def wrap(text: str, indent: str = "    ") -> list[str]:
-    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False)
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        subsequent_indent=indent,
+        break_on_hyphens=False,
+        break_long_words=False,  # a path stays whole (copied from the console), past 80 if it must
+    )
 
 
 def label(row: Mapping[str, Any]) -> str:
