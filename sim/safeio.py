@@ -241,3 +241,22 @@ def strict_json(value: Any, *, indent: int = 2) -> str:
         return json.dumps(value, indent=indent, default=str, allow_nan=False)
     except ValueError:  # rare: walk and copy only then (it doubled the cost of every write)
         return json.dumps(finite_or_null(value), indent=indent, default=str, allow_nan=False)
+
+
+def create_text(path: Path, text: str, option: str) -> None:
+    """``text`` in a file dbsim creates at ``path``, named by ``option`` (``--html``,
+    ``--output``...): never over a file, never through a link (``O_EXCL|O_NOFOLLOW``,
+    :func:`sim.nofollow.write_new`); a name that is taken, a link or a path that cannot be
+    written is bad input, said in one line."""
+    from sim.nofollow import write_new
+
+    try:
+        write_new(str(path), text.encode("utf-8"))
+    except FileExistsError:
+        raise ConfigError(
+            f"{option} {path}: exists (or is a link); dbsim writes only a new file"
+        ) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ConfigError(f"{option} {path}: is a symbolic link; not followed") from None
+        raise ConfigError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None

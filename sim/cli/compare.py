@@ -189,18 +189,9 @@ def _against_replay(
 
 
 def _write_new(path: Path, option: str, text: str) -> None:
-    """``text`` in a new file at ``path`` (``O_EXCL|O_NOFOLLOW``: never over a file, never
-    through a link); a path that is taken or cannot be written is bad input."""
-    from sim.nofollow import write_new
+    from sim.safeio import create_text
 
-    try:
-        write_new(str(path), text.encode("utf-8"))
-    except FileExistsError:
-        raise ConfigError(
-            f"{option} {path}: exists; a new file is written, never over one"
-        ) from None
-    except OSError as exc:
-        raise ConfigError(f"{option} {path}: cannot write: {exc.strerror or exc}") from None
+    create_text(path, text, option)
 
 
 def split_sides(bundles: list[Path]) -> tuple[list[Path], list[Path]]:

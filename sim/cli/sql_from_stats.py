@@ -4,7 +4,6 @@ Store) or an Oracle AWR text report (docs/workloads/sql.md, "From pg_stat_statem
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 from pathlib import Path
@@ -139,15 +138,6 @@ def _check_new(path: Path) -> None:
 
 
 def _write_new(path: Path, text: str) -> None:
-    from sim.nofollow import write_new
+    from sim.safeio import create_text
 
-    try:
-        write_new(str(path), text.encode("utf-8"))
-    except FileExistsError:
-        raise ConfigError(
-            f"--output {path}: exists (or is a link); dbsim writes only a new file"
-        ) from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise ConfigError(f"--output {path}: is a symbolic link; not followed") from None
-        raise ConfigError(f"--output {path}: {exc.strerror or exc}") from None
+    create_text(path, text, "--output")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import ConfigError
-from sim.nofollow import write_new
+from sim.safeio import create_text
 
 PLACEHOLDER = "{scale}"
 SCENARIO_SUFFIXES = (".yaml", ".yml")
@@ -95,14 +95,6 @@ def write(doc: dict[str, Any], where: dict[float, Path], fio: bool) -> list[dict
     for entry in doc["scales"]:
         path = where[entry["scale"]]
         text = derived_file(entry).read_text(encoding="utf-8")
-        try:
-            write_new(str(path), (header(doc, entry, path, fio) + text).encode("utf-8"))
-        except FileExistsError:
-            raise ConfigError(
-                f"--write-scenario: {path} appeared during the replay; dbsim never writes "
-                f"over a file (the scale's own copy: {derived_file(entry)})"
-            ) from None
-        except OSError as exc:
-            raise ConfigError(f"--write-scenario: cannot write {path}: {exc.strerror}") from None
+        create_text(path, header(doc, entry, path, fio) + text, "--write-scenario")
         written.append({"scale": f"{entry['scale']:g}", "path": str(path)})
     return written
