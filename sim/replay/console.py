@@ -234,6 +234,8 @@ def lines(doc: dict[str, Any]) -> list[str]:
         f"±{tol['read_share_points']:g} points, mean request sizes ±{tol['size_pct']:g} %.",
         "  ",
     )
+    for caveat in doc.get("caveats") or []:  # before any scale is said
+        out += _wrap(f"Caveat: {caveat}.", "  ")
     for entry in doc["scales"]:
         out += day_lines(entry) if "day" in entry else _scale_lines(entry)
     out += _wrap(answer(doc), "  ")

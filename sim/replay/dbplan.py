@@ -27,7 +27,7 @@ import asyncio
 from typing import Any
 
 from sim.bundle.files import new_bundle_dir
-from sim.replay import dbappend, dbrowmix, dbsize, fidelity, verdict
+from sim.replay import dbappend, dbrowmix, dbsize, dbwarmup, fidelity, verdict
 from sim.replay.dbjob import (
     CACHED_SCAN_REQUESTS,
     DbJob,
@@ -475,6 +475,7 @@ def document(
             "size_pct": 100 * fidelity.SIZE_TOL,
         },
         "slos_ms": plan.slos,
+        "caveats": dbwarmup.short_windows(plan.production, plan.duration_s),
         "calibration": calibration,
         "scales": scales,
         "headroom": verdict.headroom(scales, plan.production.iops),

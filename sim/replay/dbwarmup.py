@@ -11,6 +11,15 @@ are therefore the writes of what ran before it, not its own: when the capture wr
 run of the replay warms up for the host's write-back delay (:func:`writeback_delay_s`, read
 from /proc/sys/vm) before its measured stage, so the measured writes are the run's own
 updates in their steady state, and the calibration's writes per update are measured there.
+
+**Windows shorter than that delay.** The same path makes a database's few writes a second
+arrive in the write-back's and the checkpoints' cycles, so a window shorter than the delay
+holds a sample of those cycles, not their rate: a read production with 2 % row updates
+(pgbench, bench/replay_db.py --mix) captured over 12 s and replayed in 8 s runs calibrated
+0.16 device writes a row update where its 1x run wrote 1.0, and 1x wrote +415 % of the
+captured writes; captured over 60 s and replayed in 30 s runs, the writes a row update measured
+0.84-1.38 run to run and the scales' writes came within -22 % to +38 % (docs/capture.md). A
+replay says so before its scales (:func:`short_windows`), never silently.
 """
 
 from __future__ import annotations
@@ -59,3 +68,28 @@ def warmup_for(capture: Shape) -> tuple[float, str]:
         f"the host's write-back delay ({how}) + {WARMUP_MARGIN_S:g} s, at most "
         f"{MAX_WARMUP_S:g} s: the measured writes are the run's own, written back"
     )
+
+
+def short_windows(capture: Shape, duration_s: float, vm: str = VM) -> list[str]:
+    """Caveats, before any scale, when the capture wrote and its window, or each run's
+    measured stage (``--duration``), is shorter than the host's write-back delay (module
+    docstring); none otherwise."""
+    if capture.iops <= 0 or capture.write_iops < WRITE_SHARE_MIN * capture.iops:
+        return []
+    delay, how = writeback_delay_s(vm)
+    out = []
+    if capture.window.seconds < delay:
+        out.append(
+            f"the capture's window ({capture.window.seconds:.3g} s) is shorter than this "
+            f"host's write-back delay ({delay:g} s: {how}): a database's writes reach the "
+            "device in the write-back's and the checkpoints' cycles, so its "
+            f"{capture.write_iops:.3g} writes/s are a sample of those cycles, not their rate "
+            "(capture a minute or more)"
+        )
+    if duration_s < delay:
+        out.append(
+            f"--duration {duration_s:g} s is shorter than this host's write-back delay "
+            f"({delay:g} s): each run's measured writes, the calibration's writes an update "
+            "among them, are a sample of the write-back's cycles (replay 30 s or more)"
+        )
+    return out

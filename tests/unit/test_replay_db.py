@@ -13,7 +13,7 @@ import yaml
 
 from sim.config.resolve import validate
 from sim.errors import ConfigError
-from sim.replay import dbjob, dbplan
+from sim.replay import dbjob, dbplan, dbwarmup
 from sim.replay.dbrun import DbScaleRun, read_scenario, scenario_for
 from sim.replay.shape import Shape
 from tests.unit.test_replay_derive import _shape
@@ -193,6 +193,22 @@ def test_a_capture_that_wrote_waits_for_the_hosts_write_back(tmp_path: Path) -> 
     assert dbjob.warmup_for(_shape(275.5, 0.547))[0] == dbjob.SHORT_WARMUP_S  # the FS's own
     warm, why = dbjob.warmup_for(_shape(72.3, 63.8))
     assert dbjob.SHORT_WARMUP_S < warm <= dbjob.MAX_WARMUP_S and "write-back delay" in why
+
+
+def test_windows_shorter_than_the_write_back_are_said_before_any_scale(tmp_path: Path) -> None:
+    (tmp_path / "dirty_expire_centisecs").write_text("3000\n")
+    (tmp_path / "dirty_writeback_centisecs").write_text("500\n")
+    vm = str(tmp_path)
+    wrote = _shape(122.0, 3.2)  # 2.6 % writes over the helper's 10 s window
+    capture, runs = dbwarmup.short_windows(wrote, 8.0, vm)
+    assert capture.startswith("the capture's window (10 s) is shorter than this host's")
+    assert "its 3.2 writes/s are a sample of those cycles" in capture
+    assert runs.startswith("--duration 8 s is shorter than this host's write-back delay (35 s)")
+    assert dbwarmup.short_windows(wrote, 35.0, vm) == [capture]  # the runs long enough
+    long = replace(wrote, window=replace(wrote.window, seconds=60.0))
+    assert dbwarmup.short_windows(long, 30.0, vm) == [runs.replace("8 s", "30 s")]
+    assert dbwarmup.short_windows(long, 40.0, vm) == []
+    assert dbwarmup.short_windows(_shape(275.5, 0.547), 8.0, vm) == []  # no writes to replay
 
 
 def test_each_scale_corrects_the_next_scales_costs_damped_and_bounded() -> None:
