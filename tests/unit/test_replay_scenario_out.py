@@ -107,6 +107,8 @@ def test_each_scale_s_own_scenario_is_written_new_below_its_provenance(tmp_path:
 def test_a_file_that_appeared_during_the_replay_is_left_as_it_was(tmp_path: Path) -> None:
     where = destinations(tmp_path / "d-{scale}x.yaml", (1.0, 2.0), fio=False)
     (tmp_path / "d-2x.yaml").write_text("theirs\n")  # made while the replay ran
-    with pytest.raises(ConfigError, match=r"d-2x\.yaml: exists \(or is a link\); dbsim writes only a new file"):
+    with pytest.raises(
+        ConfigError, match=r"d-2x\.yaml: exists \(or is a link\); dbsim writes only a new file"
+    ):
         write(_doc(tmp_path), where, fio=False)
     assert (tmp_path / "d-2x.yaml").read_text() == "theirs\n"
