@@ -69,6 +69,7 @@ from sim.replay.dbrules import (
     size_scan_pct,
     slob_out_of_reach,
     snap_update_pct,
+    stray_writes,
     work_unit_for,
     write_pct_at,
 )
@@ -267,7 +268,8 @@ def _slob_mix(
     """SLOB's own mix: update_pct snapped to 0-50 or 100, and the cached scans' dilution."""
     (reads, per_update), (q, wanted, _) = costs, asked
     scans, targets = sizing
-    u = snap_update_pct(wanted) if math.isfinite(wanted) else ALL_UPDATES
+    stray = stray_writes(capture)  # writes that are the file system's own: none asked
+    u = 0 if stray else snap_update_pct(wanted) if math.isfinite(wanted) else ALL_UPDATES
     scan = scan_pct_for(capture.seq_pct, w, scans[1])
     u, scan, lever = _diluted(u, scan, asked, reads, per_update)
     sized, range_pct, reads_op = _read_size(capture, reads, (u, scan, 0.0), scans, lever, targets)
@@ -278,6 +280,7 @@ def _slob_mix(
         f"0-50 or 100{lever}"
     )
     why = slob_out_of_reach(capture, iops, reads_op, per_update, u, reads)
+    words, why = stray or (words, why)
     return Mix(u, scan, 0, range_pct, reads_op, u / 100.0 * per_update, sized, words, why,
                bool(lever))  # fmt: skip
 

@@ -10,6 +10,7 @@ import math
 
 from sim.replay import dbappend
 from sim.replay.dbappend import MAX_UPDATE_PCT
+from sim.replay.dbwarmup import WRITE_SHARE_MIN
 from sim.replay.fidelity import IOPS_TOL, READ_SHARE_POINTS
 from sim.replay.shape import Shape
 
@@ -157,3 +158,27 @@ def slob_out_of_reach(
         f"update_pct {u} gives {got_pct:.2f} % ({got_w:.3g} writes/s), outside the write "
         f"IOPS' ±{100 * IOPS_TOL:g} %"
     )
+
+
+def stray_writes(capture: Shape) -> tuple[str, str] | None:
+    """The words and the why of SLOB's mix for a capture whose writes are under
+    :data:`~sim.replay.dbwarmup.WRITE_SHARE_MIN` of its I/Os: the file system's own, as the
+    warm-up and the appends take them, so no update is asked for them (None: a capture with no
+    writes, or with writes to reproduce). A pgbench -S capture holding 0.86 % of the host's
+    writes got update_pct 1 (1.85 % writes asked), whose updates wrote 14.2/s and moved the read
+    share 4.4 points; unasked, the reads stay the capture's and the writes are judged, and
+    named when they depart, as the rest are."""
+    if capture.iops <= 0 or not 0 < capture.write_iops < WRITE_SHARE_MIN * capture.iops:
+        return None
+    pct, floor = 100.0 * capture.write_iops / capture.iops, 100 * WRITE_SHARE_MIN
+    words = (
+        f"update_pct 0: the capture's writes ({pct:.2f} % of its I/Os) are under {floor:g} %, "
+        "the file system's own: no update is asked for them"
+    )
+    why = (
+        f"the workload cannot reach the write share: {pct:.2f} % of the device I/Os asked "
+        f"({capture.write_iops:.3g} writes/s) are under {floor:g} %, the file system's own, for "
+        "which no update is asked (SLOB's update mix moves in steps of one update in 100 "
+        "operations)"
+    )
+    return words, why
