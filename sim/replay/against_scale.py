@@ -140,13 +140,18 @@ def _files(
     """A file replay's call figures: the capture's calls over its window and the scale's over
     its run's measured stage, judged by :func:`sim.replay.fileplan.checks` again; and both
     sides' reproduced calls per interval for the page (the capture's times the scale)."""
-    from sim.replay.filejob import REPRODUCED, production_window, read_series, shape_over
+    from sim.replay.filejob import (
+        REPRODUCED,
+        production_rows,
+        read_series,
+        shape_over,
+    )
     from sim.replay.fileplan import checks
 
-    cap_files = production_window(capture)
+    cap_rows, how = production_rows(capture)
+    cap_files = shape_over(cap_rows, how)  # production_window's shape, from the rows kept
     rows = _stage_rows(bundle, read_series(bundle), float(doc.get("interval_s") or 1.0))
     rep_files = shape_over(rows, str((entry.get("files") or {}).get("window", "")))
-    cap_rows = _capture_rows(capture, cap_files.intervals, read_series, production_window)
     out = []
     for check in checks(cap_files, rep_files, scale):
         key = _file_key(check.figure)
@@ -206,34 +211,13 @@ def _stage_rows(
 ) -> list[dict[str, float]]:
     """The ``fileops`` rows wholly inside the run's measured stage (as the replay took them)."""
     from sim.replay.dbrun import measured_stage
+    from sim.replay.fileplan import rows_in_stage
     from sim.safeio import read_json_file
 
     summary = read_json_file(bundle / "summary.json", what="run summary")
     stage = measured_stage(summary)
     start, end = float(stage["t"]), float(stage["t"]) + float(stage["duration_s"])
-    return [r for r in rows if r["t"] - interval_s >= start - 1e-6 and r["t"] <= end + 1e-6]
-
-
-def _capture_rows(capture: Path, intervals: int, read: Any, window: Any) -> list[dict[str, float]]:
-    """The capture's ``fileops`` rows its window holds: the run of ``intervals`` rows whose
-    shape is the window's (:func:`sim.replay.filejob.production_window` keeps its picks to
-    itself; found by the running sum of the reproduced calls, then checked whole)."""
-    from sim.replay.filejob import REPRODUCED, shape_over
-
-    rows, shape = read(capture), window(capture)
-    calls = [sum(r.get(f"{c.lower()}_s", 0.0) for c in REPRODUCED) for r in rows]
-    total = [0.0]
-    for n in calls:
-        total.append(total[-1] + n)
-    for first in range(len(rows) - intervals + 1):
-        mean = (total[first + intervals] - total[first]) / intervals
-        if differs(mean, shape.reproduced):
-            continue
-        picked = rows[first : first + intervals]
-        ours = shape_over(picked, "")
-        if not any(differs(ours.rates[c], shape.rates[c]) for c in shape.rates):
-            return picked
-    return []
+    return rows_in_stage(rows, start, end, interval_s)
 
 
 def _file_mismatches(name: str, ours: dict[str, Any], stored: Any) -> list[str]:

@@ -165,6 +165,13 @@ def shape_over(rows: list[dict[str, float]], how: str) -> FileShape:
 
 def production_window(bundle: Path) -> FileShape:
     """The captured file production's shape (the module's notes: the window)."""
+    picked, how = production_rows(bundle)
+    return shape_over(picked, how)
+
+
+def production_rows(bundle: Path) -> tuple[list[dict[str, float]], str]:
+    """The capture's ``fileops`` rows its window holds (the module's notes), and how they
+    were picked."""
     rows = read_series(bundle)
     calls = [r.get("ops_s", 0.0) for r in rows]
     busy = [c for c in calls if c > 0]
@@ -190,7 +197,7 @@ def production_window(bundle: Path) -> FileShape:
         f"and the span's partial first and last left out, and {trimmed} burst interval(s) "
         f"above {BURST_TIMES:g} x the span's median at its edges)"
     )
-    return shape_over([rows[i] for i in picked], how)
+    return [rows[i] for i in picked], how
 
 
 def footprint(op: str, p: dict[str, Any]) -> dict[str, float]:

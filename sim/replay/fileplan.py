@@ -74,16 +74,20 @@ async def _dbsim_run(path: Path, home: Path, scale: float, stop: asyncio.Event) 
     return await dbsim_run(path, home, scale, stop)
 
 
+def rows_in_stage(
+    rows: list[dict[str, float]], start: float, end: float, interval_s: float
+) -> list[dict[str, float]]:
+    """The ``fileops`` rows whose intervals lie wholly inside ``start`` to ``end`` (a row is
+    stamped at its interval's end)."""
+    return [r for r in rows if r["t"] - interval_s >= start - 1e-6 and r["t"] <= end + 1e-6]
+
+
 def _stage_rows(
     bundle: Path, summary: dict[str, Any], start: float, end: float, interval_s: float, scale: float
 ) -> list[dict[str, float]]:
     """The fileops rows wholly inside the measured stage; TargetError saying why when there
     are fewer than two (the collector's own reason where it gave one)."""
-    rows = [
-        r
-        for r in read_series(bundle)
-        if r["t"] - interval_s >= start - 1e-6 and r["t"] <= end + 1e-6
-    ]
+    rows = rows_in_stage(read_series(bundle), start, end, interval_s)
     if len(rows) >= 2:
         return rows
     said = [
