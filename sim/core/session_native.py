@@ -7,8 +7,9 @@ operation codes and the GIL is released for the whole batch; the loop waits for 
 operation's intended start, times it from there, and writes its latency and errno into arrays
 that this thread folds into its :class:`~sim.core.session_threads.ThreadRecorder` with numpy.
 
-A batch ends at whichever comes first: ``BATCH_OPS`` operations, ``BATCH_NS`` of wall time,
-the engine's generation cell changing (a stage boundary or a stop: ``ThreadedSessions.held``
+A batch ends at whichever comes first: ``BATCH_OPS`` operations, its deadline (closed loop:
+just before the ticker's next interval close; paced: ``BATCH_NS`` of wall time; see
+:func:`deadline_ns`), the engine's generation cell changing (a stage boundary or a stop: ``ThreadedSessions.held``
 and ``wake`` bump it), or an open-loop start that lies beyond the batch's deadline (then the
 thread sleeps on the engine's condition, which a stop wakes). So stops, stage boundaries and
 lab steps are seen within one operation, and nothing is recorded in a phase more than one
@@ -36,9 +37,13 @@ if TYPE_CHECKING:
 
 #: At most this many operations per batch (the arrays' size).
 BATCH_OPS = 4096
-#: At most this long per batch, so samples stay fresh (stops and stage boundaries end a batch
-#: at once through the generation cell; this bounds only the batch's fixed cost per op).
+#: At most this long per batch of a paced session (or on a clock the ticker does not share),
+#: so samples stay fresh (stops and stage boundaries end a batch at once through the generation
+#: cell; this bounds only the batch's fixed cost per op).
 BATCH_NS = 50_000_000
+#: A closed-loop batch ends this long before the engine closes the interval (see
+#: :func:`deadline_ns`), so its fold lands in the interval its operations ran in.
+TICK_MARGIN_NS = 10_000_000
 #: Open loop: the thread sleeps on the engine's condition until this close to the next start;
 #: the C loop sleeps the rest precisely (the thread's own wake-up is not timed).
 NATIVE_SLEEP_NS = 2_000_000
@@ -132,8 +137,8 @@ def run_native(threaded: ThreadedSessions, index: int, program: Any) -> None:
         was_measuring = engine._measuring  # after `seen`: a boundary since ends the batch
         done, due_ns = program.run(
             member.codes, member.latency, member.errors, member.args, generation, seen,
-            member.count, time.perf_counter_ns() + BATCH_NS, member.paced is not None,
-            member.period_ns, member.due_ns,
+            member.count, deadline_ns(engine, member.paced is not None),
+            member.paced is not None, member.period_ns, member.due_ns,
         )  # fmt: skip
         if member.finish(done, due_ns, was_measuring):
             return
@@ -170,12 +175,33 @@ def run_native_group(
                 threaded._park(min(m.index for m in group))
             continue
         was_measuring = engine._measuring
+        paced = any(m.paced is not None for m in ready)
         outcomes = runner([m.program for m in ready], ready, generation, seen,
-                          time.perf_counter_ns() + BATCH_NS)  # fmt: skip
+                          deadline_ns(engine, paced))  # fmt: skip
         for member, (done, due_ns) in zip(ready, outcomes, strict=True):
             if member.finish(done, due_ns, was_measuring):
                 group.remove(member)
                 settle(member.index)
+
+
+def deadline_ns(engine: Any, paced: bool) -> int:
+    """When a batch starting now ends at the latest (``time.perf_counter_ns``).
+
+    A closed-loop batch runs until ``TICK_MARGIN_NS`` before the ticker's next interval close
+    (at most ``BATCH_OPS`` operations): each hand-over to Python costs a reader 100-300 us on a
+    CPU its blocking calls left cold, and at 50 ms batches a 64 KiB O_DIRECT stream read 0.994
+    x fio psync side by side, at batches bounded by the close 0.999 (issue #33,
+    bench/read_side_by_side.py). Ending at the close also puts a batch's operations in the
+    interval they ran in (a 50 ms batch straddling a close was folded into the next interval);
+    a batch that would start inside the margin runs ``TICK_MARGIN_NS`` and is folded just after
+    the close, as before. Paced sessions keep ``BATCH_NS``: the C loop sleeps until each start
+    inside a batch, and a stop must not wait out a long one. Only on the ticker's own clock
+    (``time.perf_counter``, the engine's default): another clock has no close to align to."""
+    now = time.perf_counter_ns()
+    if paced or engine.clock is not time.perf_counter:
+        return now + BATCH_NS
+    close = int((engine._t0 + (engine._tick + 1) * engine.interval_s) * 1e9) - TICK_MARGIN_NS
+    return close if close > now else now + TICK_MARGIN_NS
 
 
 def clean_code(program: Any) -> int | None:
