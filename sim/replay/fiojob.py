@@ -14,7 +14,8 @@ follow each run's drawn sizes (3 % over, here).
   down together (each kept inside its bucket, 4 KiB aligned) when that brings the mix's mean
   closer to the captured mean size; without a histogram, the mean size alone.
 - the rates: the captured read and write IOPS times the scale (over the calibration's
-  device IOPS per asked IOPS, where it found one).
+  device IOPS per IOPS fio completed, the request path's ratio, where it found one:
+  :mod:`sim.replay.correction`).
 - ``iodepth``: the production's requests in flight at issue, times the scale (Little's law at
   the same latency), times the direction's share, doubled so that a burst is not capped; at
   least 4: at depth 2, 405 writes/s asked of a device throttled to 506/s, beside two busy
@@ -137,8 +138,8 @@ def derive(
     shape: Shape, scale: float, correction: dict[str, dict[str, float]] | None = None
 ) -> ReplayJob:
     """The job at ``scale``; ``correction`` (the calibration's, per direction): ``iops`` is
-    the device's IOPS over the IOPS the job asked, so fio is asked the rate that the device
-    then sees as the capture's."""
+    the device's IOPS over the IOPS fio completed (the request path's ratio), so fio is asked
+    the rate that the device then sees as the capture's."""
     total = shape.iops
     correction = correction or {}
     inflight = shape.inflight if shape.inflight is not None else 1.0
@@ -157,7 +158,7 @@ def derive(
     rules = (
         "rates: the capture's read and write IOPS times the scale; one block size paced "
         "evenly in bytes (rate = IOPS x bs), several sizes as Poisson arrivals (rate_iops)"
-        + (", over the calibration's device IOPS per asked IOPS" if correction else ""),
+        + (", over the calibration's device IOPS per IOPS fio completed" if correction else ""),
         "bssplit: the captured request-size buckets, sizes matched to the captured mean"
         if shape.read_sizes or shape.write_sizes
         else "bs: the captured mean request size (no request-size histogram was captured)",

@@ -1,10 +1,11 @@
 """``dbsim replay``: the inputs checked before anything runs, then every scale in turn.
 
-Each scale: derive the fio job from the production's shape (:mod:`sim.replay.fiojob`), run it
-under dbsim's own capture of the target (:mod:`sim.replay.runner`), judge fidelity
-(:mod:`sim.replay.fidelity`), and only for a faithful scale give the verdict
-(:mod:`sim.replay.verdict`). The whole answer is ``replay.json`` in the replay's directory,
-beside one capture bundle per scale.
+A calibration at 1x comes first, and its correction (the request path's,
+:mod:`sim.replay.correction`) is applied to every scale. Each scale: derive the fio job from
+the production's shape (:mod:`sim.replay.fiojob`), run it under dbsim's own capture of the
+target (:mod:`sim.replay.runner`), judge fidelity (:mod:`sim.replay.fidelity`), and only for a
+faithful scale give the verdict (:mod:`sim.replay.verdict`). The whole answer is
+``replay.json`` in the replay's directory, beside one capture bundle per scale.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 from sim.bundle.files import new_bundle_dir
 from sim.errors import ConfigError
 from sim.replay import REPLAY_VERSION, fidelity, verdict
+from sim.replay.correction import calibration
+from sim.replay.correction import section as calibration_section
 from sim.replay.fiojob import derive
 from sim.replay.shape import Shape, production_window
 
@@ -28,10 +31,6 @@ DEFAULT_SIZE = 1 << 30
 FREE_SHARE = 0.5
 MIN_SIZE = 16 * MIB
 CALIBRATION_S = 10.0
-#: A correction outside these is not a property of the request path but of something else
-#: on the device: it is held to them (and the fidelity check then says so).
-CORRECTION_BOUNDS = (0.5, 2.0)
-CORRECTION_MIN = fidelity.IOPS_TOL / 2
 
 
 @dataclass(frozen=True)
@@ -197,30 +196,8 @@ async def execute(plan: ReplayPlan, stop: asyncio.Event, say: Any = None) -> dic
     finally:
         release_tree(plan.target)
     doc = _document(plan, home, size, version, scales)
-    doc["calibration"] = _calibration_section(plan, calibrated, first, correction)
+    doc["calibration"] = calibration_section(calibrated, first, _calibration_s(plan))
     return doc
-
-
-def _calibration_section(
-    plan: ReplayPlan, run: Any, job: Any, correction: dict[str, dict[str, float]]
-) -> dict[str, Any]:
-    """``replay.json``'s ``calibration``: what was measured, the correction, and each
-    direction's threshold (:func:`correction_threshold`)."""
-    return {
-        "bundle": str(run.bundle),
-        "seconds": _calibration_s(plan),
-        "fio": run.fio,
-        "device": run.shape.as_dict(),
-        "correction": correction,
-        "thresholds": {
-            d.rw.removeprefix("rand"): correction_threshold(d, run.shape.window.seconds)
-            for d in job.directions
-        },
-        "what": "measured at 1x with the uncorrected job: per direction the device's "
-        f"IOPS over the job's asked IOPS, applied beyond its threshold (±{100 * CORRECTION_MIN:g}"
-        " %, or a Poisson-paced direction's 95 % interval 1.96/sqrt(n) when wider) and "
-        f"held to {CORRECTION_BOUNDS[0]:g} to {CORRECTION_BOUNDS[1]:g}",
-    }
 
 
 def _scale_entry(plan: ReplayPlan, job: Any, run: Any) -> dict[str, Any]:
@@ -246,43 +223,6 @@ def _scale_entry(plan: ReplayPlan, job: Any, run: Any) -> dict[str, Any]:
 
 def _calibration_s(plan: ReplayPlan) -> float:
     return min(plan.duration_s, CALIBRATION_S)
-
-
-def calibration(run: Any, job: Any) -> dict[str, dict[str, float]]:
-    """Per direction, the device's IOPS over the IOPS the job asked (fio's own pacing error,
-    requests split or merged below fio), applied when it departs from 1 by more than
-    :func:`correction_threshold` (less is inside the calibration's sampling noise) and held to
-    :data:`CORRECTION_BOUNDS`. A direction fio could not deliver is not corrected: the target
-    is too slow, which fidelity then says."""
-    low, high = CORRECTION_BOUNDS
-    device = {"read": run.shape.read_iops, "write": run.shape.write_iops}
-    out: dict[str, dict[str, float]] = {}
-    for d in job.directions:
-        direction = d.rw.removeprefix("rand")
-        done = run.fio[direction]["iops"]
-        factor = device[direction] / d.iops
-        noise = correction_threshold(d, run.shape.window.seconds)
-        if done < (1 - fidelity.IOPS_TOL) * d.iops or abs(factor - 1) <= noise:
-            continue
-        out[direction] = {"iops": min(high, max(low, factor))}
-    return out
-
-
-def correction_threshold(direction: Any, seconds: float) -> float:
-    """How far a direction's device IOPS over its asked IOPS may depart from 1 in a
-    calibration of ``seconds`` by chance alone: :data:`CORRECTION_MIN` for a direction paced
-    evenly (one block size: fio's count over the window is its schedule's), and at least the
-    95 % interval of a Poisson count, ``1.96 / sqrt(n)`` with ``n`` the asked IOPS times the
-    window, for one paced as Poisson arrivals (several sizes, ``sim.replay.fiojob``). With
-    2.5 % alone, a 5 s calibration of 496 Poisson reads/s asked (+-3.9 % by chance alone) that
-    drew 2.8 % low (482.4/s) was applied: every scale asked 2.8 % more, and 1x delivered 513.2
-    reads/s of 496.3 (+3.4 % of the fidelity's 5 %), the calibration's noise added to the
-    scale's own."""
-    if len(direction.split) <= 1:
-        return CORRECTION_MIN
-    n = direction.iops * seconds
-    poisson = fidelity.Z95 / n**0.5 if n > 0 else float("inf")
-    return max(CORRECTION_MIN, poisson)
 
 
 def _document(

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,13 +17,7 @@ from sim.errors import ConfigError
 from sim.profile import build_profile
 from sim.replay import fidelity, verdict
 from sim.replay.fiojob import MIN_DEPTH, derive, job_text, split_of
-from sim.replay.plan import (
-    CORRECTION_MIN,
-    calibration,
-    check_target,
-    correction_threshold,
-    parse_scales,
-)
+from sim.replay.plan import check_target, parse_scales
 from sim.replay.shape import Shape, Window, production_window, shape_over
 from tests.support.profile_bundles import block_rows, write_bundle
 
@@ -216,27 +209,6 @@ def test_the_cli_refuses_a_bad_bundle_with_one_line(
     rc = main(["replay", str(tmp_path / "missing"), "--on", str(tmp_path / "t"), "--scale", "1"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and err[0].startswith("error:"), err
-
-
-def _calibrated(read: float, write: float, seconds: float = 5.0) -> SimpleNamespace:
-    """A calibration run as ``sim.replay.plan.calibration`` reads it: the device's shape over
-    its window and fio's own report (here fio completed what was asked)."""
-    window = Window(0.0, seconds, seconds, round(seconds), "test")
-    shape = Shape(window, read, write, 16.0, 8.0)
-    return SimpleNamespace(shape=shape, fio={"read": {"iops": 500.0}, "write": {"iops": 200.0}})
-
-
-def test_the_calibration_corrects_beyond_its_own_sampling_noise_only() -> None:
-    job = derive(_shape(500.0, 200.0), 1.0)
-    read, write = job.directions
-    assert len(read.split) > 1 and len(write.split) == 1  # Poisson-paced reads, even writes
-    # 5 s of 500 Poisson reads/s: 2,500 reads, 1.96/sqrt(2500) = 3.92 % by chance alone
-    assert correction_threshold(read, 5.0) == pytest.approx(0.0392)
-    assert correction_threshold(write, 5.0) == CORRECTION_MIN  # even pacing: its schedule's
-    assert correction_threshold(read, 60.0) == CORRECTION_MIN  # 30,000 reads: 1.1 % < 2.5 %
-    # 3 % low: inside the reads' noise (not corrected), beyond the writes' 2.5 % (corrected)
-    assert calibration(_calibrated(485.0, 194.0), job) == {"write": {"iops": pytest.approx(0.97)}}
-    assert calibration(_calibrated(470.0, 200.0), job) == {"read": {"iops": pytest.approx(0.94)}}
 
 
 def test_the_shape_over_no_interval_is_refused() -> None:
