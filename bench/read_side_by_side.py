@@ -8,14 +8,17 @@ at the same moment — whatever it does, it does to both — and each reader kee
 flight, so each tool's reads per second are 1 / (the disk's time per read + the tool's own time
 between reads). The ratio of their counts is then the client's difference, not the disk's.
 
-Per repeat: two dbsim trees of two 10 MiB files each (the EDA back-end's ``seq_read`` at 64 KiB
-with O_DIRECT, 2 sessions, closed loop, ``session_runner: native``) — dbsim reads one tree,
-``fio --ioengine=psync`` (a process per job, as fio runs by default; a job per file,
-``--filename``) reads the other, and the trees swap every repeat, so where a file lies on the
-disk favours neither tool. Both start, run past a settling time, and ``bpftrace`` counts every
-64 KiB ``pread64`` each tool completes in the same ``--duration`` seconds, with each tool's
-user and kernel CPU time over that window (``/proc/PID/stat``). A control repeat (``--control``)
-runs fio against fio the same way: what the method itself gives two identical tools.
+Per pair: two dbsim trees of two 10 MiB files each (the EDA back-end's ``seq_read`` at 64 KiB
+with O_DIRECT, 2 sessions, closed loop, ``session_runner: native``) — one tool reads one tree,
+the other the other tree (fio: ``--ioengine=psync``, a process per job as fio runs by default,
+a job per file, ``--filename``), and the trees swap every pair and which tool starts first
+every second pair, so neither where a file lies nor start order favours a tool. Both start, run
+past a settling time, and ``bpftrace`` counts every 64 KiB ``pread64`` each tool completes in
+the same ``--duration`` seconds, with each tool's user and kernel CPU time over that window
+(``/proc/PID/stat``). Series, interleaved pair by pair: dbsim vs fio (``--repeat``), dbsim with
+every batch bounded by ``--batch-ms`` as before e7beb6c vs fio (``--fixed-batches``), fio vs fio
+(``--control``: what the method gives two identical tools) and fio ``--thread`` vs fio
+(``--thread-control``: what jobs as threads of one process cost).
 
 Needs root, fio, bpftrace and tracefs (``mount -t tracefs nodev /sys/kernel/tracing``).
 Results: ``bench/results/read_side_by_side-<time>.json`` and a summary; see bench/README.md.
@@ -50,18 +53,20 @@ PARAMS = {
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def dbsim_child(tree: Path, seconds: float) -> None:
-    """In a child process: build ``tree`` if absent, or read it for ``seconds``."""
+def dbsim_child(tree: Path, seconds: float, batch_ms: float | None) -> None:
+    """In a child process: build ``tree`` if absent, or read it for ``seconds``. With
+    ``batch_ms`` every batch is bounded by that wall time instead of by the interval close
+    (``sim.core.session_native.deadline_ns``): 50 is the loop before e7beb6c."""
     sys.path[:0] = [str(HERE.parent), str(HERE)]
     import eda_bench
 
+    from sim.core import session_native
     from workloads.eda.parameters import EdaParameters
 
     params = EdaParameters.model_validate(PARAMS)
-    if os.environ.get("DBSIM_BENCH_BATCH_MS"):  # a diagnostic: the batch's time bound
-        from sim.core import session_native
-
-        session_native.BATCH_NS = int(float(os.environ["DBSIM_BENCH_BATCH_MS"]) * 1e6)
+    if batch_ms is not None:
+        bound = int(batch_ms * 1e6)
+        session_native.deadline_ns = lambda engine, paced: time.perf_counter_ns() + bound
     if not tree.exists():
         tree.mkdir(parents=True)
         eda_bench.build(tree, params)
@@ -73,8 +78,9 @@ def files_of(tree: Path) -> list[Path]:
     return sorted(p for p in tree.rglob("file_*") if p.stat().st_size == 10 * 2**20)
 
 
-def start_dbsim(tree: Path, seconds: float) -> subprocess.Popen[bytes]:
+def start_dbsim(tree: Path, seconds: float, batch_ms: float | None) -> subprocess.Popen[bytes]:
     command = [sys.executable, __file__, "--child", str(tree), "--duration", str(seconds)]
+    command += ["--child-batch-ms", str(batch_ms)] if batch_ms is not None else []
     return subprocess.Popen(command, stdout=subprocess.DEVNULL)
 
 
@@ -134,7 +140,9 @@ def side_by_side(
     order = (("a", left), ("b", right))
     for role, (tool, tree) in order[::-1] if b_first else order:
         if tool == "dbsim":
-            procs[role] = start_dbsim(tree, run_s)
+            procs[role] = start_dbsim(tree, run_s, None)
+        elif tool == "dbsim_fixed_batches":
+            procs[role] = start_dbsim(tree, run_s, args.batch_ms)
         else:  # "fio" (a process per job, fio's default) or "fio_thread" (--thread)
             procs[role] = start_fio(tree, run_s, thread=tool == "fio_thread")
     try:
@@ -194,72 +202,68 @@ def summary(pairs: list[dict[str, Any]], mine: str, other: str) -> dict[str, Any
             "ratios": ratios, mine: side["a"], other: side["b"]}  # fmt: skip
 
 
+#: The series a run can hold: (name, the tool on side a, the tool on side b).
+SERIES = {
+    "dbsim_vs_fio": ("dbsim", "fio"),
+    # dbsim with every batch bounded by --batch-ms (50: the loop before e7beb6c).
+    "fixed_batches_vs_fio": ("dbsim_fixed_batches", "fio"),
+    # fio against fio: what the method gives two identical tools.
+    "control": ("fio", "fio"),
+    # fio's jobs as threads of one process (dbsim's sessions are threads of one process)
+    # against fio's default, a process per job: what the thread model itself costs.
+    "threads": ("fio_thread", "fio"),
+}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=16, help="dbsim-vs-fio pairs (4n: balanced)")
+    parser.add_argument("--fixed-batches", type=int, default=0,
+                        help="pairs of dbsim with fixed --batch-ms batches vs fio (4n)")  # fmt: skip
+    parser.add_argument("--batch-ms", type=float, default=50.0, help="see --fixed-batches")
     parser.add_argument("--control", type=int, default=8, help="fio-vs-fio pairs (4n: balanced)")
     parser.add_argument("--thread-control", type=int, default=0,
                         help="fio --thread against fio pairs (4n: balanced)")  # fmt: skip
     parser.add_argument("--duration", type=float, default=4.0, help="the counted window, s")
     parser.add_argument("--dir", type=Path, default=None, help="where the trees go (removed)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--child-batch-ms", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        dbsim_child(args.child, args.duration)
+        dbsim_child(args.child, args.duration, args.child_batch_ms)
         return 0
     work = Path(tempfile.mkdtemp(prefix="side-by-side-", dir=args.dir))
     trees = [work / "tree_a", work / "tree_b"]
     for tree in trees:
         subprocess.run([sys.executable, __file__, "--child", str(tree)], check=True)
-    report: dict[str, Any] = {"settings": {"duration": args.duration, "settle": SETTLE_S},
-                              "loadavg_before": os.getloadavg(), "dbsim_fio": [], "fio_fio": [], "fio_thread_fio": []}  # fmt: skip
+    wanted = {"dbsim_vs_fio": args.repeat, "fixed_batches_vs_fio": args.fixed_batches,
+              "control": args.control, "threads": args.thread_control}  # fmt: skip
+    report: dict[str, Any] = {"settings": {**vars(args), "settle": SETTLE_S, "dir": str(args.dir)},
+                              "loadavg_before": os.getloadavg(),
+                              "series": {name: [] for name, n in wanted.items() if n}}  # fmt: skip
     try:
-        # Every fourth pair repeats the same arrangement: the trees swap every pair and which
-        # tool starts first every second (a control pair showed the tool started first
-        # reading ~1 % less: start order is counted out too, not left to favour one side).
-        for n in range(args.repeat):
-            mine, theirs = trees[n % 2], trees[1 - n % 2]
-            pair = side_by_side(args, ("dbsim", mine), ("fio", theirs), n // 2 % 2 == 1)
-            report["dbsim_fio"].append(pair)
-            print(
-                n,
-                f"dbsim {pair['a']['mib_s']:.1f} ({mine.name}) fio {pair['b']['mib_s']:.1f} MiB/s",
-                flush=True,
-            )
-        for n in range(args.control):
-            pair = side_by_side(
-                args, ("fio", trees[n % 2]), ("fio", trees[1 - n % 2]), n // 2 % 2 == 1
-            )
-            report["fio_fio"].append(pair)
-            print(
-                "control",
-                n,
-                f"fio {pair['a']['mib_s']:.1f} fio {pair['b']['mib_s']:.1f} MiB/s",
-                flush=True,
-            )
-        # fio's jobs as threads of one process (dbsim's sessions are threads of one process)
-        # against fio's default, a process per job: what the thread model itself costs.
-        for n in range(args.thread_control):
-            pair = side_by_side(
-                args, ("fio_thread", trees[n % 2]), ("fio", trees[1 - n % 2]), n // 2 % 2 == 1
-            )
-            report["fio_thread_fio"].append(pair)
-            print(
-                "threads",
-                n,
-                f"fio --thread {pair['a']['mib_s']:.1f} fio {pair['b']['mib_s']:.1f} MiB/s",
-                flush=True,
-            )
+        # The series interleave, pair by pair, so each meets the disk in the same minutes. In
+        # each series every fourth pair repeats an arrangement: the trees swap every pair and
+        # which tool starts first every second (in fio-against-fio pairs the tool started first
+        # read ~0.5 % less, whichever it was: start order is balanced, not left to one side).
+        for n in range(max(wanted.values())):
+            for name, pairs in report["series"].items():
+                if n >= wanted[name]:
+                    continue
+                left, right = SERIES[name]
+                a, b = trees[n % 2], trees[1 - n % 2]
+                pair = side_by_side(args, (left, a), (right, b), n // 2 % 2 == 1)
+                pairs.append(pair)
+                print(name, n, f"{left} {pair['a']['mib_s']:.1f} ({a.name}) "
+                      f"{right} {pair['b']['mib_s']:.1f} MiB/s", flush=True)  # fmt: skip
     finally:
         subprocess.run(["rm", "-rf", str(work)], check=False)
     report["loadavg_after"] = os.getloadavg()
-    report["summary"] = {}
-    if report["dbsim_fio"]:
-        report["summary"]["dbsim_vs_fio"] = summary(report["dbsim_fio"], "dbsim", "fio")
-    if report["fio_fio"]:
-        report["summary"]["control"] = summary(report["fio_fio"], "fio_a", "fio_b")
-    if report["fio_thread_fio"]:
-        report["summary"]["threads"] = summary(report["fio_thread_fio"], "fio_thread", "fio")
+    report["summary"] = {
+        name: summary(pairs, *(f"{t}_{x}" if SERIES[name][0] == SERIES[name][1] else t
+                               for t, x in zip(SERIES[name], "ab", strict=True)))
+        for name, pairs in report["series"].items()
+    }  # fmt: skip
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"read_side_by_side-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(report, indent=1) + "\n")
