@@ -101,6 +101,13 @@ class CoroutineSessions:
                 pace.next_due_ns += left_ns * period_ns // pace.period_ns - left_ns
             pace.period_ns = period_ns
 
+    def _start_coroutines(self, sessions: list[Any]) -> list[asyncio.Task[None]]:
+        """A task per session on this loop (the stage clock is running: they start now)."""
+        return [
+            asyncio.create_task(self._session(i, s), name=f"session-{i}")
+            for i, s in enumerate(sessions)
+        ]
+
     async def _session(self, index: int, session: Any) -> None:
         record = self.recorder.record
         record_error = self.recorder.record_error

@@ -327,41 +327,56 @@ class Engine(CoroutineSessions, IntervalTicker):
         self.result.loops_completed = [0] * len(sessions)
         self._issued = [0] * len(sessions)
         self._first_measured = [-1] * len(sessions)
-        self.result.collectors.extend(await self._sampler.start(0.0))
-
-        self._t0 = self.clock()
-        self._interval_start = self._t0
-        self.result.sessions_started_wall = time.time()
-        self._sampler.read_at(0.0)  # the baselines of local files, at time 0 itself
-        self._enter_stage(self.stages[0], self._t0)
-        # All sessions were connected above; they start together now (the SLOB barrier).
-        tasks = self._start_sessions(sessions)
-        ticker = asyncio.create_task(self._ticker(), name="ticker")
+        tasks = self._start_sessions(sessions)  # session threads: connect, then wait
+        ticker: asyncio.Task[None] | None = None
         try:
+            if self._threaded is not None:  # still "connecting": the native sessions connect
+                await self._unless_stopped(self._threaded.connected())
+            self.result.collectors.extend(await self._sampler.start(0.0))
+            self._t0 = self.clock()
+            self._interval_start = self._t0
+            self.result.sessions_started_wall = time.time()
+            self._sampler.read_at(0.0)  # the baselines of local files, at time 0 itself
+            self._enter_stage(self.stages[0], self._t0)
+            # All sessions were connected above; they start together now (the SLOB barrier).
+            if self._threaded is None:
+                tasks = self._start_coroutines(sessions)
+            else:
+                self._threaded.go()
+            ticker = asyncio.create_task(self._ticker(), name="ticker")
             await self._run_stages(tasks)
         finally:
-            self._stopping = True
-            self._active_changed_set()
-            if tasks:
-                _, pending = await asyncio.wait(tasks, timeout=self.stop_grace_s or None)
-                if self.stop_grace_s == 0:
-                    pending = {t for t in tasks if not t.done()}
-                for task in pending:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-            if self._threaded is not None and not await self._threaded.join(POOL_DRAIN_S):
-                log.warning("session calls still running %.0f s after the stop", POOL_DRAIN_S)
-            self._ticker_done = True
-            if self._tick_sleep is not None:
-                self._tick_sleep.cancel()
-            await asyncio.gather(ticker, return_exceptions=True)
-            self.result.op_ranges = [
-                (first, end) if first >= 0 else (0, 0)
-                for first, end in zip(self._first_measured, self._issued, strict=True)
-            ]
-            closed = self._close_interval(stage_ends=True)
-            if closed is not None:
-                await self._publish(closed)
+            await self._end_sessions(tasks)
+            if ticker is not None:  # the stage clock ran
+                await self._end_stages(ticker)
+
+    async def _end_sessions(self, tasks: list[asyncio.Task[None]]) -> None:
+        """Stop the sessions and wait for them, up to the stop's grace (threads: bounded)."""
+        self._stopping = True
+        self._active_changed_set()
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=self.stop_grace_s or None)
+            if self.stop_grace_s == 0:
+                pending = {t for t in tasks if not t.done()}
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._threaded is not None and not await self._threaded.join(POOL_DRAIN_S):
+            log.warning("session calls still running %.0f s after the stop", POOL_DRAIN_S)
+
+    async def _end_stages(self, ticker: asyncio.Task[None]) -> None:
+        """Stop the ticker and hand over the last interval and each session's measured ops."""
+        self._ticker_done = True
+        if self._tick_sleep is not None:
+            self._tick_sleep.cancel()
+        await asyncio.gather(ticker, return_exceptions=True)
+        self.result.op_ranges = [
+            (first, end) if first >= 0 else (0, 0)
+            for first, end in zip(self._first_measured, self._issued, strict=True)
+        ]
+        closed = self._close_interval(stage_ends=True)
+        if closed is not None:
+            await self._publish(closed)
 
     def _enter_stage(self, stage: Stage, now: float, due_start: float | None = None) -> None:
         """Enter ``stage`` at ``now``; its end is due ``duration_s`` after ``due_start``."""
@@ -402,21 +417,19 @@ class Engine(CoroutineSessions, IntervalTicker):
         return self._threaded.held() if self._threaded is not None else contextlib.nullcontext()
 
     def _start_sessions(self, sessions: list[Any]) -> list[asyncio.Task[None]]:
-        """One task per session: a coroutine on this loop, or a thread of its own when every
-        session makes blocking calls and ``load.session_runner`` allows it."""
+        """A task per session on a thread of its own, when every session makes blocking calls and
+        ``load.session_runner`` allows it: started now, each connects its native program and
+        waits for the stage clock (ThreadedSessions.go). Else none yet: coroutines, made then."""
         runner, self.result.session_runner_why = choose_runner(self.load, sessions, self.target)
         self.result.session_runner = runner
-        if runner != RUNNER_LOOP:
-            assert self._loop is not None
-            native = run_native if runner == RUNNER_NATIVE else None
-            group = run_native_group if runner == RUNNER_NATIVE else None
-            self._threaded = ThreadedSessions(self, sessions, native=native, native_group=group)
-            self.recorder.attach(self._threaded.recorders)
-            return self._threaded.start(self._loop)
-        return [
-            asyncio.create_task(self._session(i, s), name=f"session-{i}")
-            for i, s in enumerate(sessions)
-        ]
+        if runner == RUNNER_LOOP:
+            return []
+        assert self._loop is not None
+        native = run_native if runner == RUNNER_NATIVE else None
+        group = run_native_group if runner == RUNNER_NATIVE else None
+        self._threaded = ThreadedSessions(self, sessions, native=native, native_group=group)
+        self.recorder.attach(self._threaded.recorders)
+        return self._threaded.start(self._loop)
 
     async def _run_stages(self, tasks: list[asyncio.Task[None]]) -> None:
         assert self._stop_event is not None

@@ -13,7 +13,9 @@ read the engine's stage as it changes (plain attribute reads) and record into th
 :class:`ThreadRecorder`, which the engine's :class:`~sim.core.metrics.IntervalRecorder` folds at each
 interval's close. A stage boundary takes every session's recorder lock while it closes the
 interval and enters the new stage, so an operation's latency and its phase are decided
-together: no completion is counted in one phase and recorded in another.
+together: no completion is counted in one phase and recorded in another. The threads start in
+the engine's connecting state: each makes its native sessions' connections, then waits at a
+gate the engine opens as the first stage starts (``_gate``), so no connect is timed in a stage.
 
 A session offers this path by having ``next_call() -> (name, callable)`` besides
 ``next_transaction()`` (see :class:`sim.protocols.BlockingSession`); the engine uses it when
@@ -127,11 +129,24 @@ class ThreadedSessions:
         self._changed = threading.Condition(threading.Lock())
         self._finished: list[asyncio.Future[None]] = []
         self._threads: list[threading.Thread] = []
+        # The gate before the stage clock (see _gate): threads yet to arrive at it, the future
+        # resolved when none is left, and whether the engine has let them through (go()).
+        self._arriving = 0
+        self._arrived = threading.Lock()
+        self._ready: asyncio.Future[None] | None = None
+        self._go = False
+        #: Seconds from the threads' start to the last one's arrival at the gate: the native
+        #: connects, made before the stage clock (logged; the stages' times exclude it).
+        self.connect_s: float | None = None
+        self._started_ns = 0
 
     # ------------------------------------------------------------------ engine side
 
     def start(self, loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[None]]:
-        """Start every session's thread; one task per session resolves when it returns."""
+        """Start every session's thread; one task per session resolves when it returns. Each
+        thread connects its native programs, then waits for :meth:`go` (see :meth:`_gate`)."""
+        self._ready = loop.create_future()
+        self._started_ns = time.perf_counter_ns()
         tasks = []
         for _ in self.sessions:
             done: asyncio.Future[None] = loop.create_future()
@@ -152,9 +167,25 @@ class ThreadedSessions:
             thread = threading.Thread(target=target, args=args, name=name)
             thread.daemon = True  # a call hung on a dead server must not keep the process
             self._threads.append(thread)
+        self._arriving = len(self._threads)
+        if not self._threads:
+            self._ready.set_result(None)
         for thread in self._threads:
             thread.start()
         return tasks
+
+    async def connected(self) -> None:
+        """Resolves once every thread has connected its native sessions (or had a connect
+        refused: it tries again in the stage, as after a loss) and waits for :meth:`go`."""
+        assert self._ready is not None
+        # Or once a thread has ended before its gate (a bug): the run goes on to find its
+        # failure as in a stage. (asyncio.wait cancels none of these when it is cancelled.)
+        await asyncio.wait([self._ready, *self._finished], return_when=asyncio.FIRST_COMPLETED)
+
+    def go(self) -> None:
+        """The first stage's clock runs: the threads waiting at the gate start their sessions."""
+        self._go = True
+        self.wake()
 
     def _groups(self) -> list[list[tuple[int, Any]]]:
         """The sessions each thread runs: one each, or, for PostgreSQL sessions in the native
@@ -193,6 +224,7 @@ class ThreadedSessions:
 
         failure: BaseException | None = None
         try:
+            self._gate(loop, [program for _, program in members])
             self.native_group(self, members, settle)
         except BaseException as exc:  # a bug in a session: the engine must still finish
             failure = exc
@@ -262,15 +294,42 @@ class ThreadedSessions:
             )
 
     def _loop(self, index: int, session: Any, loop: asyncio.AbstractEventLoop) -> None:
-        if self.native:
-            program = self._native_program(index, session)
+        program = self._native_program(index, session) if self.native else None
+        try:
+            self._gate(loop, [] if program is None else [program])
             if program is not None:
-                try:
-                    self.native(self, index, program)
-                finally:
-                    _close(program)
+                assert self.native is not None
+                self.native(self, index, program)
                 return
+        finally:
+            _close(program)
         self._python_loop(index, session, loop)
+
+    def _gate(self, loop: asyncio.AbstractEventLoop, programs: list[Any]) -> None:
+        """Connect this thread's native programs, then wait until the engine starts the stage
+        clock (:meth:`go`) or stops: as the Python path's sessions, which ``connect_all`` has
+        connected before the clock, a native session's connect is timed in no stage (two
+        psqlODBC connects on a host 95 % busy took a whole 2 s measured window: 0 operations,
+        exit 3). The thread that makes a connection is the one that uses it (libpq and
+        Connector/C connections are not to be shared between threads)."""
+        engine = self.engine
+        try:
+            for program in programs:
+                connect_first = getattr(program, "connect_first", None)
+                if connect_first is not None and not engine._stopping:
+                    connect_first()
+        finally:  # arrive even if a connect raised: the engine must not wait for this thread
+            with self._arrived:
+                self._arriving -= 1
+                last = self._arriving == 0
+            if last and self._ready is not None:
+                self.connect_s = (time.perf_counter_ns() - self._started_ns) / 1e9
+                if self.native is not None:
+                    log.info("native sessions connected in %.3f s, before the stage clock",
+                             self.connect_s)  # fmt: skip
+                loop.call_soon_threadsafe(_settle, self._ready, None)
+        with self._changed:
+            self._changed.wait_for(lambda: self._go or engine._stopping)
 
     def _native_program(self, index: int, session: Any) -> Any:
         """The session's native loop, or None (then it runs in Python, and the log says why)."""

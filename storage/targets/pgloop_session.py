@@ -11,7 +11,8 @@ batches, so a native run deals exactly what a Python run deals. Each distinct (o
 statement) pair is prepared once per connection. A batch that loses the connection ends at
 that operation; the next ``run`` reconnects first with the engine's backoff, counts failed
 attempts as ``connect`` errors and logs the outage in the run's result, as the asyncpg path
-does (sim.core.coroutine_sessions).
+does (sim.core.coroutine_sessions). The first connection is made before the stage clock starts
+(``connect_first``), as the engine's ``connect_all`` makes the Python path's.
 """
 
 from __future__ import annotations
@@ -249,6 +250,13 @@ class SqlProgram:
             self.recorder.record_error(what, cls, lambda: line)
 
     # ------------------------------------------------------------------ connection
+
+    def connect_first(self) -> None:
+        """The session's first connection, made by its thread before the stage clock starts
+        (sim.core.session_threads ``_gate``): one attempt. A refused one is counted as a
+        ``connect`` error and the first batch tries again with the engine's backoff, as after
+        a loss, so a server that refuses ends the run as it did when the first batch connected."""
+        self._attempt()
 
     def _connect(self) -> bool:
         """(Re)connect with the engine's backoff until it works or the run stops."""
