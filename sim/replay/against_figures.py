@@ -1,6 +1,7 @@
 """The device figures of a replay against its capture (:mod:`sim.replay.against`): per figure
-both sides' values and intervals, its fidelity check run again, its tolerance band, and a
-recomputed figure set beside the one ``replay.json`` stored."""
+both sides' values and intervals, its fidelity check run again with the tolerance band it was
+judged against (the check's own, never restated here), and a recomputed figure set beside the
+one ``replay.json`` stored."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from typing import Any
 
 from sim.replay import fidelity
 from sim.replay.against_windows import Window
-from sim.replay.shape import Shape
 from sim.replay.spread import device_values, side
 
 #: Two figures of the same bundles differ beyond rounding when they differ by more than this
@@ -71,25 +71,10 @@ def _plain(value: float | None) -> str:
     return "none" if value is None else f"{value:.6g}"
 
 
-def band(check: fidelity.Check, capture: Shape, replay: Shape, scale: float) -> list[float] | None:
-    """The tolerance band of a judged figure around its asked value (absolute), as
-    :func:`sim.replay.fidelity.checks` applies it (a rate's widened by its counts' Poisson
-    interval); None when not judged."""
-    want = check.expected
-    if want is None or check.tolerance == fidelity.NOT_JUDGED:
-        return None
-    if check.unit == "%":
-        return [want - fidelity.READ_SHARE_POINTS, want + fidelity.READ_SHARE_POINTS]
-    if check.unit == "KiB":
-        return [want * (1 - fidelity.SIZE_TOL), want * (1 + fidelity.SIZE_TOL)]
-    if want == 0:  # a direction the capture did not have: a share of the asked IOPS
-        return [0.0, fidelity.STRAY_SHARE * capture.iops * scale]
-    captured = capture.read_iops if check.figure.startswith("read") else capture.write_iops
-    poisson = fidelity.poisson_tolerance(
-        captured * capture.window.seconds, want * replay.window.seconds
-    )
-    tol = max(fidelity.IOPS_TOL, poisson or 0.0)
-    return [want * (1 - tol), want * (1 + tol)]
+def band(check: fidelity.Check | None) -> list[float] | None:
+    """The tolerance band a figure was judged against (absolute), as the check that judged it
+    carries it (:attr:`sim.replay.fidelity.Check.band`); None when shown only or not judged."""
+    return None if check is None or check.band is None else list(check.band)
 
 
 def figure_row(
@@ -120,7 +105,7 @@ def figure_row(
         "tolerance": check.tolerance if check else "shown",
         "ok": None if check is None or check.tolerance == fidelity.NOT_JUDGED else check.ok,
         "judged": check is not None and check.tolerance != fidelity.NOT_JUDGED,
-        "band": band(check, cap.shape, rep.shape, scale) if check else None,
+        "band": band(check),
         "asked_intervals": asked_side.as_dict(),
         "replay_intervals": replay_side.as_dict(),
     }

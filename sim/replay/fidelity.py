@@ -18,6 +18,10 @@ delivered lies inside it): the figure is **not judged**, its check says "not jud
 the window", and the console shows it; it is never a silent pass. The mean size of that
 direction's requests is then not judged either (the mean of a handful).
 
+Each judged check carries its **band** (:attr:`Check.band`): the lowest and the highest
+delivered value it passes at, absolute, set here as it is judged (``ok`` is whether the
+delivered value lies inside it); ``dbsim compare`` draws and prints that band, never its own.
+
 A figure outside its tolerance makes the replay **unfaithful**, with its cause named from
 what fio itself reported: fio completed less than asked by more than half the IOPS tolerance
 (the target is too slow to deliver the asked IOPS at the production's concurrency), or fio issued what was asked and the device saw
@@ -26,7 +30,7 @@ something else (other I/O on the device; requests merged or split below fio).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sim.replay.shape import Shape
@@ -57,17 +61,44 @@ class Check:
     ok: bool
     off: str  # "+3.1 %", "-0.4 points"
     note: str = ""  # how a small count widened the tolerance, or why it was not judged
+    #: The band the delivered value was judged against: the lowest and the highest value it
+    #: passes at (absolute, both included; ``ok`` is whether it lies inside); None when the
+    #: figure was not judged. The one definition behind the verdict and the band that
+    #: ``dbsim compare`` draws and prints (:mod:`sim.replay.against_figures`).
+    band: tuple[float, float] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
+        out = dict(vars(self))
+        out["band"] = None if self.band is None else list(self.band)
+        return out
 
 
-def _rel(figure: str, unit: str, expected: float | None, got: float | None, tol: float) -> Check:
+def inside(value: float, band: tuple[float, float]) -> bool:
+    """Whether ``value`` passes at ``band`` (both ends included): every check's judgement."""
+    return band[0] <= value <= band[1]
+
+
+def relative(
+    figure: str, unit: str, expected: float | None, got: float | None, tol: float
+) -> Check:
+    """``got`` judged within ±``tol`` (relative) of ``expected``: the band
+    ``expected × (1 ± tol)``; not judged without both figures or when nothing was expected."""
     text = f"±{100 * tol:g} %"
     if expected is None or got is None or expected == 0:
         return Check(figure, unit, expected, got, text, True, "not judged")
     off = (got - expected) / expected
-    return Check(figure, unit, expected, got, text, abs(off) <= tol, f"{100 * off:+.1f} %")
+    band = (expected * (1 - tol), expected * (1 + tol))
+    return Check(figure, unit, expected, got, text, inside(got, band), f"{100 * off:+.1f} %",
+                 band=band)  # fmt: skip
+
+
+def points(figure: str, expected: float | None, got: float | None, pts: float) -> Check:
+    """A share (%) judged within ±``pts`` points of ``expected``: the band ``expected ± pts``
+    (a share a side does not have, no calls at all, is taken as 0)."""
+    want, have = expected or 0.0, got or 0.0
+    band = (want - pts, want + pts)
+    return Check(figure, "%", expected, got, f"±{pts:g} points", inside(have, band),
+                 f"{have - want:+.2f} pt", band=band)  # fmt: skip
 
 
 def poisson_tolerance(n_capture: float, n_asked: float) -> float | None:
@@ -100,7 +131,7 @@ def _rate(
             f"{capture.window.seconds:.3g} s; {n_asked:.0f} asked in the replay's "
             f"{replay.window.seconds:.3g} s{width}): too few for any tolerance",
         )  # fmt: skip
-    check = _rel(figure, "1/s", want, got, max(IOPS_TOL, poisson))
+    check = relative(figure, "1/s", want, got, max(IOPS_TOL, poisson))
     if poisson <= IOPS_TOL:
         return check
     pct = f"{100 * poisson:.0f}" if poisson >= 0.1 else f"{100 * poisson:.1f}"
@@ -109,13 +140,13 @@ def _rate(
         f"{figure} judged at ±{pct} %, not ±{100 * IOPS_TOL:g} %: {counts}, "
         f"Poisson's 95 % interval 1.96 x sqrt(1/{n_capture:.0f} + 1/{n_asked:.0f})"
     )
-    return Check(figure, "1/s", want, got, tol, check.ok, check.off, note)
+    return replace(check, tolerance=tol, note=note)  # its band is the widened one
 
 
 def _stray(figure: str, total: float, got: float) -> Check:
-    ok = got <= STRAY_SHARE * total
+    band = (0.0, STRAY_SHARE * total)
     tol = f"≤ {100 * STRAY_SHARE:g} % of asked"
-    return Check(figure, "1/s", 0.0, got, tol, ok, f"+{got:.3g}/s")
+    return Check(figure, "1/s", 0.0, got, tol, inside(got, band), f"+{got:.3g}/s", band=band)
 
 
 def checks(capture: Shape, replay: Shape, scale: float) -> list[Check]:
@@ -132,24 +163,13 @@ def checks(capture: Shape, replay: Shape, scale: float) -> list[Check]:
             out.append(_rate(figure, noun, capture, replay, (captured, want, got)))
     want_pct, got_pct = capture.read_pct, replay.read_pct
     if want_pct is not None and got_pct is not None:
-        diff = got_pct - want_pct
-        out.append(
-            Check(
-                "read share",
-                "%",
-                want_pct,
-                got_pct,
-                f"±{READ_SHARE_POINTS:g} points",
-                abs(diff) <= READ_SHARE_POINTS,
-                f"{diff:+.2f} pt",
-            )
-        )
+        out.append(points("read share", want_pct, got_pct, READ_SHARE_POINTS))
     rates = {c.figure: c for c in out}
     for figure, rate, noun, want_kib, got_kib in (
         ("read size", "read IOPS", "reads", capture.read_kib, replay.read_kib),
         ("write size", "write IOPS", "writes", capture.write_kib, replay.write_kib),
     ):
-        size = _rel(figure, "KiB", want_kib, got_kib, SIZE_TOL)
+        size = relative(figure, "KiB", want_kib, got_kib, SIZE_TOL)
         if rates[rate].tolerance == NOT_JUDGED:
             # The mean of a handful of requests is as uncertain as their count: 4 writes of
             # the file system's own averaged 24 KiB in one capture, 6 of the replay's 6.7.

@@ -24,7 +24,7 @@ from sim.bundle.files import new_bundle_dir
 from sim.errors import TargetError
 from sim.nofollow import write_new
 from sim.replay import REPLAY_VERSION, verdict
-from sim.replay.fidelity import FIO_SHORT, IOPS_TOL, SIZE_TOL, Check
+from sim.replay.fidelity import FIO_SHORT, IOPS_TOL, SIZE_TOL, Check, points, relative
 from sim.replay.filejob import (
     NOT_REPRODUCED,
     REPRODUCED,
@@ -141,53 +141,21 @@ def _delivered_ops(stage: dict[str, Any]) -> float | None:
 
 
 def checks(capture: FileShape, replay: FileShape, scale: float) -> list[Check]:
-    want, got = capture.reproduced * scale, replay.reproduced
-    off = (got - want) / want if want else 0.0
-    out = [
-        Check(
-            "calls/s",
-            "1/s",
-            want,
-            got,
-            f"±{100 * IOPS_TOL:g} %",
-            abs(off) <= IOPS_TOL,
-            f"{100 * off:+.1f} %",
-        )
-    ]
+    """The calls/s, each class's share and the mean sizes judged, each check with the band
+    it was judged against (:func:`sim.replay.fidelity.relative` and
+    :func:`~sim.replay.fidelity.points`: ``dbsim compare`` draws that band)."""
+    out = [relative("calls/s", "1/s", capture.reproduced * scale, replay.reproduced, IOPS_TOL)]
     for cls in REPRODUCED:
-        a, b = capture.share(cls), replay.share(cls)
         if not capture.rates.get(cls) and not replay.rates.get(cls):
             continue
-        diff = (b or 0.0) - (a or 0.0)
-        out.append(
-            Check(
-                f"{cls} share",
-                "%",
-                a,
-                b,
-                f"±{SHARE_POINTS:g} points",
-                abs(diff) <= SHARE_POINTS,
-                f"{diff:+.2f} pt",
-            )
-        )
+        out.append(points(f"{cls} share", capture.share(cls), replay.share(cls), SHARE_POINTS))
     for figure, a, b in (
         ("read size", capture.read_kib, replay.read_kib),
         ("write size", capture.write_kib, replay.write_kib),
     ):
         if a is None or b is None or a == 0:
             continue
-        rel = (b - a) / a
-        out.append(
-            Check(
-                figure,
-                "KiB",
-                a,
-                b,
-                f"±{100 * SIZE_TOL:g} %",
-                abs(rel) <= SIZE_TOL,
-                f"{100 * rel:+.1f} %",
-            )
-        )
+        out.append(relative(figure, "KiB", a, b, SIZE_TOL))
     return out
 
 

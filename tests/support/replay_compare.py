@@ -73,6 +73,9 @@ def _agrees(result: dict[str, Any], doc: dict[str, Any]) -> None:
             assert _same(row["replay"], check["delivered"]), (row, check)
             assert _same(row["asked"], check["expected"]), (row, check)
             assert row["tolerance"] == check["tolerance"] and row["off"] == check["off"], row
+            # The band drawn is the one the replay judged at (this dbsim writes it).
+            assert "band" in check, check
+            assert _same_band(row["band"], check["band"]), (row, check)
         for row in got["figures"]:
             if row["replay"] is None:
                 continue
@@ -86,3 +89,9 @@ def _same(ours: float | None, stored: float | None) -> bool:
     if ours is None or stored is None:
         return ours is None and stored is None
     return bool(ours == pytest.approx(stored, rel=1e-6))
+
+
+def _same_band(ours: list[float] | None, stored: list[float] | None) -> bool:
+    if ours is None or stored is None:
+        return ours is None and stored is None
+    return len(ours) == len(stored) == 2 and all(map(_same, ours, stored))

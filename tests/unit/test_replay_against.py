@@ -1,23 +1,29 @@
 """``dbsim compare CAPTURE REPLAY``'s arithmetic and its refusals, on hand-made series and
 directories: each side's per-interval range and the 95 % interval of its mean (exact numbers),
-the per-interval values as a window's figure weighs them, a judged rate's tolerance band, the
-paths ``replay.json`` names, and the capture's identity (device and inode). The whole command
-on real captures and replays: tests/integration/test_replay_fio.py and test_replay_files.py."""
+the per-interval values as a window's figure weighs them, each kind of judged figure's
+tolerance band (drawn as it was judged: the check's own), the paths ``replay.json`` names,
+and the capture's identity (device and inode). The whole command on real captures and
+replays: tests/integration/test_replay_fio.py and test_replay_files.py."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from sim.cli import main
 from sim.errors import ConfigError
+from sim.replay import fidelity, fileplan
 from sim.replay.against import check_identity, is_replay_dir, read_replay
-from sim.replay.against_figures import band, differs, shape_mismatches
+from sim.replay.against_figures import FIGURES, differs, figure_row, shape_mismatches
+from sim.replay.against_scale import _check_mismatches, file_row
+from sim.replay.against_windows import Window as AgainstWindow
 from sim.replay.against_windows import locate
 from sim.replay.fidelity import Check
+from sim.replay.filejob import shape_over as file_shape
 from sim.replay.shape import Shape, Window
 from sim.replay.spread import device_values, file_values, mean_interval, side, spread
 
@@ -100,22 +106,154 @@ def _shape(read: float, write: float, seconds: float) -> Shape:
     return Shape(Window(0.0, seconds, seconds, int(seconds), "test"), read, write, 8.0, 8.0)
 
 
+#: Just inside and just outside a band's end (relative to the band's larger end): far above
+#: a float's rounding, far below any figure.
+NUDGE = 1e-9
+
+
+def _drawn(capture: Shape, replay: Shape, scale: float) -> dict[str, tuple[Check, object]]:
+    """Per judged device figure the check that judged it and the band ``dbsim compare``
+    draws and prints for it (its figure row's)."""
+    found = {c.figure: c for c in fidelity.checks(capture, replay, scale)}
+    sides = (_window(capture), _window(replay))
+    rows = [figure_row(f, sides, scale, found) for f in FIGURES]
+    return {r["check"]: (found[r["check"]], r["band"]) for r in rows if r["check"]}
+
+
+def _window(shape: Shape) -> AgainstWindow:
+    series = {"t": [1.0], "interval_s": [1.0], "read_iops": [shape.read_iops],
+              "write_iops": [shape.write_iops], "read_kib": [shape.read_kib],
+              "write_kib": [shape.write_kib]}  # fmt: skip
+    return AgainstWindow(shape, series, [0])
+
+
+def _judged_at(figure: str, drawn: object, judge: Callable[[float], Check]) -> None:
+    """Just inside either end of the drawn band is ok, just outside is not, and each of those
+    judgements carries that same band."""
+    assert isinstance(drawn, list) and len(drawn) == 2
+    low, high = drawn
+    eps = NUDGE * max(abs(low), abs(high))
+    for value, ok in (
+        (low + eps, True),
+        (high - eps, True),
+        (low - eps, False),
+        (high + eps, False),
+    ):
+        check = judge(value)
+        assert check.figure == figure and check.ok is ok, (value, check, drawn)
+        assert check.delivered == pytest.approx(value, rel=1e-12, abs=1e-12)
+        assert list(check.band or ()) == drawn
+
+
+def _check(capture: Shape, replay: Shape, scale: float, figure: str) -> Check:
+    (check,) = [c for c in fidelity.checks(capture, replay, scale) if c.figure == figure]
+    return check
+
+
 def test_a_rates_band_is_widened_by_its_counts_poisson_interval() -> None:
     # 1 read/s over the capture's 100 s (100 reads) asked at 2x over the replay's 50 s (100):
     # 1.96 x sqrt(1/100 + 1/100) = 27.7 %, wider than the 5 %.
-    capture, replay = _shape(1.0, 100.0, 100.0), _shape(2.0, 200.0, 50.0)
-    check = Check("read IOPS", "1/s", 2.0, 2.1, "±28 % Poisson", True, "+5.0 %")
+    capture = _shape(1.0, 100.0, 100.0)
+    drawn = _drawn(capture, _shape(2.1, 201.0, 50.0), 2.0)
+    check, band = drawn["read IOPS"]
     half = 1.96 * (2 / 100) ** 0.5
-    assert band(check, capture, replay, 2.0) == pytest.approx([2 * (1 - half), 2 * (1 + half)])
-    many = Check("write IOPS", "1/s", 200.0, 201.0, "±5 %", True, "+0.5 %")
-    assert band(many, capture, replay, 2.0) == pytest.approx([190.0, 210.0])
-    share = Check("read share", "%", 1.0, 1.2, "±2 points", True, "+0.2 pt")
-    assert band(share, capture, replay, 2.0) == [-1.0, 3.0]
-    unjudged = Check("write IOPS", "1/s", 2.0, 0.0, "not judged", True, "-100 %")
-    assert band(unjudged, capture, replay, 2.0) is None
-    # A direction the capture did not have: up to 1 % of the asked IOPS (101/s x 2).
-    stray = Check("write IOPS", "1/s", 0.0, 0.5, "≤ 1 % of asked", True, "+0.5/s")
-    assert band(stray, _shape(101.0, 0.0, 100.0), replay, 2.0) == pytest.approx([0.0, 2.02])
+    assert check.tolerance == "±28 % Poisson"
+    assert band == list(check.band or ()) == pytest.approx([2 * (1 - half), 2 * (1 + half)])
+    _judged_at("read IOPS", band, lambda v: _check(capture, _shape(v, 201.0, 50.0), 2.0,
+                                                   "read IOPS"))  # fmt: skip
+    # 10,000 writes each side: Poisson's 2.8 % is narrower, the ±5 % holds.
+    check, band = drawn["write IOPS"]
+    assert check.tolerance == "±5 %" and band == pytest.approx([190.0, 210.0])
+    _judged_at("write IOPS", band, lambda v: _check(capture, _shape(2.1, v, 50.0), 2.0,
+                                                    "write IOPS"))  # fmt: skip
+
+
+def test_a_share_is_judged_and_drawn_at_its_points() -> None:
+    capture = _shape(300.0, 100.0, 100.0)  # 75 % reads
+    check, band = _drawn(capture, _shape(300.0, 100.0, 100.0), 1.0)["read share"]
+    assert check.tolerance == "±2 points" and band == [73.0, 77.0] == list(check.band or ())
+    # The replay's read share is v % of 100 requests a second.
+    _judged_at("read share", band, lambda v: _check(capture, _shape(v, 100.0 - v, 100.0), 1.0,
+                                                    "read share"))  # fmt: skip
+
+
+def test_a_size_is_judged_and_drawn_at_its_ten_percent() -> None:
+    capture = _shape(300.0, 100.0, 100.0)  # 8 KiB both ways
+    check, band = _drawn(capture, _shape(300.0, 100.0, 100.0), 1.0)["read size"]
+    assert check.tolerance == "±10 %" and band == pytest.approx([7.2, 8.8])
+    assert band == list(check.band or ())
+    window = capture.window
+    _judged_at("read size", band, lambda v: _check(capture, Shape(window, 300.0, 100.0, v, 8.0),
+                                                   1.0, "read size"))  # fmt: skip
+
+
+def test_a_direction_the_capture_did_not_have_is_drawn_at_its_stray_share() -> None:
+    # Up to 1 % of the asked IOPS (101/s x 2) from 0 writes.
+    capture = _shape(101.0, 0.0, 100.0)
+    check, band = _drawn(capture, _shape(202.0, 0.5, 100.0), 2.0)["write IOPS"]
+    assert check.tolerance == "≤ 1 % of asked"
+    assert band == list(check.band or ()) == pytest.approx([0.0, 2.02])
+    for value, ok in ((0.0, True), (2.02 * (1 - NUDGE), True), (2.02 * (1 + NUDGE), False)):
+        judged = _check(capture, _shape(202.0, value, 100.0), 2.0, "write IOPS")
+        assert judged.ok is ok and list(judged.band or ()) == band
+
+
+def test_a_figure_not_judged_has_no_band_drawn() -> None:
+    # 0.55 writes/s over 6 s: Poisson's ±153 %, not judged; nor is the mean of those writes.
+    drawn = _drawn(_shape(275.0, 0.55, 6.0), _shape(275.0, 0.0, 6.0), 1.0)
+    for figure in ("write IOPS", "write size"):
+        check, band = drawn[figure]
+        assert (check.tolerance, check.band, band) == ("not judged", None, None)
+        assert check.as_dict()["band"] is None
+    check, band = drawn["read IOPS"]
+    assert check.as_dict()["band"] == band == list(check.band or ())
+
+
+def _file_rows(scale: float, read_kib: float = 8.0, read_s: float = 90.0) -> list[dict[str, float]]:
+    """Two ``fileops`` intervals of ``read_s`` reads (``read_kib`` each) and 100 - ``read_s``
+    writes (4 KiB) per second, all times ``scale``."""
+    reads, writes = read_s * scale, (100.0 - read_s) * scale
+    return [
+        {"t": t, "read_s": reads, "write_s": writes, "_read_b": reads * read_kib * 1024,
+         "_write_b": writes * 4096}
+        for t in (1.0, 2.0)
+    ]  # fmt: skip
+
+
+def _file_check(rows: list[dict[str, float]], figure: str) -> Check:
+    """``figure``'s check of a replay of ``rows`` against :func:`_file_rows` (1) at 2x."""
+    found = fileplan.checks(file_shape(_file_rows(1.0), "c"), file_shape(rows, "r"), 2.0)
+    (check,) = [c for c in found if c.figure == figure]
+    return check
+
+
+def test_a_file_replays_calls_shares_and_sizes_are_drawn_as_judged() -> None:
+    capture, replay = _file_rows(1.0), _file_rows(2.0)
+    found = fileplan.checks(file_shape(capture, "c"), file_shape(replay, "r"), 2.0)
+    drawn = {c.figure: file_row(c, capture, replay, 2.0)["band"] for c in found}
+    assert drawn == {c.figure: list(c.band or ()) for c in found}
+    assert drawn["calls/s"] == pytest.approx([190.0, 210.0])  # 100 calls/s x 2, ±5 %
+    assert drawn["READ share"] == pytest.approx([88.0, 92.0])  # 90 %, ±2 points
+    assert drawn["read size"] == pytest.approx([7.2, 8.8])  # 8 KiB, ±10 %
+    _judged_at("calls/s", drawn["calls/s"], lambda v: _file_check(_file_rows(v / 100.0), "calls/s"))
+    _judged_at("READ share", drawn["READ share"],
+               lambda v: _file_check(_file_rows(2.0, read_s=v), "READ share"))  # fmt: skip
+    _judged_at("read size", drawn["read size"],
+               lambda v: _file_check(_file_rows(2.0, read_kib=v), "read size"))  # fmt: skip
+
+
+def test_a_stored_band_is_compared_and_an_older_replay_json_without_one_is_not() -> None:
+    row = {"check": "read IOPS", "ok": True, "tolerance": "±5 %", "asked": 200.0,
+           "replay": 201.0, "band": [190.0, 210.0]}  # fmt: skip
+    stored = {"figure": "read IOPS", "ok": True, "tolerance": "±5 %", "expected": 200.0,
+              "delivered": 201.0}  # fmt: skip
+    assert _check_mismatches([row], {"read IOPS": stored}) == []  # written before the band
+    assert _check_mismatches([row], {"read IOPS": dict(stored, band=[190.0, 210.0])}) == []
+    assert _check_mismatches([row], {"read IOPS": dict(stored, band=[180.0, 220.0])}) == [
+        "read IOPS: recomputed band [190.0, 210.0], replay.json [180.0, 220.0]"
+    ]
+    assert _check_mismatches([row], {"read IOPS": dict(stored, band=None)}) != []
+    assert _check_mismatches([row], {"read IOPS": dict(stored, band="x")}) != []
 
 
 def test_a_recomputed_figure_differs_only_beyond_rounding() -> None:

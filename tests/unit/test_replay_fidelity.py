@@ -4,6 +4,7 @@ in the check and on the console, on numbers worked out by hand."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -47,6 +48,9 @@ def test_a_small_write_count_is_judged_at_its_poisson_interval() -> None:
     within = fidelity.checks(capture, _shape(550.0, 1.1 * 1.70, 20.0), 2.0)
     writes = _check(within, "write IOPS")
     assert writes.tolerance == "±72 % Poisson" and writes.ok and writes.off == "+70.0 %"
+    # The band it was judged at, carried by the check (and replay.json's as a list).
+    assert writes.band == pytest.approx((1.1 * (1 - half), 1.1 * (1 + half)))
+    assert json.loads(json.dumps(writes.as_dict()))["band"] == list(writes.band or ())
     assert "judged at ±72 %, not ±5 %: 11 writes in the capture's 20 s window, 22 asked" in (
         writes.note
     )
