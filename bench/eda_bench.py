@@ -65,7 +65,8 @@ TARGETS = {
     "frontend": 10.0,
     "stream": 0.95,
     "workers": 1.8,
-    # issue #33: the native file loop at least fio psync's rate, both on the same files.
+    # issue #33: the 64 KiB read at least fio psync's rate, both on the same files (the other
+    # transfers keep issue #15's 0.95; bench/read_side_by_side.py measures it more finely).
     "stream_same_files": 1.0,
 }
 MIB = 2**20
@@ -588,7 +589,8 @@ def summarise(report: dict[str, Any]) -> list[tuple[str, ...]]:
                 ratios[f"{key}/psync_same_files_ci95"] = [low, high]
                 row(f"seq {kind}, {jobs} sessions, {bs}, O_DIRECT: dbsim (native) vs fio psync, same files",
                     f"fio {s:,.1f} MiB/s", f"{d:,.1f} MiB/s (ratio's 95 % CI {low:.3f}–{high:.3f}, n={len(same)})",
-                    statistics.median(same), f"{key}/psync_same_files", TARGETS["stream_same_files"])  # fmt: skip
+                    statistics.median(same), f"{key}/psync_same_files",
+                    TARGETS["stream_same_files"] if (kind, bs) == ("read", "64k") else TARGETS["stream"])  # fmt: skip
             row(f"seq {kind}, {jobs} sessions, {bs}, O_DIRECT: dbsim (native) vs fio psync, its own files",
                 f"fio {f:,.1f} MiB/s", f"{d:,.1f} MiB/s", d / f, f"{key}/psync",
                 None if same else TARGETS["stream"])  # fmt: skip
