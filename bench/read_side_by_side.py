@@ -39,17 +39,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from read_gap import PARAMS  # the same two-session 64 KiB read (bench/ is the script's path)
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-BLOCK = 64 * 1024
+#: The transfer size, bytes (``--block-kib``; the issue's case is 64 KiB): each tool's reads of
+#: exactly this size are counted.
+BLOCK = int(os.environ.get("DBSIM_SIDE_BY_SIDE_KIB", "64")) * 1024
 SETTLE_S = 3.0  # both tools started, warmed and reading before the count opens
-PARAMS = {
-    "component": "EDA_BACKEND",
-    "backend": {"processes_per_job_set": 2, "files_per_dir": 1, "dirs": 1,
-                "file_size_bytes": "10M", "mix": {"seq_read": 100}},
-    "transfer_size_bytes": "64k",
-    "direct_io": True,
-}  # fmt: skip
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -63,7 +60,7 @@ def dbsim_child(tree: Path, seconds: float, batch_ms: float | None) -> None:
     from sim.core import session_native
     from workloads.eda.parameters import EdaParameters
 
-    params = EdaParameters.model_validate(PARAMS)
+    params = EdaParameters.model_validate({**PARAMS, "transfer_size_bytes": BLOCK})
     if batch_ms is not None:
         bound = int(batch_ms * 1e6)
         session_native.deadline_ns = lambda engine, paced: time.perf_counter_ns() + bound
@@ -85,7 +82,7 @@ def start_dbsim(tree: Path, seconds: float, batch_ms: float | None) -> subproces
 
 
 def start_fio(tree: Path, seconds: float, thread: bool = False) -> subprocess.Popen[bytes]:
-    command = ["fio", *(["--thread"] if thread else []), "--rw=read", "--bs=64k", "--direct=1", "--ioengine=psync", "--size=10m",
+    command = ["fio", *(["--thread"] if thread else []), "--rw=read", f"--bs={BLOCK}", "--direct=1", "--ioengine=psync", "--size=10m",
                "--time_based", f"--runtime={math.ceil(seconds)}", "--output-format=terse"]  # fmt: skip
     for i, path in enumerate(files_of(tree)):
         command += [f"--name=read{i}", f"--filename={path}"]
@@ -226,12 +223,17 @@ def main() -> int:
                         help="fio --thread against fio pairs (4n: balanced)")  # fmt: skip
     parser.add_argument("--duration", type=float, default=4.0, help="the counted window, s")
     parser.add_argument("--dir", type=Path, default=None, help="where the trees go (removed)")
+    parser.add_argument("--block-kib", type=int, default=64, help="the transfer size, KiB")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child-batch-ms", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child is not None:
+    if args.child is not None:  # BLOCK is the parent's, from the environment
         dbsim_child(args.child, args.duration, args.child_batch_ms)
         return 0
+    # The children (dbsim's runs) read the size from the environment they inherit.
+    os.environ["DBSIM_SIDE_BY_SIDE_KIB"] = str(args.block_kib)
+    global BLOCK
+    BLOCK = args.block_kib * 1024
     work = Path(tempfile.mkdtemp(prefix="side-by-side-", dir=args.dir))
     trees = [work / "tree_a", work / "tree_b"]
     for tree in trees:

@@ -20,7 +20,6 @@ measured for 3 s).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import threading
 import uuid
@@ -36,6 +35,7 @@ from sim.core.dataset import drop_objects, load_and_verify  # noqa: E402
 from sim.core.engine import Engine  # noqa: E402
 from storage.targets.mysql import MysqlTarget  # noqa: E402
 from storage.targets.mysql_record import MysqlSettings  # noqa: E402
+from tests.support.tcp import close_all, pipe  # noqa: E402
 from workloads.slob.parameters import SlobParameters  # noqa: E402
 from workloads.slob.workload import SlobWorkload  # noqa: E402
 
@@ -74,21 +74,10 @@ class HangingServer:
             upstream = socket.create_connection((DSN["host"], DSN["port"]))
             self._sockets.append(upstream)
             for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
+                threading.Thread(target=pipe, args=(a, b), daemon=True).start()
 
     def close(self) -> None:
-        for sock in self._sockets:
-            with contextlib.suppress(OSError):
-                sock.close()
-
-
-def _pipe(source: socket.socket, sink: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        while data := source.recv(65536):
-            sink.sendall(data)
-    for sock in (source, sink):
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
+        close_all(self._sockets)
 
 
 def slob(prefix: str, port: int = 3306) -> tuple[SlobWorkload, MysqlTarget]:

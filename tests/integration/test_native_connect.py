@@ -37,6 +37,7 @@ from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings
 from tests.support.native_loops import require_native
 from tests.support.postgres import DATABASE, HOST, PORT, require_postgres
+from tests.support.tcp import close_all, pipe, read_exactly
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.workload import SlobWorkload
 
@@ -118,12 +119,10 @@ class DelayingProxy:
         upstream = socket.create_connection((HOST, PORT))
         self._sockets.append(upstream)
         for a, b in ((client, upstream), (upstream, client)):
-            threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
+            threading.Thread(target=pipe, args=(a, b), daemon=True).start()
 
     def close(self) -> None:
-        for sock in self._sockets:
-            with contextlib.suppress(OSError):
-                sock.close()
+        close_all(self._sockets)
 
 
 #: The protocol's requests before a startup message (SSLRequest, GSSENCRequest): answered "N".
@@ -140,31 +139,12 @@ TOO_MANY = b"".join(
 
 def _refuse(client: socket.socket) -> None:
     while True:
-        length = int.from_bytes(_read(client, 4), "big")
-        body = _read(client, length - 4)
+        length = int.from_bytes(read_exactly(client, 4), "big")
+        body = read_exactly(client, length - 4)
         if int.from_bytes(body[:4], "big") not in ENCRYPTION_REQUESTS:
             break  # the startup message
         client.sendall(b"N")
     client.sendall(b"E" + (4 + len(TOO_MANY)).to_bytes(4, "big") + TOO_MANY)
-
-
-def _read(client: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = client.recv(n - len(data))
-        if not chunk:
-            raise OSError("the client closed the connection")
-        data += chunk
-    return data
-
-
-def _pipe(source: socket.socket, sink: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        while data := source.recv(65536):
-            sink.sendall(data)
-    for sock in (source, sink):
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
 
 
 @pytest.fixture

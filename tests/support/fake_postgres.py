@@ -15,19 +15,11 @@ import struct
 import threading
 from types import TracebackType
 
+from tests.support.tcp import read_exactly
+
 SSL_REQUEST = 80877103
 GSS_REQUEST = 80877104
 CLEARTEXT_PASSWORD = 3
-
-
-def _exactly(conn: socket.socket, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = conn.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("the client closed the connection")
-        data += chunk
-    return data
 
 
 def _error_response(code: bytes, message: bytes) -> bytes:
@@ -68,15 +60,15 @@ class FakePostgres:
             conn.settimeout(10)
             try:
                 while True:
-                    length, code = struct.unpack("!ii", _exactly(conn, 8))
-                    _exactly(conn, length - 8)
+                    length, code = struct.unpack("!ii", read_exactly(conn, 8))
+                    read_exactly(conn, length - 8)
                     if code not in (SSL_REQUEST, GSS_REQUEST):
                         break  # the StartupMessage
                     conn.sendall(b"N")  # no encryption: the password comes in the clear
                 conn.sendall(b"R" + struct.pack("!ii", 8, CLEARTEXT_PASSWORD))
-                kind = _exactly(conn, 1)
-                (length,) = struct.unpack("!i", _exactly(conn, 4))
-                payload = _exactly(conn, length - 4)
+                kind = read_exactly(conn, 1)
+                (length,) = struct.unpack("!i", read_exactly(conn, 4))
+                payload = read_exactly(conn, length - 4)
                 if kind == b"p":
                     with self._lock:
                         self.passwords.append(payload.rstrip(b"\0").decode("utf-8", "replace"))
