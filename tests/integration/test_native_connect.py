@@ -201,14 +201,15 @@ def test_slow_native_connects_are_outside_the_measured_window(
     assert engine._threaded.connect_s >= DELAY_S, engine._threaded.connect_s
     assert [s["phase"] for s in result.stage_log] == ["measure"] and result.warmup_s == 0
     assert "connect" not in engine.recorder.totals, engine.recorder.totals["connect"].errors
-    # Operations from the window's first interval on: every whole interval holds some (a
-    # closing fragment of a few ms may hold none). Before, the first stage spent >= DELAY_S
-    # (the group: DELAY_S per session, one after another) connecting.
+    # Operations from the window's very first interval: before, the first stage spent
+    # >= DELAY_S (the group: DELAY_S per session, one after another) connecting, so the
+    # first two intervals of 0.5 s held none. (Only the first is asserted: a later interval
+    # a loaded host stalls says nothing about when the sessions connected.)
     measured = [i for i in intervals if i.measured]
-    whole = [i for i in measured if i.t_end - i.t_start >= INTERVAL_S / 2]
-    assert measured and measured[0].t_start == 0 and whole, [(i.t_start, i.t_end) for i in measured]
-    empty = [(i.t_start, i.t_end) for i in whole if not ops(i)]
-    assert not empty, f"measured intervals without an operation: {empty}"
+    assert measured and measured[0].t_start == 0, [(i.t_start, i.t_end) for i in measured]
+    first = measured[0]
+    assert first.t_end - first.t_start >= INTERVAL_S / 2, (first.t_start, first.t_end)
+    assert ops(first), f"the first measured interval ({first.t_start}-{first.t_end} s) is empty"
 
 
 def test_a_refused_first_connect_is_counted_and_retried_in_the_stage(
