@@ -63,7 +63,7 @@ def dbsim_child(tree: Path, seconds: float, batch_ms: float | None) -> None:
     params = EdaParameters.model_validate({**PARAMS, "transfer_size_bytes": BLOCK})
     if batch_ms is not None:
         bound = int(batch_ms * 1e6)
-        session_native.deadline_ns = lambda engine, paced: time.perf_counter_ns() + bound
+        session_native.deadline_ns = lambda engine, long, now: now + bound
     if not tree.exists():
         tree.mkdir(parents=True)
         eda_bench.build(tree, params)

@@ -7,9 +7,9 @@ operation codes and the GIL is released for the whole batch; the loop waits for 
 operation's intended start, times it from there, and writes its latency and errno into arrays
 that this thread folds into its :class:`~sim.core.session_threads.ThreadRecorder` with numpy.
 
-A batch ends at whichever comes first: ``BATCH_OPS`` operations, its deadline (closed loop:
-just before the ticker's next interval close; paced: ``BATCH_NS`` of wall time; see
-:func:`deadline_ns`), the engine's generation cell changing (a stage boundary or a stop: ``ThreadedSessions.held``
+A batch ends at whichever comes first: ``BATCH_OPS`` operations, its deadline (closed loop
+over fast operations: just before the ticker's next interval close; else ``BATCH_NS`` of wall
+time; see :func:`deadline_ns`), the engine's generation cell changing (a stage boundary or a stop: ``ThreadedSessions.held``
 and ``wake`` bump it), or an open-loop start that lies beyond the batch's deadline (then the
 thread sleeps on the engine's condition, which a stop wakes). So stops, stage boundaries and
 lab steps are seen within one operation, and nothing is recorded in a phase more than one
@@ -41,9 +41,12 @@ BATCH_OPS = 4096
 #: so samples stay fresh (stops and stage boundaries end a batch at once through the generation
 #: cell; this bounds only the batch's fixed cost per op).
 BATCH_NS = 50_000_000
-#: A closed-loop batch ends this long before the engine closes the interval (see
-#: :func:`deadline_ns`), so its fold lands in the interval its operations ran in.
+#: A closed-loop batch of fast operations ends this long before the engine closes the
+#: interval (see :func:`deadline_ns`), so its fold lands in the interval they ran in.
 TICK_MARGIN_NS = 10_000_000
+#: Operations faster than this (the last batch's wall time per operation) are fast: an
+#: operation started before the margin ends well inside it.
+FAST_OP_NS = 1_000_000
 #: Open loop: the thread sleeps on the engine's condition until this close to the next start;
 #: the C loop sleeps the rest precisely (the thread's own wake-up is not timed).
 NATIVE_SLEEP_NS = 2_000_000
@@ -125,6 +128,7 @@ def run_native(threaded: ThreadedSessions, index: int, program: Any) -> None:
     engine = threaded.engine
     member = _Member(threaded, index, program)
     generation = threaded.generation
+    fast = False  # the last batch's operations were fast (see deadline_ns)
     while not engine._stopping:
         seen = int(generation[0])  # before the stage: a change after it ends the batch
         wait = member.plan()
@@ -135,11 +139,14 @@ def run_native(threaded: ThreadedSessions, index: int, program: Any) -> None:
             threaded._sleep((wait - NATIVE_SLEEP_NS) / 1e9)
             continue
         was_measuring = engine._measuring  # after `seen`: a boundary since ends the batch
+        began = time.perf_counter_ns()
+        long = fast and member.paced is None
         done, due_ns = program.run(
             member.codes, member.latency, member.errors, member.args, generation, seen,
-            member.count, deadline_ns(engine, member.paced is not None),
-            member.paced is not None, member.period_ns, member.due_ns,
+            member.count, deadline_ns(engine, long, began), member.paced is not None,
+            member.period_ns, member.due_ns,
         )  # fmt: skip
+        fast = done > 0 and time.perf_counter_ns() - began < done * FAST_OP_NS
         if member.finish(done, due_ns, was_measuring):
             return
 
@@ -157,6 +164,7 @@ def run_native_group(
     # A member's lost connection: every member's is checked and the lost ones reconnected
     # together, so one restart is found by all of them at once (not each at its next batch).
     reconnect = members[0][1].reconnect_group
+    fast = False  # the last batch's operations were fast (see deadline_ns)
     while group and not engine._stopping:
         if not reconnect([m.program for m in group]):
             break  # the run stops
@@ -175,30 +183,36 @@ def run_native_group(
                 threaded._park(min(m.index for m in group))
             continue
         was_measuring = engine._measuring
-        paced = any(m.paced is not None for m in ready)
+        long = fast and all(m.paced is None for m in ready)
+        began = time.perf_counter_ns()
         outcomes = runner([m.program for m in ready], ready, generation, seen,
-                          deadline_ns(engine, paced))  # fmt: skip
+                          deadline_ns(engine, long, began))  # fmt: skip
+        least = min(done for done, _ in outcomes)  # the slowest session's operations
+        fast = least > 0 and time.perf_counter_ns() - began < least * FAST_OP_NS
         for member, (done, due_ns) in zip(ready, outcomes, strict=True):
             if member.finish(done, due_ns, was_measuring):
                 group.remove(member)
                 settle(member.index)
 
 
-def deadline_ns(engine: Any, paced: bool) -> int:
-    """When a batch starting now ends at the latest (``time.perf_counter_ns``).
+def deadline_ns(engine: Any, long: bool, now: int) -> int:
+    """When a batch starting ``now`` ends at the latest (``time.perf_counter_ns``).
 
-    A closed-loop batch runs until ``TICK_MARGIN_NS`` before the ticker's next interval close
+    A **long** batch — closed loop, and the session's last batch ran operations faster than
+    ``FAST_OP_NS`` each — runs until ``TICK_MARGIN_NS`` before the ticker's next interval close
     (at most ``BATCH_OPS`` operations): each hand-over to Python costs a reader 100-300 us on a
     CPU its blocking calls left cold, and at 50 ms batches a 64 KiB O_DIRECT stream read 0.994
-    x fio psync side by side, at batches bounded by the close 0.999 (issue #33,
-    bench/read_side_by_side.py). Ending at the close also puts a batch's operations in the
-    interval they ran in (a 50 ms batch straddling a close was folded into the next interval);
-    a batch that would start inside the margin runs ``TICK_MARGIN_NS`` and is folded just after
-    the close, as before. Paced sessions keep ``BATCH_NS``: the C loop sleeps until each start
-    inside a batch, and a stop must not wait out a long one. Only on the ticker's own clock
-    (``time.perf_counter``, the engine's default): another clock has no close to align to."""
-    now = time.perf_counter_ns()
-    if paced or engine.clock is not time.perf_counter:
+    x fio psync side by side, at batches bounded by the close 0.9987 (issue #33,
+    bench/read_side_by_side.py). Ending at the close also puts the batch's operations in the
+    interval they ran in; a batch that would start inside the margin runs ``TICK_MARGIN_NS``
+    and is folded just after the close. Any other batch keeps ``BATCH_NS``: an operation in
+    flight at the deadline runs to its end, so slow ones (a SLOB transaction on a throttled
+    device, 100 ms) would fold every batch after the close, each interval's operations in the
+    next (a CI rehearsal: the IOPS calibration found 1 interval with operations where 2 were
+    needed); and paced sessions sleep in C until each start inside a batch, which a stop must
+    not wait out. Only on the ticker's own clock (``time.perf_counter``, the engine's default):
+    another clock has no close to align to."""
+    if not long or engine.clock is not time.perf_counter:
         return now + BATCH_NS
     close = int((engine._t0 + (engine._tick + 1) * engine.interval_s) * 1e9) - TICK_MARGIN_NS
     return close if close > now else now + TICK_MARGIN_NS

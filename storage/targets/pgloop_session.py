@@ -101,8 +101,8 @@ FIRST_DEAL = 64
 class _Deck:
     """The dealt operations not yet run, and the arrays of the batch ``ahead`` built.
 
-    A batch ends at its deadline (just before the interval close, or 50 ms when paced:
-    ``sim.core.session_native.deadline_ns``) or a stage change, often long before the 4096
+    A batch ends at its deadline (just before the interval close for fast closed-loop
+    operations, else 50 ms: ``sim.core.session_native.deadline_ns``) or a stage change, often long before the 4096
     operations the runner asks for: dealing and packing them all per batch would cost more
     than running them. So ``ahead`` deals at most twice what the last batch ran (the
     runner takes fewer operations then; what was dealt and not run is run next)."""
