@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from point_workload import PointParameters, PointWorkload  # type: ignore[import-not-found]
+
 from sim.config.scenario import Load
 from sim.core.engine import Engine
 from sim.core.loops import new_event_loop
@@ -48,8 +50,6 @@ from storage.targets.postgres import PostgresTarget
 from storage.targets.settings import PostgresSettings
 from workloads.slob.parameters import SlobParameters
 from workloads.slob.workload import SlobWorkload
-
-from point_workload import PointParameters, PointWorkload  # type: ignore[import-not-found]
 
 T = TypeVar("T")
 RESULTS = Path(__file__).parent / "results"
@@ -284,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         "point": Case(
             f"\\set r random(1, :scale)\nSELECT COUNT(c2) FROM {table} WHERE custid = :r;\n",
             lambda: PointWorkload(
-                PointParameters(sql=point_sql(table), rows=rows, param="r"), PostgresTarget(settings)
+                PointParameters(sql=point_sql(table), rows=rows, param="r"),
+                PostgresTarget(settings),
             ),
             point_sql(table),
             lambda rng: (rng.randint(1, rows),),
