@@ -45,8 +45,6 @@ TABLE = "odbc_bench_point"
 POINT_SQL = f"SELECT c FROM {TABLE} WHERE id = ?"
 
 
-
-
 def connection_string(server: str) -> str:
     driver, _, port, user = SERVERS[server]
     return f"DRIVER={{{driver}}};SERVER=127.0.0.1;PORT={port};DATABASE=test;UID={user};"
@@ -64,7 +62,9 @@ def build_table(server: str, rows: int) -> None:
             source = (f"SELECT g, lpad(g::text, 20, '0') || repeat('x', 100) "
                       f"FROM generate_series(1, {rows}) g")  # fmt: skip
         else:  # MariaDB's sequence engine
-            source = f"SELECT seq, CONCAT(LPAD(seq, 20, '0'), REPEAT('x', 100)) FROM seq_1_to_{rows}"
+            source = (
+                f"SELECT seq, CONCAT(LPAD(seq, 20, '0'), REPEAT('x', 100)) FROM seq_1_to_{rows}"
+            )
         c.execute(f"INSERT INTO {TABLE} (id, c) {source}")
         c.execute(f"SELECT count(c) FROM {TABLE}").fetchall()
 

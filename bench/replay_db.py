@@ -159,7 +159,9 @@ def main() -> int:
             if not problems:  # the lab's directories and the run bundles (figures kept below)
                 shutil.rmtree(base, ignore_errors=True)
     doc["wall_s"] = round(time.monotonic() - started, 1)
-    out = args.out or REPO / "bench" / "results" / f"replay_db-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out = (
+        args.out or REPO / "bench" / "results" / f"replay_db-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    )
     out.parent.mkdir(exist_ok=True)
     # A new file only: never one that is there (or a link to one) by the time the run ends.
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
