@@ -9,9 +9,9 @@ that this thread folds into its :class:`~sim.core.session_threads.ThreadRecorder
 
 A batch ends at whichever comes first: ``BATCH_OPS`` operations, its deadline (closed loop
 over fast operations: just before the ticker's next interval close; else ``BATCH_NS`` of wall
-time; see :func:`deadline_ns`), the engine's generation cell changing (a stage boundary or a stop: ``ThreadedSessions.held``
-and ``wake`` bump it), or an open-loop start that lies beyond the batch's deadline (then the
-thread sleeps on the engine's condition, which a stop wakes). So stops, stage boundaries and
+time; see :func:`deadline_ns`), the engine's generation cell changing (a stage boundary or a
+stop: ``ThreadedSessions.held`` and ``wake`` bump it), or an open-loop start that lies beyond
+the batch's deadline (then the thread sleeps on the engine's condition, which a stop wakes). So stops, stage boundaries and
 lab steps are seen within one operation, and nothing is recorded in a phase more than one
 batch from the one it ran in; a batch during which the measured stage began ran in the
 warm-up and is neither recorded nor counted as measured (``loops_per_session`` stays exact).
@@ -214,7 +214,7 @@ def deadline_ns(engine: Any, long: bool, now: int) -> int:
     another clock has no close to align to."""
     if not long or engine.clock is not time.perf_counter:
         return now + BATCH_NS
-    close = int((engine._t0 + (engine._tick + 1) * engine.interval_s) * 1e9) - TICK_MARGIN_NS
+    close = int(engine.tick_at(engine._tick + 1) * 1e9) - TICK_MARGIN_NS
     return close if close > now else now + TICK_MARGIN_NS
 
 

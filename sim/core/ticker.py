@@ -39,12 +39,18 @@ class IntervalTicker:
     _tick_sleep: asyncio.Future[None] | None
     _t0: float
 
+    def tick_at(self, tick: int) -> float:
+        """When the ``tick``-th interval closes on the run clock (a stage boundary may close
+        one earlier). Session threads read it too (``sim.core.session_native.deadline_ns``:
+        ``tick_at(_tick + 1)`` is the next close); plain attribute reads, no lock."""
+        return self._t0 + tick * self.interval_s
+
     async def _ticker(self) -> None:
         """Close an interval every ``interval_s`` on the run clock. Stopped only while it
         sleeps (see _stop_ticker): an interval it has closed is always published."""
         while not self._ticker_done:
             tick = self._tick + 1
-            delay = max(self._t0 + tick * self.interval_s - self.clock(), 0)
+            delay = max(self.tick_at(tick) - self.clock(), 0)
             self._tick_sleep = asyncio.ensure_future(asyncio.sleep(delay))
             try:
                 await self._tick_sleep
@@ -53,7 +59,7 @@ class IntervalTicker:
                     return
                 raise
             self._tick = tick
-            if self._stage_ends_just_after(self._t0 + tick * self.interval_s):
+            if self._stage_ends_just_after(self.tick_at(tick)):
                 continue  # the boundary closes this interval, a few ms longer than usual
             interval = self._close_interval()
             if interval is not None:
